@@ -1,0 +1,17 @@
+import { type Rect, containsPoint, intersect } from "./geometry.js";
+import type { WindowInfo } from "./platform.js";
+
+/** Windows drawn above `target` that a person would see (visible, not minimized). */
+export function windowsAbove(all: readonly WindowInfo[], target: WindowInfo): WindowInfo[] {
+  return all.filter((w) => w.hwnd !== target.hwnd && w.z < target.z && w.visible && !w.iconic);
+}
+
+/** Whether a screen point of `target` is covered by a window above it. */
+export function pointOccluded(all: readonly WindowInfo[], target: WindowInfo, x: number, y: number): boolean {
+  return windowsAbove(all, target).some((w) => containsPoint(w.rect, x, y));
+}
+
+/** Whether any part of a screen rect of `target` is covered by a window above it. */
+export function rectOccluded(all: readonly WindowInfo[], target: WindowInfo, rect: Rect): boolean {
+  return windowsAbove(all, target).some((w) => intersect(w.rect, rect) !== null);
+}

@@ -1,0 +1,128 @@
+import { z } from "zod";
+import { type Rect, RectSchema } from "./geometry.js";
+import { type ProcessInstance, ProcessInstanceSchema } from "./identity.js";
+
+/**
+ * Platform ports. Shaped after Win32: a window is an HWND (decimal string), screen
+ * rects are physical pixels, z-order is the top-level order (0 = topmost), and a
+ * process is an exact ProcessInstance. Implementations live in src/platforms/* and
+ * are loaded only inside workers (native code never runs on the supervisor thread).
+ */
+
+export const PlatformNameSchema = z.enum(["fake", "x11", "win32"]);
+export type PlatformName = z.infer<typeof PlatformNameSchema>;
+
+export const WindowInfoSchema = z.object({
+  hwnd: z.string().regex(/^\d+$/),
+  title: z.string(),
+  window_class: z.string(),
+  pid: z.number().int().nonnegative(),
+  /** null when the process cannot be resolved (such a window is never a target). */
+  instance: ProcessInstanceSchema.nullable(),
+  /** Screen rect of what the user sees as the window, physical pixels. */
+  rect: RectSchema,
+  visible: z.boolean(),
+  iconic: z.boolean(),
+  foreground: z.boolean(),
+  on_top: z.boolean(),
+  /** Position in the stacking order, 0 = topmost. */
+  z: z.number().int().nonnegative(),
+});
+export type WindowInfo = z.infer<typeof WindowInfoSchema>;
+
+export interface RawImage {
+  width: number;
+  height: number;
+  /** 3 (RGB) or 4 (RGBA). */
+  channels: 3 | 4;
+  data: Uint8Array;
+}
+
+export type MouseButton = "left" | "right" | "middle";
+
+/** Logical key names of SPEC §6 plus modifiers; platforms map them to keysyms / VKs. */
+export type LogicalKey = string;
+
+export type TextMode = "sendinput" | "wm_char";
+
+/** Discovery and identity. */
+export interface DesktopPort {
+  readonly platform: PlatformName;
+  /** Top-level windows in stacking order, topmost first (hidden ones included, flagged). */
+  listWindows(): Promise<WindowInfo[]>;
+  /** One window, or null when it does not exist any more. */
+  getWindow(hwnd: string): Promise<WindowInfo | null>;
+  /** Whether that exact instance still runs (pid alive with the same start time and path). */
+  isInstanceAlive(instance: ProcessInstance): Promise<boolean>;
+  /** Bounds of the virtual screen (all monitors), physical pixels. */
+  virtualScreen(): Promise<Rect>;
+  /** Facts for health_check (DPI awareness, versions); never screen content. */
+  health(): Promise<Record<string, string | number | boolean | null>>;
+  /** The native window to un-minimize without focusing. */
+  restoreWindow(hwnd: string): Promise<void>;
+  /** Bring a window forward (focus mode "activate"). */
+  activateWindow(hwnd: string): Promise<void>;
+  /** Polite close request (WM_CLOSE / WM_DELETE_WINDOW); never a kill. */
+  closeWindow(hwnd: string): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** Pixels of a screen rect exactly as the user sees them. */
+export interface CapturePort {
+  captureScreen(rect: Rect): Promise<RawImage>;
+}
+
+/** Raw injection; every verification happens before these are called, in the same worker. */
+export interface InputPort {
+  moveTo(x: number, y: number): Promise<void>;
+  buttonDown(button: MouseButton): Promise<void>;
+  buttonUp(button: MouseButton): Promise<void>;
+  /** Positive = away from the user (up), one notch = one wheel click. */
+  wheel(notches: number): Promise<void>;
+  keyDown(key: LogicalKey): Promise<void>;
+  keyUp(key: LogicalKey): Promise<void>;
+  /** Types one chunk of text (UTF-16 aware, astral characters included). */
+  typeText(hwnd: string, text: string, mode: TextMode): Promise<void>;
+}
+
+/** A node of an accessibility tree as the provider reports it (before our redaction). */
+export interface A11yNodeFacts {
+  role: string;
+  name: string | null;
+  automation_id: string | null;
+  class_name: string | null;
+  /** Screen rect. */
+  rect: Rect | null;
+  enabled: boolean;
+  offscreen: boolean;
+  focused: boolean;
+  is_password: boolean;
+  patterns: string[];
+}
+
+export type SemanticAction = "invoke" | "toggle" | "select" | "expand" | "collapse" | "set_value";
+
+/** Opaque provider handle for a node inside one session. */
+export type A11yHandle = unknown;
+
+export interface A11ySession {
+  root(): Promise<A11yHandle>;
+  facts(node: A11yHandle): Promise<A11yNodeFacts>;
+  children(node: A11yHandle): Promise<A11yHandle[]>;
+  /** Runs a semantic action; throws UiError("pattern_not_supported") when absent. */
+  act(node: A11yHandle, action: SemanticAction, value?: string): Promise<void>;
+  /** Whether the node still exists in the live tree. */
+  alive(node: A11yHandle): Promise<boolean>;
+  dispose(): Promise<void>;
+}
+
+export interface AccessibilityPort {
+  openSession(window: WindowInfo): Promise<A11ySession>;
+}
+
+export interface Platform {
+  desktop: DesktopPort;
+  capture: CapturePort;
+  input: InputPort;
+  accessibility: AccessibilityPort;
+}

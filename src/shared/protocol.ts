@@ -1,0 +1,258 @@
+import { z } from "zod";
+import { UiErrorBodySchema } from "./errors.js";
+import { RectSchema } from "./geometry.js";
+import { ProcessInstanceSchema } from "./identity.js";
+import { PlatformNameSchema, WindowInfoSchema } from "./platform.js";
+
+/**
+ * The one typed request/response protocol between the supervisor and its workers.
+ * Every message crossing a thread (or process) boundary is parsed with these schemas
+ * on arrival; a message that does not parse is dropped and counted, never trusted.
+ */
+
+export const WorkerKindSchema = z.enum(["capture", "input", "uia"]);
+export type WorkerKind = z.infer<typeof WorkerKindSchema>;
+
+export const FocusModeSchema = z.enum(["passive", "activate"]);
+export const TextModeSchema = z.enum(["sendinput", "wm_char"]);
+
+/** What a worker is told at start-up. */
+export const WorkerInitSchema = z.object({
+  kind: WorkerKindSchema,
+  platform: PlatformNameSchema,
+  /** Fake platform: path of the scenario file. */
+  fake_desktop: z.string().nullable(),
+  log_level: z.string(),
+});
+export type WorkerInit = z.infer<typeof WorkerInitSchema>;
+
+/** The target a worker must find unchanged immediately before acting. */
+export const TargetExpectationSchema = z.object({
+  hwnd: z.string(),
+  instance: ProcessInstanceSchema,
+});
+export type TargetExpectation = z.infer<typeof TargetExpectationSchema>;
+
+const PointSchema = z.object({ x: z.number().int(), y: z.number().int() });
+
+const KeyStepSchema = z.object({
+  key: z.string(),
+  modifiers: z.array(z.enum(["ctrl", "shift", "alt"])).max(2),
+  hold_ms: z.number().int().min(0).max(5000),
+});
+
+const A11yNodeSchema: z.ZodType<A11yNodeOut> = z.lazy(() =>
+  z.object({
+    ref: z.string(),
+    role: z.string(),
+    name: z.string().nullable(),
+    is_password: z.boolean().optional(),
+    automation_id: z.string().nullable(),
+    class_name: z.string().nullable(),
+    rect: RectSchema.nullable(),
+    enabled: z.boolean(),
+    offscreen: z.boolean(),
+    focused: z.boolean(),
+    patterns: z.array(z.string()),
+    children: z.array(A11yNodeSchema),
+  }),
+);
+export interface A11yNodeOut {
+  ref: string;
+  role: string;
+  name: string | null;
+  is_password?: boolean | undefined;
+  automation_id: string | null;
+  class_name: string | null;
+  rect: [number, number, number, number] | null;
+  enabled: boolean;
+  offscreen: boolean;
+  focused: boolean;
+  patterns: string[];
+  children: A11yNodeOut[];
+}
+export { A11yNodeSchema };
+
+const Empty = z.object({}).strict();
+
+/** op name → worker, argument schema, result schema. */
+export const OPS = {
+  ping: { worker: "any", args: Empty, result: z.object({ pong: z.literal(true), pid: z.number() }) },
+
+  // capture worker: discovery, identity, pixels
+  "desktop.list": { worker: "capture", args: Empty, result: z.object({ windows: z.array(WindowInfoSchema) }) },
+  "desktop.get": {
+    worker: "capture",
+    args: z.object({ hwnd: z.string() }),
+    result: z.object({ window: WindowInfoSchema.nullable() }),
+  },
+  "desktop.alive": {
+    worker: "capture",
+    args: z.object({ instance: ProcessInstanceSchema }),
+    result: z.object({ alive: z.boolean() }),
+  },
+  "desktop.virtual_screen": { worker: "capture", args: Empty, result: z.object({ rect: RectSchema }) },
+  "desktop.health": {
+    worker: "capture",
+    args: Empty,
+    result: z.object({ facts: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])) }),
+  },
+  "capture.region": {
+    worker: "capture",
+    args: z.object({
+      target: TargetExpectationSchema,
+      /** Window-relative region to capture. */
+      region: RectSchema,
+      /** Window-relative masks, painted black before anything else sees the pixels. */
+      masks: z.array(RectSchema),
+      grid_spacing: z.number().int().min(5).max(2000).nullable(),
+      /** "png" returns an encoded image; "sha256" only a hash of the masked RGB pixels. */
+      output: z.enum(["png", "sha256"]),
+      max_png_bytes: z.number().int().positive(),
+      compression_level: z.number().int().min(0).max(9),
+    }),
+    result: z.object({
+      png: z.instanceof(Uint8Array).nullable(),
+      sha256: z.string().nullable(),
+      width: z.number().int(),
+      height: z.number().int(),
+      /** Screen position of the captured region's top-left corner. */
+      window_offset: z.tuple([z.number().int(), z.number().int()]),
+    }),
+  },
+
+  // input worker: verified effects
+  "input.pointer": {
+    worker: "input",
+    args: z.object({
+      target: TargetExpectationSchema,
+      kind: z.enum(["click", "double_click", "right_click", "hover", "scroll"]),
+      x: z.number().int(),
+      y: z.number().int(),
+      dwell_ms: z.number().int().min(0).max(10000).default(0),
+      notches: z.number().int().min(-20).max(20).default(0),
+      focus_mode: FocusModeSchema,
+    }),
+    result: z.object({ screen_x: z.number().int(), screen_y: z.number().int() }),
+  },
+  "input.drag": {
+    worker: "input",
+    args: z.object({
+      target: TargetExpectationSchema,
+      points: z.array(PointSchema).min(2).max(18),
+      focus_mode: FocusModeSchema,
+    }),
+    result: z.object({ legs: z.number().int() }),
+  },
+  "input.text": {
+    worker: "input",
+    args: z.object({
+      target: TargetExpectationSchema,
+      text: z.string().min(1).max(4096),
+      mode: TextModeSchema,
+      focus_mode: FocusModeSchema,
+    }),
+    result: z.object({ chars: z.number().int() }),
+  },
+  "input.keys": {
+    worker: "input",
+    args: z.object({ target: TargetExpectationSchema, steps: z.array(KeyStepSchema).min(1).max(10), focus_mode: FocusModeSchema }),
+    result: z.object({ steps: z.number().int() }),
+  },
+  "input.close": { worker: "input", args: z.object({ target: TargetExpectationSchema }), result: Empty },
+  "input.restore": {
+    worker: "input",
+    args: z.object({ target: TargetExpectationSchema }),
+    result: z.object({ was_iconic: z.boolean() }),
+  },
+
+  // uia worker: accessibility sessions keyed by (client, instance) grant
+  "a11y.inspect": {
+    worker: "uia",
+    args: z.object({
+      session_key: z.string(),
+      target: TargetExpectationSchema,
+      max_depth: z.number().int().min(0).max(32),
+      max_nodes: z.number().int().min(1).max(5000),
+      deadline_ms: z.number().int().positive(),
+      root_ref: z.string().nullable(),
+    }),
+    result: z.object({ root: A11yNodeSchema, node_count: z.number().int(), truncated: z.boolean() }),
+  },
+  "a11y.find": {
+    worker: "uia",
+    args: z.object({
+      session_key: z.string(),
+      target: TargetExpectationSchema,
+      name_contains: z.string().nullable(),
+      role: z.string().nullable(),
+      automation_id: z.string().nullable(),
+      max_results: z.number().int().min(1).max(500),
+      deadline_ms: z.number().int().positive(),
+    }),
+    result: z.object({
+      elements: z.array(A11yNodeSchema),
+      truncated: z.boolean(),
+    }),
+  },
+  "a11y.act": {
+    worker: "uia",
+    args: z.object({
+      session_key: z.string(),
+      target: TargetExpectationSchema,
+      ref: z.string(),
+      action: z.enum(["invoke", "toggle", "select", "expand", "collapse", "set_value"]),
+      value: z.string().nullable(),
+    }),
+    result: Empty,
+  },
+  "a11y.element_center": {
+    worker: "uia",
+    args: z.object({ session_key: z.string(), target: TargetExpectationSchema, ref: z.string() }),
+    /** Window-relative centre of the live element. */
+    result: z.object({ x: z.number().int(), y: z.number().int() }),
+  },
+  "a11y.dispose": {
+    worker: "uia",
+    args: z.object({ session_key: z.string() }),
+    result: z.object({ disposed: z.boolean() }),
+  },
+} as const;
+
+export type OpName = keyof typeof OPS;
+export type OpArgs<K extends OpName> = z.input<(typeof OPS)[K]["args"]>;
+export type OpParsedArgs<K extends OpName> = z.output<(typeof OPS)[K]["args"]>;
+export type OpResult<K extends OpName> = z.output<(typeof OPS)[K]["result"]>;
+
+// Envelopes ------------------------------------------------------------------
+
+export const RequestMessageSchema = z.object({
+  type: z.literal("request"),
+  id: z.number().int().nonnegative(),
+  op: z.string(),
+  args: z.unknown(),
+  /** Milliseconds the worker has; it should answer (even with an error) before then. */
+  deadline_ms: z.number().int().positive(),
+});
+export type RequestMessage = z.infer<typeof RequestMessageSchema>;
+
+export const CancelMessageSchema = z.object({ type: z.literal("cancel"), id: z.number().int().nonnegative() });
+
+export const SupervisorToWorkerSchema = z.discriminatedUnion("type", [RequestMessageSchema, CancelMessageSchema]);
+export type SupervisorToWorker = z.infer<typeof SupervisorToWorkerSchema>;
+
+export const ResponseMessageSchema = z.discriminatedUnion("ok", [
+  z.object({ type: z.literal("response"), id: z.number().int().nonnegative(), ok: z.literal(true), result: z.unknown() }),
+  z.object({ type: z.literal("response"), id: z.number().int().nonnegative(), ok: z.literal(false), error: UiErrorBodySchema }),
+]);
+export const ReadyMessageSchema = z.object({ type: z.literal("ready"), pid: z.number().int() });
+export const LogMessageSchema = z.object({
+  type: z.literal("log"),
+  level: z.enum(["debug", "info", "warn", "error"]),
+  /** Fixed event name and numeric/boolean fields only; never UI content. */
+  event: z.string(),
+  fields: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])).optional(),
+});
+
+export const WorkerToSupervisorSchema = z.union([ResponseMessageSchema, ReadyMessageSchema, LogMessageSchema]);
+export type WorkerToSupervisor = z.infer<typeof WorkerToSupervisorSchema>;

@@ -1,0 +1,42 @@
+/**
+ * The consent dialog port. Implementations: the fake platform's scripted prompter
+ * (fakePrompter.ts), zenity on X11 (zenityPrompter.ts), a TaskDialog on Win32.
+ * Content is built by the server from OS facts only (buildDialogContent); a prompter
+ * shows exactly that and never anything the target controls (e.g. its window title).
+ */
+
+export interface CapabilityLine {
+  /** Capability name, e.g. "click". */
+  name: string;
+  /** The same in plain words, e.g. "click inside the window". */
+  description: string;
+}
+
+export interface ConsentDialogContent {
+  kind: "consent";
+  executable_path: string;
+  pid: number;
+  /** RFC 3339. */
+  process_start: string;
+  capabilities: CapabilityLine[];
+  /** The MCP client's self-asserted name; always shown marked as self-reported. */
+  client_label: string;
+  client_label_self_reported: true;
+  /** RFC 3339: when a grant from this decision first expires (renewed silently while it stands). */
+  expires_at: string;
+  default_button: "deny";
+  /** The whole text exactly as shown to the person. */
+  text: string;
+}
+
+export type ConsentAnswer = "approve" | "deny";
+
+export interface ConsentPrompter {
+  /** Whether this prompter is a simulation (the demo labels it so). */
+  readonly simulated: boolean;
+  /**
+   * Shows the dialog and resolves with the person's answer. When `signal` aborts (timeout,
+   * target exit, server shutdown) the dialog must be closed and the promise rejected.
+   */
+  prompt(content: ConsentDialogContent, signal: AbortSignal): Promise<ConsentAnswer>;
+}

@@ -1,0 +1,75 @@
+import type { Rect } from "../../shared/geometry.js";
+import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
+import type { CapturePort, DesktopPort, RawImage, WindowInfo } from "../../shared/platform.js";
+import { type FakeContext, findWindow, instanceOf, requireWindow, windowInfos } from "./context.js";
+import { renderDesktop, windowsMeeting } from "./render.js";
+
+export class FakeDesktop implements DesktopPort {
+  readonly platform = "fake" as const;
+
+  constructor(private readonly ctx: FakeContext) {}
+
+  async listWindows(): Promise<WindowInfo[]> {
+    return windowInfos(this.ctx.scenario());
+  }
+
+  async getWindow(hwnd: string): Promise<WindowInfo | null> {
+    const s = this.ctx.scenario();
+    const w = findWindow(s, hwnd);
+    if (w === null) return null;
+    await this.ctx.touch(w);
+    return windowInfos(s).find((i) => i.hwnd === String(w.hwnd)) ?? null;
+  }
+
+  async isInstanceAlive(instance: ProcessInstance): Promise<boolean> {
+    const s = this.ctx.scenario();
+    return s.windows.some((w) => sameInstance(instanceOf(s, w), instance));
+  }
+
+  async virtualScreen(): Promise<Rect> {
+    const v = this.ctx.scenario().virtual_screen;
+    return [v[0], v[1], v[2], v[3]];
+  }
+
+  async health(): Promise<Record<string, string | number | boolean | null>> {
+    const ok = this.ctx.reader.loaded();
+    return {
+      platform: "fake",
+      dpi_awareness: "per_monitor_v2 (simulated)",
+      simulated: true,
+      scenario_loaded: ok,
+      windows: ok ? this.ctx.scenario().windows.length : null,
+    };
+  }
+
+  async restoreWindow(hwnd: string): Promise<void> {
+    await this.effect("restore", hwnd);
+  }
+
+  async activateWindow(hwnd: string): Promise<void> {
+    await this.effect("activate", hwnd);
+  }
+
+  async closeWindow(hwnd: string): Promise<void> {
+    await this.effect("close", hwnd);
+  }
+
+  async dispose(): Promise<void> {}
+
+  /** Records the request; the scenario file belongs to the test, which decides what follows. */
+  private async effect(type: "restore" | "activate" | "close", hwnd: string): Promise<void> {
+    const w = requireWindow(this.ctx.scenario(), hwnd);
+    await this.ctx.touch(w);
+    this.ctx.effects.append({ type, hwnd: String(w.hwnd) });
+  }
+}
+
+export class FakeCapture implements CapturePort {
+  constructor(private readonly ctx: FakeContext) {}
+
+  async captureScreen(rect: Rect): Promise<RawImage> {
+    const s = this.ctx.scenario();
+    await this.ctx.touchAll(windowsMeeting(s, rect));
+    return renderDesktop(s, rect);
+  }
+}

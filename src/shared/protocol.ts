@@ -112,7 +112,7 @@ export const OPS = {
       compression_level: z.number().int().min(0).max(9),
     }),
     result: z.object({
-      png: z.instanceof(Uint8Array).nullable(),
+      png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),
       sha256: z.string().nullable(),
       width: z.number().int(),
       height: z.number().int(),

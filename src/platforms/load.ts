@@ -1,0 +1,25 @@
+import type { Platform } from "../shared/platform.js";
+import type { WorkerInit } from "../shared/protocol.js";
+
+/**
+ * Loads the platform implementation a worker runs on. Imported lazily so that the
+ * native bindings of one platform are never loaded on another (and never on the
+ * supervisor thread, which does not import this module).
+ */
+export async function loadPlatform(init: WorkerInit): Promise<Platform> {
+  switch (init.platform) {
+    case "fake": {
+      if (!init.fake_desktop) throw new Error("UIINSPECT_FAKE_DESKTOP is not set");
+      const { createFakePlatform } = await import("./fake/index.js");
+      return createFakePlatform({ scenarioPath: init.fake_desktop, workerKind: init.kind });
+    }
+    case "x11": {
+      const { createX11Platform } = await import("./x11/index.js");
+      return createX11Platform({ workerKind: init.kind });
+    }
+    case "win32": {
+      const { createWin32Platform } = await import("./win32/index.js");
+      return createWin32Platform({ workerKind: init.kind });
+    }
+  }
+}

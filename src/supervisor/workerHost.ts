@@ -1,0 +1,339 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import { UiError, uiError } from "../shared/errors.js";
+import {
+  OPS,
+  type OpArgs,
+  type OpName,
+  type OpResult,
+  type SupervisorToWorker,
+  type WorkerInit,
+  type WorkerKind,
+  WorkerToSupervisorSchema,
+} from "../shared/protocol.js";
+import type { Logger } from "./log.js";
+
+export type Isolation = "thread" | "process";
+
+export interface WorkerHostOptions {
+  init: WorkerInit;
+  isolation: Isolation;
+  logger: Logger;
+  /** Extra time after the deadline's cancel before a silent worker is declared hung. */
+  graceMs?: number;
+  /** Restart backoff: first delay and cap. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Extra environment for process-isolated workers. */
+  env?: Record<string, string>;
+}
+
+export interface CallOptions {
+  deadlineMs: number;
+  signal?: AbortSignal;
+}
+
+interface Pending {
+  op: OpName;
+  resolve(v: unknown): void;
+  reject(e: UiError): void;
+  deadlineTimer: NodeJS.Timeout;
+  graceTimer?: NodeJS.Timeout;
+  detach(): void;
+}
+
+/** One running worker (thread or child process) behind a uniform face. */
+interface Endpoint {
+  send(msg: SupervisorToWorker): void;
+  kill(): Promise<void>;
+  pid(): number | undefined;
+}
+
+export interface WorkerStats {
+  kind: WorkerKind;
+  state: "stopped" | "starting" | "ready" | "backoff";
+  restarts: number;
+  crashes: number;
+  timeouts: number;
+  inflight: number;
+  isolation: Isolation;
+}
+
+/**
+ * Supervisor side of one worker kind: deadlines, cancellation, crash and hang
+ * detection, restart with backoff. When a worker dies or hangs, every request it
+ * held fails with a stable code and only that worker is replaced.
+ */
+export class WorkerHost {
+  readonly kind: WorkerKind;
+  private readonly opts: WorkerHostOptions;
+  private endpoint: Endpoint | null = null;
+  private generation = 0;
+  private state: WorkerStats["state"] = "stopped";
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private consecutiveFailures = 0;
+  private nextStartAt = 0;
+  private restarts = 0;
+  private crashes = 0;
+  private timeouts = 0;
+  private closed = false;
+  /** Why the current endpoint is being torn down (decides the code its requests get). */
+  private teardownReason: "worker_timeout" | "worker_crashed" | null = null;
+  private readonly exitListeners: Array<(reason: "worker_timeout" | "worker_crashed") => void> = [];
+
+  constructor(opts: WorkerHostOptions) {
+    this.kind = opts.init.kind;
+    this.opts = opts;
+  }
+
+  /** Notified whenever this worker is torn down (sessions it held are gone). */
+  onTeardown(listener: (reason: "worker_timeout" | "worker_crashed") => void): void {
+    this.exitListeners.push(listener);
+  }
+
+  stats(): WorkerStats {
+    return {
+      kind: this.kind,
+      state: this.state,
+      restarts: this.restarts,
+      crashes: this.crashes,
+      timeouts: this.timeouts,
+      inflight: this.pending.size,
+      isolation: this.opts.isolation,
+    };
+  }
+
+  workerPid(): number | undefined {
+    return this.endpoint?.pid();
+  }
+
+  async call<K extends OpName>(op: K, args: OpArgs<K>, opts: CallOptions): Promise<OpResult<K>> {
+    if (this.closed) throw uiError("platform_unavailable", "The server is shutting down.");
+    if (opts.signal?.aborted) throw uiError("cancelled");
+    await this.ensureStarted(opts.signal);
+    const endpoint = this.endpoint;
+    if (!endpoint) throw uiError("worker_crashed");
+    const id = this.nextId++;
+    return new Promise<OpResult<K>>((resolve, reject) => {
+      const onAbort = () => {
+        const p = this.pending.get(id);
+        if (!p) return;
+        this.finish(id);
+        this.safeSend({ type: "cancel", id });
+        reject(uiError("cancelled"));
+      };
+      const deadlineTimer = setTimeout(() => {
+        const p = this.pending.get(id);
+        if (!p) return;
+        // Ask politely first (the worker releases keys/buttons in finally), then kill.
+        this.safeSend({ type: "cancel", id });
+        p.graceTimer = setTimeout(() => {
+          if (this.pending.has(id)) this.teardown("worker_timeout");
+        }, this.opts.graceMs ?? 1000);
+      }, opts.deadlineMs);
+      this.pending.set(id, {
+        op,
+        resolve: (v) => resolve(v as OpResult<K>),
+        reject,
+        deadlineTimer,
+        detach: () => opts.signal?.removeEventListener("abort", onAbort),
+      });
+      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      this.safeSend({ type: "request", id, op, args, deadline_ms: opts.deadlineMs });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.failAll(uiError("platform_unavailable", "The server is shutting down."));
+    const ep = this.endpoint;
+    this.endpoint = null;
+    this.state = "stopped";
+    if (ep) await ep.kill();
+  }
+
+  private safeSend(msg: SupervisorToWorker): void {
+    try {
+      this.endpoint?.send(msg);
+    } catch {
+      this.teardown("worker_crashed");
+    }
+  }
+
+  private finish(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    clearTimeout(p.deadlineTimer);
+    if (p.graceTimer) clearTimeout(p.graceTimer);
+    p.detach();
+    this.pending.delete(id);
+    return p;
+  }
+
+  private failAll(err: UiError): void {
+    for (const id of [...this.pending.keys()]) this.finish(id)?.reject(err);
+  }
+
+  private async ensureStarted(signal?: AbortSignal): Promise<void> {
+    if (this.state === "ready" || this.state === "starting") return;
+    const wait = this.nextStartAt - Date.now();
+    if (wait > 0) {
+      this.state = "backoff";
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(resolve, wait);
+        signal?.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(t);
+            reject(uiError("cancelled"));
+          },
+          { once: true },
+        );
+      });
+      const now = this.state as WorkerStats["state"]; // another caller may have started it meanwhile
+      if (now === "ready" || now === "starting") return;
+    }
+    this.start();
+  }
+
+  private start(): void {
+    const generation = ++this.generation;
+    this.state = "starting";
+    this.teardownReason = null;
+    const onMessage = (raw: unknown) => {
+      if (generation === this.generation) this.onMessage(raw);
+    };
+    const onExit = () => {
+      if (generation === this.generation) this.onExit();
+    };
+    this.endpoint = this.opts.isolation === "process" ? this.forkProcess(onMessage, onExit) : this.spawnThread(onMessage, onExit);
+    if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
+  }
+
+  private entryPath(): string {
+    return fileURLToPath(new URL(`../workers/${this.kind}/main.js`, import.meta.url));
+  }
+
+  private spawnThread(onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
+    const { port1, port2 }: { port1: MessagePort; port2: MessagePort } = new MessageChannel();
+    const worker = new Worker(this.entryPath(), {
+      workerData: { init: this.opts.init, port: port2 },
+      transferList: [port2],
+      // Never let a worker write to our stdout: it carries MCP frames.
+      stdout: true,
+      stderr: true,
+    });
+    worker.stdout.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"));
+    worker.stderr.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"));
+    port1.on("message", onMessage);
+    worker.on("error", () => {
+      /* the exit event follows and does the accounting */
+    });
+    worker.on("exit", () => {
+      port1.close();
+      onExit();
+    });
+    return {
+      send: (msg) => port1.postMessage(msg),
+      kill: async () => {
+        await worker.terminate();
+      },
+      pid: () => process.pid,
+    };
+  }
+
+  private forkProcess(onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
+    const child: ChildProcess = fork(this.entryPath(), [], {
+      serialization: "advanced",
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      env: {
+        ...process.env,
+        ...this.opts.env,
+        UIINSPECT_WORKER_INIT: JSON.stringify(this.opts.init),
+        UIINSPECT_SERVER_PID: String(process.pid),
+        UIINSPECT_HOST_PID: String(process.ppid),
+      },
+      execArgv: [],
+    });
+    child.stdout?.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"));
+    child.stderr?.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"));
+    child.on("message", onMessage);
+    child.on("error", () => {
+      /* exit follows */
+    });
+    child.on("exit", onExit);
+    return {
+      send: (msg) => {
+        if (!child.connected) throw new Error("disconnected");
+        child.send(msg);
+      },
+      kill: async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        await new Promise<void>((resolve) => {
+          child.once("exit", () => resolve());
+          child.kill("SIGKILL");
+        });
+      },
+      pid: () => child.pid,
+    };
+  }
+
+  private onMessage(raw: unknown): void {
+    const parsed = WorkerToSupervisorSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.opts.logger.warn({ kind: this.kind }, "worker_message_rejected");
+      return;
+    }
+    const msg = parsed.data;
+    if (msg.type === "ready") {
+      this.state = "ready";
+      return;
+    }
+    if (msg.type === "log") {
+      this.opts.logger[msg.level]({ kind: this.kind, ...msg.fields }, msg.event);
+      return;
+    }
+    const p = this.finish(msg.id);
+    if (!p) return; // cancelled or already failed
+    if (!msg.ok) {
+      p.reject(UiError.fromBody(msg.error));
+      return;
+    }
+    const result = OPS[p.op].result.safeParse(msg.result);
+    if (!result.success) {
+      this.opts.logger.warn({ kind: this.kind, op: p.op }, "worker_result_rejected");
+      p.reject(uiError("platform_unavailable", "The worker returned a malformed result."));
+      return;
+    }
+    this.consecutiveFailures = 0;
+    p.resolve(result.data);
+  }
+
+  private teardown(reason: "worker_timeout" | "worker_crashed"): void {
+    if (this.teardownReason) return;
+    this.teardownReason = reason;
+    const ep = this.endpoint;
+    this.opts.logger.warn({ kind: this.kind, reason }, "worker_teardown");
+    if (ep) void ep.kill();
+    else this.onExit();
+  }
+
+  private onExit(): void {
+    const reason = this.teardownReason ?? "worker_crashed";
+    if (reason === "worker_timeout") this.timeouts += 1;
+    else this.crashes += 1;
+    this.endpoint = null;
+    this.generation += 1; // late messages from the dead endpoint are ignored
+    this.state = "stopped";
+    this.failAll(uiError(reason));
+    this.consecutiveFailures += 1;
+    const base = this.opts.backoffBaseMs ?? 100;
+    const max = this.opts.backoffMaxMs ?? 5000;
+    this.nextStartAt = Date.now() + Math.min(max, base * 2 ** (this.consecutiveFailures - 1));
+    this.teardownReason = null;
+    for (const l of this.exitListeners) l(reason);
+    if (!this.closed) this.opts.logger.info({ kind: this.kind, reason }, "worker_exited");
+  }
+}

@@ -1,0 +1,4 @@
+import { runWorker } from "../runtime.js";
+import { captureHandlers } from "./handlers.js";
+
+await runWorker(captureHandlers);

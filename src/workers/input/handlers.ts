@@ -1,0 +1,197 @@
+import { uiError } from "../../shared/errors.js";
+import { sameInstance } from "../../shared/identity.js";
+import { isAllowedKey, isSystemChord, type Modifier } from "../../shared/keys.js";
+import type { DesktopPort, InputPort, MouseButton } from "../../shared/platform.js";
+import type { TargetExpectation } from "../../shared/protocol.js";
+import { type Handler, type HandlerContext, type HandlerTable, sleep } from "../handlers.js";
+import { type VerifiedTarget, verifyTarget } from "../verify.js";
+
+/** SPEC §6 timing: move, 150 ms, verify, down, 50 ms, up. */
+const SETTLE_MS = 150;
+const PRESS_MS = 50;
+/** Gap between the two clicks of a double click (well under any double-click time). */
+const DOUBLE_CLICK_GAP_MS = 40;
+/** How long "activate" focus mode tries to bring the window forward. */
+const ACTIVATE_TIMEOUT_MS = 2000;
+/** Text is typed in chunks with a verification before each, so a focus change stops it. */
+const TEXT_CHUNK_CODEPOINTS = 32;
+
+type FocusMode = "passive" | "activate";
+
+async function ensureForeground(
+  desktop: DesktopPort,
+  target: TargetExpectation,
+  mode: FocusMode,
+  signal: AbortSignal,
+): Promise<void> {
+  const w = await desktop.getWindow(target.hwnd);
+  if (!w) throw uiError("target_gone");
+  if (w.foreground || mode === "passive") return;
+  // Identity first: never raise a window that is not the consented instance.
+  await verifyTarget(desktop, target);
+  await desktop.activateWindow(target.hwnd);
+  const until = Date.now() + ACTIVATE_TIMEOUT_MS;
+  while (Date.now() < until) {
+    const now = await desktop.getWindow(target.hwnd);
+    if (now?.foreground) return;
+    await sleep(50, signal);
+  }
+}
+
+function check(
+  ctx: HandlerContext,
+  target: TargetExpectation,
+  points: ReadonlyArray<{ x: number; y: number }>,
+): Promise<VerifiedTarget> {
+  return verifyTarget(ctx.platform.desktop, target, { requireForeground: true, points });
+}
+
+const screenOf = (v: VerifiedTarget, x: number, y: number) => ({ sx: v.window.rect[0] + x, sy: v.window.rect[1] + y });
+
+/** Presses and always releases a mouse button, even when the wait in between is cancelled. */
+async function pressButton(input: InputPort, button: MouseButton, signal: AbortSignal): Promise<void> {
+  await input.buttonDown(button);
+  try {
+    await sleep(PRESS_MS, signal);
+  } finally {
+    await input.buttonUp(button);
+  }
+}
+
+const pointer: Handler<"input.pointer"> = async (args, ctx) => {
+  const { input, desktop } = ctx.platform;
+  const p = [{ x: args.x, y: args.y }];
+  if (args.kind === "scroll" && args.notches === 0) throw uiError("invalid_argument", "notches must be ±1…20.");
+  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
+  let v = await check(ctx, args.target, p);
+  const { sx, sy } = screenOf(v, args.x, args.y);
+  await input.moveTo(sx, sy);
+  if (args.kind === "hover") {
+    await sleep(args.dwell_ms, ctx.signal);
+    return { screen_x: sx, screen_y: sy };
+  }
+  await sleep(SETTLE_MS, ctx.signal);
+  v = await check(ctx, args.target, p);
+  const again = screenOf(v, args.x, args.y);
+  if (again.sx !== sx || again.sy !== sy) throw uiError("target_changed", "The target window moved.");
+  switch (args.kind) {
+    case "scroll":
+      await input.wheel(args.notches);
+      break;
+    case "click":
+      await pressButton(input, "left", ctx.signal);
+      break;
+    case "right_click":
+      await pressButton(input, "right", ctx.signal);
+      break;
+    case "double_click":
+      await pressButton(input, "left", ctx.signal);
+      await sleep(DOUBLE_CLICK_GAP_MS, ctx.signal);
+      await check(ctx, args.target, p);
+      await pressButton(input, "left", ctx.signal);
+      break;
+  }
+  return { screen_x: sx, screen_y: sy };
+};
+
+const drag: Handler<"input.drag"> = async (args, ctx) => {
+  const { input, desktop } = ctx.platform;
+  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
+  // Every waypoint must be inside and uncovered before anything moves.
+  let v = await check(ctx, args.target, args.points);
+  const [start, ...rest] = args.points;
+  let s = screenOf(v, start.x, start.y);
+  await input.moveTo(s.sx, s.sy);
+  await sleep(SETTLE_MS, ctx.signal);
+  v = await check(ctx, args.target, args.points);
+  await input.buttonDown("left");
+  let legs = 0;
+  try {
+    for (const p of rest) {
+      // Re-verify before each leg: a window that moved, lost focus or got covered stops the drag.
+      v = await check(ctx, args.target, [p]);
+      s = screenOf(v, p.x, p.y);
+      await input.moveTo(s.sx, s.sy);
+      legs += 1;
+      await sleep(PRESS_MS, ctx.signal);
+    }
+  } finally {
+    await input.buttonUp("left");
+  }
+  return { legs };
+};
+
+function chunkText(text: string): string[] {
+  const cps = Array.from(text); // code points: never split a surrogate pair
+  const chunks: string[] = [];
+  for (let i = 0; i < cps.length; i += TEXT_CHUNK_CODEPOINTS) chunks.push(cps.slice(i, i + TEXT_CHUNK_CODEPOINTS).join(""));
+  return chunks;
+}
+
+const text: Handler<"input.text"> = async (args, ctx) => {
+  if (args.text.includes("\u0000")) throw uiError("invalid_argument", "Text must not contain NUL.");
+  const { input, desktop } = ctx.platform;
+  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
+  for (const chunk of chunkText(args.text)) {
+    await verifyTarget(desktop, args.target, { requireForeground: true });
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    await input.typeText(args.target.hwnd, chunk, args.mode);
+  }
+  return { chars: args.text.length };
+};
+
+const keys: Handler<"input.keys"> = async (args, ctx) => {
+  // Resolve every step before anything is emitted.
+  for (const step of args.steps) {
+    if (!isAllowedKey(step.key)) throw uiError("invalid_argument", "A key is not on the allow-list.");
+    if (new Set(step.modifiers).size !== step.modifiers.length) throw uiError("invalid_argument", "Repeated modifier.");
+    if (isSystemChord(step.modifiers as Modifier[], step.key)) throw uiError("invalid_argument", "System chords are refused.");
+  }
+  const { input, desktop } = ctx.platform;
+  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
+  let done = 0;
+  for (const step of args.steps) {
+    await verifyTarget(desktop, args.target, { requireForeground: true });
+    const pressed: string[] = [];
+    try {
+      for (const m of step.modifiers) {
+        await input.keyDown(m);
+        pressed.push(m);
+      }
+      await input.keyDown(step.key);
+      pressed.push(step.key);
+      await sleep(step.hold_ms, ctx.signal);
+    } finally {
+      // Release in reverse order of pressing, whatever failed.
+      for (const k of pressed.reverse()) await input.keyUp(k);
+    }
+    done += 1;
+  }
+  return { steps: done };
+};
+
+const close: Handler<"input.close"> = async (args, ctx) => {
+  await verifyTarget(ctx.platform.desktop, args.target);
+  await ctx.platform.desktop.closeWindow(args.target.hwnd);
+  return {};
+};
+
+const restore: Handler<"input.restore"> = async (args, ctx) => {
+  const { desktop } = ctx.platform;
+  const all = await desktop.listWindows();
+  const w = all.find((x) => x.hwnd === args.target.hwnd);
+  if (!w) throw uiError("target_gone");
+  // Identity only: a minimized window is exactly what this is for.
+  if (!w.instance || !sameInstance(w.instance, args.target.instance)) throw uiError("target_changed");
+  if (w.iconic) await desktop.restoreWindow(args.target.hwnd);
+  return { was_iconic: w.iconic };
+};
+
+export const inputHandlers: HandlerTable = {
+  "input.pointer": pointer,
+  "input.drag": drag,
+  "input.text": text,
+  "input.keys": keys,
+  "input.close": close,
+  "input.restore": restore,
+};

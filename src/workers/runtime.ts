@@ -1,0 +1,131 @@
+import { type MessagePort, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { UiError, type UiErrorBody, uiError } from "../shared/errors.js";
+import type { Platform } from "../shared/platform.js";
+import {
+  OPS,
+  type OpName,
+  SupervisorToWorkerSchema,
+  type WorkerInit,
+  WorkerInitSchema,
+  type WorkerToSupervisor,
+} from "../shared/protocol.js";
+import type { HandlerContext, HandlerTable } from "./handlers.js";
+
+/** How a worker talks to its supervisor: a MessagePort (thread) or the IPC channel (process). */
+interface Channel {
+  send(msg: WorkerToSupervisor, transfer?: ArrayBuffer[]): void;
+  onMessage(listener: (msg: unknown) => void): void;
+}
+
+function threadChannel(port: MessagePort): Channel {
+  return {
+    send: (msg, transfer) => port.postMessage(msg, transfer ?? []),
+    onMessage: (listener) => port.on("message", listener),
+  };
+}
+
+function processChannel(): Channel {
+  return {
+    send: (msg) => process.send?.(msg),
+    onMessage: (listener) => process.on("message", listener),
+  };
+}
+
+function errorBody(e: unknown, signal: AbortSignal): UiErrorBody {
+  if (e instanceof UiError) return e.toBody();
+  if (signal.aborted && signal.reason instanceof UiError) return signal.reason.toBody();
+  // Raw provider exceptions never cross: they may carry UI text.
+  return uiError("platform_unavailable", "The platform call failed.").toBody();
+}
+
+/** Collects the ArrayBuffers of Uint8Array fields so large results move instead of copying. */
+function transferables(result: unknown): ArrayBuffer[] {
+  const out: ArrayBuffer[] = [];
+  if (result && typeof result === "object") {
+    for (const v of Object.values(result)) {
+      if (v instanceof Uint8Array && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) {
+        if (v.buffer instanceof ArrayBuffer) out.push(v.buffer);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The worker side of the protocol: parses every message, runs the handler with an
+ * AbortSignal (cancel or deadline), and answers once per request.
+ */
+export async function runWorker(handlers: HandlerTable): Promise<void> {
+  let channel: Channel;
+  let rawInit: unknown;
+  if (!isMainThread && parentPort) {
+    const data = workerData as { init: unknown; port: MessagePort };
+    channel = threadChannel(data.port);
+    rawInit = data.init;
+  } else if (process.send) {
+    channel = processChannel();
+    rawInit = JSON.parse(process.env.UIINSPECT_WORKER_INIT ?? "null");
+  } else {
+    throw new Error("runWorker must run in a worker thread or a forked child process");
+  }
+  const init: WorkerInit = WorkerInitSchema.parse(rawInit);
+  // A backend that cannot start (no display, no COM) still answers: every request
+  // fails with platform_unavailable instead of the worker dying in a restart loop.
+  let platform: Platform | null = null;
+  try {
+    platform = await loadPlatform(init);
+  } catch {
+    platform = null;
+  }
+  const inflight = new Map<number, AbortController>();
+
+  channel.onMessage((raw) => {
+    const parsed = SupervisorToWorkerSchema.safeParse(raw);
+    if (!parsed.success) return; // Only the supervisor holds this channel; garbage is dropped.
+    const msg = parsed.data;
+    if (msg.type === "cancel") {
+      inflight.get(msg.id)?.abort(uiError("cancelled"));
+      return;
+    }
+    const controller = new AbortController();
+    inflight.set(msg.id, controller);
+    const deadline = Date.now() + msg.deadline_ms;
+    const timer = setTimeout(() => controller.abort(uiError("worker_timeout")), msg.deadline_ms);
+    const reply = (m: WorkerToSupervisor, transfer?: ArrayBuffer[]) => {
+      clearTimeout(timer);
+      inflight.delete(msg.id);
+      channel.send(m, transfer);
+    };
+    void (async () => {
+      try {
+        if (!(msg.op in OPS)) throw uiError("invalid_argument", "Unknown worker operation.");
+        const op = msg.op as OpName;
+        const def = OPS[op];
+        if (def.worker !== "any" && def.worker !== init.kind) throw uiError("invalid_argument", "Wrong worker.");
+        const handler = handlers[op] as GenericHandler | undefined;
+        if (!handler && op !== "ping") throw uiError("invalid_argument", "Operation not served by this worker.");
+        const args = def.args.safeParse(msg.args);
+        if (!args.success) throw uiError("invalid_argument", "Worker arguments are invalid.");
+        let result: unknown;
+        if (op === "ping") result = { pong: true, pid: process.pid };
+        else {
+          if (!platform) throw uiError("platform_unavailable");
+          const ctx: HandlerContext = { signal: controller.signal, deadline, init, platform };
+          result = await (handler as GenericHandler)(args.data, ctx);
+        }
+        reply({ type: "response", id: msg.id, ok: true, result }, transferables(result));
+      } catch (e) {
+        reply({ type: "response", id: msg.id, ok: false, error: errorBody(e, controller.signal) });
+      }
+    })();
+  });
+  channel.send({ type: "ready", pid: process.pid });
+}
+
+type GenericHandler = (args: unknown, ctx: HandlerContext) => Promise<unknown>;
+
+
+async function loadPlatform(init: WorkerInit): Promise<Platform> {
+  const { loadPlatform: load } = await import("../platforms/load.js");
+  return load(init);
+}

@@ -1,0 +1,23 @@
+import sharp from "sharp";
+import type { RawImage } from "../../shared/platform.js";
+
+// The capture worker keeps no decoded pixels in libvips' operation cache: a frame
+// must be gone once its request is answered.
+sharp.cache(false);
+
+/**
+ * PNG in memory (never a file). RGBA input is written as RGB: screen alpha carries
+ * no information. The result is a Uint8Array that owns its whole ArrayBuffer, so the
+ * caller can transfer it to another thread without moving unrelated bytes.
+ */
+export async function encodePng(img: RawImage, compressionLevel: number): Promise<Uint8Array<ArrayBuffer>> {
+  const input = Buffer.from(img.data.buffer, img.data.byteOffset, img.width * img.height * img.channels);
+  let pipeline = sharp(input, { raw: { width: img.width, height: img.height, channels: img.channels } });
+  if (img.channels === 4) pipeline = pipeline.removeAlpha();
+  const out = await pipeline.png({ compressionLevel, adaptiveFiltering: false, palette: false }).toBuffer();
+  const ab = out.buffer;
+  if (ab instanceof ArrayBuffer && out.byteOffset === 0 && out.byteLength === ab.byteLength) {
+    return new Uint8Array(ab, 0, out.byteLength);
+  }
+  return new Uint8Array(out);
+}

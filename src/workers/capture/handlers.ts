@@ -1,0 +1,90 @@
+import { isUiError, type UiError, uiError } from "../../shared/errors.js";
+import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometry.js";
+import type { RawImage } from "../../shared/platform.js";
+import type { HandlerContext, HandlerTable } from "../handlers.js";
+import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
+import { encodePng } from "./encode.js";
+import { assertImage, drawGrid, hash, paintMasks } from "./pixels.js";
+
+function cancelledError(signal: AbortSignal): UiError {
+  return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
+}
+
+function throwIfAborted(ctx: HandlerContext): void {
+  if (ctx.signal.aborted) throw cancelledError(ctx.signal);
+}
+
+/** The platform's frame must be exactly the requested rect; anything else is a backend fault. */
+function checkFrame(raw: RawImage, region: Rect): void {
+  try {
+    assertImage(raw);
+  } catch {
+    throw uiError("platform_unavailable", "The platform returned a malformed frame.");
+  }
+  if (raw.width !== rectWidth(region) || raw.height !== rectHeight(region)) {
+    throw uiError("platform_unavailable", "The platform returned a frame of the wrong size.");
+  }
+}
+
+/**
+ * The capture worker's ops. capture.region is the whole chain for one frame:
+ * verify (identity, visible, not minimized, region inside and uncovered; foreground
+ * not required) → read the screen rect → verify again (any move, resize, cover,
+ * replacement or minimize discards the pixels and fails with that code) → masks →
+ * grid → PNG (or the hash for coordinate profiles). One buffer, painted in place.
+ */
+export const captureHandlers: HandlerTable = {
+  "desktop.list": async (_args, ctx) => ({ windows: await ctx.platform.desktop.listWindows() }),
+
+  "desktop.get": async (args, ctx) => ({ window: await ctx.platform.desktop.getWindow(args.hwnd) }),
+
+  "desktop.alive": async (args, ctx) => ({
+    alive: await ctx.platform.desktop.isInstanceAlive(args.instance),
+  }),
+
+  "desktop.virtual_screen": async (_args, ctx) => ({ rect: await ctx.platform.desktop.virtualScreen() }),
+
+  "desktop.health": async (_args, ctx) => ({ facts: await ctx.platform.desktop.health() }),
+
+  "capture.region": async (args, ctx) => {
+    const { desktop, capture } = ctx.platform;
+    const region = args.region;
+    const width = rectWidth(region);
+    const height = rectHeight(region);
+    if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
+    throwIfAborted(ctx);
+
+    const before = await verifyTarget(desktop, args.target, { region });
+    throwIfAborted(ctx);
+    const screenRect = toScreen(before.window.rect, region);
+    const raw = await capture.captureScreen(screenRect);
+    checkFrame(raw, region);
+
+    try {
+      throwIfAborted(ctx);
+      await verifyUnchangedAfter(desktop, args.target, before.window, region);
+      throwIfAborted(ctx);
+    } catch (e) {
+      // What was read may show something else than the verified window: it never leaves.
+      raw.data.fill(0);
+      throw e;
+    }
+
+    paintMasks(raw, args.masks, region);
+    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
+
+    if (args.output === "sha256") {
+      return { png: null, sha256: hash(raw), width, height, window_offset };
+    }
+
+    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
+    const png = await encodePng(raw, args.compression_level);
+    if (png.byteLength > args.max_png_bytes) {
+      throw uiError(
+        "image_too_large",
+        `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
+      );
+    }
+    return { png, sha256: null, width, height, window_offset };
+  },
+};

@@ -1,0 +1,310 @@
+import { isUiError, toUiError, uiError } from "../../shared/errors.js";
+import { containsPoint, isEmpty, type Rect } from "../../shared/geometry.js";
+import { sameInstance } from "../../shared/identity.js";
+import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
+import type { A11yNodeOut, TargetExpectation } from "../../shared/protocol.js";
+import type { HandlerContext, HandlerTable } from "../handlers.js";
+import { verifyTarget } from "../verify.js";
+import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "./roles.js";
+import { type LiveSession, SessionStore } from "./sessions.js";
+import { Budget, relativeRect, walk } from "./walk.js";
+
+/**
+ * The uia worker's handlers: a11y.inspect, a11y.find, a11y.act, a11y.element_center and
+ * a11y.dispose on ctx.platform.accessibility. Nothing here logs: names, values and provider
+ * errors never leave except as the result an agent asked for (names) or as a code.
+ */
+
+export interface UiaOptions {
+  /** Prefix of refs (default "e": e1, e2, …). */
+  refPrefix?: string;
+  /** Live sessions kept at most (default 64; the least recently used ends first). */
+  maxSessions?: number;
+  /** Refs kept per session at most (default 20000; the oldest become stale first). */
+  maxRefsPerSession?: number;
+  /** Provider calls in flight at once during a walk (default 8). */
+  concurrency?: number;
+  /** Where UIINSPECT_SERVER_PID / UIINSPECT_HOST_PID are read (default process.env, at each call). */
+  env?: () => Record<string, string | undefined>;
+}
+
+/** Nodes a find walks at most, and its depth limit. */
+export const FIND_MAX_NODES = 5000;
+export const FIND_MAX_DEPTH = 32;
+/** Target-provided strings (name, automation_id, class_name) are cut to this many UTF-16 units. */
+export const MAX_TEXT_CHARS = 256;
+
+export interface UiaRuntime {
+  handlers: HandlerTable;
+  store: SessionStore;
+  /** Ends every session (worker shutdown). */
+  shutdown(): Promise<void>;
+}
+
+/** Pids never inspected: this process, its parent, and the server/host the lead names. */
+export function protectedPids(env: Record<string, string | undefined>): Set<number> {
+  const pids = new Set<number>([process.pid, process.ppid]);
+  for (const name of ["UIINSPECT_SERVER_PID", "UIINSPECT_HOST_PID"]) {
+    const v = env[name];
+    if (v !== undefined && /^\d{1,10}$/.test(v.trim())) {
+      const n = Number(v.trim());
+      if (n > 0) pids.add(n);
+    }
+  }
+  return pids;
+}
+
+function cut(s: string | null): string | null {
+  if (s === null || s.length <= MAX_TEXT_CHARS) return s;
+  let end = MAX_TEXT_CHARS - 1;
+  const c = s.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end -= 1;
+  return `${s.slice(0, end)}…`;
+}
+
+/** Password fields: flagged by the provider, or a platform role that says so. */
+export function isPassword(f: A11yNodeFacts): boolean {
+  return f.is_password === true || /password/i.test(f.role);
+}
+
+/** Provider facts → the node of the protocol (redacted, window-relative, vocabulary only). */
+export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect): A11yNodeOut {
+  const password = isPassword(f);
+  const node: A11yNodeOut = {
+    ref,
+    role: normalizeRole(f.role),
+    name: password ? null : cut(f.name),
+    automation_id: cut(f.automation_id),
+    class_name: cut(f.class_name),
+    rect: relativeRect(f.rect, windowRect),
+    enabled: f.enabled === true,
+    offscreen: f.offscreen === true,
+    focused: f.focused === true,
+    patterns: normalizePatterns(f.patterns),
+    children: [],
+  };
+  if (password) node.is_password = true;
+  return node;
+}
+
+function deadlineFor(ms: number | null, ctx: HandlerContext): number {
+  const now = Date.now();
+  // Answer a little before the worker's own deadline, so a truncated result still arrives.
+  const margin = Math.min(250, Math.max(0, Math.floor((ctx.deadline - now) * 0.1)));
+  const hard = ctx.deadline - margin;
+  return ms === null ? hard : Math.min(now + ms, hard);
+}
+
+const ROLE_NAMES: ReadonlySet<string> = new Set(ROLES);
+
+export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
+  const store = new SessionStore({
+    refPrefix: opts.refPrefix ?? "e",
+    maxSessions: opts.maxSessions ?? 64,
+    maxRefsPerSession: opts.maxRefsPerSession ?? 20000,
+  });
+  const concurrency = opts.concurrency ?? 8;
+  const env = opts.env ?? (() => process.env);
+
+  function refuseSelf(target: TargetExpectation): void {
+    if (protectedPids(env()).has(target.instance.pid)) {
+      throw uiError("target_not_allowed", "The server's own process and its host are never inspected.");
+    }
+  }
+
+  /** verifyTarget; a target that no longer verifies ends the sessions bound to it. */
+  async function checked(
+    platform: Platform,
+    sessionKey: string,
+    target: TargetExpectation,
+    budget: Budget,
+  ): Promise<WindowInfo> {
+    try {
+      const { window } = await budget.must(verifyTarget(platform.desktop, target));
+      return window;
+    } catch (e) {
+      const code = isUiError(e) ? e.code : null;
+      if (code === "target_changed") await store.endKey(sessionKey);
+      else if (code === "target_gone" || code === "minimized") await store.end(sessionKey, target.hwnd);
+      throw toUiError(e);
+    }
+  }
+
+  /** The existing session of (key, target) for a ref; a ref can never belong to a new one. */
+  async function existing(sessionKey: string, target: TargetExpectation): Promise<LiveSession> {
+    const live = store.find(sessionKey, target.hwnd);
+    if (live === null) throw uiError("element_stale");
+    if (!sameInstance(live.instance, target.instance)) {
+      await store.endKey(sessionKey);
+      throw uiError("target_changed");
+    }
+    return live;
+  }
+
+  /** The live node of a ref, or element_stale (the ref is forgotten when its node is gone). */
+  async function liveNode(live: LiveSession, ref: string, budget: Budget): Promise<A11yHandle> {
+    const handle = live.handle(ref);
+    let alive: boolean;
+    try {
+      alive = await budget.must(live.provider.alive(handle));
+    } catch (e) {
+      if (isUiError(e) && (e.code === "worker_timeout" || e.code === "cancelled")) throw e;
+      alive = false;
+    }
+    if (!alive || live.closed) {
+      live.forget(ref);
+      throw uiError("element_stale");
+    }
+    return handle;
+  }
+
+  async function run<T>(
+    ctx: HandlerContext,
+    deadlineMs: number | null,
+    fn: (b: Budget) => Promise<T>,
+  ): Promise<T> {
+    const budget = new Budget(deadlineFor(deadlineMs, ctx), ctx.signal);
+    try {
+      return await fn(budget);
+    } catch (e) {
+      throw toUiError(e);
+    } finally {
+      budget.release();
+    }
+  }
+
+  const handlers: HandlerTable = {
+    "a11y.inspect": (args, ctx) =>
+      run(ctx, args.deadline_ms, async (budget) => {
+        refuseSelf(args.target);
+        const window = await checked(ctx.platform, args.session_key, args.target, budget);
+        const live = await store.obtain(
+          args.session_key,
+          args.target,
+          window,
+          ctx.platform.accessibility,
+          ctx.platform.desktop,
+          (p) => budget.must(p),
+        );
+        const root =
+          args.root_ref !== null
+            ? await liveNode(live, args.root_ref, budget)
+            : await budget.must(live.provider.root());
+        const { visits, truncated } = await walk(live.provider, root, budget, {
+          maxDepth: args.max_depth,
+          maxNodes: args.max_nodes,
+          concurrency,
+        });
+        if (live.closed) throw uiError("element_stale", "The automation session has ended.");
+        const out: A11yNodeOut[] = [];
+        for (const v of visits) {
+          const node = toNode(live.refFor(v.handle), v.facts, window.rect);
+          out.push(node);
+          if (v.parent >= 0) out[v.parent]?.children.push(node);
+        }
+        const rootNode = out[0];
+        if (rootNode === undefined)
+          throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+        return { root: rootNode, node_count: out.length, truncated };
+      }),
+
+    "a11y.find": (args, ctx) =>
+      run(ctx, args.deadline_ms, async (budget) => {
+        refuseSelf(args.target);
+        let role: string | null = null;
+        if (args.role !== null) {
+          role = normalizeRole(args.role);
+          if (role === "unknown" && args.role.trim().toLowerCase() !== "unknown") {
+            throw uiError("invalid_argument", "Unknown role; see docs/roles.md for the vocabulary.");
+          }
+          if (!ROLE_NAMES.has(role)) throw uiError("invalid_argument");
+        }
+        const needle = args.name_contains?.toLowerCase() ?? null;
+        const matches = (f: A11yNodeFacts): boolean => {
+          if (role !== null && normalizeRole(f.role) !== role) return false;
+          if (args.automation_id !== null && f.automation_id !== args.automation_id) return false;
+          if (needle !== null) {
+            // A password field never matches by name: its name may itself be the secret.
+            if (isPassword(f) || f.name === null) return false;
+            if (!f.name.toLowerCase().includes(needle)) return false;
+          }
+          return true;
+        };
+        const window = await checked(ctx.platform, args.session_key, args.target, budget);
+        const live = await store.obtain(
+          args.session_key,
+          args.target,
+          window,
+          ctx.platform.accessibility,
+          ctx.platform.desktop,
+          (p) => budget.must(p),
+        );
+        const root = await budget.must(live.provider.root());
+        const found: { handle: A11yHandle; facts: A11yNodeFacts }[] = [];
+        const result = await walk(live.provider, root, budget, {
+          maxDepth: FIND_MAX_DEPTH,
+          maxNodes: FIND_MAX_NODES,
+          concurrency,
+          onLevel: (visits) => {
+            for (const v of visits) if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts });
+            return found.length > args.max_results;
+          },
+        });
+        if (live.closed) throw uiError("element_stale", "The automation session has ended.");
+        const shown = found.slice(0, args.max_results);
+        return {
+          elements: shown.map((m) => toNode(live.refFor(m.handle), m.facts, window.rect)),
+          truncated: result.truncated || found.length > args.max_results,
+        };
+      }),
+
+    "a11y.act": (args, ctx) =>
+      run(ctx, null, async (budget) => {
+        refuseSelf(args.target);
+        if (args.action === "set_value" && args.value === null) {
+          throw uiError("invalid_argument", "set_value needs a value.");
+        }
+        if (args.action !== "set_value" && args.value !== null) {
+          throw uiError("invalid_argument", "Only set_value takes a value.");
+        }
+        // Identity, visible, not minimized; semantic patterns need no foreground.
+        await checked(ctx.platform, args.session_key, args.target, budget);
+        const live = await existing(args.session_key, args.target);
+        const handle = await liveNode(live, args.ref, budget);
+        const facts = await budget.must(live.provider.facts(handle));
+        // Only through the pattern itself: no pattern, no action (never a click instead).
+        if (!normalizePatterns(facts.patterns).includes(ACTION_PATTERN[args.action])) {
+          throw uiError("pattern_not_supported");
+        }
+        await budget.must(live.provider.act(handle, args.action, args.value ?? undefined));
+        return {};
+      }),
+
+    "a11y.element_center": (args, ctx) =>
+      run(ctx, null, async (budget) => {
+        refuseSelf(args.target);
+        const window = await checked(ctx.platform, args.session_key, args.target, budget);
+        const live = await existing(args.session_key, args.target);
+        const handle = await liveNode(live, args.ref, budget);
+        const facts = await budget.must(live.provider.facts(handle));
+        const rect = relativeRect(facts.rect, window.rect);
+        if (rect === null || isEmpty(rect) || facts.offscreen) {
+          throw uiError("out_of_bounds", "The element has no visible rectangle.");
+        }
+        const x = Math.floor((rect[0] + rect[2]) / 2);
+        const y = Math.floor((rect[1] + rect[3]) / 2);
+        const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
+        if (!containsPoint(bounds, x, y))
+          throw uiError("out_of_bounds", "The element lies outside the window.");
+        return { x, y };
+      }),
+
+    "a11y.dispose": async (args) => ({ disposed: await store.endKey(args.session_key) }),
+  };
+
+  return { handlers, store, shutdown: () => store.endAll() };
+}
+
+/** The uia worker's runtime: one session store per worker. */
+export const uiaRuntime: UiaRuntime = createUiaRuntime();
+export const uiaHandlers: HandlerTable = uiaRuntime.handlers;

@@ -1,0 +1,194 @@
+import type { DenyReason } from "../shared/errors.js";
+import { uiError } from "../shared/errors.js";
+import { instanceKey as keyOfInstance, type ProcessInstance } from "../shared/identity.js";
+import type { Clock } from "./budgets.js";
+import { readIntEnv } from "./budgets.js";
+
+export const DEFAULT_GRANT_TTL_MS = 300_000;
+
+export interface Grant {
+  readonly client: string;
+  readonly instanceKey: string;
+  readonly instance: ProcessInstance;
+  readonly hwnd: string;
+  readonly capabilities: ReadonlySet<string>;
+  readonly grantedAt: number;
+  readonly expiresAt: number;
+}
+
+/** Why a grant ended; the lead disposes automation sessions and element refs on every one. */
+export type RevokeReason = DenyReason | "released" | "expired" | "shutdown";
+
+export interface RevokeEvent {
+  grant: Grant;
+  reason: RevokeReason;
+}
+
+export type RevokeListener = (e: RevokeEvent) => void;
+
+export interface GrantInput {
+  client: string;
+  instance: ProcessInstance;
+  hwnd: string;
+  capabilities: Iterable<string>;
+}
+
+/**
+ * Grants in memory only, keyed by (client hash, process instance key). They die with the
+ * server. An expired grant is removed the moment it is looked at (or by sweepExpired) and
+ * reported to onRevoke listeners as "expired", so sessions are torn down on expiry as well;
+ * silent renewal is a fresh put() after the identity was re-resolved and the kept decision
+ * still stands.
+ */
+export class GrantStore {
+  private readonly grants = new Map<string, Grant>();
+  private readonly listeners = new Set<RevokeListener>();
+
+  constructor(
+    private readonly clock: Clock,
+    readonly ttlMs = DEFAULT_GRANT_TTL_MS,
+  ) {
+    if (!Number.isInteger(ttlMs) || ttlMs < 1)
+      throw uiError("invalid_argument", "Grant TTL must be >= 1 ms.");
+  }
+
+  /** Creates or replaces the grant for (client, instance), expiring ttlMs from now. */
+  put(input: GrantInput): Grant {
+    const now = this.clock();
+    const ik = keyOfInstance(input.instance);
+    const k = mapKey(input.client, ik);
+    const grant: Grant = Object.freeze({
+      client: input.client,
+      instanceKey: ik,
+      instance: Object.freeze({ ...input.instance }),
+      hwnd: input.hwnd,
+      capabilities: new FrozenSet(input.capabilities),
+      grantedAt: now,
+      expiresAt: now + this.ttlMs,
+    });
+    // Replacing is silent (renewal path); the lead revokes first when the binding itself changes.
+    this.grants.set(k, grant);
+    return grant;
+  }
+
+  /** The live grant, or undefined (an expired one is removed and reported). */
+  get(client: string, instanceKey: string): Grant | undefined {
+    const k = mapKey(client, instanceKey);
+    const g = this.grants.get(k);
+    if (!g) return undefined;
+    if (g.expiresAt <= this.clock()) {
+      this.grants.delete(k);
+      this.emit(g, "expired");
+      return undefined;
+    }
+    return g;
+  }
+
+  /** Extends a live grant by ttlMs from now; an expired or missing one is not revived. */
+  renew(client: string, instanceKey: string): Grant | undefined {
+    const g = this.get(client, instanceKey);
+    if (!g) return undefined;
+    const renewed: Grant = Object.freeze({ ...g, expiresAt: this.clock() + this.ttlMs });
+    this.grants.set(mapKey(client, instanceKey), renewed);
+    return renewed;
+  }
+
+  /** release_access: drops this client's grant. */
+  release(client: string, instanceKey: string): boolean {
+    const k = mapKey(client, instanceKey);
+    const g = this.grants.get(k);
+    if (!g) return false;
+    this.grants.delete(k);
+    this.emit(g, "released");
+    return true;
+  }
+
+  /** Ends every client's grant on an instance (target_changed, target_gone, lease loss). */
+  revokeInstance(instanceKey: string, reason: RevokeReason): number {
+    let n = 0;
+    for (const [k, g] of this.grants)
+      if (g.instanceKey === instanceKey) {
+        this.grants.delete(k);
+        this.emit(g, reason);
+        n++;
+      }
+    return n;
+  }
+
+  /** Ends everything (server shutdown, broker loss). */
+  revokeAll(reason: RevokeReason): number {
+    const all = [...this.grants.values()];
+    this.grants.clear();
+    for (const g of all) this.emit(g, reason);
+    return all.length;
+  }
+
+  /** This client's live grants (expired ones are removed and reported on the way). */
+  listForClient(client: string): Grant[] {
+    this.sweepExpired();
+    return [...this.grants.values()].filter((g) => g.client === client);
+  }
+
+  /** Removes and reports every expired grant; the lead may call it on a timer. */
+  sweepExpired(): number {
+    const now = this.clock();
+    let n = 0;
+    for (const [k, g] of this.grants)
+      if (g.expiresAt <= now) {
+        this.grants.delete(k);
+        this.emit(g, "expired");
+        n++;
+      }
+    return n;
+  }
+
+  get size(): number {
+    return this.grants.size;
+  }
+
+  /** Registers a revocation hook; returns its unsubscribe function. */
+  onRevoke(listener: RevokeListener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  private emit(grant: Grant, reason: RevokeReason): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l({ grant, reason });
+      } catch {
+        // One failing listener must not stop the others from disposing their sessions.
+      }
+    }
+  }
+}
+
+/** A Set whose mutators throw: a grant's capability set cannot be widened after the decision. */
+class FrozenSet<T> extends Set<T> {
+  private sealed = false;
+  constructor(items: Iterable<T>) {
+    super(items);
+    this.sealed = true;
+  }
+  override add(v: T): this {
+    if (this.sealed) throw new TypeError("grant capabilities are read-only");
+    return super.add(v);
+  }
+  override delete(_v: T): boolean {
+    throw new TypeError("grant capabilities are read-only");
+  }
+  override clear(): void {
+    throw new TypeError("grant capabilities are read-only");
+  }
+}
+
+function mapKey(client: string, instanceKey: string): string {
+  return `${client}\u0000${instanceKey}`;
+}
+
+/** UIINSPECT_GRANT_TTL_MS: default 300000, allowed 1000..86400000; throws invalid_argument. */
+export function grantTtlFromEnv(env: Record<string, string | undefined>): number {
+  return readIntEnv(env, "UIINSPECT_GRANT_TTL_MS", DEFAULT_GRANT_TTL_MS, 1000, 86_400_000);
+}

@@ -84,7 +84,9 @@ export function renderDesktop(s: Scenario, rect: Rect): RawImage {
   const height = rectHeight(rect);
   if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture rect is empty.");
   if (width * height > MAX_RENDER_PIXELS) throw uiError("image_too_large");
-  const data = new Uint8Array(width * height * 4);
+  // Not zeroed: every pixel is written by the background fill below. Large sizes never come from
+  // Node's shared pool, so the image owns its whole ArrayBuffer (transferable).
+  const data: Uint8Array = Buffer.allocUnsafeSlow(width * height * 4);
   const px = new Uint32Array(data.buffer, data.byteOffset, width * height);
   px.fill(colorWord(s.background));
   const clip = intersect(rect, s.virtual_screen);

@@ -45,7 +45,7 @@ export interface ScenarioNode {
   children?: ScenarioNode[] | undefined;
 }
 
-export const ScenarioNodeSchema: z.ZodType<ScenarioNode> = z.lazy(() =>
+export const ScenarioNodeSchema: z.ZodType<ScenarioNode, ScenarioNode> = z.lazy(() =>
   z.strictObject({
     role: z.string().min(1),
     name: z.string(),

@@ -1,0 +1,234 @@
+import { isWindowsStylePath, normalizeExecutablePath } from "../../shared/identity.js";
+import { readPolicyFile } from "./parse.js";
+import { BUILTIN_PROTECTED, CAPABILITIES, type Capability, isCapability, type PolicyFile } from "./schema.js";
+
+type PolicyRect = [number, number, number, number];
+
+export interface PolicyLimits {
+  max_png_bytes: number;
+  max_actions_per_minute: number;
+  max_text_chars_per_minute: number;
+  max_screenshot_pixels_per_minute: number;
+}
+
+/** The operator's ceiling, whichever source it came from. Only this shape leaves the policy module. */
+export interface EffectivePolicy {
+  source: "env" | "file";
+  policy_id: string | null;
+  expires_at: Date | null;
+  title_patterns: string[];
+  /** Normalized (normalizeExecutablePath). Empty = any executable (env mode without process paths). */
+  process_paths: string[];
+  allowed_actions: ReadonlySet<Capability>;
+  /** Built-in protected set ∪ the file's protected_actions. */
+  protected_actions: ReadonlySet<Capability>;
+  safe_regions: { name: string; rect: PolicyRect; description?: string }[];
+  /** Window-relative rects; masks given by region_name are resolved to that region's rect. */
+  screenshot_masks: PolicyRect[];
+  limits: PolicyLimits;
+  /** DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS=true; honoured in env mode only. */
+  allow_unrestricted_screenshots: boolean;
+}
+
+export type PolicyErrorCode = "policy_conflict" | "policy_invalid" | "policy_unreadable" | "policy_expired";
+
+export type PolicyState =
+  | { status: "none" }
+  | { status: "error"; code: PolicyErrorCode; reasons: string[] }
+  | { status: "ok"; policy: EffectivePolicy };
+
+export const ENV = {
+  titles: "DESKTOP_AUTOMATION_ALLOWED_TITLES",
+  processPaths: "DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS",
+  actions: "DESKTOP_AUTOMATION_ALLOWED_ACTIONS",
+  file: "DESKTOP_AUTOMATION_POLICY_FILE",
+  unrestrictedScreenshots: "DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS",
+  maxActions: "DESKTOP_AUTOMATION_MAX_ACTIONS_PER_MINUTE",
+  maxTextChars: "DESKTOP_AUTOMATION_MAX_TEXT_CHARS_PER_MINUTE",
+  maxScreenshotPixels: "DESKTOP_AUTOMATION_MAX_SCREENSHOT_PIXELS_PER_MINUTE",
+} as const;
+
+export const DEFAULT_LIMITS: Readonly<PolicyLimits> = {
+  max_png_bytes: 8 * 1024 * 1024,
+  max_actions_per_minute: 120,
+  max_text_chars_per_minute: 20_000,
+  max_screenshot_pixels_per_minute: 4 * 16 * 1024 * 1024,
+};
+
+/** A variable counts as set only when it holds something other than blanks. */
+function envValue(env: Record<string, string | undefined>, name: string): string | undefined {
+  const v = env[name];
+  return v !== undefined && v.trim() !== "" ? v : undefined;
+}
+
+function splitList(value: string, sep: string): string[] {
+  return value
+    .split(sep)
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
+
+const error = (code: PolicyErrorCode, reasons: string[]): PolicyState => ({ status: "error", code, reasons });
+
+/**
+ * Builds the policy from the environment (SPEC §4). Sources are never merged: a policy file
+ * together with any DESKTOP_AUTOMATION_ALLOWED_* variable is policy_conflict, so no operator
+ * setting is ever silently ignored. Nothing here does I/O except reading the policy file.
+ */
+export function loadPolicy(env: Record<string, string | undefined>, now: () => Date): PolicyState {
+  const file = envValue(env, ENV.file);
+  const envPolicyVars = [ENV.titles, ENV.processPaths, ENV.actions].filter(
+    (n) => envValue(env, n) !== undefined,
+  );
+  if (file !== undefined && envPolicyVars.length > 0) {
+    return error(
+      "policy_conflict",
+      envPolicyVars.map((n) => `${n} is set together with ${ENV.file}; use exactly one policy source`),
+    );
+  }
+  // The env policy exists iff DESKTOP_AUTOMATION_ALLOWED_TITLES is set; without any source there is no policy.
+  if (file === undefined && envValue(env, ENV.titles) === undefined) return { status: "none" };
+  const limits = envLimits(env);
+  if (file === undefined) return fromEnv(env, limits);
+  if (!limits.ok) return error("policy_invalid", limits.reasons);
+  return policyStatusAt(fromFile(file, limits.value), now);
+}
+
+/**
+ * Expiry must be re-checked on every use since time passes: an ok policy whose expires_at has
+ * been reached becomes policy_expired. An unusable clock reading fails closed.
+ */
+export function policyStatusAt(state: PolicyState, now: () => Date): PolicyState {
+  if (state.status !== "ok" || state.policy.expires_at === null) return state;
+  const t = now().getTime();
+  if (Number.isFinite(t) && t < state.policy.expires_at.getTime()) return state;
+  return error("policy_expired", [
+    `expires_at: the policy expired at ${state.policy.expires_at.toISOString()}`,
+  ]);
+}
+
+type Checked<T> = { ok: true; value: T } | { ok: false; reasons: string[] };
+
+function positiveInt(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+): Checked<number> {
+  const raw = envValue(env, name);
+  if (raw === undefined) return { ok: true, value: fallback };
+  const s = raw.trim();
+  const n = Number(s);
+  if (!/^[0-9]+$/.test(s) || !Number.isSafeInteger(n) || n <= 0) {
+    return { ok: false, reasons: [`${name}: must be a positive whole number`] };
+  }
+  return { ok: true, value: n };
+}
+
+/**
+ * Limits from the environment over the built-in defaults. They apply in both modes; in file mode
+ * each field the file's `limits` sets overrides them (the file is the more specific statement of
+ * the operator's intent), and fields it leaves out keep these values.
+ */
+function envLimits(env: Record<string, string | undefined>): Checked<PolicyLimits> {
+  const actions = positiveInt(env, ENV.maxActions, DEFAULT_LIMITS.max_actions_per_minute);
+  const text = positiveInt(env, ENV.maxTextChars, DEFAULT_LIMITS.max_text_chars_per_minute);
+  const pixels = positiveInt(env, ENV.maxScreenshotPixels, DEFAULT_LIMITS.max_screenshot_pixels_per_minute);
+  if (!actions.ok || !text.ok || !pixels.ok) {
+    return { ok: false, reasons: [actions, text, pixels].flatMap((c) => (c.ok ? [] : c.reasons)) };
+  }
+  return {
+    ok: true,
+    value: {
+      max_png_bytes: DEFAULT_LIMITS.max_png_bytes,
+      max_actions_per_minute: actions.value,
+      max_text_chars_per_minute: text.value,
+      max_screenshot_pixels_per_minute: pixels.value,
+    },
+  };
+}
+
+function fromEnv(env: Record<string, string | undefined>, limits: Checked<PolicyLimits>): PolicyState {
+  const reasons: string[] = limits.ok ? [] : [...limits.reasons];
+
+  const titles = splitList(envValue(env, ENV.titles) ?? "", ",");
+  if (titles.length === 0) reasons.push(`${ENV.titles}: contains no title pattern`);
+
+  const paths = splitList(envValue(env, ENV.processPaths) ?? "", ";");
+  for (const p of paths) {
+    if (!isWindowsStylePath(p) && !p.startsWith("/")) {
+      reasons.push(`${ENV.processPaths}: ${JSON.stringify(p)} is not a full (absolute) path`);
+    }
+  }
+
+  // Unset means no actions at all: deny by default.
+  const allowed = new Set<Capability>();
+  for (const name of splitList(envValue(env, ENV.actions) ?? "", ",")) {
+    if (isCapability(name)) allowed.add(name);
+    else
+      reasons.push(
+        `${ENV.actions}: unknown action ${JSON.stringify(name)} (known: ${CAPABILITIES.join(", ")})`,
+      );
+  }
+
+  let unrestricted = false;
+  const flag = envValue(env, ENV.unrestrictedScreenshots)?.trim().toLowerCase();
+  if (flag === "true") unrestricted = true;
+  else if (flag !== undefined && flag !== "false")
+    reasons.push(`${ENV.unrestrictedScreenshots}: must be true or false`);
+
+  if (!limits.ok || reasons.length > 0) return error("policy_invalid", reasons);
+  return {
+    status: "ok",
+    policy: {
+      source: "env",
+      policy_id: null,
+      expires_at: null,
+      title_patterns: titles,
+      process_paths: [...new Set(paths.map(normalizeExecutablePath))],
+      allowed_actions: allowed,
+      protected_actions: new Set(BUILTIN_PROTECTED),
+      safe_regions: [],
+      screenshot_masks: [],
+      limits: limits.value,
+      allow_unrestricted_screenshots: unrestricted,
+    },
+  };
+}
+
+function fromFile(path: string, envDefaults: PolicyLimits): PolicyState {
+  const read = readPolicyFile(path);
+  if (!read.ok) return error(read.code, read.reasons);
+  return { status: "ok", policy: effectiveFromFile(read.policy, envDefaults) };
+}
+
+/** A validated policy file as the effective policy. Exported for validate-policy's summary. */
+export function effectiveFromFile(
+  p: PolicyFile,
+  envDefaults: PolicyLimits = DEFAULT_LIMITS,
+): EffectivePolicy {
+  const regions = (p.safe_regions ?? []).map((r) => ({
+    name: r.name,
+    rect: [...r.rect] as PolicyRect,
+    ...(r.description !== undefined ? { description: r.description } : {}),
+  }));
+  const byName = new Map(regions.map((r) => [r.name, r.rect]));
+  const masks: PolicyRect[] = [];
+  for (const m of p.screenshot_masks ?? []) {
+    // The schema guarantees region_name names a region.
+    const rect = "rect" in m ? m.rect : byName.get(m.region_name);
+    if (rect) masks.push([...rect] as PolicyRect);
+  }
+  return {
+    source: "file",
+    policy_id: p.policy_id,
+    expires_at: p.expires_at !== undefined ? new Date(p.expires_at) : null,
+    title_patterns: [...p.application.title_patterns],
+    process_paths: [normalizeExecutablePath(p.application.executable_path)],
+    allowed_actions: new Set(p.allowed_actions),
+    protected_actions: new Set([...BUILTIN_PROTECTED, ...(p.protected_actions ?? [])]),
+    safe_regions: regions,
+    screenshot_masks: masks,
+    limits: { ...envDefaults, ...p.limits },
+    allow_unrestricted_screenshots: false,
+  };
+}

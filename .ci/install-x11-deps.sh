@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs what the X11 backend and its tests need (Debian/Ubuntu). Runs as root or via sudo.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get -o DPkg::Lock::Timeout=120 update
+$SUDO apt-get -o DPkg::Lock::Timeout=120 install -y --no-install-recommends \
+  xvfb xauth x11-utils x11-apps xdotool openbox dbus dbus-x11 at-spi2-core xterm gtk-3-examples zenity \
+  libxtst6 libxext6

@@ -1,0 +1,62 @@
+import { uiError } from "../../shared/errors.js";
+import type { AccessibilityPort, CapturePort, InputPort, Platform } from "../../shared/platform.js";
+import { X11Accessibility } from "./atspi.js";
+import { X11Capture } from "./capture.js";
+import { X11Desktop } from "./desktop.js";
+import { X11Input } from "./input.js";
+import { setClockTicks } from "./proc.js";
+import { XConnection } from "./xconn.js";
+
+/**
+ * The X11 platform for one worker (thread or process). Loaded only inside workers: it opens this
+ * worker's own X connections (one X owner per worker) and, for the uia worker, the a11y bus.
+ * Ports a worker kind does not use are created lazily, so e.g. a capture worker never needs XTest.
+ */
+export async function createX11Platform(opts: {
+  workerKind: "capture" | "input" | "uia" | "other";
+}): Promise<Platform> {
+  const x = XConnection.open();
+  const hz = Number(x.n.sysconf(2)); // _SC_CLK_TCK
+  setClockTicks(hz);
+  const desktop = new X11Desktop(x);
+  let capture: X11Capture | null = null;
+  let input: X11Input | null = null;
+  const accessibility = new X11Accessibility();
+  if (opts.workerKind === "input") input = new X11Input(x);
+  if (opts.workerKind === "capture") capture = new X11Capture(x);
+  let disposed = false;
+
+  const captureProxy: CapturePort = {
+    captureScreen: (rect) => {
+      if (disposed) return Promise.reject(uiError("platform_unavailable"));
+      capture ??= new X11Capture(x);
+      return capture.captureScreen(rect);
+    },
+  };
+  const inputPort = (): X11Input => {
+    if (disposed) throw uiError("platform_unavailable");
+    input ??= new X11Input(x);
+    return input;
+  };
+  const inputProxy: InputPort = {
+    moveTo: (px, py) => inputPort().moveTo(px, py),
+    buttonDown: (b) => inputPort().buttonDown(b),
+    buttonUp: (b) => inputPort().buttonUp(b),
+    wheel: (n) => inputPort().wheel(n),
+    keyDown: (k) => inputPort().keyDown(k),
+    keyUp: (k) => inputPort().keyUp(k),
+    typeText: (h, t, m) => inputPort().typeText(h, t, m),
+  };
+  const a11yProxy: AccessibilityPort = {
+    openSession: (w) => accessibility.openSession(w),
+  };
+  const baseDispose = desktop.dispose.bind(desktop);
+  desktop.dispose = async () => {
+    if (disposed) return;
+    disposed = true;
+    await baseDispose();
+    accessibility.dispose();
+    x.close();
+  };
+  return { desktop, capture: captureProxy, input: inputProxy, accessibility: a11yProxy };
+}

@@ -1,0 +1,323 @@
+import koffi, { type LibraryHandle, type TypeObject } from "koffi";
+import { uiError } from "../../shared/errors.js";
+
+/**
+ * koffi bindings (by soname, no -dev packages) for the few Xlib / XTest / XShm / xcb / libc
+ * entry points the X11 backend uses. Loaded lazily, once per thread (koffi instances are per
+ * isolate); the library handles themselves are process-wide.
+ *
+ * Requests that name a client window (which may vanish at any moment) go through xcb, where an
+ * error is a value returned with the reply or by xcb_request_check, on this worker's own
+ * connection. Xlib is used only for the root window and server-global requests (XTest, XShm /
+ * XGetImage of the root, the keyboard mapping), whose failures we detect from return values.
+ * See docs/x11.md ("Errors") for why the process-global Xlib error handler is a native no-op.
+ */
+
+export type Ptr = bigint;
+
+export interface XImageHeader {
+  width: number;
+  height: number;
+  data: Ptr | null;
+  byte_order: number;
+  depth: number;
+  bytes_per_line: number;
+  bits_per_pixel: number;
+  red_mask: number | bigint;
+  green_mask: number | bigint;
+  blue_mask: number | bigint;
+}
+
+export interface Cookie {
+  sequence: number;
+}
+
+type NativeFn = ((...args: unknown[]) => unknown) & { info?: unknown };
+
+export interface X11Native {
+  XInitThreads: () => number;
+  XOpenDisplay: (name: string | null) => Ptr | null;
+  XCloseDisplay: (dpy: Ptr) => number;
+  XSetErrorHandler: (handler: Ptr | null) => Ptr | null;
+  XSync: (dpy: Ptr, discard: number) => number;
+  XFlush: (dpy: Ptr) => number;
+  XDefaultScreen: (dpy: Ptr) => number;
+  XRootWindow: (dpy: Ptr, screen: number) => bigint | number;
+  XDisplayWidth: (dpy: Ptr, screen: number) => number;
+  XDisplayHeight: (dpy: Ptr, screen: number) => number;
+  XDefaultVisual: (dpy: Ptr, screen: number) => Ptr;
+  XDefaultDepth: (dpy: Ptr, screen: number) => number;
+  XGetImage: (
+    dpy: Ptr,
+    d: bigint | number,
+    x: number,
+    y: number,
+    w: number,
+    h: number,
+    planes: bigint,
+    format: number,
+  ) => Ptr | null;
+  XDestroyImage: (img: Ptr) => number;
+  XFree: (p: Ptr) => number;
+  XDisplayKeycodes: (dpy: Ptr, min: number[], max: number[]) => number;
+  XGetKeyboardMapping: (dpy: Ptr, first: number, count: number, per: number[]) => Ptr | null;
+  XChangeKeyboardMapping: (dpy: Ptr, first: number, per: number, syms: BigUint64Array, n: number) => number;
+  XKeysymToKeycode: (dpy: Ptr, ks: bigint | number) => number;
+  XQueryExtension: (dpy: Ptr, name: string, op: number[], ev: number[], err: number[]) => number;
+  XTestQueryExtension: (dpy: Ptr, ev: number[], err: number[], maj: number[], min: number[]) => number;
+  XTestFakeMotionEvent: (dpy: Ptr, screen: number, x: number, y: number, delay: number) => number;
+  XTestFakeButtonEvent: (dpy: Ptr, button: number, press: number, delay: number) => number;
+  XTestFakeKeyEvent: (dpy: Ptr, keycode: number, press: number, delay: number) => number;
+  XShmQueryExtension: (dpy: Ptr) => number;
+  XShmCreateImage: (
+    dpy: Ptr,
+    visual: Ptr,
+    depth: number,
+    format: number,
+    data: Ptr | null,
+    info: Ptr,
+    w: number,
+    h: number,
+  ) => Ptr | null;
+  XShmAttach: (dpy: Ptr, info: Ptr) => number;
+  XShmDetach: (dpy: Ptr, info: Ptr) => number;
+  XShmGetImage: (dpy: Ptr, d: bigint | number, img: Ptr, x: number, y: number, planes: bigint) => number;
+  xcb_connect: (name: string | null, screen: number[]) => Ptr | null;
+  xcb_disconnect: (c: Ptr) => void;
+  xcb_connection_has_error: (c: Ptr) => number;
+  xcb_flush: (c: Ptr) => number;
+  xcb_intern_atom: (c: Ptr, onlyIfExists: number, len: number, name: string) => Cookie;
+  xcb_intern_atom_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_get_property: (
+    c: Ptr,
+    del: number,
+    win: number,
+    prop: number,
+    type: number,
+    off: number,
+    len: number,
+  ) => Cookie;
+  xcb_get_property_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_get_property_value: (reply: Ptr) => Ptr;
+  xcb_get_property_value_length: (reply: Ptr) => number;
+  xcb_get_geometry: (c: Ptr, d: number) => Cookie;
+  xcb_get_geometry_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_translate_coordinates: (c: Ptr, src: number, dst: number, x: number, y: number) => Cookie;
+  xcb_translate_coordinates_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_get_window_attributes: (c: Ptr, w: number) => Cookie;
+  xcb_get_window_attributes_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_send_event_checked: (c: Ptr, propagate: number, dest: number, mask: number, ev: Uint8Array) => Cookie;
+  xcb_map_window_checked: (c: Ptr, w: number) => Cookie;
+  xcb_destroy_window_checked: (c: Ptr, w: number) => Cookie;
+  xcb_request_check: (c: Ptr, cookie: Cookie) => Ptr | null;
+  free: (p: Ptr) => void;
+  sysconf: (name: number) => number | bigint;
+  shmget: (key: number, size: number, flags: number) => number;
+  shmat: (id: number, addr: Ptr | null, flags: number) => Ptr;
+  shmdt: (addr: Ptr) => number;
+  shmctl: (id: number, cmd: number, buf: Ptr | null) => number;
+  /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
+  noopErrorHandler: Ptr;
+  XImage: TypeObject;
+  XShmSegmentInfo: TypeObject;
+}
+
+let cached: X11Native | null = null;
+
+function loadLib(soname: string): LibraryHandle {
+  try {
+    return koffi.load(soname);
+  } catch {
+    throw uiError("platform_unavailable", "An X11 library could not be loaded.");
+  }
+}
+
+/** Loads the bindings once per thread. Throws platform_unavailable when a library is missing. */
+export function x11Native(): X11Native {
+  if (cached) return cached;
+  const x11 = loadLib("libX11.so.6");
+  const xtst = loadLib("libXtst.so.6");
+  const xext = loadLib("libXext.so.6");
+  const xcb = loadLib("libxcb.so.1");
+  const libc = loadLib("libc.so.6");
+
+  koffi.opaque("Display");
+  koffi.opaque("Visual");
+  koffi.opaque("xcb_connection_t");
+  const Cookie = koffi.struct("xcb_cookie_t", { sequence: "uint32" });
+  const XImage = koffi.struct("XImage", {
+    width: "int",
+    height: "int",
+    xoffset: "int",
+    format: "int",
+    data: "void *",
+    byte_order: "int",
+    bitmap_unit: "int",
+    bitmap_bit_order: "int",
+    bitmap_pad: "int",
+    depth: "int",
+    bytes_per_line: "int",
+    bits_per_pixel: "int",
+    red_mask: "unsigned long",
+    green_mask: "unsigned long",
+    blue_mask: "unsigned long",
+    obdata: "void *",
+    f: koffi.array("void *", 6),
+  });
+  const XShmSegmentInfo = koffi.struct("XShmSegmentInfo", {
+    shmseg: "unsigned long",
+    shmid: "int",
+    shmaddr: "void *",
+    readOnly: "int",
+  });
+
+  const f = (lib: LibraryHandle, decl: string): NativeFn => lib.func(decl) as NativeFn;
+  const n = {
+    XInitThreads: f(x11, "int XInitThreads()"),
+    XOpenDisplay: f(x11, "Display *XOpenDisplay(const char *name)"),
+    XCloseDisplay: f(x11, "int XCloseDisplay(Display *dpy)"),
+    XSetErrorHandler: f(x11, "void *XSetErrorHandler(void *handler)"),
+    XSync: f(x11, "int XSync(Display *dpy, int discard)"),
+    XFlush: f(x11, "int XFlush(Display *dpy)"),
+    XDefaultScreen: f(x11, "int XDefaultScreen(Display *dpy)"),
+    XRootWindow: f(x11, "unsigned long XRootWindow(Display *dpy, int screen)"),
+    XDisplayWidth: f(x11, "int XDisplayWidth(Display *dpy, int screen)"),
+    XDisplayHeight: f(x11, "int XDisplayHeight(Display *dpy, int screen)"),
+    XDefaultVisual: f(x11, "Visual *XDefaultVisual(Display *dpy, int screen)"),
+    XDefaultDepth: f(x11, "int XDefaultDepth(Display *dpy, int screen)"),
+    XGetImage: f(
+      x11,
+      "XImage *XGetImage(Display *dpy, unsigned long d, int x, int y, unsigned int w, unsigned int h, unsigned long planes, int format)",
+    ),
+    XDestroyImage: f(x11, "int XDestroyImage(XImage *img)"),
+    XFree: f(x11, "int XFree(void *p)"),
+    XDisplayKeycodes: f(x11, "int XDisplayKeycodes(Display *dpy, _Out_ int *min, _Out_ int *max)"),
+    XGetKeyboardMapping: f(
+      x11,
+      "unsigned long *XGetKeyboardMapping(Display *dpy, uint8_t first, int count, _Out_ int *per)",
+    ),
+    XChangeKeyboardMapping: f(
+      x11,
+      "int XChangeKeyboardMapping(Display *dpy, int first, int per, unsigned long *syms, int n)",
+    ),
+    XKeysymToKeycode: f(x11, "uint8_t XKeysymToKeycode(Display *dpy, unsigned long ks)"),
+    XQueryExtension: f(
+      x11,
+      "int XQueryExtension(Display *dpy, const char *name, _Out_ int *op, _Out_ int *ev, _Out_ int *err)",
+    ),
+    XTestQueryExtension: f(
+      xtst,
+      "int XTestQueryExtension(Display *dpy, _Out_ int *ev, _Out_ int *err, _Out_ int *maj, _Out_ int *min)",
+    ),
+    XTestFakeMotionEvent: f(
+      xtst,
+      "int XTestFakeMotionEvent(Display *dpy, int screen, int x, int y, unsigned long delay)",
+    ),
+    XTestFakeButtonEvent: f(
+      xtst,
+      "int XTestFakeButtonEvent(Display *dpy, unsigned int button, int press, unsigned long delay)",
+    ),
+    XTestFakeKeyEvent: f(
+      xtst,
+      "int XTestFakeKeyEvent(Display *dpy, unsigned int keycode, int press, unsigned long delay)",
+    ),
+    XShmQueryExtension: f(xext, "int XShmQueryExtension(Display *dpy)"),
+    XShmCreateImage: f(
+      xext,
+      "XImage *XShmCreateImage(Display *dpy, Visual *visual, unsigned int depth, int format, void *data, XShmSegmentInfo *info, unsigned int w, unsigned int h)",
+    ),
+    XShmAttach: f(xext, "int XShmAttach(Display *dpy, XShmSegmentInfo *info)"),
+    XShmDetach: f(xext, "int XShmDetach(Display *dpy, XShmSegmentInfo *info)"),
+    XShmGetImage: f(
+      xext,
+      "int XShmGetImage(Display *dpy, unsigned long d, XImage *img, int x, int y, unsigned long planes)",
+    ),
+    xcb_connect: f(xcb, "xcb_connection_t *xcb_connect(const char *name, _Out_ int *screen)"),
+    xcb_disconnect: f(xcb, "void xcb_disconnect(xcb_connection_t *c)"),
+    xcb_connection_has_error: f(xcb, "int xcb_connection_has_error(xcb_connection_t *c)"),
+    xcb_flush: f(xcb, "int xcb_flush(xcb_connection_t *c)"),
+    xcb_intern_atom: f(
+      xcb,
+      "xcb_cookie_t xcb_intern_atom(xcb_connection_t *c, uint8_t only_if_exists, uint16_t len, const char *name)",
+    ),
+    xcb_intern_atom_reply: f(
+      xcb,
+      "void *xcb_intern_atom_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_get_property: f(
+      xcb,
+      "xcb_cookie_t xcb_get_property(xcb_connection_t *c, uint8_t del, uint32_t w, uint32_t prop, uint32_t type, uint32_t off, uint32_t len)",
+    ),
+    xcb_get_property_reply: f(
+      xcb,
+      "void *xcb_get_property_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_get_property_value: f(xcb, "void *xcb_get_property_value(void *reply)"),
+    xcb_get_property_value_length: f(xcb, "int xcb_get_property_value_length(void *reply)"),
+    xcb_get_geometry: f(xcb, "xcb_cookie_t xcb_get_geometry(xcb_connection_t *c, uint32_t d)"),
+    xcb_get_geometry_reply: f(
+      xcb,
+      "void *xcb_get_geometry_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_translate_coordinates: f(
+      xcb,
+      "xcb_cookie_t xcb_translate_coordinates(xcb_connection_t *c, uint32_t src, uint32_t dst, int16_t x, int16_t y)",
+    ),
+    xcb_translate_coordinates_reply: f(
+      xcb,
+      "void *xcb_translate_coordinates_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_get_window_attributes: f(
+      xcb,
+      "xcb_cookie_t xcb_get_window_attributes(xcb_connection_t *c, uint32_t w)",
+    ),
+    xcb_get_window_attributes_reply: f(
+      xcb,
+      "void *xcb_get_window_attributes_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_send_event_checked: f(
+      xcb,
+      "xcb_cookie_t xcb_send_event_checked(xcb_connection_t *c, uint8_t propagate, uint32_t dest, uint32_t mask, const uint8_t *ev)",
+    ),
+    xcb_map_window_checked: f(xcb, "xcb_cookie_t xcb_map_window_checked(xcb_connection_t *c, uint32_t w)"),
+    xcb_destroy_window_checked: f(
+      xcb,
+      "xcb_cookie_t xcb_destroy_window_checked(xcb_connection_t *c, uint32_t w)",
+    ),
+    xcb_request_check: f(xcb, "void *xcb_request_check(xcb_connection_t *c, xcb_cookie_t cookie)"),
+    free: f(libc, "void free(void *p)"),
+    sysconf: f(libc, "long sysconf(int name)"),
+    shmget: f(libc, "int shmget(int key, size_t size, int flags)"),
+    shmat: f(libc, "void *shmat(int id, void *addr, int flags)"),
+    shmdt: f(libc, "int shmdt(void *addr)"),
+    shmctl: f(libc, "int shmctl(int id, int cmd, void *buf)"),
+  };
+  const noop = x11.symbol("XConnectionNumber") as unknown;
+  if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
+  void Cookie;
+  cached = {
+    ...(n as unknown as Omit<X11Native, "noopErrorHandler" | "XImage" | "XShmSegmentInfo">),
+    noopErrorHandler: noop,
+    XImage,
+    XShmSegmentInfo,
+  };
+  return cached;
+}
+
+/** X protocol error codes we tell apart. */
+export const X_BAD_WINDOW = 3;
+export const X_BAD_DRAWABLE = 9;
+
+/** Reads the error code of an xcb_generic_error_t and frees it. */
+export function takeXcbError(n: X11Native, err: Ptr | null): number | null {
+  if (err === null || err === 0n) return null;
+  const code = koffi.decode(err, 1, "uint8") as number;
+  n.free(err);
+  return code;
+}
+
+/** Turns an X error code into our stable code: a vanished window is target_gone. */
+export function xErrorToUi(code: number): ReturnType<typeof uiError> {
+  if (code === X_BAD_WINDOW || code === X_BAD_DRAWABLE) return uiError("target_gone");
+  return uiError("platform_unavailable", "An X request failed.");
+}

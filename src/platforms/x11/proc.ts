@@ -1,0 +1,69 @@
+import { readFileSync, readlinkSync, realpathSync } from "node:fs";
+import type { ProcessInstance } from "../../shared/identity.js";
+
+/**
+ * Process instances from /proc: executable (realpath of /proc/PID/exe), start time (field 22
+ * of /proc/PID/stat, clock ticks since boot, + btime of /proc/stat), session = DISPLAY:uid.
+ */
+
+let bootTimeS: number | null = null;
+let ticksPerS = 100;
+
+export function setClockTicks(hz: number): void {
+  if (Number.isFinite(hz) && hz > 0) ticksPerS = hz;
+}
+
+function bootTime(): number | null {
+  if (bootTimeS !== null) return bootTimeS;
+  try {
+    const m = /^btime\s+(\d+)$/m.exec(readFileSync("/proc/stat", "latin1"));
+    if (m) bootTimeS = Number(m[1]);
+  } catch {
+    return null;
+  }
+  return bootTimeS;
+}
+
+/** Start time in clock ticks since boot, or null when the process does not exist. */
+export function startTicks(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // comm (field 2) may contain spaces and parentheses: split after the last ")".
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // rest[0] is field 3 (state); field 22 is rest[19].
+    const ticks = Number(rest[19]);
+    return Number.isFinite(ticks) ? ticks : null;
+  } catch {
+    return null;
+  }
+}
+
+export function exePath(pid: number): string | null {
+  try {
+    return realpathSync(`/proc/${pid}/exe`);
+  } catch {
+    try {
+      // A replaced or deleted binary: the link text, which then never equals the allowed path.
+      return readlinkSync(`/proc/${pid}/exe`);
+    } catch {
+      return null;
+    }
+  }
+}
+
+export function sessionId(display: string): string {
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  return `${display}:${uid}`;
+}
+
+export function resolveInstance(pid: number, display: string): ProcessInstance | null {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  const boot = bootTime();
+  const ticks = startTicks(pid);
+  const exe = exePath(pid);
+  if (boot === null || ticks === null || exe === null) return null;
+  // Re-read the start time after the path: a PID reused in between gives a different start.
+  if (startTicks(pid) !== ticks) return null;
+  const ms = boot * 1000 + Math.round((ticks * 1000) / ticksPerS);
+  return { pid, start_time: new Date(ms).toISOString(), exe_path: exe, session: sessionId(display) };
+}

@@ -1,0 +1,249 @@
+import koffi from "koffi";
+import { uiError } from "../../shared/errors.js";
+import { type Cookie, type Ptr, takeXcbError, type X11Native, x11Native, xErrorToUi } from "./native.js";
+
+/**
+ * One worker's X connections: an Xlib Display (XTest, XShm/XGetImage of the root, keyboard
+ * mapping) and an xcb connection (everything that names a client window; errors are values).
+ * Created once per worker; never shared between threads.
+ */
+
+export const ATOM_NAMES = [
+  "_NET_CLIENT_LIST_STACKING",
+  "_NET_CLIENT_LIST",
+  "_NET_ACTIVE_WINDOW",
+  "_NET_WM_NAME",
+  "UTF8_STRING",
+  "_NET_WM_PID",
+  "_NET_WM_STATE",
+  "_NET_WM_STATE_HIDDEN",
+  "_NET_WM_STATE_ABOVE",
+  "WM_STATE",
+  "_NET_FRAME_EXTENTS",
+  "WM_PROTOCOLS",
+  "WM_DELETE_WINDOW",
+  "_NET_SUPPORTING_WM_CHECK",
+] as const;
+export type AtomName = (typeof ATOM_NAMES)[number];
+
+/** Predefined atoms of the core protocol. */
+export const XA_WM_NAME = 39;
+export const XA_WM_CLASS = 67;
+export const XA_WM_CLIENT_MACHINE = 36;
+
+export interface PropertyValue {
+  type: number;
+  format: number;
+  bytes: Buffer;
+}
+
+/** A pending xcb request: resolve() returns the reply (copied, freed) or throws the coded X error. */
+export interface Pending<T> {
+  resolve(): T;
+}
+
+let errorHandlerInstalled = false;
+
+/**
+ * XInitThreads first, then the process-wide error handler. The handler is the address of a
+ * native libX11 function (XConnectionNumber) that only reads a field and returns: the same
+ * pointer in every thread of the process, so installing it again from another worker changes
+ * nothing, and it never depends on a JS isolate that may have exited.
+ */
+function prepareXlib(n: X11Native): void {
+  if (errorHandlerInstalled) return;
+  n.XInitThreads();
+  n.XSetErrorHandler(n.noopErrorHandler);
+  errorHandlerInstalled = true;
+}
+
+export class XConnection {
+  readonly n: X11Native;
+  readonly dpy: Ptr;
+  readonly c: Ptr;
+  readonly screen: number;
+  readonly root: number;
+  readonly displayName: string;
+  readonly atoms: Record<AtomName, number>;
+  private closed = false;
+
+  private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
+    this.n = n;
+    this.dpy = dpy;
+    this.c = c;
+    this.displayName = displayName;
+    this.screen = n.XDefaultScreen(dpy);
+    this.root = Number(n.XRootWindow(dpy, this.screen));
+    const cookies = ATOM_NAMES.map((name) => n.xcb_intern_atom(c, 0, Buffer.byteLength(name), name));
+    const atoms: Partial<Record<AtomName, number>> = {};
+    ATOM_NAMES.forEach((name, i) => {
+      const err: Array<Ptr | null> = [null];
+      const reply = n.xcb_intern_atom_reply(c, cookies[i]!, err);
+      takeXcbError(n, err[0] ?? null);
+      if (reply === null || reply === 0n) throw uiError("platform_unavailable", "X atoms are unavailable.");
+      atoms[name] = koffi.decode(reply, 8, "uint32") as number;
+      n.free(reply);
+    });
+    this.atoms = atoms as Record<AtomName, number>;
+  }
+
+  static open(): XConnection {
+    const displayName = process.env.DISPLAY ?? "";
+    if (!displayName) throw uiError("platform_unavailable", "DISPLAY is not set.");
+    const n = x11Native();
+    prepareXlib(n);
+    const dpy = n.XOpenDisplay(displayName);
+    if (dpy === null || dpy === 0n) throw uiError("platform_unavailable", "The X display cannot be opened.");
+    const c = n.xcb_connect(displayName, [0]);
+    if (c === null || c === 0n || n.xcb_connection_has_error(c) !== 0) {
+      if (c !== null && c !== 0n) n.xcb_disconnect(c);
+      n.XCloseDisplay(dpy);
+      throw uiError("platform_unavailable", "The X display cannot be opened.");
+    }
+    try {
+      return new XConnection(n, dpy, c, displayName);
+    } catch (e) {
+      n.xcb_disconnect(c);
+      n.XCloseDisplay(dpy);
+      throw e;
+    }
+  }
+
+  private checkAlive(): void {
+    if (this.closed) throw uiError("platform_unavailable", "The X connection is closed.");
+    if (this.n.xcb_connection_has_error(this.c) !== 0) {
+      throw uiError("platform_unavailable", "The X connection was lost.");
+    }
+  }
+
+  /** Sends one xcb request and returns a handle for its reply, so callers can pipeline. */
+  private request<T>(
+    cookie: Cookie,
+    replyFn: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null,
+    read: (reply: Ptr) => T,
+  ): Pending<T> {
+    return {
+      resolve: () => {
+        const err: Array<Ptr | null> = [null];
+        const reply = replyFn(this.c, cookie, err);
+        const code = takeXcbError(this.n, err[0] ?? null);
+        if (reply === null || reply === 0n) {
+          this.checkAlive();
+          throw xErrorToUi(code ?? 0);
+        }
+        try {
+          return read(reply);
+        } finally {
+          this.n.free(reply);
+        }
+      },
+    };
+  }
+
+  getProperty(win: number, prop: number, maxLongs = 4096): Pending<PropertyValue | null> {
+    this.checkAlive();
+    const n = this.n;
+    const cookie = n.xcb_get_property(this.c, 0, win, prop, 0, 0, maxLongs);
+    return this.request(cookie, n.xcb_get_property_reply, (reply) => {
+      const format = koffi.decode(reply, 1, "uint8") as number;
+      const type = koffi.decode(reply, 8, "uint32") as number;
+      if (type === 0) return null;
+      const len = n.xcb_get_property_value_length(reply);
+      const bytes =
+        len > 0
+          ? Buffer.from(new Uint8Array(koffi.view(n.xcb_get_property_value(reply), len)))
+          : Buffer.alloc(0);
+      return { type, format, bytes };
+    });
+  }
+
+  getGeometry(win: number): Pending<{ x: number; y: number; width: number; height: number; border: number }> {
+    this.checkAlive();
+    const cookie = this.n.xcb_get_geometry(this.c, win);
+    return this.request(cookie, this.n.xcb_get_geometry_reply, (r) => ({
+      x: koffi.decode(r, 12, "int16") as number,
+      y: koffi.decode(r, 14, "int16") as number,
+      width: koffi.decode(r, 16, "uint16") as number,
+      height: koffi.decode(r, 18, "uint16") as number,
+      border: koffi.decode(r, 20, "uint16") as number,
+    }));
+  }
+
+  /** Root coordinates of a window's origin (inside its border). */
+  translateToRoot(win: number): Pending<{ x: number; y: number }> {
+    this.checkAlive();
+    const cookie = this.n.xcb_translate_coordinates(this.c, win, this.root, 0, 0);
+    return this.request(cookie, this.n.xcb_translate_coordinates_reply, (r) => ({
+      x: koffi.decode(r, 12, "int16") as number,
+      y: koffi.decode(r, 14, "int16") as number,
+    }));
+  }
+
+  /** map_state: 0 unmapped, 1 unviewable, 2 viewable. */
+  getMapState(win: number): Pending<{ mapState: number; overrideRedirect: boolean }> {
+    this.checkAlive();
+    const cookie = this.n.xcb_get_window_attributes(this.c, win);
+    return this.request(cookie, this.n.xcb_get_window_attributes_reply, (r) => ({
+      mapState: koffi.decode(r, 26, "uint8") as number,
+      overrideRedirect: (koffi.decode(r, 27, "uint8") as number) !== 0,
+    }));
+  }
+
+  /** Sends a request without a reply and waits for its error, if any. */
+  private checked(cookie: Cookie): void {
+    const err = this.n.xcb_request_check(this.c, cookie);
+    const code = takeXcbError(this.n, err);
+    if (code !== null) throw xErrorToUi(code);
+    this.checkAlive();
+  }
+
+  /** A 32-bit ClientMessage (EWMH / ICCCM) to `dest`. */
+  sendClientMessage(dest: number, window: number, type: number, data: number[], toRoot: boolean): void {
+    this.checkAlive();
+    const ev = new Uint8Array(32);
+    const dv = new DataView(ev.buffer);
+    ev[0] = 33; // ClientMessage
+    ev[1] = 32; // format
+    dv.setUint32(4, window, true);
+    dv.setUint32(8, type, true);
+    for (let i = 0; i < Math.min(5, data.length); i++) dv.setUint32(12 + i * 4, data[i]! >>> 0, true);
+    // SubstructureRedirect | SubstructureNotify for messages to the WM, none for the client itself.
+    const mask = toRoot ? 0x00180000 : 0;
+    this.checked(this.n.xcb_send_event_checked(this.c, 0, dest, mask, ev));
+  }
+
+  mapWindow(win: number): void {
+    this.checkAlive();
+    this.checked(this.n.xcb_map_window_checked(this.c, win));
+  }
+
+  /** Test support: destroys a window we do not own is never done; used only on our own windows. */
+  destroyWindow(win: number): void {
+    this.checkAlive();
+    this.checked(this.n.xcb_destroy_window_checked(this.c, win));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.n.xcb_disconnect(this.c);
+    this.n.XCloseDisplay(this.dpy);
+  }
+}
+
+/** Decodes a format-32 property (xcb delivers 4-byte items) as unsigned numbers. */
+export function cardinals(p: PropertyValue | null): number[] {
+  if (p?.format !== 32) return [];
+  const out: number[] = [];
+  for (let i = 0; i + 4 <= p.bytes.length; i += 4) out.push(p.bytes.readUInt32LE(i));
+  return out;
+}
+
+/** Decodes a text property: UTF-8 for UTF8_STRING, Latin-1 for STRING. */
+export function text(p: PropertyValue | null, utf8Atom: number): string | null {
+  if (p?.format !== 8) return null;
+  let b = p.bytes;
+  const nul = b.indexOf(0);
+  if (nul >= 0) b = b.subarray(0, nul);
+  return p.type === utf8Atom ? b.toString("utf8") : b.toString("latin1");
+}

@@ -62,9 +62,9 @@ export function planScreenshot(
   window: { rect: Rect },
   args: ScreenshotArgs,
 ): ScreenshotPlan {
-  const width = Math.max(0, window.rect[2] - window.rect[0]);
-  const height = Math.max(0, window.rect[3] - window.rect[1]);
-  const bounds: Rect = [0, 0, width, height];
+  const bounds = windowBounds(window);
+  const width = bounds[2];
+  const height = bounds[3];
   const regionName = args.region_name ? args.region_name : null;
   // Checked in every mode so a malformed crop is never silently ignored.
   const crop = {
@@ -99,6 +99,11 @@ export function planScreenshot(
     }
   }
 
+  return { region, masks: checkAndMask(policy, bounds, region), region_name: regionName };
+}
+
+/** Inside the window, within the pixel cap; the policy's masks clipped to the region. */
+function checkAndMask(policy: ScreenshotPolicyView, bounds: Rect, region: Rect): Rect[] {
   if (!containsRect(bounds, region) || rectArea(region) === 0) {
     throw uiError("out_of_bounds", "The screenshot region lies outside the target window.");
   }
@@ -114,5 +119,38 @@ export function planScreenshot(
     const clipped = intersect(m, region);
     if (clipped) masks.push(clipped);
   }
-  return { region, masks, region_name: regionName };
+  return masks;
+}
+
+function windowBounds(window: { rect: Rect }): Rect {
+  return [0, 0, Math.max(0, window.rect[2] - window.rect[0]), Math.max(0, window.rect[3] - window.rect[1])];
+}
+
+/**
+ * The capture behind check/record_coordinate_profile: only a hash leaves the worker, but
+ * it is still observation, so it follows the screenshot rules. File policy: the reference
+ * rect must lie inside one of the policy's safe regions. Env policy: only with
+ * unrestricted screenshots allowed. Masks are the policy's, as for screenshots, so a
+ * recording and a later check hash the same thing.
+ */
+export function planReferenceCapture(
+  policy: ScreenshotPolicyView,
+  window: { rect: Rect },
+  reference: { rect: Rect },
+): ScreenshotPlan {
+  const region: Rect = [reference.rect[0], reference.rect[1], reference.rect[2], reference.rect[3]];
+  if (policy.source === "file") {
+    if (!policy.safe_regions.some((r) => containsRect(r.rect, region))) {
+      throw uiError(
+        "action_not_allowed",
+        "The reference region is not inside any safe region of the policy.",
+      );
+    }
+  } else if (!policy.allow_unrestricted_screenshots) {
+    throw uiError(
+      "action_not_allowed",
+      "Profile captures in environment-policy mode need DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS=true (or use a policy file with safe_regions).",
+    );
+  }
+  return { region, masks: checkAndMask(policy, windowBounds(window), region), region_name: null };
 }

@@ -1,0 +1,272 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import sharp from "sharp";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createFakePlatform, type ScenarioInput, writeScenarioFile } from "../../src/platforms/fake/index.js";
+import { isUiError } from "../../src/shared/errors.js";
+import type { Rect } from "../../src/shared/geometry.js";
+import type { Platform, RawImage } from "../../src/shared/platform.js";
+import { OPS, type OpArgs, type OpResult } from "../../src/shared/protocol.js";
+import { captureHandlers } from "../../src/workers/capture/handlers.js";
+import { GRID_RGB } from "../../src/workers/capture/pixels.js";
+import type { HandlerContext } from "../../src/workers/handlers.js";
+
+const INSTANCE = {
+  pid: 4242,
+  start_time: "2026-11-30T08:00:00.000Z",
+  exe_path: "C:\\Program Files\\ruffle\\bin\\ruffle.exe",
+  session: "1",
+};
+
+function scenario(over: { rect?: Rect; iconic?: boolean; pid?: number; coverRect?: Rect | null } = {}) {
+  const s: ScenarioInput = {
+    session: 1,
+    foreground: 2002, // the target is NOT in front: observation does not need it
+    background: "#000000",
+    windows: [
+      {
+        hwnd: 1001,
+        title: "Ruffle - game.swf",
+        class: "RuffleWindow",
+        pid: over.pid ?? 4242,
+        process_start: "2026-11-30T08:00:00Z",
+        process_path: INSTANCE.exe_path,
+        rect: over.rect ?? [100, 100, 500, 400],
+        visible: true,
+        iconic: over.iconic ?? false,
+        z: 1,
+        fill: "#3366cc",
+        paint: [{ rect: [10, 10, 50, 50], fill: "#ff0000" }],
+      },
+      {
+        hwnd: 2002,
+        title: "Other",
+        class: "Other",
+        pid: 77,
+        process_start: "2026-11-30T07:00:00Z",
+        process_path: "C:\\other.exe",
+        rect: over.coverRect ?? [600, 100, 900, 400],
+        visible: true,
+        iconic: false,
+        z: 0,
+        fill: "#ffffff",
+      },
+    ],
+  };
+  return s;
+}
+
+let dir: string;
+let path: string;
+let platform: Platform;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "uiinspect-capture-"));
+  path = join(dir, "desktop.json");
+  writeScenarioFile(path, scenario());
+  platform = createFakePlatform({ scenarioPath: path, workerKind: "capture" });
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function ctxFor(p: Platform, signal: AbortSignal = new AbortController().signal): HandlerContext {
+  return {
+    signal,
+    deadline: Date.now() + 10_000,
+    init: { kind: "capture", platform: "fake", fake_desktop: path, log_level: "silent" },
+    platform: p,
+  };
+}
+
+function captureArgs(over: Partial<OpArgs<"capture.region">> = {}) {
+  return OPS["capture.region"].args.parse({
+    target: { hwnd: "1001", instance: INSTANCE },
+    region: [0, 0, 100, 80],
+    masks: [],
+    grid_spacing: null,
+    output: "png",
+    max_png_bytes: 1 << 20,
+    compression_level: 6,
+    ...over,
+  });
+}
+
+function capture(
+  over: Partial<OpArgs<"capture.region">> = {},
+  p: Platform = platform,
+  signal?: AbortSignal,
+): Promise<OpResult<"capture.region">> {
+  const h = captureHandlers["capture.region"];
+  if (!h) throw new Error("no handler");
+  return h(captureArgs(over), ctxFor(p, signal));
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (isUiError(e)) return e.code;
+    throw e;
+  }
+  return "no error";
+}
+
+async function decode(png: Uint8Array): Promise<RawImage> {
+  const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+  expect(info.channels).toBe(3);
+  return { width: info.width, height: info.height, channels: 3, data };
+}
+
+function px(img: RawImage, x: number, y: number): string {
+  const i = (y * img.width + x) * img.channels;
+  return [img.data[i], img.data[i + 1], img.data[i + 2]].map((v) => v.toString(16).padStart(2, "0")).join("");
+}
+
+/** The capture port of `platform`, with `during` run right after the pixels are read. */
+function withHook(during: () => void): { platform: Platform; frames: RawImage[] } {
+  const frames: RawImage[] = [];
+  const wrapped: Platform = {
+    ...platform,
+    capture: {
+      captureScreen: async (rect) => {
+        const img = await platform.capture.captureScreen(rect);
+        frames.push(img);
+        during();
+        return img;
+      },
+    },
+  };
+  return { platform: wrapped, frames };
+}
+
+describe("desktop ops", () => {
+  it("list, get, alive, virtual screen and health come from the platform", async () => {
+    const ctx = ctxFor(platform);
+    const list = await captureHandlers["desktop.list"]?.({}, ctx);
+    expect(list?.windows.map((w) => w.hwnd)).toEqual(["2002", "1001"]);
+    const got = await captureHandlers["desktop.get"]?.({ hwnd: "1001" }, ctx);
+    expect(got?.window?.rect).toEqual([100, 100, 500, 400]);
+    expect((await captureHandlers["desktop.get"]?.({ hwnd: "9" }, ctx))?.window).toBeNull();
+    expect((await captureHandlers["desktop.alive"]?.({ instance: INSTANCE }, ctx))?.alive).toBe(true);
+    expect(
+      (await captureHandlers["desktop.alive"]?.({ instance: { ...INSTANCE, pid: 1 } }, ctx))?.alive,
+    ).toBe(false);
+    expect((await captureHandlers["desktop.virtual_screen"]?.({}, ctx))?.rect).toEqual([0, 0, 1920, 1080]);
+    const health = await captureHandlers["desktop.health"]?.({}, ctx);
+    expect(health?.facts.platform).toBe("fake");
+    // Results satisfy the protocol's result schemas.
+    expect(() => OPS["desktop.list"].result.parse(list)).not.toThrow();
+    expect(() => OPS["desktop.health"].result.parse(health)).not.toThrow();
+  });
+});
+
+describe("capture.region", () => {
+  it("returns a PNG of exactly the region with fill, paint and mask pixels", async () => {
+    const r = await capture({
+      region: [5, 5, 105, 85],
+      masks: [
+        [40, 40, 60, 60],
+        [0, 0, 8, 8],
+      ],
+    });
+    expect(() => OPS["capture.region"].result.parse(r)).not.toThrow();
+    expect(r.sha256).toBeNull();
+    expect([r.width, r.height]).toEqual([100, 80]);
+    expect(r.window_offset).toEqual([105, 105]);
+    expect(r.png).toBeInstanceOf(Uint8Array);
+    const img = await decode(r.png ?? new Uint8Array());
+    expect([img.width, img.height]).toEqual([100, 80]);
+    expect(px(img, 4, 4)).toBe("3366cc"); // window (9,9): fill, just outside the paint
+    expect(px(img, 0, 0)).toBe("000000"); // mask [0,0,8,8] clipped to the region → image [0,0,3,3]
+    expect(px(img, 2, 2)).toBe("000000");
+    expect(px(img, 3, 2)).toBe("3366cc");
+    expect(px(img, 2, 3)).toBe("3366cc");
+    expect(px(img, 5, 5)).toBe("ff0000"); // window (10,10): paint
+    expect(px(img, 35, 35)).toBe("000000"); // window (40,40): mask over paint
+    expect(px(img, 54, 54)).toBe("000000"); // window (59,59): mask over fill
+    expect(px(img, 55, 55)).toBe("3366cc"); // window (60,60): fill
+    expect(px(img, 99, 79)).toBe("3366cc");
+  });
+
+  it("draws the grid after the masks, on window-relative multiples", async () => {
+    const r = await capture({ region: [5, 5, 105, 85], masks: [[0, 0, 100, 100]], grid_spacing: 50 });
+    const img = await decode(r.png ?? new Uint8Array());
+    const grid = GRID_RGB.map((v) => v.toString(16).padStart(2, "0")).join("");
+    expect(px(img, 45, 70)).toBe(grid); // window x = 50
+    expect(px(img, 70, 45)).toBe(grid); // window y = 50
+    expect(px(img, 46, 70)).toBe("000000");
+    expect(px(img, 99, 79)).toBe("3366cc"); // outside the mask, no line
+  });
+
+  it("hashes the masked RGB pixels for profiles and returns no image", async () => {
+    const a = await capture({ output: "sha256", region: [0, 0, 60, 60], masks: [[10, 10, 50, 50]] });
+    expect(a.png).toBeNull();
+    expect(a.sha256).toMatch(/^[0-9a-f]{64}$/);
+    // Everything not masked is the fill, so a repaint under the mask does not change the hash.
+    const s = scenario();
+    const w = s.windows[0];
+    w.paint = [{ rect: [10, 10, 50, 50], fill: "#00ff00" }];
+    writeScenarioFile(path, s);
+    const b = await capture({ output: "sha256", region: [0, 0, 60, 60], masks: [[10, 10, 50, 50]] });
+    expect(b.sha256).toBe(a.sha256);
+    const c = await capture({ output: "sha256", region: [0, 0, 60, 60], masks: [] });
+    expect(c.sha256).not.toBe(a.sha256);
+  });
+
+  it("does not need the foreground but does need identity, visibility and an uncovered region", async () => {
+    await expect(capture()).resolves.toBeTruthy();
+    expect(await codeOf(capture({ region: [350, 0, 450, 50] }))).toBe("out_of_bounds");
+    expect(await codeOf(capture({ target: { hwnd: "1001", instance: { ...INSTANCE, pid: 1 } } }))).toBe(
+      "target_changed",
+    );
+    expect(await codeOf(capture({ target: { hwnd: "31337", instance: INSTANCE } }))).toBe("target_gone");
+    writeScenarioFile(path, scenario({ iconic: true }));
+    expect(await codeOf(capture())).toBe("minimized");
+    writeScenarioFile(path, scenario({ coverRect: [150, 150, 300, 300] }));
+    expect(await codeOf(capture({ region: [0, 0, 100, 80] }))).toBe("occluded");
+    // A region beside the covering window is fine.
+    await expect(capture({ region: [250, 0, 400, 300] })).resolves.toBeTruthy();
+  });
+
+  it("refuses a PNG over max_png_bytes", async () => {
+    expect(await codeOf(capture({ max_png_bytes: 10 }))).toBe("image_too_large");
+  });
+
+  it("answers cancelled when the request was cancelled", async () => {
+    const ac = new AbortController();
+    ac.abort();
+    expect(await codeOf(capture({}, platform, ac.signal))).toBe("cancelled");
+  });
+
+  describe("TOCTOU: a change while the pixels are read discards them", () => {
+    const cases: [string, string, () => ScenarioInput][] = [
+      ["moved", "target_changed", () => scenario({ rect: [110, 100, 510, 400] })],
+      ["resized", "target_changed", () => scenario({ rect: [100, 100, 520, 400] })],
+      ["covered", "occluded", () => scenario({ coverRect: [120, 120, 200, 200] })],
+      ["minimized", "minimized", () => scenario({ iconic: true })],
+      ["replaced", "target_changed", () => scenario({ pid: 5151 })],
+      [
+        "closed",
+        "target_gone",
+        () => {
+          const s = scenario();
+          s.windows = s.windows.filter((w) => w.hwnd !== 1001);
+          return s;
+        },
+      ],
+    ];
+    it.each(cases)("%s → %s", async (_label, code, next) => {
+      const hook = withHook(() => writeScenarioFile(path, next()));
+      expect(await codeOf(capture({ region: [0, 0, 100, 80] }, hook.platform))).toBe(code);
+      expect(hook.frames).toHaveLength(1);
+      // The frame that was read has been wiped, not just dropped.
+      expect(hook.frames[0].data.every((b) => b === 0)).toBe(true);
+    });
+
+    it("an unrelated change (another window moving elsewhere) keeps the frame", async () => {
+      const hook = withHook(() => writeScenarioFile(path, scenario({ coverRect: [700, 500, 900, 700] })));
+      const r = await capture({ region: [0, 0, 100, 80] }, hook.platform);
+      expect(r.png).not.toBeNull();
+    });
+  });
+});

@@ -298,7 +298,13 @@ export class RateBudgets {
     const steps: Step[] = [];
     if (kind) {
       const clientLimiter = this[kind];
-      steps.push({ limiter: clientLimiter, key: client, amount: 1, limit: clientLimiter.limit, what: KIND_TEXT[kind] });
+      steps.push({
+        limiter: clientLimiter,
+        key: client,
+        amount: 1,
+        limit: clientLimiter.limit,
+        what: KIND_TEXT[kind],
+      });
     }
     if (!app) return steps;
     for (const n of [app.textChars, app.screenshotPixels]) {

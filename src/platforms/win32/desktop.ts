@@ -1,0 +1,254 @@
+import { uiError } from "../../shared/errors.js";
+import type { Rect } from "../../shared/geometry.js";
+import type { ProcessInstance } from "../../shared/identity.js";
+import type { DesktopPort, WindowInfo } from "../../shared/platform.js";
+import type { DpiReport } from "./dpi.js";
+import * as w from "./ffi.js";
+import {
+  assertTargetable,
+  isAlive,
+  ourIntegrity,
+  refusal,
+  resolveInstance,
+  type SelfGuard,
+} from "./identity.js";
+
+const GWL_EXSTYLE = -20;
+const WS_EX_TOPMOST = 0x8;
+const DWMWA_EXTENDED_FRAME_BOUNDS = 9;
+const DWMWA_CLOAKED = 14;
+const SM_XVIRTUALSCREEN = 76;
+const SM_YVIRTUALSCREEN = 77;
+const SM_CXVIRTUALSCREEN = 78;
+const SM_CYVIRTUALSCREEN = 79;
+const SW_SHOWNOACTIVATE = 4;
+const WM_CLOSE = 0x0010;
+const SMTO_ABORTIFHUNG = 0x2;
+
+/** Whether DWM answered at all during this process (for health). */
+const dwmState = {
+  frameBounds: "untried" as "untried" | "ok" | "failed",
+  cloaked: "untried" as "untried" | "ok" | "failed",
+};
+
+/** HWND (intptr) → decimal string; HWND values are 32-bit significant and non-negative in practice. */
+export const hwndString = (h: number): string => String(h >>> 0);
+export function parseHwnd(s: string): number {
+  if (!/^\d+$/.test(s)) throw uiError("invalid_argument", "hwnd must be a decimal integer.");
+  const n = Number(s);
+  if (!Number.isSafeInteger(n) || n <= 0 || n > 0xffffffff)
+    throw uiError("invalid_argument", "hwnd is out of range.");
+  return n;
+}
+
+/** Top-level windows in EnumWindows order, which is the z-order, topmost first. */
+export function enumTopLevel(): number[] {
+  const out: number[] = [];
+  w.withCallback(
+    (hwnd: number) => {
+      out.push(hwnd);
+      return 1;
+    },
+    w.EnumWindowsProc,
+    (cb) => w.EnumWindows(cb, 0),
+  );
+  return out;
+}
+
+export function windowText(hwnd: number): string {
+  const len = w.GetWindowTextLengthW(hwnd);
+  if (len <= 0) return "";
+  const buf = Buffer.alloc((len + 1) * 2);
+  const n = w.GetWindowTextW(hwnd, buf, len + 1);
+  return w.utf16(buf, n);
+}
+
+export function className(hwnd: number): string {
+  const buf = Buffer.alloc(512);
+  const n = w.GetClassNameW(hwnd, buf, 256);
+  return w.utf16(buf, n);
+}
+
+export function windowPid(hwnd: number): { pid: number; tid: number } {
+  const b = Buffer.alloc(4);
+  const tid = w.GetWindowThreadProcessId(hwnd, b);
+  return { pid: b.readUInt32LE(0), tid };
+}
+
+/**
+ * What the user sees as the window. On Windows 10/11 GetWindowRect includes the invisible
+ * resize borders (about 7 px left/right/bottom at 100 %); DWMWA_EXTENDED_FRAME_BOUNDS is the
+ * visible frame, in physical pixels for a per-monitor-aware caller. We use the DWM frame when
+ * DWM answers and GetWindowRect otherwise (DWM off, or Wine, whose dwmapi does not implement
+ * the attribute): one explicit rule, reported in health() as rect_source.
+ */
+export function visibleRect(hwnd: number): Rect | null {
+  if (w.DwmGetWindowAttribute && dwmState.frameBounds !== "failed") {
+    const b = Buffer.alloc(16);
+    let hr = -1;
+    try {
+      hr = w.DwmGetWindowAttribute(hwnd, DWMWA_EXTENDED_FRAME_BOUNDS, b, 16);
+    } catch {
+      hr = -1;
+    }
+    if (hr === 0) {
+      dwmState.frameBounds = "ok";
+      const r = w.readRect(b);
+      if (r[2] > r[0] && r[3] > r[1]) return r;
+    } else if (dwmState.frameBounds === "untried") {
+      dwmState.frameBounds = "failed";
+    }
+  }
+  const b = Buffer.alloc(16);
+  if (!w.GetWindowRect(hwnd, b)) return null;
+  return w.readRect(b);
+}
+
+/** Cloaked windows (other virtual desktop, suspended UWP apps) are not visible; without DWM nothing is cloaked. */
+export function isCloaked(hwnd: number): boolean {
+  if (!w.DwmGetWindowAttribute || dwmState.cloaked === "failed") return false;
+  const b = Buffer.alloc(4);
+  let hr = -1;
+  try {
+    hr = w.DwmGetWindowAttribute(hwnd, DWMWA_CLOAKED, b, 4);
+  } catch {
+    hr = -1;
+  }
+  if (hr !== 0) {
+    if (dwmState.cloaked === "untried") dwmState.cloaked = "failed";
+    return false;
+  }
+  dwmState.cloaked = "ok";
+  return b.readUInt32LE(0) !== 0;
+}
+
+export function virtualScreenRect(): Rect {
+  const x = w.GetSystemMetrics(SM_XVIRTUALSCREEN);
+  const y = w.GetSystemMetrics(SM_YVIRTUALSCREEN);
+  const cx = w.GetSystemMetrics(SM_CXVIRTUALSCREEN);
+  const cy = w.GetSystemMetrics(SM_CYVIRTUALSCREEN);
+  return [x, y, x + cx, y + cy];
+}
+
+function describe(
+  hwnd: number,
+  z: number,
+  fg: number,
+  instances: Map<number, ProcessInstance | null>,
+  guard: SelfGuard,
+): WindowInfo | null {
+  const rect = visibleRect(hwnd);
+  if (!rect) return null;
+  const { pid } = windowPid(hwnd);
+  let instance = instances.get(pid);
+  if (instance === undefined) {
+    // Our own process, its host, and higher-integrity processes are never targets: no instance.
+    instance = refusal(pid, guard) === null ? resolveInstance(pid) : null;
+    instances.set(pid, instance);
+  }
+  const visible = w.IsWindowVisible(hwnd) !== 0 && !isCloaked(hwnd);
+  return {
+    hwnd: hwndString(hwnd),
+    title: windowText(hwnd),
+    window_class: className(hwnd),
+    pid,
+    instance,
+    rect,
+    visible,
+    iconic: w.IsIconic(hwnd) !== 0,
+    foreground: hwnd === fg,
+    on_top: (w.GetWindowLongPtrW(hwnd, GWL_EXSTYLE) & WS_EX_TOPMOST) !== 0,
+    z,
+  };
+}
+
+export class Win32Desktop implements DesktopPort {
+  readonly platform = "win32" as const;
+
+  constructor(
+    private readonly guard: SelfGuard,
+    private readonly dpi: DpiReport,
+  ) {}
+
+  async listWindows(): Promise<WindowInfo[]> {
+    const fg = w.GetForegroundWindow();
+    const instances = new Map<number, ProcessInstance | null>();
+    const out: WindowInfo[] = [];
+    const all = enumTopLevel();
+    for (let i = 0; i < all.length; i++) {
+      const info = describe(all[i], i, fg, instances, this.guard);
+      if (info) out.push(info);
+    }
+    return out;
+  }
+
+  async getWindow(hwnd: string): Promise<WindowInfo | null> {
+    // z needs the whole order, so this is a full enumeration filtered to one window.
+    const h = parseHwnd(hwnd);
+    if (!w.IsWindow(h)) return null;
+    const all = await this.listWindows();
+    return all.find((x) => x.hwnd === hwnd) ?? null;
+  }
+
+  async isInstanceAlive(instance: ProcessInstance): Promise<boolean> {
+    return isAlive(instance);
+  }
+
+  async virtualScreen(): Promise<Rect> {
+    return virtualScreenRect();
+  }
+
+  async health(): Promise<Record<string, string | number | boolean | null>> {
+    const integ = ourIntegrity();
+    return {
+      win32_dpi_process: this.dpi.process,
+      win32_dpi_thread: this.dpi.thread,
+      win32_dpi_thread_verified: this.dpi.threadVerified,
+      win32_rect_source: dwmState.frameBounds === "ok" ? "dwm_extended_frame_bounds" : "get_window_rect",
+      win32_dwm: dwmState.frameBounds,
+      win32_integrity_rid: integ,
+      win32_parent_guard: this.guard.parent !== null,
+    };
+  }
+
+  async restoreWindow(hwnd: string): Promise<void> {
+    const h = this.target(hwnd);
+    // SW_SHOWNOACTIVATE restores a minimized window to its last size without activating it (SW_RESTORE would).
+    if (w.IsIconic(h)) w.ShowWindow(h, SW_SHOWNOACTIVATE);
+  }
+
+  async activateWindow(hwnd: string): Promise<void> {
+    const h = this.target(hwnd);
+    if (w.SetForegroundWindow(h) && w.GetForegroundWindow() === h) return;
+    // The foreground lock refuses a process that did not receive the last input. Attaching our
+    // input queue to the current foreground thread for the call is the documented way around it.
+    const fg = w.GetForegroundWindow();
+    const me = w.GetCurrentThreadId();
+    const theirs = fg ? windowPid(fg).tid : 0;
+    const attached = theirs !== 0 && theirs !== me && w.AttachThreadInput(me, theirs, 1) !== 0;
+    try {
+      w.BringWindowToTop(h);
+      w.SetForegroundWindow(h);
+    } finally {
+      if (attached) w.AttachThreadInput(me, theirs, 0);
+    }
+  }
+
+  async closeWindow(hwnd: string): Promise<void> {
+    const h = this.target(hwnd);
+    // Posted, never sent: a target that opens a "save changes?" box inside WM_CLOSE must not
+    // block this worker. If posting fails (queue full), a bounded send is the fallback.
+    if (w.PostMessageW(h, WM_CLOSE, 0, 0)) return;
+    w.SendMessageTimeoutW(h, WM_CLOSE, 0, 0, SMTO_ABORTIFHUNG, 1000, null);
+  }
+
+  async dispose(): Promise<void> {}
+
+  /** The window handle, refused for our own process, its host, or a higher integrity level. */
+  private target(hwnd: string): number {
+    const h = parseHwnd(hwnd);
+    if (!w.IsWindow(h)) throw uiError("target_gone");
+    assertTargetable(windowPid(h).pid, this.guard);
+    return h;
+  }
+}

@@ -62,6 +62,10 @@ export const AuditEventSchema = z.strictObject({
     .refine((c) => Object.keys(c).length <= 32, "too many counters"),
 });
 export type AuditEvent = z.infer<typeof AuditEventSchema>;
+export type AuditAction = AuditEvent["action"];
+export type AuditReason = AuditEvent["reason"];
+
+const AUDIT_FIELDS: ReadonlySet<string> = new Set(Object.keys(AuditEventSchema.shape));
 
 /** What callers pass: `time` is stamped from the injected clock when absent. */
 export type AuditEventInput = Omit<AuditEvent, "time"> & { time?: string };
@@ -86,6 +90,11 @@ export interface AuditLogOptions {
    * messages, so the lead can log it to stderr safely.
    */
   onSinkError?: (code: string) => void;
+  /**
+   * Called when an event is dropped by the schema, with the names of the offending top-level
+   * fields only (schema names, or "unknown_field"): never values or counter names.
+   */
+  onReject?: (fields: string[]) => void;
 }
 
 /** Buffered file bytes beyond which events are dropped from the file instead of piling up in memory. */
@@ -111,6 +120,7 @@ export class AuditLog {
   private stream: WriteStream | null = null;
   private sinkState: AuditSinkState = "none";
   private readonly onSinkError: ((code: string) => void) | undefined;
+  private readonly onReject: ((fields: string[]) => void) | undefined;
   private recordedCount = 0;
   private rejectedCount = 0;
   private sinkDroppedCount = 0;
@@ -123,6 +133,7 @@ export class AuditLog {
     this.ring = new Array<AuditEvent | undefined>(cap);
     this.clock = opts.clock;
     this.onSinkError = opts.onSinkError;
+    this.onReject = opts.onReject;
     if (opts.filePath) this.openSink(opts.filePath);
   }
 
@@ -148,6 +159,18 @@ export class AuditLog {
     const parsed = AuditEventSchema.safeParse(candidate);
     if (!parsed.success) {
       this.rejectedCount++;
+      if (this.onReject) {
+        const fields = new Set<string>();
+        for (const issue of parsed.error.issues) {
+          const top = issue.path[0];
+          fields.add(typeof top === "string" && AUDIT_FIELDS.has(top) ? top : "unknown_field");
+        }
+        try {
+          this.onReject([...fields].sort());
+        } catch {
+          // a failing listener must not turn an audit write into a crash
+        }
+      }
       return;
     }
     const ev = parsed.data;

@@ -65,7 +65,8 @@ describe("audit", () => {
   });
 
   it("drops and counts events that do not fit the schema, so free text has nowhere to go", () => {
-    const log = new AuditLog({ clock: () => 0 });
+    const rejectedFields: string[][] = [];
+    const log = new AuditLog({ clock: () => 0, onReject: (f) => rejectedFields.push(f) });
     const bad: unknown[] = [
       { ...event(1), title: "Secret window" },
       event(2, { counters: { typed: "hello" as unknown as number } }),
@@ -84,6 +85,10 @@ describe("audit", () => {
     log.record(event(99));
     expect(log.stats()).toMatchObject({ recorded: 1, rejected: bad.length });
     expect(log.recent(10).map((e) => e.counters.seq)).toEqual([99]);
+    // The reject hook names schema fields only, never the offending keys or values.
+    expect(rejectedFields[0]).toEqual(["unknown_field"]);
+    expect(rejectedFields[1]).toEqual(["counters"]);
+    expect(JSON.stringify(rejectedFields)).not.toMatch(/Secret|hello|title/);
   });
 
   it.skipIf(!posix)("creates the JSONL file with mode 0600 and appends one line per event", async () => {

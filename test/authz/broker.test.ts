@@ -164,6 +164,29 @@ describe("consent broker: failing closed", () => {
     expect(broker.keptDecision(CLIENT, instanceKey(instance(4242)))).toBeUndefined();
   });
 
+  it("an answer that is neither approve nor deny fails closed and keeps nothing", async () => {
+    const { broker, prompter, time } = setup();
+    const p = ask(broker, ["inspect"]);
+    await time.advance(0);
+    prompter.last().answer("yes" as "approve");
+    expect(await outcome(p)).toBe("platform_unavailable");
+    expect(prompter.last().signal.aborted).toBe(true);
+    expect(broker.keptDecision(CLIENT, instanceKey(instance(4242)))).toBeUndefined();
+  });
+
+  it("forgetInstance drops kept decisions of a gone instance only", async () => {
+    const { broker, prompter, time } = setup();
+    for (const pid of [1, 2]) {
+      const p = ask(broker, ["inspect"], { pid });
+      await time.advance(0);
+      prompter.last().answer("deny");
+      await p;
+    }
+    broker.forgetInstance(instanceKey(instance(1)));
+    expect(broker.keptDecision(CLIENT, instanceKey(instance(1)))).toBeUndefined();
+    expect(broker.keptDecision(CLIENT, instanceKey(instance(2)))?.decision).toBe("denied");
+  });
+
   it("dispose closes open dialogs and fails waiters with cancelled", async () => {
     const { broker, prompter, time } = setup();
     const p = ask(broker, ["inspect"]);

@@ -285,14 +285,14 @@ export class ConsentBroker {
       if (result) this.entries.set(flight.key, result);
       else this.entries.delete(flight.key); // not decided by a person: the key is released
     }
-    // Close the dialog unless the person already answered it.
-    if (outcome.kind !== "answer") flight.controller.abort();
+    // Close the dialog unless the person already answered it with a valid answer.
+    if (!result) flight.controller.abort();
 
     const waiters = [...flight.waiters];
     flight.waiters.clear();
     for (const w of waiters) {
       if (w.signal && w.onAbort) w.signal.removeEventListener("abort", w.onAbort);
-      if (result && result.kind !== "pending") {
+      if (result?.kind === "approved" || result?.kind === "denied") {
         try {
           w.resolve(decide(result, w.requested, "dialog"));
         } catch (e) {

@@ -45,18 +45,29 @@ async function fires(call: () => Promise<unknown>): Promise<boolean> {
 describe("fault targeting", () => {
   it("capture worker: a capture meeting the window faults, others do not", async () => {
     const { p, fired } = setup("capture");
-    expect(await fires(() => p.desktop.listWindows())).toBe(false);
+    expect(await fires(() => p.desktop.virtualScreen())).toBe(false);
+    expect(await fires(() => p.desktop.health())).toBe(false);
     expect(await fires(() => p.capture.captureScreen([100, 100, 200, 200]))).toBe(false);
     expect(await fires(() => p.capture.captureScreen([1500, 700, 1700, 900]))).toBe(true);
     expect(await fires(() => p.desktop.getWindow("1001"))).toBe(false);
     expect(await fires(() => p.desktop.getWindow("2002"))).toBe(true);
-    expect(fired).toEqual(["hang", "hang"]);
+    expect(await fires(() => p.desktop.listWindows())).toBe(true); // enumeration touches every window
+    const ruffle = {
+      pid: 4242,
+      start_time: "2026-11-30T08:00:00.000Z",
+      exe_path: "C:\\Program Files\\ruffle\\bin\\ruffle.exe",
+      session: "1",
+    };
+    expect(await fires(() => p.desktop.isInstanceAlive(ruffle))).toBe(false);
+    expect(await fires(() => p.desktop.isInstanceAlive({ ...ruffle, pid: 5150 }))).toBe(true);
+    expect(fired).toEqual(["hang", "hang", "hang", "hang"]);
     // The fault belongs to the worker kind: an "input" instance over the same file is unaffected.
     const other = platform(f!, "input", async () => {
       throw new Fired("hang");
     });
     expect(await fires(() => other.capture.captureScreen([1500, 700, 1700, 900]))).toBe(false);
     expect(await fires(() => other.desktop.getWindow("2002"))).toBe(false);
+    expect(await fires(() => other.desktop.listWindows())).toBe(false);
   });
 
   it("input worker: the window under the point/cursor, the foreground for keys, the named for text", async () => {
@@ -77,9 +88,11 @@ describe("fault targeting", () => {
 
   it("uia worker: opening or using a session of the window faults", async () => {
     const { p } = setup("uia");
-    const w = (await p.desktop.listWindows()).find((x) => x.hwnd === "2002")!;
+    expect(await fires(() => p.desktop.listWindows())).toBe(true);
+    const all = await platform(f!, "other").desktop.listWindows();
+    const w = all.find((x) => x.hwnd === "2002")!;
     expect(await fires(() => p.accessibility.openSession(w))).toBe(true);
-    const other = (await p.desktop.listWindows()).find((x) => x.hwnd === "1001")!;
+    const other = all.find((x) => x.hwnd === "1001")!;
     const s = await p.accessibility.openSession(other);
     expect(await fires(() => s.root())).toBe(false);
   });

@@ -10,7 +10,11 @@ export class FakeDesktop implements DesktopPort {
   constructor(private readonly ctx: FakeContext) {}
 
   async listWindows(): Promise<WindowInfo[]> {
-    return windowInfos(this.ctx.scenario());
+    const s = this.ctx.scenario();
+    // Enumeration touches every window (a faulty one takes this worker down, as a hung or
+    // crashing EnumWindows/GetWindowText would).
+    await this.ctx.touchAll(s.windows);
+    return windowInfos(s);
   }
 
   async getWindow(hwnd: string): Promise<WindowInfo | null> {
@@ -23,6 +27,7 @@ export class FakeDesktop implements DesktopPort {
 
   async isInstanceAlive(instance: ProcessInstance): Promise<boolean> {
     const s = this.ctx.scenario();
+    await this.ctx.touchAll(s.windows.filter((w) => w.pid === instance.pid));
     return s.windows.some((w) => sameInstance(instanceOf(s, w), instance));
   }
 

@@ -33,11 +33,13 @@ export interface FakePlatformOptions {
  * nothing but the scenario file and the effects log.
  *
  * Faults (`faults[workerKind]` of a window) fire when a method touches that window:
+ * listWindows (every window), isInstanceAlive (the windows of that pid),
  * getWindow/restoreWindow/activateWindow/closeWindow (the named window), captureScreen (every
  * drawn window meeting the rect), moveTo (the window under the point), buttons and wheel (the
  * window under the cursor), keys (the foreground window), typeText (the named window),
- * openSession and every session call (the session's window). listWindows, isInstanceAlive,
- * virtualScreen and health never fault.
+ * openSession and every session call (the session's window). virtualScreen and health never
+ * fault. Only the kind of this instance counts: an "input" fault never fires in the capture
+ * worker.
  */
 export function createFakePlatform(opts: FakePlatformOptions): Platform {
   const ctx = new FakeContext(opts.scenarioPath, opts.workerKind, opts.faultHandler);

@@ -322,7 +322,7 @@ function mapKey(clientHash: string, instanceKey: string): string {
   return `${clientHash}\u0000${instanceKey}`;
 }
 
-/** UIINSPECT_CONSENT_TIMEOUT_MS: default 60000, allowed 1000..600000; throws invalid_argument. */
+/** UIINSPECT_CONSENT_TIMEOUT_MS: default 60000, allowed 100..600000 (as config.ts); throws invalid_argument. */
 export function consentTimeoutFromEnv(env: Record<string, string | undefined>): number {
-  return readIntEnv(env, "UIINSPECT_CONSENT_TIMEOUT_MS", DEFAULT_CONSENT_TIMEOUT_MS, 1000, 600_000);
+  return readIntEnv(env, "UIINSPECT_CONSENT_TIMEOUT_MS", DEFAULT_CONSENT_TIMEOUT_MS, 100, 600_000);
 }

@@ -30,7 +30,13 @@ _uix_wait_for() {
   done
 }
 
-_uix_alive() { kill -0 "$1" 2>/dev/null; }
+# Alive and not a zombie (a zombie waits for its parent to reap it; it holds no resources).
+_uix_alive() {
+  local st
+  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  st="${st##*) }"
+  [ "${st%% *}" != "Z" ]
+}
 
 # Kills one PID (TERM, then KILL after polling), if it is still ours to kill.
 _uix_kill() {
@@ -44,20 +50,9 @@ _uix_kill() {
   return 0
 }
 
-# Direct children of a PID (by id, from /proc), so helpers the buses spawned can be ended too.
+# Direct children of a PID (by id), so helpers the buses spawned can be ended too.
 _uix_children() {
-  local pid="$1" f
-  for f in /proc/[0-9]*/stat; do
-    local line
-    line=$(cat "$f" 2>/dev/null) || continue
-    local rest="${line##*) }"
-    # shellcheck disable=SC2086
-    set -- $rest
-    if [ "$2" = "$pid" ]; then
-      local p="${f#/proc/}"
-      echo "${p%/stat}"
-    fi
-  done
+  ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '
 }
 
 _uix_kill_tree() {
@@ -163,6 +158,7 @@ _uix_start() {
     /org/freedesktop/DBus org.freedesktop.DBus.GetConnectionUnixProcessID string:org.a11y.Bus 2>/dev/null |
     sed -n 's/.*uint32 \([0-9]*\).*/\1/p')
   [ -n "$launcher_pid" ] && echo "$launcher_pid" >"$state/a11y_launcher.pid"
+  # at-spi2-registryd is activated later on the a11y bus; it exits when that bus goes away.
 
   printf 'DISPLAY=%s\nDBUS_SESSION_BUS_ADDRESS=%s\nXDG_RUNTIME_DIR=%s\nUIINSPECT_X11_STATE=%s\n' \
     "$display" "$bus_address" "$runtime" "$state" >"$state/env"

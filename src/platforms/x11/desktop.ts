@@ -24,6 +24,7 @@ import {
 const ICONIC_STATE = 3;
 const NET_WM_STATE_REMOVE = 0;
 const SOURCE_PAGER = 2;
+const RESTORE_WAIT_MS = 500;
 
 interface PendingWindow {
   xid: number;
@@ -206,7 +207,8 @@ export class X11Desktop implements DesktopPort {
   async restoreWindow(hwnd: string): Promise<void> {
     const xid = parseHwnd(hwnd);
     const x = this.x;
-    x.mapWindow(xid);
+    if (x.getMapState(xid).resolve().mapState === 2) return;
+    // EWMH first: removing _NET_WM_STATE_HIDDEN un-minimizes without focusing (openbox honours it).
     x.sendClientMessage(
       x.root,
       xid,
@@ -214,6 +216,13 @@ export class X11Desktop implements DesktopPort {
       [NET_WM_STATE_REMOVE, x.atoms._NET_WM_STATE_HIDDEN, 0, SOURCE_PAGER, 0],
       true,
     );
+    const deadline = Date.now() + RESTORE_WAIT_MS;
+    while (Date.now() < deadline) {
+      if (x.getMapState(xid).resolve().mapState === 2) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // A WM that ignores the EWMH request: the ICCCM way (map request). Some WMs focus on it.
+    x.mapWindow(xid);
   }
 
   async activateWindow(hwnd: string): Promise<void> {

@@ -1,0 +1,139 @@
+import { execFileSync } from "node:child_process";
+import { realpathSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isUiError } from "../../src/shared/errors.js";
+import type { Platform } from "../../src/shared/platform.js";
+import {
+  type App,
+  pidAlive,
+  startApp,
+  startSession,
+  waitFor,
+  waitForWindow,
+  X11_AVAILABLE,
+  type X11Session,
+  xdotool,
+} from "./support.js";
+
+describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
+  let session: X11Session;
+  let p: Platform;
+  let xterm: App;
+  let zenity: App;
+
+  beforeAll(async () => {
+    session = startSession();
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    p = await createX11Platform({ workerKind: "other" });
+    xterm = startApp("xterm", ["-T", "uix term", "-geometry", "60x10+40+60"]);
+    zenity = startApp("zenity", ["--entry", "--title=uix entry", "--text=Type here"]);
+    await waitForWindow(p, "uix term");
+    await waitForWindow(p, "uix entry");
+  });
+
+  afterAll(async () => {
+    await p?.desktop.dispose();
+    session?.stop();
+  });
+
+  it("lists client windows with pids, exact process instances, frame rects and z-order", async () => {
+    const all = await p.desktop.listWindows();
+    const term = all.find((w) => w.title === "uix term")!;
+    const entry = all.find((w) => w.title === "uix entry")!;
+    expect(term.pid).toBe(xterm.child.pid);
+    expect(entry.pid).toBe(zenity.child.pid);
+    expect(term.window_class).toBe("XTerm");
+    expect(entry.window_class).toBe("Zenity");
+    expect(term.instance?.exe_path).toBe(
+      realpathSync(execFileSync("sh", ["-c", "command -v xterm"], { encoding: "utf8" }).trim()),
+    );
+    expect(term.instance?.session).toBe(`${session.env.DISPLAY}:${process.getuid?.()}`);
+    expect(term.instance?.start_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // Stable across enumerations.
+    const again = await p.desktop.getWindow(term.hwnd);
+    expect(again?.instance).toEqual(term.instance);
+    expect(await p.desktop.isInstanceAlive(term.instance!)).toBe(true);
+    expect(
+      await p.desktop.isInstanceAlive({ ...term.instance!, start_time: "2000-01-01T00:00:00.000Z" }),
+    ).toBe(false);
+    // hwnd is the client XID; rect is the frame: the client's absolute origin lies inside it.
+    const info = execFileSync("xwininfo", ["-id", term.hwnd], { encoding: "utf8", env: process.env });
+    const gx = Number(/Absolute upper-left X:\s+(-?\d+)/.exec(info)![1]);
+    const gy = Number(/Absolute upper-left Y:\s+(-?\d+)/.exec(info)![1]);
+    const gw = Number(/Width:\s+(\d+)/.exec(info)![1]);
+    const gh = Number(/Height:\s+(\d+)/.exec(info)![1]);
+    expect(term.rect[0]).toBeLessThanOrEqual(gx);
+    expect(term.rect[1]).toBeLessThan(gy); // title bar above the client
+    expect(term.rect[2]).toBeGreaterThanOrEqual(gx + gw);
+    expect(term.rect[3]).toBeGreaterThanOrEqual(gy + gh);
+    // z-order follows activation: the activated window is topmost and foreground.
+    xdotool("windowactivate", "--sync", term.hwnd);
+    const after = await waitFor("xterm in front", async () => {
+      const ws = await p.desktop.listWindows();
+      const t = ws.find((w) => w.hwnd === term.hwnd);
+      return t?.foreground ? ws : null;
+    });
+    const t2 = after.find((w) => w.hwnd === term.hwnd)!;
+    const e2 = after.find((w) => w.hwnd === entry.hwnd)!;
+    expect(t2.z).toBe(0);
+    expect(e2.z).toBeGreaterThan(0);
+    expect(e2.foreground).toBe(false);
+    expect(await p.desktop.virtualScreen()).toEqual([0, 0, 1280, 800]);
+    const h = await p.desktop.health();
+    expect(h.xtest).toBe(true);
+    expect(h.wm_name).toBe("Openbox");
+  });
+
+  it("activates via _NET_ACTIVE_WINDOW, minimizes and restores without activating", async () => {
+    const entry = (await p.desktop.listWindows()).find((w) => w.title === "uix entry")!;
+    await p.desktop.activateWindow(entry.hwnd);
+    await waitFor("entry in front", async () => (await p.desktop.getWindow(entry.hwnd))?.foreground);
+    const term = (await p.desktop.listWindows()).find((w) => w.title === "uix term")!;
+    xdotool("windowminimize", "--sync", term.hwnd);
+    const iconic = await waitFor("xterm minimized", async () => {
+      const w = await p.desktop.getWindow(term.hwnd);
+      return w?.iconic ? w : null;
+    });
+    expect(iconic.visible).toBe(true);
+    await p.desktop.restoreWindow(term.hwnd);
+    const restored = await waitFor("xterm restored", async () => {
+      const w = await p.desktop.getWindow(term.hwnd);
+      return w && !w.iconic ? w : null;
+    });
+    expect(restored.iconic).toBe(false);
+    // Restoring never focuses: the entry dialog keeps the focus.
+    expect((await p.desktop.getWindow(entry.hwnd))?.foreground).toBe(true);
+  });
+
+  it("closes politely with WM_DELETE_WINDOW and reports a vanished window as target_gone", async () => {
+    const z = startApp("zenity", ["--info", "--title=uix close me", "--text=bye"]);
+    const w = await waitForWindow(p, "uix close me");
+    await p.desktop.closeWindow(w.hwnd);
+    await z.exited;
+    expect(pidAlive(z.child.pid!)).toBe(false);
+    await waitFor("window gone", async () => ((await p.desktop.getWindow(w.hwnd)) === null ? true : null));
+    // The window is destroyed now: every call naming it gets a code, and the process goes on.
+    for (const call of [() => p.desktop.closeWindow(w.hwnd), () => p.desktop.restoreWindow(w.hwnd)]) {
+      const err = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isUiError(err) && err.code).toBe("target_gone");
+    }
+    expect((await p.desktop.listWindows()).length).toBeGreaterThan(0);
+  });
+
+  it("survives Xlib errors: the process-wide handler swallows them and later calls work", async () => {
+    const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+    const x = XConnection.open();
+    try {
+      // BadValue (keycode out of range) and BadWindow (unknown window) through Xlib itself.
+      x.n.XTestFakeKeyEvent(x.dpy, 3, 1, 0);
+      x.n.XGetImage(x.dpy, 0x1fffffff, 0, 0, 1, 1, 0xffffffffn, 2);
+      x.n.XSync(x.dpy, 0);
+    } finally {
+      x.close();
+    }
+    expect((await p.desktop.listWindows()).some((w) => w.title === "uix term")).toBe(true);
+  });
+});

@@ -1,0 +1,195 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import dbus from "dbus-next";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+
+/**
+ * Shared helpers for the X11 tests: a private Xvfb session per test file (.ci/x11-session.sh),
+ * apps started inside it, an independent root capture (xwd) and independent AT-SPI reads.
+ *
+ * Required when CI=true or UIINSPECT_REQUIRE_X11=1 (a missing Xvfb then fails); otherwise the
+ * suites are skipped with a message when the tools are missing.
+ */
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const REPO = resolve(here, "../..");
+const SESSION_SCRIPT = join(REPO, ".ci/x11-session.sh");
+
+export const X11_REQUIRED = process.env.CI === "true" || process.env.UIINSPECT_REQUIRE_X11 === "1";
+
+function have(cmd: string): boolean {
+  try {
+    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const NEEDED = ["Xvfb", "openbox", "dbus-daemon", "xdpyinfo", "xprop", "xdotool", "xwd", "zenity", "xterm"];
+export const MISSING_TOOLS = process.platform === "linux" ? NEEDED.filter((c) => !have(c)) : NEEDED;
+/** Whether the suites run (true) or are skipped (false). When required, they always run. */
+export const X11_AVAILABLE = X11_REQUIRED || MISSING_TOOLS.length === 0;
+if (!X11_AVAILABLE) {
+  process.stderr.write(
+    `x11 tests skipped: missing ${MISSING_TOOLS.join(", ")} (run .ci/install-x11-deps.sh; set UIINSPECT_REQUIRE_X11=1 to require them)\n`,
+  );
+}
+
+export interface X11Session {
+  env: Record<string, string>;
+  stop(): void;
+}
+
+/** Starts a private desktop and points this process (DISPLAY, session bus) at it. */
+export function startSession(): X11Session {
+  if (MISSING_TOOLS.length > 0) throw new Error(`X11 test tools missing: ${MISSING_TOOLS.join(", ")}`);
+  const out = execFileSync("bash", [SESSION_SCRIPT, "start"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    timeout: 60_000,
+  });
+  const env: Record<string, string> = {};
+  for (const line of out.split("\n")) {
+    const i = line.indexOf("=");
+    if (i > 0) env[line.slice(0, i)] = line.slice(i + 1);
+  }
+  if (!env.DISPLAY || !env.DBUS_SESSION_BUS_ADDRESS || !env.UIINSPECT_X11_STATE) {
+    throw new Error("x11-session.sh did not report its environment");
+  }
+  Object.assign(process.env, env, { GDK_BACKEND: "x11" });
+  const apps: ChildProcess[] = [];
+  sessionApps.set(env.UIINSPECT_X11_STATE, apps);
+  return {
+    env,
+    stop() {
+      for (const a of apps) {
+        if (a.exitCode === null && a.signalCode === null && a.pid) {
+          try {
+            process.kill(a.pid, "SIGKILL");
+          } catch {
+            // gone
+          }
+        }
+      }
+      execFileSync("bash", [SESSION_SCRIPT, "stop", env.UIINSPECT_X11_STATE!], { stdio: "inherit" });
+    },
+  };
+}
+
+const sessionApps = new Map<string, ChildProcess[]>();
+
+export interface App {
+  child: ChildProcess;
+  stdout: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts an app inside the session (the current process.env). */
+export function startApp(cmd: string, args: string[]): App {
+  const child = spawn(cmd, args, { env: process.env, stdio: ["ignore", "pipe", "ignore"] });
+  let out = "";
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (d: string) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  for (const apps of sessionApps.values()) apps.push(child);
+  return { child, stdout: () => out, exited };
+}
+
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined>,
+  timeoutMs = 15000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== null && v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function waitForWindow(p: Platform, title: string): Promise<WindowInfo> {
+  return waitFor(`window "${title}"`, async () => {
+    const all = await p.desktop.listWindows();
+    return all.find((w) => w.title === title && w.visible && !w.iconic) ?? null;
+  });
+}
+
+export function xdotool(...args: string[]): string {
+  return execFileSync("xdotool", args, { encoding: "utf8", env: process.env }).trim();
+}
+
+/** An independent capture of the root window via xwd, as RGBA. */
+export function xwdRoot(): { width: number; height: number; rgba: Uint8Array } {
+  const buf = execFileSync("xwd", ["-root", "-silent"], { env: process.env, maxBuffer: 64 * 1024 * 1024 });
+  const u = (i: number) => buf.readUInt32BE(i * 4);
+  const headerSize = u(0);
+  const width = u(4);
+  const height = u(5);
+  const byteOrder = u(7);
+  const bpp = u(11);
+  const bpl = u(12);
+  const redMask = u(14);
+  const ncolors = u(19);
+  if (bpp !== 32 || redMask !== 0xff0000) throw new Error("unexpected xwd format");
+  const start = headerSize + ncolors * 12;
+  const rgba = new Uint8Array(width * height * 4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const s = start + y * bpl + x * 4;
+      const px = byteOrder === 0 ? buf.readUInt32LE(s) : buf.readUInt32BE(s);
+      const d = (y * width + x) * 4;
+      rgba[d] = (px >>> 16) & 0xff;
+      rgba[d + 1] = (px >>> 8) & 0xff;
+      rgba[d + 2] = px & 0xff;
+      rgba[d + 3] = 255;
+    }
+  }
+  return { width, height, rgba };
+}
+
+/** Independent AT-SPI access for assertions (reads a text value, which the product never does). */
+export async function atspiBus(): Promise<dbus.MessageBus> {
+  const session = dbus.sessionBus();
+  try {
+    const reply = await session.call(
+      new dbus.Message({
+        destination: "org.a11y.Bus",
+        path: "/org/a11y/bus",
+        interface: "org.a11y.Bus",
+        member: "GetAddress",
+      }),
+    );
+    return dbus.sessionBus({ busAddress: String(reply?.body[0]) });
+  } finally {
+    session.disconnect();
+  }
+}
+
+export async function atspiText(bus: dbus.MessageBus, node: { bus: string; path: string }): Promise<string> {
+  const reply = await bus.call(
+    new dbus.Message({
+      destination: node.bus,
+      path: node.path,
+      interface: "org.a11y.atspi.Text",
+      member: "GetText",
+      signature: "ii",
+      body: [0, -1],
+    }),
+  );
+  return String(reply?.body[0]);
+}
+
+export function exeOf(pid: number): string {
+  return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0")[0] ?? "";
+}
+
+export function pidAlive(pid: number): boolean {
+  return existsSync(`/proc/${pid}`);
+}

@@ -123,10 +123,13 @@ export class SessionStore {
     return this.live.size;
   }
 
-  /** The live session of (key, window), or null. */
+  /** The live session of (key, window), or null; it becomes the most recently used. */
   find(sessionKey: string, hwnd: string): LiveSession | null {
-    const s = this.live.get(SessionStore.id(sessionKey, hwnd)) ?? null;
+    const id = SessionStore.id(sessionKey, hwnd);
+    const s = this.live.get(id) ?? null;
     if (s === null || s.closed) return null;
+    this.live.delete(id);
+    this.live.set(id, s);
     return s;
   }
 

@@ -162,6 +162,64 @@ if (existsSync(pixelsJs)) {
   };
 }
 
+// The whole capture.region chain on the simulated desktop (verify, render, verify again,
+// masks, grid, then PNG or hash), 800×600, in this thread.
+let chain = null;
+const fakeJs = join(dist, "platforms", "fake", "index.js");
+const handlersJs = join(dist, "workers", "capture", "handlers.js");
+const protocolJs = join(dist, "shared", "protocol.js");
+if (existsSync(fakeJs) && existsSync(handlersJs) && existsSync(protocolJs)) {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const fake = await import(pathToFileURL(fakeJs).href);
+  const { captureHandlers } = await import(pathToFileURL(handlersJs).href);
+  const { OPS } = await import(pathToFileURL(protocolJs).href);
+  const dir = mkdtempSync(join(tmpdir(), "uiinspect-bench-capture-"));
+  try {
+    const scenarioPath = join(dir, "desktop.json");
+    const scenario = fake.sampleScenario(dir);
+    scenario.windows[0].rect = [100, 100, 924, 740];
+    fake.writeScenarioFile(scenarioPath, scenario);
+    const platform = fake.createFakePlatform({ scenarioPath, workerKind: "capture" });
+    const w = await platform.desktop.getWindow("1001");
+    const ctx = {
+      signal: new AbortController().signal,
+      deadline: Date.now() + 600_000,
+      init: { kind: "capture", platform: "fake", fake_desktop: scenarioPath, log_level: "silent" },
+      platform,
+    };
+    const run = (output, grid, level) =>
+      captureHandlers["capture.region"](
+        OPS["capture.region"].args.parse({
+          target: { hwnd: "1001", instance: w.instance },
+          region: [12, 40, 812, 640],
+          masks: [[612, 40, 812, 628]],
+          grid_spacing: grid,
+          output,
+          max_png_bytes: 64 << 20,
+          compression_level: level,
+        }),
+        ctx,
+      );
+    const t = async (fn) => {
+      const r = await timeAsync(async () => {
+        const x = await fn();
+        return x.png ?? x.sha256;
+      });
+      return r;
+    };
+    chain = {
+      note: "fake platform renders the frame; verify runs twice (before and after the read)",
+      sha256: await t(() => run("sha256", null, 6)),
+      png_level1: await t(() => run("png", null, 1)),
+      png_level6: await t(() => run("png", null, 6)),
+      png_level6_grid50: await t(() => run("png", 50, 6)),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const out = {
   bench: "capture-png-encode",
   frame: { width: WIDTH, height: HEIGHT, channels_in: 4, channels_out: 3 },
@@ -173,5 +231,6 @@ const out = {
   same_pixels: await check(),
   levels,
   pixel_steps: pixelSteps ?? "build not found (npm run build, or UIINSPECT_DIST)",
+  capture_region_800x600: chain ?? "build not found (npm run build, or UIINSPECT_DIST)",
 };
 process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

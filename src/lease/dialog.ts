@@ -1,0 +1,151 @@
+import { spawn } from "node:child_process";
+import { uiError } from "../shared/errors.js";
+import type { CapabilityLine } from "../supervisor/consent/prompter.js";
+import type { Env } from "./endpoint.js";
+import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
+
+/**
+ * The trusted lease dialog, shown by the broker itself (not by whoever asks it): a request
+ * to activate or extend can come from any process of the same user, so the decision must come
+ * from a person at a dialog the broker owns, with Deny as the default button.
+ * No test hook answers it: tests answer the real dialog with synthetic input under Xvfb.
+ */
+
+export interface LeaseDialogContent {
+  kind: "lease";
+  action: "activate" | "extend";
+  hours: number;
+  capabilities: CapabilityLine[];
+  /** RFC 3339 UTC: the lease ends exactly here if approved. */
+  expires_at: string;
+  default_button: "deny";
+  title: string;
+  /** The whole text exactly as shown. */
+  text: string;
+}
+
+export type LeaseDialogAnswer = "approve" | "deny";
+
+export interface LeaseDialog {
+  readonly kind: string;
+  /** Resolves with the answer; when `signal` aborts the dialog is closed and the promise rejects. */
+  prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer>;
+}
+
+export const LEASE_DIALOG_TITLE = "uiinspect-mcp: unattended access lease";
+
+function localTime(iso: string): string {
+  const d = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const off = -d.getTimezoneOffset();
+  const sign = off >= 0 ? "+" : "-";
+  const abs = Math.abs(off);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(
+    d.getMinutes(),
+  )} (UTC${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)})`;
+}
+
+export function buildLeaseDialogContent(
+  action: "activate" | "extend",
+  hours: number,
+  capabilities: readonly LeaseCapability[],
+  expiresAt: string,
+): LeaseDialogContent {
+  const lines: CapabilityLine[] = capabilities.map((c) => ({
+    name: c,
+    description: LEASE_CAPABILITY_WORDS[c],
+  }));
+  const head =
+    action === "activate"
+      ? `Turn on unattended access for ${hours} hour${hours === 1 ? "" : "s"}?`
+      : `Extend unattended access by ${hours} hour${hours === 1 ? "" : "s"}?`;
+  const text = [
+    head,
+    "",
+    "Every local uiinspect client in this sign-in session (every uiinspect-mcp server that any",
+    "program running as your user account starts, for any AI agent) will be able to do the",
+    "following to the windows its policy allows, WITHOUT asking you again:",
+    ...lines.map((l) => `  - ${l.name}: ${l.description}`),
+    "",
+    `until ${localTime(expiresAt)} [${expiresAt}],`,
+    "unless you end it earlier with: uiinspect-mcp manager lease revoke",
+    "",
+    "Anyone who can run programs as your user account can also use or end this lease.",
+    "If you are not sure, choose Deny.",
+  ].join("\n");
+  return {
+    kind: "lease",
+    action,
+    hours,
+    capabilities: lines,
+    expires_at: expiresAt,
+    default_button: "deny",
+    title: LEASE_DIALOG_TITLE,
+    text,
+  };
+}
+
+/** zenity --question with Cancel ("Deny") as the default button; any exit but 0 is a denial. */
+export class ZenityLeaseDialog implements LeaseDialog {
+  readonly kind = "zenity";
+  constructor(private readonly env: Env = process.env) {}
+
+  prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer> {
+    return new Promise<LeaseDialogAnswer>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(uiError("consent_timeout"));
+        return;
+      }
+      const child = spawn(
+        "zenity",
+        [
+          "--question",
+          "--default-cancel",
+          "--no-markup",
+          "--no-wrap",
+          `--title=${content.title}`,
+          `--text=${content.text}`,
+          "--ok-label=Allow",
+          "--cancel-label=Deny",
+          "--icon-name=dialog-warning",
+        ],
+        { stdio: "ignore", env: { ...this.env } as NodeJS.ProcessEnv },
+      );
+      let settled = false;
+      const onAbort = () => {
+        if (settled) return;
+        settled = true;
+        child.kill("SIGTERM");
+        reject(uiError("consent_timeout"));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      child.on("error", () => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener("abort", onAbort);
+        reject(uiError("consent_denied", "The lease dialog could not be shown."));
+      });
+      child.on("exit", (code) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener("abort", onAbort);
+        resolve(code === 0 ? "approve" : "deny");
+      });
+    });
+  }
+}
+
+/**
+ * Picks the dialog from UIINSPECT_LEASE_DIALOG: "zenity" (Linux default) or "messagebox"
+ * (Windows default). Nothing else is accepted, and there is no value that answers by itself.
+ */
+export async function selectLeaseDialog(env: Env = process.env): Promise<LeaseDialog> {
+  const wanted =
+    env.UIINSPECT_LEASE_DIALOG?.trim() || (process.platform === "win32" ? "messagebox" : "zenity");
+  if (wanted === "zenity") return new ZenityLeaseDialog(env);
+  if (wanted === "messagebox" && process.platform === "win32") {
+    const { WindowsMessageBoxDialog } = await import("./native/windows.js");
+    return new WindowsMessageBoxDialog();
+  }
+  throw uiError("invalid_argument", "UIINSPECT_LEASE_DIALOG must be zenity (Linux) or messagebox (Windows).");
+}

@@ -1,0 +1,197 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { isUiError } from "../shared/errors.js";
+import { LeaseClient } from "./client.js";
+import { type Env, resolveScope } from "./endpoint.js";
+import { LEASE_CAPABILITIES, LEASE_HOURS, type LeaseStatus, LeaseStatusSchema } from "./protocol.js";
+
+/**
+ * `uiinspect-mcp manager lease activate --hours N | extend --hours N | status | revoke`.
+ * The manager never decides anything itself: activation and extension are approved (or not) by
+ * a person at the dialog the broker shows. The manager starts the broker when needed.
+ */
+
+export interface ManagerIO {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export interface ManagerOptions {
+  env?: Env;
+  io?: ManagerIO;
+  /** The command that starts a broker (argv[0] is the executable). Default: this Node + brokerMain.js. */
+  brokerCommand?: string[];
+  /** How long to wait for a freshly started broker to answer. */
+  brokerStartTimeoutMs?: number;
+}
+
+/** Exit codes: 0 done, 1 denied / timed out / nothing to extend, 2 usage, 3 broker unavailable. */
+export const MANAGER_EXIT = { ok: 0, refused: 1, usage: 2, unavailable: 3 } as const;
+
+const USAGE = [
+  "usage: uiinspect-mcp manager lease activate --hours N",
+  "       uiinspect-mcp manager lease extend --hours N",
+  "       uiinspect-mcp manager lease status",
+  "       uiinspect-mcp manager lease revoke",
+  `N is exactly one of ${LEASE_HOURS.join(", ")}.`,
+].join("\n");
+
+const defaultIO: ManagerIO = {
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+};
+
+function parseHours(args: string[]): number | "missing" | "invalid" {
+  let raw: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--hours") raw = args[i + 1];
+    else if (a.startsWith("--hours=")) raw = a.slice("--hours=".length);
+  }
+  if (raw === undefined) return "missing";
+  if (!/^\d{1,2}$/.test(raw)) return "invalid";
+  const n = Number(raw);
+  return (LEASE_HOURS as readonly number[]).includes(n) ? n : "invalid";
+}
+
+function consentTimeoutMs(env: Env): number {
+  const n = Number(env.UIINSPECT_CONSENT_TIMEOUT_MS);
+  return Number.isInteger(n) && n >= 1000 && n <= 600_000 ? n : 60_000;
+}
+
+function describe(s: LeaseStatus): string {
+  if (!s.active || !s.expires_at) return "No unattended lease is active.\n";
+  return `Unattended lease active until ${s.expires_at} for: ${s.capabilities.join(", ")}.\n`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function reachable(env: Env): Promise<boolean> {
+  const c = new LeaseClient({ env, timeoutMs: 1000 });
+  try {
+    await c.statusDetail();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    c.close();
+  }
+}
+
+async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
+  if (await reachable(env)) return true;
+  const cmd = opts.brokerCommand ?? [
+    process.execPath,
+    fileURLToPath(new URL("./brokerMain.js", import.meta.url)),
+  ];
+  const child = spawn(cmd[0]!, cmd.slice(1), {
+    detached: true,
+    stdio: "ignore",
+    env: { ...env } as NodeJS.ProcessEnv,
+    windowsHide: true,
+  });
+  child.on("error", () => {});
+  child.unref();
+  const until = Date.now() + (opts.brokerStartTimeoutMs ?? 5000);
+  while (Date.now() < until) {
+    await sleep(100);
+    if (await reachable(env)) return true;
+  }
+  return false;
+}
+
+export async function runManager(argv: string[], opts: ManagerOptions = {}): Promise<number> {
+  const env = opts.env ?? process.env;
+  const io = opts.io ?? defaultIO;
+  const [noun, verb, ...rest] = argv;
+  if (noun !== "lease" || !verb || !["activate", "extend", "status", "revoke"].includes(verb)) {
+    io.err(`${USAGE}\n`);
+    return MANAGER_EXIT.usage;
+  }
+  const needsHours = verb === "activate" || verb === "extend";
+  let hours = 0;
+  if (needsHours) {
+    const h = parseHours(rest);
+    if (typeof h !== "number") {
+      io.err(
+        `${h === "missing" ? "--hours is required" : "--hours is not allowed"}: choose exactly one of ${LEASE_HOURS.join(", ")}.\n`,
+      );
+      return MANAGER_EXIT.usage;
+    }
+    hours = h;
+  }
+  const unknown = rest.filter(
+    (a, i) => !(a === "--hours" || a.startsWith("--hours=") || rest[i - 1] === "--hours"),
+  );
+  if (unknown.length > 0 || (!needsHours && rest.length > 0)) {
+    io.err(`${USAGE}\n`);
+    return MANAGER_EXIT.usage;
+  }
+
+  try {
+    resolveScope(env);
+  } catch (e) {
+    io.err(`Cannot reach a lease broker: ${isUiError(e) ? e.message : "unknown reason"}\n`);
+    return MANAGER_EXIT.unavailable;
+  }
+
+  if (verb === "status" || verb === "revoke") {
+    const c = new LeaseClient({ env, timeoutMs: 3000 });
+    try {
+      if (verb === "status") {
+        io.out(describe(await c.statusDetail()));
+      } else {
+        const revoked = await c.revoke();
+        io.out(revoked ? "The unattended lease was revoked.\n" : "No unattended lease was active.\n");
+      }
+      return MANAGER_EXIT.ok;
+    } catch (e) {
+      if (isUiError(e) && e.code === "broker_unavailable") {
+        io.out("No lease broker is running in this sign-in session: no unattended lease is active.\n");
+        return MANAGER_EXIT.ok;
+      }
+      io.err(`The broker refused: ${isUiError(e) ? e.code : "error"}\n`);
+      return MANAGER_EXIT.unavailable;
+    } finally {
+      c.close();
+    }
+  }
+
+  if (verb === "activate" && !(await ensureBroker(env, opts))) {
+    io.err("The lease broker could not be started.\n");
+    return MANAGER_EXIT.unavailable;
+  }
+  const c = new LeaseClient({ env });
+  try {
+    io.out("Waiting for your answer in the lease dialog (Deny is the default)...\n");
+    const result =
+      verb === "activate"
+        ? await c.request(
+            { op: "activate", hours, capabilities: [...LEASE_CAPABILITIES] },
+            consentTimeoutMs(env) + 5000,
+          )
+        : await c.request({ op: "extend", hours }, consentTimeoutMs(env) + 5000);
+    const s = LeaseStatusSchema.safeParse(result);
+    if (!s.success) {
+      io.err("The broker answered something unexpected.\n");
+      return MANAGER_EXIT.unavailable;
+    }
+    io.out(describe(s.data));
+    return MANAGER_EXIT.ok;
+  } catch (e) {
+    const code = isUiError(e) ? e.code : "broker_unavailable";
+    if (code === "consent_denied") io.err("Denied: nothing was changed.\n");
+    else if (code === "consent_timeout") io.err("The dialog timed out: nothing was changed.\n");
+    else if (code === "lease_revoked") io.err("No unattended lease is active; use activate.\n");
+    else if (code === "rate_limited") io.err("Another lease dialog is already open.\n");
+    else {
+      io.err(`The lease broker is unavailable (${code}).\n`);
+      return MANAGER_EXIT.unavailable;
+    }
+    return MANAGER_EXIT.refused;
+  } finally {
+    c.close();
+  }
+}

@@ -1,0 +1,469 @@
+import koffi from "koffi";
+import { uiError } from "../../shared/errors.js";
+import { normalizeExecutablePath, type ProcessInstance } from "../../shared/identity.js";
+import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialog.js";
+import type { LeaseScope } from "../endpoint.js";
+import type { InstanceResolver } from "../instance.js";
+import {
+  type AcceptFn,
+  AlreadyRunningError,
+  type BrokerTransport,
+  type ConnectionHandlers,
+  type RefusalReason,
+  type ScopeMarker,
+} from "../transport.js";
+
+/**
+ * The Windows side of the lease broker, through koffi (loaded by the broker process only):
+ * - the per-scope marker: the named mutex `Local\uiinspect-lease-<hash>`, owned for life;
+ * - the endpoint: a named pipe created with FILE_FLAG_FIRST_PIPE_INSTANCE (a squatter makes
+ *   the broker refuse to start), PIPE_REJECT_REMOTE_CLIENTS and a protected DACL granting
+ *   access to the user's SID only; every connected client's PID (GetNamedPipeClientProcessId)
+ *   is opened and its token's user SID must equal ours, else the connection is closed;
+ * - overlapped I/O on every instance, one koffi async WaitForMultipleObjects at a time
+ *   (at most 62 connections at once: MAXIMUM_WAIT_OBJECTS less the wake event and the
+ *   listening instance);
+ * - process instances (creation time, image path, session) and the MessageBox lease dialog.
+ *
+ * This file is written against the documented Win32 API but has NOT been run: the project's
+ * CI host is Linux. See docs/lease.md.
+ */
+
+type Ptr = bigint | null;
+
+const k32 = koffi.load("kernel32.dll");
+const adv = koffi.load("advapi32.dll");
+const u32 = koffi.load("user32.dll");
+
+const OVERLAPPED = koffi.struct("uiinspect_OVERLAPPED", {
+  Internal: "uintptr_t",
+  InternalHigh: "uintptr_t",
+  Offset: "uint32_t",
+  OffsetHigh: "uint32_t",
+  hEvent: "void *",
+});
+const SECURITY_ATTRIBUTES = koffi.struct("uiinspect_SECURITY_ATTRIBUTES", {
+  nLength: "uint32_t",
+  lpSecurityDescriptor: "void *",
+  bInheritHandle: "int",
+});
+// Registered by name for the prototypes below.
+koffi.struct("uiinspect_FILETIME", { low: "uint32_t", high: "uint32_t" });
+
+const CreateNamedPipeW = k32.func(
+  "void * __stdcall CreateNamedPipeW(str16 name, uint32_t openMode, uint32_t pipeMode, uint32_t maxInstances, uint32_t outSize, uint32_t inSize, uint32_t timeout, uiinspect_SECURITY_ATTRIBUTES *sa)",
+);
+const ConnectNamedPipe = k32.func("int __stdcall ConnectNamedPipe(void *h, void *ov)");
+const DisconnectNamedPipe = k32.func("int __stdcall DisconnectNamedPipe(void *h)");
+const GetNamedPipeClientProcessId = k32.func(
+  "int __stdcall GetNamedPipeClientProcessId(void *h, _Out_ uint32_t *pid)",
+);
+const ReadFile = k32.func("int __stdcall ReadFile(void *h, void *buf, uint32_t n, void *read, void *ov)");
+const WriteFile = k32.func(
+  "int __stdcall WriteFile(void *h, void *buf, uint32_t n, void *written, void *ov)",
+);
+const GetOverlappedResult = k32.func(
+  "int __stdcall GetOverlappedResult(void *h, void *ov, _Out_ uint32_t *n, int wait)",
+);
+const CancelIoEx = k32.func("int __stdcall CancelIoEx(void *h, void *ov)");
+const CreateEventW = k32.func("void * __stdcall CreateEventW(void *sa, int manual, int initial, void *name)");
+const SetEvent = k32.func("int __stdcall SetEvent(void *h)");
+const ResetEvent = k32.func("int __stdcall ResetEvent(void *h)");
+const WaitForMultipleObjects = k32.func(
+  "uint32_t __stdcall WaitForMultipleObjects(uint32_t n, void **handles, int all, uint32_t ms)",
+);
+const WaitForSingleObject = k32.func("uint32_t __stdcall WaitForSingleObject(void *h, uint32_t ms)");
+const CloseHandle = k32.func("int __stdcall CloseHandle(void *h)");
+const GetLastError = k32.func("uint32_t __stdcall GetLastError()");
+const LocalFree = k32.func("void * __stdcall LocalFree(void *p)");
+const CreateMutexW = k32.func("void * __stdcall CreateMutexW(void *sa, int owner, str16 name)");
+const ReleaseMutex = k32.func("int __stdcall ReleaseMutex(void *h)");
+const OpenProcess = k32.func("void * __stdcall OpenProcess(uint32_t access, int inherit, uint32_t pid)");
+const GetProcessTimes = k32.func(
+  "int __stdcall GetProcessTimes(void *h, _Out_ uiinspect_FILETIME *c, _Out_ uiinspect_FILETIME *e, _Out_ uiinspect_FILETIME *k, _Out_ uiinspect_FILETIME *u)",
+);
+const QueryFullProcessImageNameW = k32.func(
+  "int __stdcall QueryFullProcessImageNameW(void *h, uint32_t flags, void *buf, _Inout_ uint32_t *size)",
+);
+const ProcessIdToSessionId = k32.func(
+  "int __stdcall ProcessIdToSessionId(uint32_t pid, _Out_ uint32_t *session)",
+);
+const OpenProcessToken = adv.func(
+  "int __stdcall OpenProcessToken(void *h, uint32_t access, _Out_ void **token)",
+);
+const GetTokenInformation = adv.func(
+  "int __stdcall GetTokenInformation(void *token, int cls, void *buf, uint32_t len, _Out_ uint32_t *ret)",
+);
+const ConvertSidToStringSidW = adv.func("int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **str)");
+const ConvertStringSecurityDescriptorToSecurityDescriptorW = adv.func(
+  "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(str16 sddl, uint32_t rev, _Out_ void **sd, void *size)",
+);
+const MessageBoxW = u32.func("int __stdcall MessageBoxW(void *hwnd, str16 text, str16 title, uint32_t type)");
+const FindWindowW = u32.func("void * __stdcall FindWindowW(void *cls, str16 title)");
+const PostMessageW = u32.func(
+  "int __stdcall PostMessageW(void *hwnd, uint32_t msg, uintptr_t w, intptr_t l)",
+);
+
+const PIPE_ACCESS_DUPLEX = 0x3;
+const FILE_FLAG_OVERLAPPED = 0x40000000;
+const FILE_FLAG_FIRST_PIPE_INSTANCE = 0x00080000;
+const PIPE_REJECT_REMOTE_CLIENTS = 0x8;
+const PIPE_UNLIMITED_INSTANCES = 255;
+const ERROR_IO_PENDING = 997;
+const ERROR_PIPE_CONNECTED = 535;
+const WAIT_OBJECT_0 = 0;
+const WAIT_ABANDONED = 0x80;
+const WAIT_TIMEOUT = 258;
+const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
+const TOKEN_QUERY = 0x8;
+const TOKEN_USER_CLASS = 1;
+const MAX_WAIT = 64;
+const BUF_SIZE = 64 * 1024;
+
+function validHandle(h: Ptr): h is bigint {
+  return h !== null && h !== 0n && h !== -1n && h !== 0xffffffffffffffffn;
+}
+
+/** The user SID of a process, or null. */
+function processUserSid(pid: number): string | null {
+  const proc: Ptr = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+  if (!validHandle(proc)) return null;
+  try {
+    const tok: Ptr[] = [null];
+    if (!OpenProcessToken(proc, TOKEN_QUERY, tok) || !validHandle(tok[0] ?? null)) return null;
+    try {
+      const buf = koffi.alloc("uint8_t", 512);
+      try {
+        const len = [0];
+        if (!GetTokenInformation(tok[0], TOKEN_USER_CLASS, buf, 512, len)) return null;
+        // TOKEN_USER starts with SID_AND_ATTRIBUTES { PSID Sid; DWORD Attributes }.
+        const sidPtr: Ptr = koffi.decode(buf, "void *");
+        const str: Ptr[] = [null];
+        if (!ConvertSidToStringSidW(sidPtr, str) || !validHandle(str[0] ?? null)) return null;
+        try {
+          return koffi.decode.string16(str[0]);
+        } finally {
+          LocalFree(str[0]);
+        }
+      } finally {
+        koffi.free(buf);
+      }
+    } finally {
+      CloseHandle(tok[0]);
+    }
+  } finally {
+    CloseHandle(proc);
+  }
+}
+
+export function acquireWindowsMarker(scope: LeaseScope): ScopeMarker {
+  const h: Ptr = CreateMutexW(null, 0, scope.marker);
+  if (!validHandle(h)) throw uiError("broker_unavailable", "The broker's scope mutex cannot be created.");
+  const r: number = WaitForSingleObject(h, 0);
+  if (r === WAIT_TIMEOUT) {
+    CloseHandle(h);
+    throw new AlreadyRunningError();
+  }
+  if (r !== WAIT_OBJECT_0 && r !== WAIT_ABANDONED) {
+    CloseHandle(h);
+    throw uiError("broker_unavailable", "The broker's scope mutex cannot be taken.");
+  }
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      ReleaseMutex(h);
+      CloseHandle(h);
+    },
+  };
+}
+
+interface Waitable {
+  event: bigint;
+  onSignal(): void;
+}
+
+interface Instance {
+  h: bigint;
+  ov: bigint;
+  event: bigint;
+  buf: bigint;
+  state: "connecting" | "reading" | "closed";
+  handlers: ConnectionHandlers | null;
+}
+
+export async function listenWindowsPipe(
+  scope: LeaseScope,
+  accept: AcceptFn,
+  refused: (reason: RefusalReason, peer: { pid?: number }) => void,
+): Promise<BrokerTransport> {
+  const sdOut: Ptr[] = [null];
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(`D:P(A;;GA;;;${scope.user})`, 1, sdOut, null)) {
+    throw uiError("broker_unavailable", "The pipe's security descriptor cannot be built.");
+  }
+  const sa = {
+    nLength: koffi.sizeof(SECURITY_ATTRIBUTES),
+    lpSecurityDescriptor: sdOut[0],
+    bInheritHandle: 0,
+  };
+  const wake: Ptr = CreateEventW(null, 1, 0, null);
+  if (!validHandle(wake)) throw uiError("broker_unavailable", "An event cannot be created.");
+
+  const waitables = new Map<bigint, Waitable>();
+  const graveyard: Instance[] = [];
+  const instances = new Set<Instance>();
+  let first = true;
+  let stopping = false;
+  let listening: Instance | null = null;
+
+  const bury = (inst: Instance) => {
+    if (inst.state === "closed") return;
+    inst.state = "closed";
+    instances.delete(inst);
+    waitables.delete(inst.event);
+    CancelIoEx(inst.h, null);
+    DisconnectNamedPipe(inst.h);
+    CloseHandle(inst.h);
+    graveyard.push(inst);
+    SetEvent(wake);
+    inst.handlers?.closed();
+  };
+
+  const startRead = (inst: Instance) => {
+    ResetEvent(inst.event);
+    koffi.encode(inst.ov, OVERLAPPED, {
+      Internal: 0,
+      InternalHigh: 0,
+      Offset: 0,
+      OffsetHigh: 0,
+      hEvent: inst.event,
+    });
+    const ok: number = ReadFile(inst.h, inst.buf, BUF_SIZE, null, inst.ov);
+    if (!ok && GetLastError() !== ERROR_IO_PENDING) {
+      bury(inst);
+      return;
+    }
+    waitables.set(inst.event, { event: inst.event, onSignal: () => onRead(inst) });
+  };
+
+  const onRead = (inst: Instance) => {
+    const n = [0];
+    if (!GetOverlappedResult(inst.h, inst.ov, n, 0) || n[0] === 0) {
+      bury(inst);
+      return;
+    }
+    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0]!)));
+    inst.handlers?.data(chunk);
+    if (inst.state === "reading") startRead(inst);
+  };
+
+  const write = (inst: Instance, frame: Buffer) => {
+    if (inst.state !== "reading") return;
+    const ev: Ptr = CreateEventW(null, 1, 0, null);
+    const ov = koffi.alloc(OVERLAPPED, 1);
+    const mem = koffi.alloc("uint8_t", frame.length);
+    try {
+      koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
+      koffi.encode(ov, OVERLAPPED, { Internal: 0, InternalHigh: 0, Offset: 0, OffsetHigh: 0, hEvent: ev });
+      const ok: number = WriteFile(inst.h, mem, frame.length, null, ov);
+      const written = [0];
+      // Small frames into a 64 KiB pipe buffer complete at once; wait for the result anyway.
+      if ((!ok && GetLastError() !== ERROR_IO_PENDING) || !GetOverlappedResult(inst.h, ov, written, 1))
+        bury(inst);
+    } finally {
+      koffi.free(mem);
+      koffi.free(ov);
+      CloseHandle(ev);
+    }
+  };
+
+  const onConnected = (inst: Instance) => {
+    waitables.delete(inst.event);
+    listening = null;
+    const pidOut = [0];
+    const pid = GetNamedPipeClientProcessId(inst.h, pidOut) ? pidOut[0]! : 0;
+    const sid = pid > 0 ? processUserSid(pid) : null;
+    if (sid === null) {
+      refused("peer_unknown", { pid: pid || undefined });
+      bury(inst);
+    } else if (sid !== scope.user) {
+      refused("other_user", { pid });
+      bury(inst);
+    } else {
+      inst.state = "reading";
+      inst.handlers = accept({ pid }, { write: (f) => write(inst, f), close: () => bury(inst) });
+      startRead(inst);
+    }
+    listenNext();
+  };
+
+  const listenNext = () => {
+    if (stopping || listening || waitables.size >= MAX_WAIT - 2) return;
+    const flags = PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED | (first ? FILE_FLAG_FIRST_PIPE_INSTANCE : 0);
+    const h: Ptr = CreateNamedPipeW(
+      scope.endpoint,
+      flags,
+      PIPE_REJECT_REMOTE_CLIENTS,
+      PIPE_UNLIMITED_INSTANCES,
+      BUF_SIZE,
+      BUF_SIZE,
+      0,
+      sa,
+    );
+    if (!validHandle(h)) {
+      if (first)
+        throw uiError("broker_unavailable", "The lease pipe exists already (another process holds it).");
+      return;
+    }
+    first = false;
+    const event: Ptr = CreateEventW(null, 1, 0, null);
+    const inst: Instance = {
+      h,
+      ov: koffi.alloc(OVERLAPPED, 1),
+      event: event as bigint,
+      buf: koffi.alloc("uint8_t", BUF_SIZE),
+      state: "connecting",
+      handlers: null,
+    };
+    koffi.encode(inst.ov, OVERLAPPED, {
+      Internal: 0,
+      InternalHigh: 0,
+      Offset: 0,
+      OffsetHigh: 0,
+      hEvent: event,
+    });
+    instances.add(inst);
+    listening = inst;
+    const ok: number = ConnectNamedPipe(h, inst.ov);
+    const err = ok ? 0 : (GetLastError() as number);
+    if (!ok && err === ERROR_PIPE_CONNECTED) {
+      onConnected(inst);
+      return;
+    }
+    if (!ok && err !== ERROR_IO_PENDING) {
+      listening = null;
+      bury(inst);
+      return;
+    }
+    waitables.set(inst.event, { event: inst.event, onSignal: () => onConnected(inst) });
+    SetEvent(wake);
+  };
+
+  let loopDone: () => void = () => {};
+  const loopFinished = new Promise<void>((r) => {
+    loopDone = r;
+  });
+  const loop = () => {
+    for (const g of graveyard.splice(0)) {
+      CloseHandle(g.event);
+      koffi.free(g.ov);
+      koffi.free(g.buf);
+    }
+    if (stopping) {
+      loopDone();
+      return;
+    }
+    ResetEvent(wake);
+    const list = [...waitables.values()];
+    const handles = [wake, ...list.map((w) => w.event)];
+    WaitForMultipleObjects.async(handles.length, handles, 0, 1000, (err: unknown, r: number) => {
+      if (!err && r >= WAIT_OBJECT_0 + 1 && r < WAIT_OBJECT_0 + handles.length) {
+        const w = list[r - 1]!;
+        if (waitables.get(w.event) === w) w.onSignal();
+      }
+      loop();
+    });
+  };
+
+  listenNext();
+  loop();
+
+  return {
+    close: async () => {
+      stopping = true;
+      for (const inst of [...instances]) bury(inst);
+      SetEvent(wake);
+      await loopFinished;
+      CloseHandle(wake);
+      LocalFree(sdOut[0]);
+    },
+  };
+}
+
+export function windowsInstanceResolver(session: string): InstanceResolver {
+  return async (pid: number): Promise<ProcessInstance | null> => {
+    const h: Ptr = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+    if (!validHandle(h)) return null;
+    try {
+      const c = { low: 0, high: 0 };
+      const e = { low: 0, high: 0 };
+      const k = { low: 0, high: 0 };
+      const u = { low: 0, high: 0 };
+      if (!GetProcessTimes(h, c, e, k, u)) return null;
+      // A process that has exited but whose handle is still open has an exit time.
+      if (e.low !== 0 || e.high !== 0) return null;
+      const ticks = (BigInt(c.high) << 32n) | BigInt(c.low);
+      const ms = Number(ticks / 10_000n) - 11_644_473_600_000;
+      const buf = Buffer.alloc(2 * 1024);
+      const size = [1024];
+      if (!QueryFullProcessImageNameW(h, 0, buf, size)) return null;
+      const exe = buf.toString("utf16le", 0, size[0]! * 2);
+      const sess = [0];
+      if (!ProcessIdToSessionId(pid, sess)) return null;
+      const live: ProcessInstance = {
+        pid,
+        start_time: new Date(ms).toISOString(),
+        exe_path: normalizeExecutablePath(exe),
+        // Another session's process keeps its own session id, so sameInstance refuses it.
+        session: String(sess[0]),
+      };
+      // A process in another session is never in this scope, whatever the caller claims.
+      return live.session === session ? live : { ...live, session: `other:${live.session}` };
+    } finally {
+      CloseHandle(h);
+    }
+  };
+}
+
+const MB_YESNO = 0x4;
+const MB_ICONWARNING = 0x30;
+const MB_DEFBUTTON2 = 0x100;
+const MB_SETFOREGROUND = 0x10000;
+const MB_TOPMOST = 0x40000;
+const IDYES = 6;
+const IDNO = 7;
+const WM_COMMAND = 0x111;
+
+/** MessageBoxW (Yes/No, No the default) on a koffi worker thread; closed with IDNO on abort. */
+export class WindowsMessageBoxDialog implements LeaseDialog {
+  readonly kind = "messagebox";
+
+  prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer> {
+    return new Promise<LeaseDialogAnswer>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(uiError("consent_timeout"));
+        return;
+      }
+      let aborted = false;
+      const onAbort = () => {
+        aborted = true;
+        const hwnd: Ptr = FindWindowW(null, content.title);
+        if (validHandle(hwnd)) PostMessageW(hwnd, WM_COMMAND, IDNO, 0);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      const text = `${content.text}\n\nYes = Allow, No = Deny.`;
+      MessageBoxW.async(
+        null,
+        text,
+        content.title,
+        MB_YESNO | MB_ICONWARNING | MB_DEFBUTTON2 | MB_SETFOREGROUND | MB_TOPMOST,
+        (err: unknown, r: number) => {
+          signal.removeEventListener("abort", onAbort);
+          if (aborted) reject(uiError("consent_timeout"));
+          else resolve(!err && r === IDYES ? "approve" : "deny");
+        },
+      );
+    });
+  }
+}

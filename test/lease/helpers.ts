@@ -1,0 +1,214 @@
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface, type Interface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+
+export const ROOT = resolve(HERE, "../..");
+export const OUT = join(ROOT, "out", "lease-test");
+export const FIXTURES = join(HERE, "fixtures");
+export const DIALOG_TITLE = "uiinspect-mcp: unattended access lease";
+
+/** Compiles src/lease (and what it imports) into out/lease-test, independent of others' dist. */
+export function buildLease(): void {
+  spawnSync(
+    process.execPath,
+    [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "test/lease/tsconfig.build.json"],
+    {
+      cwd: ROOT,
+      stdio: "ignore",
+    },
+  );
+  if (!existsSync(join(OUT, "lease", "brokerMain.js"))) throw new Error("lease build failed");
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+export interface Xvfb {
+  display: string;
+  stop(): void;
+}
+
+export async function startXvfb(n: number): Promise<Xvfb> {
+  const child = spawn("Xvfb", [`:${n}`, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], {
+    stdio: "ignore",
+  });
+  await waitFor(() => existsSync(`/tmp/.X11-unix/X${n}`), 10_000, "Xvfb");
+  return { display: `:${n}`, stop: () => child.kill("SIGTERM") };
+}
+
+export interface Sandbox {
+  root: string;
+  env: Record<string, string>;
+  auditPath: string;
+}
+
+/** A fresh runtime dir (0700) and state home for one scope. */
+export function sandbox(display: string): Sandbox {
+  const root = mkdtempSync(join(tmpdir(), "lease-"));
+  const run = join(root, "run");
+  mkdirSync(run, { mode: 0o700 });
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: root,
+    DISPLAY: display,
+    XDG_RUNTIME_DIR: run,
+    XDG_STATE_HOME: join(root, "state"),
+    LEASE_OUT: OUT,
+    UIINSPECT_CONSENT_TIMEOUT_MS: "20000",
+  };
+  return { root, env, auditPath: join(root, "state", "uiinspect-mcp", "audit", "unattended-approval.jsonl") };
+}
+
+function xdotool(display: string, args: string[], timeoutMs = 10_000): Promise<string> {
+  return new Promise((res, rej) => {
+    execFile(
+      "xdotool",
+      args,
+      { env: { ...process.env, DISPLAY: display }, timeout: timeoutMs },
+      (err, stdout) => (err ? rej(err) : res(stdout)),
+    );
+  });
+}
+
+/**
+ * Answers the real zenity lease dialog like a person: Enter (the default button is Deny) to
+ * deny; a mouse click on Allow (bottom-right button) to approve. Without a window manager the
+ * keyboard focus of a new dialog is not dependable, a click is.
+ */
+export async function answerDialog(display: string, answer: "approve" | "deny"): Promise<void> {
+  const ids = await xdotool(display, ["search", "--sync", "--onlyvisible", "--name", DIALOG_TITLE], 15_000);
+  const wid = ids.trim().split("\n").at(-1)!;
+  await sleep(400);
+  if (answer === "deny") {
+    await xdotool(display, ["windowfocus", "--sync", wid]);
+    await sleep(200);
+    await xdotool(display, ["key", "Return"]);
+    return;
+  }
+  const geo = await xdotool(display, ["getwindowgeometry", "--shell", wid]);
+  const v = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)![1]);
+  const x = v("X") + v("WIDTH") - 50;
+  const y = v("Y") + v("HEIGHT") - 24;
+  await xdotool(display, ["mousemove", String(x), String(y)]);
+  await sleep(100);
+  await xdotool(display, ["click", "1"]);
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function run(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<RunResult> {
+  return new Promise((res) => {
+    const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(t);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+export function manager(args: string[], env: Record<string, string>): Promise<RunResult> {
+  return run([join(FIXTURES, "manager.mjs"), ...args], env);
+}
+
+/** One long-lived client process (a stand-in for an MCP server). */
+export class ClientProc {
+  readonly child: ChildProcess;
+  private readonly rl: Interface;
+  private readonly lines: string[] = [];
+  private waiters: ((l: string) => void)[] = [];
+
+  constructor(env: Record<string, string>, prefix: string[] = []) {
+    const cmd = prefix.length > 0 ? prefix[0]! : process.execPath;
+    const args = [...prefix.slice(1), ...(prefix.length > 0 ? [process.execPath] : [])];
+    this.child = spawn(cmd, [...args, join(FIXTURES, "leaseClient.mjs"), "serve"], {
+      env,
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    this.rl = createInterface({ input: this.child.stdout! });
+    this.rl.on("line", (l) => {
+      const w = this.waiters.shift();
+      if (w) w(l);
+      else this.lines.push(l);
+    });
+  }
+
+  next(timeoutMs = 15_000): Promise<Record<string, unknown>> {
+    const ready = this.lines.shift();
+    if (ready !== undefined) return Promise.resolve(JSON.parse(ready));
+    return new Promise((res, rej) => {
+      const t = setTimeout(() => rej(new Error("client did not answer")), timeoutMs);
+      this.waiters.push((l) => {
+        clearTimeout(t);
+        res(JSON.parse(l));
+      });
+    });
+  }
+
+  async ask(req: unknown): Promise<Record<string, unknown>> {
+    this.child.stdin!.write(`${JSON.stringify(req)}\n`);
+    return this.next();
+  }
+
+  stop(): void {
+    this.child.stdin!.end();
+    this.child.kill("SIGTERM");
+  }
+}
+
+/** The process instance of `pid` computed independently of the broker's code. */
+export function instanceOf(pid: number, session: string) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[19]);
+  const btime = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1]);
+  const hz = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+  return {
+    pid,
+    start_time: new Date(btime * 1000 + Math.round((ticks * 1000) / hz)).toISOString(),
+    exe_path: readlinkSync(`/proc/${pid}/exe`),
+    session,
+  };
+}
+
+export function auditEvents(path: string): Record<string, unknown>[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** The broker socket in a sandbox's runtime dir. */
+export function socketPath(sb: Sandbox): string {
+  const dir = sb.env.XDG_RUNTIME_DIR!;
+  const name = readdirSync(dir).find((f) => f.endsWith(".sock"));
+  if (!name) throw new Error("no broker socket");
+  return join(dir, name);
+}

@@ -137,13 +137,15 @@ export function xwdRoot(): { width: number; height: number; rgba: Uint8Array } {
   const bpl = u(12);
   const redMask = u(14);
   const ncolors = u(19);
-  if (bpp !== 32 || redMask !== 0xff0000) throw new Error("unexpected xwd format");
+  // xwd writes 32 bpp, or 24 bpp when windows use other visuals (its multi-visual path).
+  if ((bpp !== 32 && bpp !== 24) || redMask !== 0xff0000) throw new Error("unexpected xwd format");
+  const bytesPP = bpp / 8;
   const start = headerSize + ncolors * 12;
   const rgba = new Uint8Array(width * height * 4);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      const s = start + y * bpl + x * 4;
-      const px = byteOrder === 0 ? buf.readUInt32LE(s) : buf.readUInt32BE(s);
+      const s = start + y * bpl + x * bytesPP;
+      const px = byteOrder === 0 ? buf.readUIntLE(s, bytesPP) : buf.readUIntBE(s, bytesPP);
       const d = (y * width + x) * 4;
       rgba[d] = (px >>> 16) & 0xff;
       rgba[d + 1] = (px >>> 8) & 0xff;

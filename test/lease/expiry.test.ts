@@ -1,0 +1,68 @@
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryLeaseAudit } from "../../src/lease/audit.js";
+import { type BrokerHandle, startBroker } from "../../src/lease/broker.js";
+import { LeaseClient } from "../../src/lease/client.js";
+import { resolveLinuxScope } from "../../src/lease/endpoint.js";
+import { HOUR_MS } from "../../src/lease/state.js";
+import { answerDialog, instanceOf, type Sandbox, sandbox, startXvfb, type Xvfb } from "./helpers.js";
+
+// The broker in this process with an injected clock, spoken to over its real socket; the real
+// zenity dialog is answered with a click.
+let x: Xvfb;
+let sb: Sandbox;
+let broker: BrokerHandle;
+let client: LeaseClient;
+const target = spawn("sleep", ["300"], { stdio: "ignore" });
+let now = Date.parse("2026-11-30T10:00:00Z");
+const audit = new MemoryLeaseAudit();
+
+beforeAll(async () => {
+  x = await startXvfb(143);
+  sb = sandbox(x.display);
+  const scope = resolveLinuxScope(sb.env);
+  broker = await startBroker({ env: sb.env, scope, clock: () => now, audit });
+  client = new LeaseClient({ env: sb.env, scope, timeoutMs: 3000 });
+});
+
+afterAll(async () => {
+  client?.close();
+  await broker?.stop();
+  target.kill("SIGKILL");
+  x?.stop();
+  if (sb) rmSync(sb.root, { recursive: true, force: true });
+});
+
+describe("lease expiry with an injected clock (real socket, real dialog)", () => {
+  it("a lease approved for 1 h ends exactly at the shown expiry", async () => {
+    const pending = client.request({ op: "activate", hours: 1, capabilities: ["inspect", "key"] }, 30_000);
+    await answerDialog(x.display, "approve");
+    expect(await pending).toMatchObject({ active: true, expires_at: "2026-11-30T11:00:00.000Z" });
+    const inst = instanceOf(target.pid!, broker.scope.instance_session);
+    expect(await client.validate("inspect", inst)).toBe("ok");
+    await expect(client.validate("click", inst)).rejects.toMatchObject({ code: "action_not_allowed" });
+    now += HOUR_MS - 1;
+    expect(await client.validate("key", inst)).toBe("ok");
+    now += 1;
+    await expect(client.validate("inspect", inst)).rejects.toMatchObject({ code: "lease_revoked" });
+    expect(await client.status()).toEqual({
+      reachable: true,
+      active: false,
+      expires_at: null,
+      capabilities: [],
+    });
+    const events = audit.events.map((e) => e.event);
+    expect(events).toEqual(["broker_start", "activate", "validation_denied", "expire", "validation_denied"]);
+    expect(audit.events.find((e) => e.event === "expire")).toMatchObject({
+      expires_at: "2026-11-30T11:00:00.000Z",
+    });
+  });
+
+  it("a dialog that nobody answers before the request's deadline is a timeout, not an approval", async () => {
+    await expect(
+      client.request({ op: "activate", hours: 2, capabilities: ["inspect"] }, 2000),
+    ).rejects.toMatchObject({ code: "consent_timeout" });
+    expect((await client.status()).active).toBe(false);
+  });
+});

@@ -228,6 +228,30 @@ describe("capture.region", () => {
     await expect(capture({ region: [250, 0, 400, 300] })).resolves.toBeTruthy();
   });
 
+  it("returns a PNG that owns its whole ArrayBuffer (transferable without extra bytes)", async () => {
+    const r = await capture({ compression_level: 0 });
+    const png = r.png ?? new Uint8Array(1);
+    expect(png.byteOffset).toBe(0);
+    expect(png.byteLength).toBe(png.buffer.byteLength);
+  });
+
+  it("refuses a frame of the wrong size from the platform", async () => {
+    const p: Platform = {
+      ...platform,
+      capture: {
+        captureScreen: async () => ({ width: 10, height: 10, channels: 4, data: new Uint8Array(400) }),
+      },
+    };
+    expect(await codeOf(capture({}, p))).toBe("platform_unavailable");
+    const short: Platform = {
+      ...platform,
+      capture: {
+        captureScreen: async () => ({ width: 100, height: 80, channels: 4, data: new Uint8Array(10) }),
+      },
+    };
+    expect(await codeOf(capture({}, short))).toBe("platform_unavailable");
+  });
+
   it("refuses a PNG over max_png_bytes", async () => {
     expect(await codeOf(capture({ max_png_bytes: 10 }))).toBe("image_too_large");
   });

@@ -258,7 +258,7 @@ export class ScenarioReader {
 
 /** Writes a scenario atomically (temp file + rename), as tests and the demo should. */
 export function writeScenarioFile(path: string, scenario: ScenarioInput): void {
-  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(scenario, null, 2)}\n`);
   renameSync(tmp, path);
 }

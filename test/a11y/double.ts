@@ -38,6 +38,8 @@ export const DOUBLE_TARGET: TargetExpectation = { hwnd: "42", instance: DOUBLE_I
 export interface DoubleOptions {
   /** A new handle object per call (like COM pointers), instead of one per node. */
   freshHandles?: boolean;
+  /** Runs inside openSession before it returns (to change the desktop during an attach). */
+  onOpen?: () => Promise<void> | void;
   /** Delay per facts()/children() call. */
   delayMs?: number;
   windowRect?: Rect;
@@ -86,6 +88,7 @@ export class DoubleProvider implements AccessibilityPort {
 
   async openSession(_window: WindowInfo): Promise<A11ySession> {
     this.calls.openSession += 1;
+    await this.opts.onOpen?.();
     const self = this;
     let disposed = false;
     const node = (h: A11yHandle): DoubleNode => {
@@ -153,11 +156,16 @@ export function doubleWindow(rect: Rect = [0, 0, 800, 600]): WindowInfo {
   };
 }
 
-export function doublePlatform(provider: DoubleProvider, rect?: Rect): Platform {
-  const win = doubleWindow(rect);
+/** The double's desktop shows `current.window` (a test may replace it). */
+export function doublePlatform(
+  provider: DoubleProvider,
+  rect?: Rect,
+  current = { window: doubleWindow(rect) },
+): Platform {
+  const win = current.window;
   const desktop: DesktopPort = {
     platform: "fake",
-    listWindows: async () => [win],
+    listWindows: async () => [current.window],
     getWindow: async (hwnd) => (hwnd === win.hwnd ? win : null),
     isInstanceAlive: async () => true,
     virtualScreen: async () => [0, 0, 1920, 1080],

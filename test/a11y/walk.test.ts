@@ -3,11 +3,13 @@ import { OPS, type OpName, type OpResult } from "../../src/shared/protocol.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { createUiaRuntime, type UiaOptions } from "../../src/workers/uia/handlers.js";
 import {
+  DOUBLE_INSTANCE,
   DOUBLE_TARGET,
   type DoubleNode,
   DoubleProvider,
   doubleCtx,
   doublePlatform,
+  doubleWindow,
   wideTree,
 } from "./double.js";
 import { failure, flatten } from "./helpers.js";
@@ -236,5 +238,50 @@ describe("semantic actions only", () => {
     expect(provider.calls.act).toBe(0);
     await call("a11y.act", { session_key: "k", target: DOUBLE_TARGET, ref, action: "toggle", value: null });
     expect(provider.acted).toEqual([{ id: "t", action: "toggle" }]);
+  });
+});
+
+describe("attach", () => {
+  it("re-resolves the identity right after attaching: a change disposes the new session", async () => {
+    const current = { window: doubleWindow() };
+    const provider = new DoubleProvider(
+      { id: "root" },
+      {
+        onOpen: () => {
+          // PID reuse while attaching: same pid and window, another process start.
+          current.window = {
+            ...current.window,
+            instance: { ...DOUBLE_INSTANCE, start_time: "2026-11-30T09:00:00.000Z" },
+          };
+        },
+      },
+    );
+    const platform = doublePlatform(provider, undefined, current);
+    const runtime = createUiaRuntime({ env: () => ({}) });
+    const h = runtime.handlers["a11y.inspect"] as NonNullable<(typeof runtime.handlers)["a11y.inspect"]>;
+    const e = await failure(h(OPS["a11y.inspect"].args.parse(inspect()), doubleCtx(platform)));
+    expect(e.code).toBe("target_changed");
+    expect(provider.calls.openSession).toBe(1);
+    expect(provider.calls.dispose).toBe(1);
+    expect(provider.calls.facts).toBe(0);
+    expect(runtime.store.size).toBe(0);
+  });
+
+  it("a dispose while a session is being opened wins: the new session is not kept", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const { call, provider, runtime } = setup({ id: "root" }, { onOpen: () => gate });
+    const pending = failure(call("a11y.inspect", inspect()));
+    await new Promise((r) => setTimeout(r, 20));
+    await call("a11y.dispose", { session_key: "k" });
+    release();
+    expect((await pending).code).toBe("element_stale");
+    expect(provider.calls.dispose).toBe(1);
+    expect(runtime.store.size).toBe(0);
+    // The next request opens a fresh session normally.
+    const r = await call("a11y.inspect", inspect());
+    expect(r.node_count).toBe(1);
   });
 });

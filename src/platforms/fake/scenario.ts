@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { readFileSync, renameSync, type Stats, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";

@@ -45,6 +45,18 @@ describe("desktop port", () => {
     expect(ws[1].instance?.start_time).toBe("2026-11-30T08:05:00.250Z");
   });
 
+  it("normalizes process_start given with an offset or as epoch milliseconds", async () => {
+    f = fixture();
+    const p = platform(f);
+    const s = clone(f.scenario);
+    s.windows[0].process_start = "2026-11-30T09:00:00+01:00";
+    s.windows[1].process_start = Date.UTC(2026, 10, 30, 8, 5, 0, 250);
+    f.write(s);
+    const ws = await p.desktop.listWindows();
+    expect(ws[0].instance?.start_time).toBe("2026-11-30T08:00:00.000Z");
+    expect(ws[1].instance?.start_time).toBe("2026-11-30T08:05:00.250Z");
+  });
+
   it("follows z changes, ties by file order, and reports z as the stacking position", async () => {
     f = fixture();
     const p = platform(f);

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -128,15 +128,21 @@ describe("ScenarioReader", () => {
     expect(r.current().version).toBe(3);
   });
 
-  it("detects a same-size in-place rewrite even with mtime restored", () => {
+  it("detects a same-size in-place rewrite that leaves mtime, size and inode unchanged", () => {
     f = fixture();
-    const r = new ScenarioReader(f.file);
-    r.current();
+    // A whole-second mtime a little ahead (as a coarse clock tick would give): exactly restorable.
+    const tick = Math.ceil(Date.now() / 1000) + 5;
     const s = clone(f.scenario);
+    writeFileSync(f.file, JSON.stringify(s));
+    utimesSync(f.file, tick, tick);
+    const r = new ScenarioReader(f.file);
+    expect(r.current().scenario.windows[0].title).toBe("Ruffle - game.swf");
+    const st = statSync(f.file);
     s.windows[0].title = "Ruffle - game.swZ";
-    writeFileSync(f.file, JSON.stringify(s, null, 2));
-    const t = new Date();
-    utimesSync(f.file, t, t);
+    writeFileSync(f.file, JSON.stringify(s));
+    utimesSync(f.file, tick, tick);
+    const st2 = statSync(f.file);
+    expect([st2.mtimeMs, st2.size, st2.ino]).toEqual([st.mtimeMs, st.size, st.ino]);
     expect(r.current().scenario.windows[0].title).toBe("Ruffle - game.swZ");
   });
 

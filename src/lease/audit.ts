@@ -35,6 +35,8 @@ export interface LeaseAuditFields {
   peer_pid?: number;
   peer_uid?: number;
   code?: number;
+  /** Identical validation denials folded into this line since the previous one was written. */
+  suppressed?: number;
 }
 
 export interface LeaseAuditEvent extends LeaseAuditFields {

@@ -66,6 +66,7 @@ export interface BrokerHandle {
 export const BROKER_EXIT = { ok: 0, failed: 2, alreadyRunning: 3 } as const;
 
 const DIALOG_MARGIN_MS = 500;
+const DENIAL_COALESCE_MS = 5000;
 
 export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandle> {
   const env = opts.env ?? process.env;
@@ -132,6 +133,7 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
       };
     };
 
+    const denials = new Map<string, { atMs: number; suppressed: number }>();
     let dialogOpen = false;
     const withDialog = async (
       action: "activate" | "extend",
@@ -181,12 +183,24 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
             return { decision: "ok", expires_at: new Date(l.expiresAtMs).toISOString() };
           } catch (e) {
             const err = isUiError(e) ? e : uiError("lease_revoked");
-            emit("validation_denied", {
-              reason: err.code,
-              capability: req.capability,
-              pid: req.instance.pid,
-              process_start: req.instance.start_time,
-            });
+            // Identical denials (reason, capability, target) within DENIAL_COALESCE_MS are counted,
+            // not written one by one: a server polling without a lease must not flood the file.
+            const key = `${err.code}\u0000${req.capability}\u0000${req.instance.pid}\u0000${req.instance.start_time}`;
+            const seen = denials.get(key);
+            const t = clock();
+            if (seen && t - seen.atMs < DENIAL_COALESCE_MS) {
+              seen.suppressed++;
+            } else {
+              emit("validation_denied", {
+                reason: err.code,
+                capability: req.capability,
+                pid: req.instance.pid,
+                process_start: req.instance.start_time,
+                ...(seen && seen.suppressed > 0 ? { suppressed: seen.suppressed } : {}),
+              });
+              denials.set(key, { atMs: t, suppressed: 0 });
+              if (denials.size > 1000) denials.clear();
+            }
             throw err;
           }
         }

@@ -68,6 +68,12 @@ export const BROKER_EXIT = { ok: 0, failed: 2, alreadyRunning: 3 } as const;
 const DIALOG_MARGIN_MS = 500;
 const DENIAL_COALESCE_MS = 5000;
 
+/** UIINSPECT_CONSENT_TIMEOUT_MS (default 60000, 1000–600000): how long a lease dialog stays open. */
+export function dialogTimeoutMs(env: Env): number {
+  const n = Number(env.UIINSPECT_CONSENT_TIMEOUT_MS);
+  return Number.isInteger(n) && n >= 1000 && n <= 600_000 ? n : 60_000;
+}
+
 export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandle> {
   const env = opts.env ?? process.env;
   const scope = opts.scope ?? resolveScope(env);
@@ -133,6 +139,7 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
       };
     };
 
+    const consentTimeoutMs = dialogTimeoutMs(env);
     const denials = new Map<string, { atMs: number; suppressed: number }>();
     let dialogOpen = false;
     const withDialog = async (
@@ -149,7 +156,11 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
       const ac = new AbortController();
       const onAbort = () => ac.abort();
       signal.addEventListener("abort", onAbort, { once: true });
-      const timer = setTimeout(() => ac.abort(), Math.max(1, timeoutMs - DIALOG_MARGIN_MS));
+      // Open at most the consent timeout, and never past the request's own deadline.
+      const timer = setTimeout(
+        () => ac.abort(),
+        Math.max(1, Math.min(consentTimeoutMs, timeoutMs - DIALOG_MARGIN_MS)),
+      );
       try {
         return (await dialog.prompt(content, ac.signal)) === "approve";
       } finally {

@@ -17,6 +17,7 @@ import {
   sleep,
   socketPath,
   startXvfb,
+  waitFor,
   type Xvfb,
 } from "./helpers.js";
 
@@ -257,11 +258,16 @@ describe("lease manager and broker (real processes, Linux)", () => {
     const st = await clients[0]!.ask({ op: "status" });
     expect(st).toMatchObject({ ok: true, status: { reachable: false, active: false } });
     // A new broker (started here the way the manager does) holds no lease: nothing was stored.
+    const starts = auditEvents(sb.auditPath).filter((e) => e.event === "broker_start").length;
     const b = spawn(process.execPath, [join(OUT, "lease", "brokerMain.js")], {
       env: sb.env,
       stdio: "ignore",
     });
-    await sleep(1500);
+    await waitFor(
+      () => auditEvents(sb.auditPath).filter((e) => e.event === "broker_start").length > starts,
+      20_000,
+      "the new broker",
+    );
     const s = await manager(["lease", "status"], sb.env);
     expect(s.stdout).toContain("No unattended lease is active.");
     expect(await clients[1]!.ask({ capability: "inspect", instance: targetInstance })).toEqual({

@@ -1,10 +1,12 @@
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
+import { createConnection } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryLeaseAudit } from "../../src/lease/audit.js";
 import { type BrokerHandle, startBroker } from "../../src/lease/broker.js";
 import { LeaseClient } from "../../src/lease/client.js";
 import { resolveLinuxScope } from "../../src/lease/endpoint.js";
+import { encodeFrame, FrameDecoder, MAX_MESSAGE_BYTES } from "../../src/lease/protocol.js";
 import { HOUR_MS } from "../../src/lease/state.js";
 import { answerDialog, instanceOf, type Sandbox, sandbox, startXvfb, type Xvfb } from "./helpers.js";
 
@@ -64,5 +66,54 @@ describe("lease expiry with an injected clock (real socket, real dialog)", () =>
       client.request({ op: "activate", hours: 2, capabilities: ["inspect"] }, 2000),
     ).rejects.toMatchObject({ code: "consent_timeout" });
     expect((await client.status()).active).toBe(false);
+  });
+
+  it("answers a wrong version or a malformed request with invalid_argument and drops oversized frames", async () => {
+    const talk = (frames: Buffer[]) =>
+      new Promise<{ replies: unknown[]; closed: boolean }>((resolve) => {
+        const sock = createConnection(broker.scope.endpoint);
+        const dec = new FrameDecoder();
+        const replies: unknown[] = [];
+        sock.on("connect", () => {
+          for (const f of frames) sock.write(f);
+        });
+        sock.on("data", (c: Buffer) => replies.push(...dec.push(c)));
+        sock.on("error", () => {});
+        sock.on("close", () => resolve({ replies, closed: true }));
+        setTimeout(() => {
+          sock.destroy();
+          resolve({ replies, closed: false });
+        }, 1500);
+      });
+    const r1 = await talk([
+      encodeFrame({ v: 2, id: "x1", timeout_ms: 1000, op: "status" }),
+      encodeFrame({ v: 1, id: "x2", timeout_ms: 1000, op: "activate", hours: 3, capabilities: ["inspect"] }),
+      encodeFrame({ v: 1, id: "x3", op: "status" }),
+    ]);
+    expect(r1.replies).toEqual([
+      {
+        v: 1,
+        id: "x1",
+        ok: false,
+        error: { code: "invalid_argument", message: "Unsupported lease protocol version." },
+      },
+      {
+        v: 1,
+        id: "x2",
+        ok: false,
+        error: { code: "invalid_argument", message: "The lease request is invalid." },
+      },
+      {
+        v: 1,
+        id: "x3",
+        ok: false,
+        error: { code: "invalid_argument", message: "The lease request is invalid." },
+      },
+    ]);
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(MAX_MESSAGE_BYTES + 1, 0);
+    const r2 = await talk([head]);
+    expect(r2).toEqual({ replies: [], closed: true });
+    expect(audit.events.at(-1)).toMatchObject({ event: "protocol_error", reason: "bad_frame" });
   });
 });

@@ -173,50 +173,54 @@ describe("lease manager and broker (real processes, Linux)", () => {
     expect(await clients[0]!.ask({ capability: "inspect", instance: targetInstance })).toEqual({ ok: true });
   });
 
-  it("refuses a connection from another uid (SO_PEERCRED) and the client's folder check refuses too", async () => {
-    // With CAP_DAC_OVERRIDE the other uid gets past the 0700 folder: only the peer check stops it.
-    const r = await new Promise<string>((res) => {
-      const child = spawn(
-        "setpriv",
-        [
-          `--reuid=${OTHER_UID}`,
-          `--regid=${OTHER_UID}`,
-          "--clear-groups",
-          "--inh-caps=+dac_override",
-          "--ambient-caps=+dac_override",
-          process.execPath,
-          join(FIXTURES, "leaseClient.mjs"),
-          "raw",
-          socketPath(sb),
-        ],
-        { env: sb.env, stdio: ["ignore", "pipe", "inherit"] },
-      );
-      let out = "";
-      child.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
+  // setpriv to another uid (and keeping CAP_DAC_OVERRIDE) needs root, as in CI.
+  it.skipIf(process.getuid?.() !== 0)(
+    "refuses a connection from another uid (SO_PEERCRED) and the client's folder check refuses too",
+    async () => {
+      // With CAP_DAC_OVERRIDE the other uid gets past the 0700 folder: only the peer check stops it.
+      const r = await new Promise<string>((res) => {
+        const child = spawn(
+          "setpriv",
+          [
+            `--reuid=${OTHER_UID}`,
+            `--regid=${OTHER_UID}`,
+            "--clear-groups",
+            "--inh-caps=+dac_override",
+            "--ambient-caps=+dac_override",
+            process.execPath,
+            join(FIXTURES, "leaseClient.mjs"),
+            "raw",
+            socketPath(sb),
+          ],
+          { env: sb.env, stdio: ["ignore", "pipe", "inherit"] },
+        );
+        let out = "";
+        child.stdout.on("data", (d: Buffer) => {
+          out += d.toString();
+        });
+        child.on("close", () => res(out.trim()));
       });
-      child.on("close", () => res(out.trim()));
-    });
-    expect(JSON.parse(r)).toMatchObject({ result: "closed" });
-    const refused = auditEvents(sb.auditPath).filter((e) => e.event === "peer_refused");
-    expect(refused.at(-1)).toMatchObject({ reason: "other_user", peer_uid: OTHER_UID });
-    // The same uid through the same raw path is answered (the check is what refused above).
-    const same = await run([join(FIXTURES, "leaseClient.mjs"), "raw"], sb.env);
-    expect(JSON.parse(same.stdout.trim())).toMatchObject({ result: "answered" });
-    // Without the capability the 0700 runtime folder already stops the other uid.
-    const plain = new ClientProc(sb.env, [
-      "setpriv",
-      `--reuid=${OTHER_UID}`,
-      `--regid=${OTHER_UID}`,
-      "--clear-groups",
-    ]);
-    expect(await plain.next()).toEqual({ ready: true });
-    expect(await plain.ask({ capability: "inspect", instance: targetInstance })).toEqual({
-      ok: false,
-      code: "broker_unavailable",
-    });
-    plain.stop();
-  });
+      expect(JSON.parse(r)).toMatchObject({ result: "closed" });
+      const refused = auditEvents(sb.auditPath).filter((e) => e.event === "peer_refused");
+      expect(refused.at(-1)).toMatchObject({ reason: "other_user", peer_uid: OTHER_UID });
+      // The same uid through the same raw path is answered (the check is what refused above).
+      const same = await run([join(FIXTURES, "leaseClient.mjs"), "raw"], sb.env);
+      expect(JSON.parse(same.stdout.trim())).toMatchObject({ result: "answered" });
+      // Without the capability the 0700 runtime folder already stops the other uid.
+      const plain = new ClientProc(sb.env, [
+        "setpriv",
+        `--reuid=${OTHER_UID}`,
+        `--regid=${OTHER_UID}`,
+        "--clear-groups",
+      ]);
+      expect(await plain.next()).toEqual({ ready: true });
+      expect(await plain.ask({ capability: "inspect", instance: targetInstance })).toEqual({
+        ok: false,
+        code: "broker_unavailable",
+      });
+      plain.stop();
+    },
+  );
 
   it("revoke: the next validation of every client fails closed", async () => {
     const r = await manager(["lease", "revoke"], sb.env);

@@ -35,18 +35,22 @@ if ! xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; then
   for _ in $(seq 1 50); do xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 
-if [ ! -f "$WINEPREFIX/.ci-ready" ]; then
+if [ ! -f "$WINEPREFIX/.ci-ready-2" ]; then
   log "creating prefix $WINEPREFIX"
   rm -rf "$WINEPREFIX"
   timeout 180 wineboot -i >/dev/null 2>&1 || true
   timeout 120 wine winecfg -v win10 >/dev/null 2>&1
-  timeout 60 wine reg delete 'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger /f >/dev/null 2>&1 || true
+  # A crash must end the process at once. With the Debugger value deleted Wine falls back to
+  # "winedbg --auto", which hung here (measured); a debugger that cannot be started makes the
+  # crashing process exit immediately (exit code 5, "starting debugger..." on stderr).
+  timeout 60 wine reg add 'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger \
+    /d 'C:\windows\system32\no-such-debugger.exe %ld %ld' /f >/dev/null 2>&1
   # A virtual desktop makes Wine draw and manage the frames itself (title bars, activation,
   # z-order) as Windows does, instead of depending on an X window manager.
   timeout 60 wine reg add 'HKCU\Software\Wine\Explorer' /v Desktop /d Default /f >/dev/null 2>&1
   timeout 60 wine reg add 'HKCU\Software\Wine\Explorer\Desktops' /v Default /d 1280x800 /f >/dev/null 2>&1
   timeout 60 wineserver -w || true
-  touch "$WINEPREFIX/.ci-ready"
+  touch "$WINEPREFIX/.ci-ready-2"
 fi
 
 if [ ! -f "$WINE_CI_NODE_EXE" ]; then

@@ -1,9 +1,9 @@
 // Resolve hooks for running the built code under Windows node.exe in Wine: `koffi` and
 // `sharp` come from .wine-ci/natives (installed with --os=win32 --cpu=x64), never from the
 // repo's Linux node_modules. Everything else resolves normally.
-import { pathToFileURL } from "node:url";
+
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const natives = process.env.UIINSPECT_WIN32_NATIVES ?? join(root, ".wine-ci", "natives");

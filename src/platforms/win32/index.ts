@@ -28,10 +28,12 @@ export async function createWin32Platform(opts: Win32PlatformOptions): Promise<P
   const guard = selfGuard();
   const accessibility = new UiaAccessibility(opts.uia);
   const desktop = new Win32Desktop(guard, dpi);
+  const capture = new Win32Capture();
   const baseDispose = desktop.dispose.bind(desktop);
   desktop.dispose = async () => {
     await accessibility.dispose();
+    capture.dispose();
     await baseDispose();
   };
-  return { desktop, capture: new Win32Capture(), input: new Win32Input(guard), accessibility };
+  return { desktop, capture, input: new Win32Input(guard), accessibility };
 }

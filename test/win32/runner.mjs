@@ -1,0 +1,762 @@
+// Win32 backend tests that run INSIDE Wine with the Windows node.exe (see .ci/wine-run.sh):
+//   wine node.exe --import ./test/win32/loader.mjs test/win32/runner.mjs <results.json>
+// They drive the built code (dist/) on real Wine windows (notepad) and an in-process UIA COM
+// double, and write their results to a file (node.exe cannot write to Linux pipes).
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import koffi from "koffi";
+import { createComDouble } from "./comDouble.mjs";
+
+const resultsPath = process.argv[2] ?? "win32-results.json";
+const only = process.env.UIINSPECT_WIN32_ONLY ? new RegExp(process.env.UIINSPECT_WIN32_ONLY) : null;
+const dist = new URL("../../dist/", import.meta.url);
+const imp = (p) => import(new URL(p, dist).href);
+
+const { createWin32Platform } = await imp("platforms/win32/index.js");
+const { UiaAccessibility } = await imp("platforms/win32/uia/adapter.js");
+const { showConsentDialog, CONSENT_DIALOG_TITLE } = await imp("platforms/win32/consentDialog.js");
+const { sameInstance } = await imp("shared/identity.js");
+const { pointOccluded, rectOccluded } = await imp("shared/occlusion.js");
+const { verifyTarget } = await imp("workers/verify.js");
+let walkMod = null;
+try {
+  walkMod = await imp("workers/uia/walk.js");
+} catch {
+  walkMod = null;
+}
+
+// Independent Win32 bindings (the test's own, not the backend's) ----------------------------
+const user32 = koffi.load("user32.dll");
+const gdi32 = koffi.load("gdi32.dll");
+const ntdll = koffi.load("ntdll.dll");
+const t = {
+  FindWindowExW: user32.func(
+    "intptr_t __stdcall FindWindowExW(intptr_t p, intptr_t a, const char16_t *c, const char16_t *t)",
+  ),
+  SetWindowPos: user32.func(
+    "int __stdcall SetWindowPos(intptr_t h, intptr_t after, int x, int y, int cx, int cy, uint32_t f)",
+  ),
+  ShowWindow: user32.func("int __stdcall ShowWindow(intptr_t h, int cmd)"),
+  IsWindow: user32.func("int __stdcall IsWindow(intptr_t h)"),
+  SetForegroundWindow: user32.func("int __stdcall SetForegroundWindow(intptr_t h)"),
+  GetForegroundWindow: user32.func("intptr_t __stdcall GetForegroundWindow()"),
+  SendMessageTimeoutW: user32.func(
+    "intptr_t __stdcall SendMessageTimeoutW(intptr_t h, uint32_t m, uintptr_t wp, _Inout_ void *lp, uint32_t f, uint32_t ms, _Out_ void *r)",
+  ),
+  SendMessageTimeoutNum: user32.func(
+    "intptr_t __stdcall SendMessageTimeoutW(intptr_t h, uint32_t m, uintptr_t wp, intptr_t lp, uint32_t f, uint32_t ms, _Out_ void *r)",
+  ),
+  GetWindowRect: user32.func("int __stdcall GetWindowRect(intptr_t h, _Out_ void *r)"),
+  EnumChildWindows: user32.func("int __stdcall EnumChildWindows(intptr_t p, void *cb, intptr_t l)"),
+  GetClassNameW: user32.func("int __stdcall GetClassNameW(intptr_t h, _Out_ void *b, int n)"),
+  GetWindowTextW: user32.func("int __stdcall GetWindowTextW(intptr_t h, _Out_ void *b, int n)"),
+  GetDC: user32.func("intptr_t __stdcall GetDC(intptr_t h)"),
+  ReleaseDC: user32.func("int __stdcall ReleaseDC(intptr_t h, intptr_t dc)"),
+  CreateCompatibleDC: gdi32.func("intptr_t __stdcall CreateCompatibleDC(intptr_t dc)"),
+  CreateDIBSection: gdi32.func(
+    "intptr_t __stdcall CreateDIBSection(intptr_t dc, void *bmi, uint32_t usage, _Out_ void *bits, intptr_t sec, uint32_t off)",
+  ),
+  SelectObject: gdi32.func("intptr_t __stdcall SelectObject(intptr_t dc, intptr_t o)"),
+  BitBlt: gdi32.func(
+    "int __stdcall BitBlt(intptr_t d, int x, int y, int w, int h, intptr_t s, int sx, int sy, uint32_t rop)",
+  ),
+  DeleteObject: gdi32.func("int __stdcall DeleteObject(intptr_t o)"),
+  DeleteDC: gdi32.func("int __stdcall DeleteDC(intptr_t dc)"),
+};
+let wineVersion = "not wine";
+try {
+  wineVersion = ntdll.func("const char * __cdecl wine_get_version()")();
+} catch {
+  wineVersion = "not wine";
+}
+const EnumProc = koffi.proto("int __stdcall RunnerEnumProc(intptr_t h, intptr_t l)");
+const WM_GETTEXT = 0x000d;
+const EM_SETMODIFY = 0x00b9;
+const SMTO_ABORTIFHUNG = 0x2;
+
+function text16(buf, n) {
+  return buf.toString("utf16le", 0, n * 2);
+}
+function childWindows(parent) {
+  const out = [];
+  const cb = koffi.register((h) => {
+    const cls = Buffer.alloc(512);
+    const txt = Buffer.alloc(1024);
+    out.push({
+      hwnd: h,
+      cls: text16(cls, t.GetClassNameW(h, cls, 256)),
+      text: text16(txt, t.GetWindowTextW(h, txt, 512)),
+    });
+    return 1;
+  }, koffi.pointer(EnumProc));
+  try {
+    t.EnumChildWindows(parent, cb, 0);
+  } finally {
+    koffi.unregister(cb);
+  }
+  return out;
+}
+function windowRect(h) {
+  const b = Buffer.alloc(16);
+  t.GetWindowRect(h, b);
+  return [b.readInt32LE(0), b.readInt32LE(4), b.readInt32LE(8), b.readInt32LE(12)];
+}
+function getText(h) {
+  const buf = Buffer.alloc(65536 * 2);
+  const r = Buffer.alloc(8);
+  t.SendMessageTimeoutW(h, WM_GETTEXT, 65536, buf, SMTO_ABORTIFHUNG, 2000, r);
+  return text16(buf, Number(r.readBigInt64LE(0)));
+}
+/** Independent capture: a top-down DIB section as BitBlt target, pixels read in place. */
+function independentCapture(rect) {
+  const [l, tp, r, b] = rect;
+  const w = r - l;
+  const h = b - tp;
+  const screen = t.GetDC(0);
+  const mem = t.CreateCompatibleDC(screen);
+  const bmi = Buffer.alloc(44);
+  bmi.writeUInt32LE(40, 0);
+  bmi.writeInt32LE(w, 4);
+  bmi.writeInt32LE(-h, 8);
+  bmi.writeUInt16LE(1, 12);
+  bmi.writeUInt16LE(32, 14);
+  const bitsOut = Buffer.alloc(8);
+  const dib = t.CreateDIBSection(screen, bmi, 0, bitsOut, 0, 0);
+  const old = t.SelectObject(mem, dib);
+  try {
+    t.BitBlt(mem, 0, 0, w, h, screen, l, tp, 0x00cc0020);
+    const bits = bitsOut.readBigUInt64LE(0);
+    return Buffer.from(new Uint8Array(koffi.view(bits, w * h * 4))); // BGRA, copied before the DIB is freed
+  } finally {
+    t.SelectObject(mem, old);
+    t.DeleteObject(dib);
+    t.DeleteDC(mem);
+    t.ReleaseDC(0, screen);
+  }
+}
+function diffPixels(rgba, bgra) {
+  let diff = 0;
+  for (let i = 0; i < rgba.length; i += 4) {
+    if (rgba[i] !== bgra[i + 2] || rgba[i + 1] !== bgra[i + 1] || rgba[i + 2] !== bgra[i]) diff++;
+  }
+  return diff;
+}
+
+// Harness ------------------------------------------------------------------------------------
+const results = [];
+const bench = {};
+const facts = { wine: wineVersion, node: process.version };
+const tests = [];
+const test = (name, fn, timeoutMs = 30000) => tests.push({ name, fn, timeoutMs });
+class AssertionError extends Error {}
+function assert(cond, msg) {
+  if (!cond) throw new AssertionError(msg);
+}
+function eq(a, b, msg) {
+  const ja = JSON.stringify(a);
+  const jb = JSON.stringify(b);
+  if (ja !== jb) throw new AssertionError(`${msg}: expected ${jb}, got ${ja}`);
+}
+async function rejectsWith(p, code, msg) {
+  try {
+    await p;
+  } catch (e) {
+    if (e?.code === code) return e;
+    throw new AssertionError(`${msg}: expected ${code}, got ${e?.code ?? e}`);
+  }
+  throw new AssertionError(`${msg}: expected ${code}, resolved`);
+}
+async function waitFor(fn, ms = 10000, step = 100) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) return null;
+    await sleep(step);
+  }
+}
+
+const platform = await createWin32Platform({ workerKind: "other" });
+const { desktop, capture, input } = platform;
+const children = new Set();
+
+async function startNotepad() {
+  const before = new Set((await desktop.listWindows()).map((w) => w.hwnd));
+  const child = spawn("notepad.exe", [], { stdio: "ignore" });
+  children.add(child);
+  const win = await waitFor(async () => {
+    const ws = await desktop.listWindows();
+    return ws.find(
+      (w) => w.window_class === "Notepad" && w.visible && !before.has(w.hwnd) && w.pid === child.pid,
+    );
+  }, 15000);
+  assert(win, "notepad window did not appear");
+  const edit = t.FindWindowExW(Number(win.hwnd), 0, "Edit", null);
+  assert(edit, "notepad has no Edit child");
+  return { child, win, hwnd: Number(win.hwnd), edit };
+}
+async function closeNotepad(n) {
+  t.SendMessageTimeoutNum(n.edit, EM_SETMODIFY, 0, 0, SMTO_ABORTIFHUNG, 1000, null);
+  await desktop.closeWindow(String(n.hwnd));
+  const gone = await waitFor(() => !t.IsWindow(n.hwnd), 5000);
+  if (!gone) n.child.kill();
+  children.delete(n.child);
+  return !!gone;
+}
+async function focus(n) {
+  await desktop.activateWindow(String(n.hwnd));
+  return waitFor(async () => (await desktop.getWindow(String(n.hwnd)))?.foreground, 3000);
+}
+
+// Tests --------------------------------------------------------------------------------------
+test("health reports DPI awareness as the OS answered, and the rect source", async () => {
+  const h = await desktop.health();
+  facts.health = h;
+  assert(
+    ["per_monitor_v2", "already_set", "failed", "unavailable"].includes(h.win32_dpi_process),
+    "dpi process",
+  );
+  assert(
+    ["per_monitor_v2", "per_monitor_v1", "failed", "unavailable"].includes(h.win32_dpi_thread),
+    "dpi thread",
+  );
+  if (/^8\./.test(wineVersion)) eq(h.win32_dpi_thread, "per_monitor_v1", "Wine 8 refuses v2, accepts v1");
+  assert(typeof h.win32_rect_source === "string", "rect source");
+});
+
+test("virtual screen comes from GetSystemMetrics", async () => {
+  const vs = await desktop.virtualScreen();
+  facts.virtual_screen = vs;
+  assert(vs[2] - vs[0] >= 640 && vs[3] - vs[1] >= 480, `virtual screen ${vs}`);
+});
+
+let np1 = null;
+test("list_windows: notepad with pid, creation time, path, class, z-order, foreground", async () => {
+  np1 = await startNotepad();
+  const ws = await desktop.listWindows();
+  const w = ws.find((x) => x.hwnd === String(np1.hwnd));
+  assert(w, "listed");
+  assert(/^\d+$/.test(w.hwnd), "hwnd decimal");
+  eq(w.pid, np1.child.pid, "pid is the spawned process");
+  assert(w.instance, "instance resolved");
+  eq(w.instance.pid, w.pid, "instance pid");
+  assert(
+    /notepad\.exe$/.test(w.instance.exe_path) && w.instance.exe_path === w.instance.exe_path.toLowerCase(),
+    `path ${w.instance.exe_path}`,
+  );
+  const age = Date.now() - Date.parse(w.instance.start_time);
+  assert(age >= 0 && age < 60000, `creation time ${w.instance.start_time}`);
+  assert(/^\d+$/.test(w.instance.session), "session id");
+  eq(w.window_class, "Notepad", "class");
+  assert(w.title.length > 0, "title");
+  assert(w.rect[2] > w.rect[0] && w.rect[3] > w.rect[1], "rect");
+  eq(
+    ws.map((x) => x.z),
+    ws.map((_, i) => i),
+    "z is the EnumWindows order",
+  );
+  assert((await desktop.isInstanceAlive(w.instance)) === true, "alive");
+  eq(await desktop.getWindow(w.hwnd), w, "getWindow agrees with listWindows");
+  assert((await desktop.getWindow("4294967294")) === null, "unknown hwnd is null");
+  np1.info = w;
+});
+
+test("click + SendInput text (with a surrogate pair and a newline) verified by WM_GETTEXT", async () => {
+  assert(np1, "needs notepad");
+  assert(await focus(np1), "notepad is foreground after activateWindow");
+  const w = await desktop.getWindow(String(np1.hwnd));
+  const er = windowRect(np1.edit);
+  const cx = Math.floor((er[0] + er[2]) / 2);
+  const cy = Math.floor((er[1] + er[3]) / 2);
+  await input.moveTo(cx, cy);
+  await input.buttonDown("left");
+  await input.buttonUp("left");
+  await sleep(100);
+  await input.typeText(w.hwnd, "Hello, Wine ✓ 😀\nzweite Zeile", "sendinput");
+  const got = await waitFor(() => {
+    const s = getText(np1.edit);
+    return s.includes("Zeile") ? s : null;
+  }, 5000);
+  eq(got, "Hello, Wine ✓ 😀\r\nzweite Zeile", "edit text");
+});
+
+test("keys: backspace via virtual key + scan code; wm_char text to the focused control", async () => {
+  assert(np1, "needs notepad");
+  await input.keyDown("backspace");
+  await input.keyUp("backspace");
+  // SendInput is queued input; wait until it was processed before sending WM_CHARs directly.
+  await waitFor(() => getText(np1.edit).endsWith("Zeil"), 3000);
+  await input.typeText(String(np1.hwnd), " ok", "wm_char");
+  const got = await waitFor(() => {
+    const s = getText(np1.edit);
+    return s.endsWith(" ok") ? s : null;
+  }, 3000);
+  eq(got, "Hello, Wine ✓ 😀\r\nzweite Zeil ok", "edit text after backspace + wm_char");
+});
+
+test("keys: ctrl+a then delete clears the edit; unknown keys are refused", async () => {
+  assert(np1, "needs notepad");
+  await input.keyDown("ctrl");
+  await input.keyDown("a");
+  await input.keyUp("a");
+  await input.keyUp("ctrl");
+  await input.keyDown("delete");
+  await input.keyUp("delete");
+  const got = await waitFor(() => getText(np1.edit) === "", 3000);
+  assert(got, `edit cleared, got ${JSON.stringify(getText(np1.edit))}`);
+  await rejectsWith(input.keyDown("lwin"), "invalid_argument", "the Windows key");
+});
+
+test("capture equals an independent BitBlt of the same rect (and differs when shifted)", async () => {
+  assert(np1, "needs notepad");
+  const w = await desktop.getWindow(String(np1.hwnd));
+  const r = w.rect;
+  const img = await capture.captureScreen(r);
+  eq([img.width, img.height, img.channels], [r[2] - r[0], r[3] - r[1], 4], "size");
+  const ref = independentCapture(r);
+  const n = img.width * img.height;
+  const d = diffPixels(img.data, ref);
+  facts.capture_diff_pixels = d;
+  assert(d <= n * 0.005, `pixels differ: ${d} of ${n}`);
+  const shifted = independentCapture([r[0] + 3, r[1] + 2, r[2] + 3, r[3] + 2]);
+  const ds = diffPixels(img.data, shifted);
+  assert(ds > n * 0.01, `a shifted capture must differ (got ${ds})`);
+  const colours = new Set();
+  for (let i = 0; i < img.data.length; i += 4 * 97)
+    colours.add(img.data[i] | (img.data[i + 1] << 8) | (img.data[i + 2] << 16));
+  assert(colours.size > 2, "capture is not uniform");
+  for (let i = 3; i < img.data.length; i += 4)
+    if (img.data[i] !== 255) throw new AssertionError("alpha must be opaque");
+});
+
+test("PID reuse: a restarted notepad is the same exe but a new instance", async () => {
+  assert(np1?.info, "needs notepad");
+  const old = np1.info.instance;
+  assert(await closeNotepad(np1), "closed by WM_CLOSE");
+  assert((await desktop.isInstanceAlive(old)) === false, "old instance not alive");
+  const np2 = await startNotepad();
+  try {
+    const inst = np2.win.instance;
+    eq(inst.exe_path, old.exe_path, "same exe");
+    assert(!sameInstance(inst, old), "a different instance");
+    const forged = { ...inst, start_time: old.start_time };
+    assert(
+      (await desktop.isInstanceAlive(forged)) === false,
+      "same pid with another start time is not alive",
+    );
+  } finally {
+    await closeNotepad(np2);
+  }
+});
+
+test("close_window posts WM_CLOSE (modified flag cleared first); never kills", async () => {
+  const n = await startNotepad();
+  await input.typeText(String(n.hwnd), "x", "wm_char");
+  t.SendMessageTimeoutNum(n.edit, EM_SETMODIFY, 0, 0, SMTO_ABORTIFHUNG, 1000, null);
+  await desktop.closeWindow(String(n.hwnd));
+  const gone = await waitFor(() => !t.IsWindow(n.hwnd), 5000);
+  assert(gone, "window closed");
+  const exited = await waitFor(() => n.child.exitCode !== null, 5000);
+  assert(exited, "process exited on its own");
+  eq(n.child.exitCode, 0, "exit code 0 (not killed)");
+  children.delete(n.child);
+});
+
+test("occlusion by a second window: z-order, occluded points, verifyTarget, restore without focus", async () => {
+  const a = await startNotepad();
+  const b = await startNotepad();
+  try {
+    t.SetWindowPos(a.hwnd, 0, 50, 50, 500, 350, 0x0040);
+    t.SetWindowPos(b.hwnd, 0, 300, 200, 500, 350, 0x0040);
+    assert(await focus(b), "b foreground");
+    // Wine's desktop process applies stacking asynchronously: wait until the order settles.
+    await waitFor(async () => {
+      const l = await desktop.listWindows();
+      const za = l.find((w) => w.hwnd === String(a.hwnd))?.z ?? -1;
+      const zb = l.find((w) => w.hwnd === String(b.hwnd))?.z ?? -1;
+      return zb >= 0 && zb < za;
+    }, 3000);
+    const ws = await desktop.listWindows();
+    facts.z_order = ws.filter((w) => w.visible).map((w) => `${w.window_class}:${w.z}`);
+    const wa = ws.find((w) => w.hwnd === String(a.hwnd));
+    const wb = ws.find((w) => w.hwnd === String(b.hwnd));
+    assert(wb.z < wa.z, `b above a (z ${wb.z} < ${wa.z})`);
+    assert(wb.foreground && !wa.foreground, "foreground flags");
+    const inside = [wb.rect[0] + 10, wb.rect[1] + 10];
+    assert(pointOccluded(ws, wa, inside[0], inside[1]), "point under b is occluded");
+    assert(!pointOccluded(ws, wa, wa.rect[0] + 5, wa.rect[1] + 5), "corner of a is free");
+    assert(rectOccluded(ws, wa, wa.rect), "a's rect is partly covered");
+    const target = { hwnd: wa.hwnd, instance: wa.instance };
+    await rejectsWith(
+      verifyTarget(desktop, target, { points: [{ x: inside[0] - wa.rect[0], y: inside[1] - wa.rect[1] }] }),
+      "occluded",
+      "verifyTarget at a covered point",
+    );
+    await verifyTarget(desktop, target, { points: [{ x: 5, y: 5 }] });
+    await rejectsWith(
+      verifyTarget(desktop, target, { requireForeground: true }),
+      "not_foreground",
+      "a is not foreground",
+    );
+    // minimize a, then restore it without activation
+    t.ShowWindow(a.hwnd, 6);
+    assert(await waitFor(async () => (await desktop.getWindow(wa.hwnd))?.iconic, 3000), "a iconic");
+    await rejectsWith(verifyTarget(desktop, target), "minimized", "verify on a minimized window");
+    const fgBefore = t.GetForegroundWindow();
+    await desktop.restoreWindow(wa.hwnd);
+    assert(await waitFor(async () => !(await desktop.getWindow(wa.hwnd))?.iconic, 3000), "a restored");
+    const fgAfter = t.GetForegroundWindow();
+    assert(fgAfter !== a.hwnd, "restore did not activate a");
+    facts.restore_foreground_unchanged = fgAfter === fgBefore;
+  } finally {
+    await closeNotepad(a);
+    await closeNotepad(b);
+  }
+});
+
+test("pointer: right click, wheel and absolute move land where asked", async () => {
+  const n = await startNotepad();
+  try {
+    assert(await focus(n), "foreground");
+    const cur = koffi.load("user32.dll").func("int __stdcall GetCursorPos(_Out_ void *p)");
+    const pt = Buffer.alloc(8);
+    const vs = await desktop.virtualScreen();
+    for (const [x, y] of [
+      [vs[0] + 10, vs[1] + 10],
+      [vs[0] + 400, vs[1] + 300],
+      [vs[2] - 2, vs[3] - 2],
+    ]) {
+      await input.moveTo(x, y);
+      // Injected input is processed asynchronously: poll the cursor briefly.
+      const read = () => {
+        cur(pt);
+        return [pt.readInt32LE(0), pt.readInt32LE(4)];
+      };
+      const near = (p) => Math.abs(p[0] - x) <= 1 && Math.abs(p[1] - y) <= 1;
+      const got = (await waitFor(() => (near(read()) ? read() : null), 2000, 20)) ?? read();
+      assert(Math.abs(got[0] - x) <= 1 && Math.abs(got[1] - y) <= 1, `cursor at ${got} for ${[x, y]}`);
+    }
+    await input.wheel(-2);
+    await input.wheel(1);
+  } finally {
+    await closeNotepad(n);
+  }
+});
+
+test("UIA on this Wine: the real adapter fails cleanly with platform_unavailable (Wine 8)", async () => {
+  const n = await startNotepad();
+  try {
+    const w = await desktop.getWindow(String(n.hwnd));
+    const p = platform.accessibility.openSession(w);
+    if (/^8\./.test(wineVersion)) {
+      await rejectsWith(p, "platform_unavailable", "CoCreateInstance(CUIAutomation) is 0x80040154 on Wine 8");
+    } else {
+      try {
+        const s = await p;
+        await s.dispose();
+        facts.uia_real = "session opened";
+      } catch (e) {
+        facts.uia_real = e?.code ?? "error";
+      }
+    }
+    // Everything else still works afterwards.
+    assert(
+      (await desktop.listWindows()).some((x) => x.hwnd === w.hwnd),
+      "desktop still answers",
+    );
+  } finally {
+    await closeNotepad(n);
+  }
+});
+
+// UIA adapter against the COM double -----------------------------------------------------------
+const DOUBLE_HWND = 0x4242;
+const DOUBLE_PID = 4242;
+function doubleTree() {
+  return {
+    role: "window",
+    name: "Double",
+    class_name: "DoubleWindow",
+    rect: [100, 100, 700, 500],
+    focused: false,
+    children: [
+      { role: "button", name: "OK", automation_id: "ok", rect: [120, 440, 200, 470], patterns: ["invoke"] },
+      {
+        role: "check_box",
+        name: "Remember",
+        automation_id: "remember",
+        rect: [120, 400, 300, 420],
+        patterns: ["toggle"],
+      },
+      {
+        role: "edit",
+        name: "Password",
+        automation_id: "pw",
+        is_password: true,
+        focused: true,
+        rect: [120, 140, 400, 170],
+        patterns: ["value"],
+      },
+      {
+        role: "button",
+        name: "Disabled",
+        automation_id: "dis",
+        enabled: false,
+        rect: [220, 440, 300, 470],
+        patterns: ["invoke"],
+      },
+      {
+        role: "tree",
+        name: "Folders",
+        automation_id: "folders",
+        rect: [420, 140, 680, 420],
+        children: [
+          {
+            role: "tree_item",
+            name: "Documents",
+            automation_id: "docs",
+            rect: [430, 150, 670, 170],
+            patterns: ["expandcollapse", "select"],
+            children: [
+              {
+                role: "tree_item",
+                name: "Taxes",
+                automation_id: "taxes",
+                rect: [450, 175, 670, 195],
+                offscreen: true,
+                patterns: ["select"],
+              },
+            ],
+          },
+        ],
+      },
+      { role: "pane", name: "", rect: [0, 0, 0, 0] },
+    ],
+  };
+}
+const doubleWindow = (pid = DOUBLE_PID) => ({
+  hwnd: String(DOUBLE_HWND),
+  title: "Double",
+  window_class: "DoubleWindow",
+  pid,
+  instance: { pid, start_time: "2026-11-30T08:00:00.000Z", exe_path: "c:\\double.exe", session: "1" },
+  rect: [100, 100, 700, 500],
+  visible: true,
+  iconic: false,
+  foreground: true,
+  on_top: false,
+  z: 0,
+});
+async function collect(session, h, depth = 0, out = []) {
+  const f = await session.facts(h);
+  out.push({ depth, ...f });
+  for (const c of await session.children(h)) await collect(session, c, depth + 1, out);
+  return out;
+}
+
+test("UIA adapter vs COM double: cached facts, roles, rects, password flag, patterns", async () => {
+  const dbl = createComDouble({ hwnd: DOUBLE_HWND, pid: DOUBLE_PID, tree: doubleTree() });
+  const acc = new UiaAccessibility({ createAutomation: () => dbl.automation });
+  try {
+    const s = await acc.openSession(doubleWindow());
+    eq(dbl.stats.timeouts, { connection: 2000, transaction: 5000 }, "IUIAutomation2 timeouts set");
+    const all = await collect(s, await s.root());
+    eq(all.length, 9, "node count");
+    eq(
+      all.map((n) => n.role),
+      ["window", "button", "check_box", "edit", "button", "tree", "tree_item", "tree_item", "pane"],
+      "roles",
+    );
+    const pw = all.find((n) => n.automation_id === "pw");
+    eq([pw.is_password, pw.focused, pw.patterns], [true, true, ["set_value"]], "password facts");
+    eq(all[0].rect, [100, 100, 700, 500], "root rect (screen)");
+    eq(all.find((n) => n.automation_id === "dis").enabled, false, "disabled");
+    eq(all.find((n) => n.automation_id === "taxes").offscreen, true, "offscreen");
+    eq(
+      all.find((n) => n.automation_id === "docs").patterns,
+      ["select", "expand", "collapse"],
+      "tree item patterns",
+    );
+    const pane = all[all.length - 1];
+    eq([pane.name, pane.rect, pane.automation_id], [null, null, null], "empty name/rect/id become null");
+    await s.dispose();
+    eq(dbl.leaks(), [], "every element, array, condition and cache request released");
+  } finally {
+    await acc.dispose();
+    eq(dbl.refsOfAutomation(), 0, "IUIAutomation released by dispose");
+    dbl.dispose();
+  }
+});
+
+test("UIA adapter vs COM double: actions, pattern_not_supported, element_stale, no leaks", async () => {
+  const tree = doubleTree();
+  const dbl = createComDouble({ hwnd: DOUBLE_HWND, pid: DOUBLE_PID, tree });
+  const acc = new UiaAccessibility({ createAutomation: () => dbl.automation });
+  try {
+    const s = await acc.openSession(doubleWindow());
+    const root = await s.root();
+    const kids = await s.children(root);
+    const byId = {};
+    for (const k of kids) byId[(await s.facts(k)).automation_id] = k;
+    const docs = (await s.children(byId.folders))[0];
+    await s.act(byId.ok, "invoke");
+    await s.act(byId.remember, "toggle");
+    await s.act(byId.pw, "set_value", "hunter2 ✓");
+    await s.act(docs, "expand");
+    await s.act(docs, "collapse");
+    await s.act(docs, "select");
+    eq(
+      dbl.actions.map((a) => `${a.action}:${a.automation_id}`),
+      ["invoke:ok", "toggle:remember", "set_value:pw", "expand:docs", "collapse:docs", "select:docs"],
+      "actions reached the provider",
+    );
+    eq(dbl.find((n) => n.automation_id === "pw").state.value, "hunter2 ✓", "value set through a BSTR");
+    await rejectsWith(s.act(byId.pw, "invoke"), "pattern_not_supported", "invoke on an edit");
+    await rejectsWith(s.act(byId.ok, "toggle"), "pattern_not_supported", "toggle on a button");
+    eq(await s.alive(byId.ok), true, "alive");
+    dbl.find((n) => n.automation_id === "ok").removed = true;
+    eq(await s.alive(byId.ok), false, "gone after removal");
+    await rejectsWith(s.act(byId.ok, "invoke"), "element_stale", "act on a removed element");
+    await rejectsWith(s.facts(byId.ok), "element_stale", "facts of a removed element");
+    await rejectsWith(s.facts({ id: 999999 }), "element_stale", "unknown handle");
+    if (walkMod) {
+      const budget = new walkMod.Budget(Date.now() + 5000, new AbortController().signal);
+      const r = await walkMod.walk(s, root, budget, { maxDepth: 8, maxNodes: 500, concurrency: 4 });
+      eq(r.visits.length, 8, "the uia worker's walk over the adapter (one node removed)");
+    }
+    await s.dispose();
+    await rejectsWith(s.root(), "element_stale", "disposed session");
+    eq(dbl.leaks(), [], "no reference leaked (patterns included)");
+  } finally {
+    await acc.dispose();
+    eq(dbl.refsOfAutomation(), 0, "automation released");
+    dbl.dispose();
+  }
+});
+
+test("UIA adapter vs COM double: a provider of another process is target_changed, nothing leaks", async () => {
+  const dbl = createComDouble({ hwnd: DOUBLE_HWND, pid: DOUBLE_PID, tree: doubleTree() });
+  const acc = new UiaAccessibility({ createAutomation: () => dbl.automation });
+  try {
+    await rejectsWith(acc.openSession(doubleWindow(4243)), "target_changed", "pid mismatch");
+    await rejectsWith(
+      acc.openSession({ ...doubleWindow(), instance: null }),
+      "target_not_allowed",
+      "no instance",
+    );
+    eq(dbl.leaks(), [], "failed open released everything");
+  } finally {
+    await acc.dispose();
+    eq(dbl.refsOfAutomation(), 0, "automation released");
+    dbl.dispose();
+  }
+});
+
+// Consent dialog ---------------------------------------------------------------------------------
+async function findDialog() {
+  return waitFor(async () => {
+    const ws = await desktop.listWindows();
+    return ws.find((w) => w.title === CONSENT_DIALOG_TITLE && w.visible) ?? null;
+  }, 10000);
+}
+const CONSENT_TEXT =
+  'Client "test" (self-reported) asks for: observe, click.\nProcess: c:\\windows\\system32\\notepad.exe, pid 42.';
+
+test("consent dialog: own process is never a target; Enter picks the default (Deny)", async () => {
+  const p = showConsentDialog(CONSENT_TEXT, 20000);
+  const dlg = await findDialog();
+  assert(dlg, "dialog shown");
+  eq(dlg.instance, null, "our own dialog has no targetable instance");
+  await rejectsWith(desktop.closeWindow(dlg.hwnd), "target_not_allowed", "closing our own window");
+  facts.consent_dialog_buttons = childWindows(Number(dlg.hwnd))
+    .filter((c) => c.cls === "Button")
+    .map((c) => c.text);
+  t.SetForegroundWindow(Number(dlg.hwnd));
+  await sleep(200);
+  await input.keyDown("enter");
+  await input.keyUp("enter");
+  eq(await p, "deny", "default button is deny");
+});
+
+test("consent dialog: clicking Approve (SendInput) approves", async () => {
+  const p = showConsentDialog(CONSENT_TEXT, 20000);
+  const dlg = await findDialog();
+  assert(dlg, "dialog shown");
+  const btn = childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && /approve|yes/i.test(c.text));
+  assert(btn, `approve button among ${JSON.stringify(childWindows(Number(dlg.hwnd)).map((c) => c.text))}`);
+  const r = windowRect(btn.hwnd);
+  await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
+  await input.buttonDown("left");
+  await sleep(50);
+  await input.buttonUp("left");
+  eq(await p, "approve", "approved by a click");
+});
+
+test("consent dialog: timeout closes it and fails closed; abort cancels", async () => {
+  await rejectsWith(showConsentDialog(CONSENT_TEXT, 1500), "consent_timeout", "timeout");
+  const still = (await desktop.listWindows()).some((w) => w.title === CONSENT_DIALOG_TITLE && w.visible);
+  assert(!still, "dialog closed after timeout");
+  const ac = new AbortController();
+  const p = showConsentDialog(CONSENT_TEXT, 20000, ac.signal);
+  assert(await findDialog(), "dialog shown");
+  ac.abort();
+  await rejectsWith(p, "cancelled", "abort");
+  const gone = await waitFor(
+    async () => !(await desktop.listWindows()).some((w) => w.title === CONSENT_DIALOG_TITLE && w.visible),
+    3000,
+  );
+  assert(gone, "dialog closed after abort");
+});
+
+// Benchmarks (figures only, no assertions on time) ------------------------------------------------
+test("bench: EnumWindows + identity per call, BitBlt 800x600", async () => {
+  const n = await startNotepad();
+  try {
+    for (let i = 0; i < 3; i++) await desktop.listWindows();
+    const N = 30;
+    let t0 = performance.now();
+    let count = 0;
+    for (let i = 0; i < N; i++) count = (await desktop.listWindows()).length;
+    bench.list_windows_ms = +((performance.now() - t0) / N).toFixed(2);
+    bench.list_windows_count = count;
+    const { resolveInstance } = await imp("platforms/win32/identity.js");
+    t0 = performance.now();
+    for (let i = 0; i < 200; i++) resolveInstance(n.child.pid);
+    bench.resolve_instance_ms = +((performance.now() - t0) / 200).toFixed(3);
+    const rect = [0, 0, 800, 600];
+    for (let i = 0; i < 2; i++) await capture.captureScreen(rect);
+    const M = 20;
+    t0 = performance.now();
+    for (let i = 0; i < M; i++) await capture.captureScreen(rect);
+    bench.bitblt_800x600_ms = +((performance.now() - t0) / M).toFixed(2);
+  } finally {
+    await closeNotepad(n);
+  }
+}, 60000);
+
+// Run ---------------------------------------------------------------------------------------------
+for (const tc of tests) {
+  if (only && !only.test(tc.name)) continue;
+  const t0 = performance.now();
+  let error = null;
+  let timer;
+  try {
+    await Promise.race([
+      tc.fn(),
+      new Promise((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`timed out after ${tc.timeoutMs} ms`)), tc.timeoutMs);
+      }),
+    ]);
+  } catch (e) {
+    error = e instanceof AssertionError ? e.message : `${e?.code ?? ""} ${e?.stack ?? e}`;
+  } finally {
+    clearTimeout(timer);
+  }
+  results.push({ name: tc.name, ok: error === null, ms: Math.round(performance.now() - t0), error });
+  writeFileSync(resultsPath, JSON.stringify({ done: false, results, bench, facts }, null, 2));
+}
+for (const c of children) c.kill();
+await desktop.dispose();
+writeFileSync(resultsPath, JSON.stringify({ done: true, results, bench, facts }, null, 2));
+process.exit(0);

@@ -251,8 +251,14 @@ describe("lease manager and broker (real processes, Linux)", () => {
     expect(Date.parse(after) - Date.parse(before)).toBe(5 * 3_600_000);
   });
 
-  it("killing the broker: every client gets broker_unavailable and nothing survives a restart", async () => {
+  it("a hung or killed broker: every client gets broker_unavailable and nothing survives a restart", async () => {
     const pid = brokerPid();
+    // A broker that hangs: the client's deadline fails the request closed.
+    process.kill(pid, "SIGSTOP");
+    expect(await clients[0]!.ask({ capability: "inspect", instance: targetInstance })).toEqual({
+      ok: false,
+      code: "broker_unavailable",
+    });
     process.kill(pid, "SIGKILL");
     await sleep(200);
     const answers = await Promise.all(

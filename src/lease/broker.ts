@@ -6,7 +6,7 @@ import {
   type LeaseAuditFields,
   type LeaseAuditSink,
 } from "./audit.js";
-import { buildLeaseDialogContent, type LeaseDialog, selectLeaseDialog } from "./dialog.js";
+import { buildLeaseDialogContent, selectLeaseDialog } from "./dialog.js";
 import { type Env, type LeaseScope, resolveScope } from "./endpoint.js";
 import type { InstanceResolver } from "./instance.js";
 import {
@@ -43,12 +43,8 @@ export interface BrokerOptions {
   scope?: LeaseScope;
   /** Epoch ms; injected in tests. */
   clock?: () => number;
-  /** Defaults to selectLeaseDialog(env). */
-  dialog?: LeaseDialog;
   /** Defaults to the JSONL file of the scope. */
   audit?: LeaseAuditSink;
-  /** Defaults to the platform's resolver (Linux: /proc). */
-  resolveInstance?: InstanceResolver;
   /** Stops the broker when aborted (runBroker also stops on SIGTERM/SIGINT/SIGHUP). */
   signal?: AbortSignal;
   /** Diagnostics for a person (stderr in brokerMain); never UI content. */
@@ -93,20 +89,22 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
     marker = lt.acquireLinuxMarker(scope, uid);
     listen = (a, r) => lt.listenLinux(scope, uid, a, r);
     const { linuxInstanceResolver } = await import("./instance.js");
-    resolver =
-      opts.resolveInstance ??
-      linuxInstanceResolver({ clockTicks: lt.clockTicksPerSecond(), session: scope.instance_session });
+    resolver = linuxInstanceResolver({
+      clockTicks: lt.clockTicksPerSecond(),
+      session: scope.instance_session,
+    });
   } else {
     const wt = await import("./native/windows.js");
     marker = wt.acquireWindowsMarker(scope);
     listen = (a, r) => wt.listenWindowsPipe(scope, a, r);
-    resolver = opts.resolveInstance ?? wt.windowsInstanceResolver(scope.instance_session);
+    resolver = wt.windowsInstanceResolver(scope.instance_session);
   }
 
   let transport: BrokerTransport | null = null;
   try {
     const audit = opts.audit ?? new JsonlLeaseAudit(scope.audit_path);
-    const dialog = opts.dialog ?? (await selectLeaseDialog(env));
+    // Only UIINSPECT_LEASE_DIALOG picks the dialog, and only among real ones: no injection point.
+    const dialog = await selectLeaseDialog(env);
     const emit = (event: LeaseAuditEventName, fields: LeaseAuditFields = {}) =>
       audit.write({
         time: new Date(clock()).toISOString(),

@@ -114,11 +114,15 @@ export async function waitFor<T>(
   }
 }
 
-export function waitForWindow(p: Platform, title: string): Promise<WindowInfo> {
-  return waitFor(`window "${title}"`, async () => {
-    const all = await p.desktop.listWindows();
-    return all.find((w) => w.title === title && w.visible && !w.iconic) ?? null;
-  });
+export function waitForWindow(p: Platform, title: string, timeoutMs = 30000): Promise<WindowInfo> {
+  return waitFor(
+    `window "${title}"`,
+    async () => {
+      const all = await p.desktop.listWindows();
+      return all.find((w) => w.title === title && w.visible && !w.iconic) ?? null;
+    },
+    timeoutMs,
+  );
 }
 
 export function xdotool(...args: string[]): string {

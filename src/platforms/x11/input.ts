@@ -12,7 +12,7 @@ import type { XConnection } from "./xconn.js";
 
 const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
 /** Time given to clients to read a remapped key before the mapping is restored. */
-const REMAP_SETTLE_MS = Number(process.env.UIINSPECT_X11_REMAP_SETTLE_MS ?? 60);
+const REMAP_SETTLE_MS = Number(process.env.UIINSPECT_X11_REMAP_SETTLE_MS ?? 300);
 const MAX_SPARE = 16;
 
 interface Keymap {

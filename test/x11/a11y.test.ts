@@ -117,4 +117,49 @@ describe.skipIf(!X11_AVAILABLE)("x11 accessibility port (AT-SPI2) on GTK windows
     expect(b.child.exitCode).toBeNull();
     await s.dispose();
   });
+
+  it("toggles a check cell of a GTK list by action name; select on a multi-column list is refused with a code", async () => {
+    const app = startApp("zenity", [
+      "--list",
+      "--checklist",
+      "--title=uix list",
+      "--column=Pick",
+      "--column=Name",
+      "TRUE",
+      "alpha",
+      "FALSE",
+      "beta",
+    ]);
+    const w = await waitForWindow(p, "uix list");
+    const s = await p.accessibility.openSession(w);
+    const nodes = await walk(s);
+    const cells = nodes.filter((n) => n.f.role === "cell");
+    const toggles = cells.filter((n) => n.f.patterns.includes("toggle"));
+    expect(toggles.length).toBe(2);
+    expect(cells.every((n) => n.f.patterns.includes("selection_item"))).toBe(true);
+    await s.act(toggles[1]!.h, "toggle");
+    // GTK 3 tree views refuse Selection.SelectChild with more than one column: a coded refusal.
+    const beta = cells.find((n) => n.f.name === "beta")!;
+    expect(await codeOf(s.act(beta.h, "select"))).toBe("pattern_not_supported");
+    const ok = nodes.find((n) => n.f.role === "button" && n.f.name === "OK")!;
+    await s.act(ok.h, "invoke");
+    expect(await app.exited).toBe(0);
+    expect(app.stdout()).toBe("alpha|beta\n");
+    await s.dispose();
+  });
+
+  it("selects a row of a single-column GTK list through the parent's Selection", async () => {
+    const app = startApp("zenity", ["--list", "--title=uix pick", "--column=Name", "alpha", "beta", "gamma"]);
+    const w = await waitForWindow(p, "uix pick");
+    const s = await p.accessibility.openSession(w);
+    const nodes = await walk(s);
+    const beta = nodes.find((n) => n.f.role === "cell" && n.f.name === "beta")!;
+    expect(beta.f.patterns).toContain("selection_item");
+    await s.act(beta.h, "select");
+    const ok = nodes.find((n) => n.f.role === "button" && n.f.name === "OK")!;
+    await s.act(ok.h, "invoke");
+    expect(await app.exited).toBe(0);
+    expect(app.stdout()).toBe("beta\n");
+    await s.dispose();
+  });
 });

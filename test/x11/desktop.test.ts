@@ -136,4 +136,26 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
     }
     expect((await p.desktop.listWindows()).some((w) => w.title === "uix term")).toBe(true);
   });
+
+  it("survives losing the X server: requests fail with platform_unavailable, the process goes on", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    const input = await createX11Platform({ workerKind: "input" });
+    const capture = await createX11Platform({ workerKind: "capture" });
+    const xvfb = Number(readFileSync(join(session.env.UIINSPECT_X11_STATE!, "xvfb.pid"), "utf8"));
+    process.kill(xvfb, "SIGKILL");
+    await waitFor("Xvfb gone", async () => (pidAlive(xvfb) ? null : true));
+    const codeOf = (q: Promise<unknown>) =>
+      q.then(
+        () => null,
+        (e: unknown) => (isUiError(e) ? e.code : "not-a-UiError"),
+      );
+    expect(await codeOf(p.desktop.listWindows())).toBe("platform_unavailable");
+    expect(await codeOf(capture.capture.captureScreen([0, 0, 10, 10]))).toBe("platform_unavailable");
+    expect(await codeOf(input.input.moveTo(5, 5))).toBe("platform_unavailable");
+    expect(await codeOf(input.input.typeText("1", "é", "sendinput"))).toBe("platform_unavailable");
+    await input.desktop.dispose();
+    await capture.desktop.dispose();
+  });
 });

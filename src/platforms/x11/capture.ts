@@ -51,6 +51,7 @@ export class X11Capture implements CapturePort {
       if (!done) this.shmUsable = false;
     }
     if (!done) this.grabPlain(clip, cw, ch, out, width, clip[0] - rect[0], clip[1] - rect[1]);
+    this.x.checkAlive();
     return { width, height, channels: 4, data: out };
   }
 

@@ -38,6 +38,7 @@ export class X11Input implements InputPort {
 
   private flush(): void {
     this.x.n.XSync(this.x.dpy, 0);
+    this.x.checkAlive();
   }
 
   async moveTo(x: number, y: number): Promise<void> {

@@ -39,6 +39,8 @@ export interface X11Native {
   XOpenDisplay: (name: string | null) => Ptr | null;
   XCloseDisplay: (dpy: Ptr) => number;
   XSetErrorHandler: (handler: Ptr | null) => Ptr | null;
+  XSetIOErrorHandler: (handler: Ptr | null) => Ptr | null;
+  XSetIOErrorExitHandler: (dpy: Ptr, handler: Ptr, data: Ptr | null) => void;
   XSync: (dpy: Ptr, discard: number) => number;
   XFlush: (dpy: Ptr) => number;
   XDefaultScreen: (dpy: Ptr) => number;
@@ -116,6 +118,8 @@ export interface X11Native {
   shmat: (id: number, addr: Ptr | null, flags: number) => Ptr;
   shmdt: (addr: Ptr) => number;
   shmctl: (id: number, cmd: number, buf: Ptr | null) => number;
+  /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
+  XGetXCBConnection: ((dpy: Ptr) => Ptr | null) | null;
   /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
   noopErrorHandler: Ptr;
   XImage: TypeObject;
@@ -177,6 +181,8 @@ export function x11Native(): X11Native {
     XOpenDisplay: f(x11, "Display *XOpenDisplay(const char *name)"),
     XCloseDisplay: f(x11, "int XCloseDisplay(Display *dpy)"),
     XSetErrorHandler: f(x11, "void *XSetErrorHandler(void *handler)"),
+    XSetIOErrorHandler: f(x11, "void *XSetIOErrorHandler(void *handler)"),
+    XSetIOErrorExitHandler: f(x11, "void XSetIOErrorExitHandler(Display *dpy, void *handler, void *data)"),
     XSync: f(x11, "int XSync(Display *dpy, int discard)"),
     XFlush: f(x11, "int XFlush(Display *dpy)"),
     XDefaultScreen: f(x11, "int XDefaultScreen(Display *dpy)"),
@@ -292,12 +298,25 @@ export function x11Native(): X11Native {
     shmdt: f(libc, "int shmdt(void *addr)"),
     shmctl: f(libc, "int shmctl(int id, int cmd, void *buf)"),
   };
+  let getXcb: ((dpy: Ptr) => Ptr | null) | null = null;
+  try {
+    const x11xcb = koffi.load("libX11-xcb.so.1");
+    getXcb = x11xcb.func("xcb_connection_t *XGetXCBConnection(Display *dpy)") as unknown as (
+      dpy: Ptr,
+    ) => Ptr | null;
+  } catch {
+    getXcb = null;
+  }
   const noop = x11.symbol("XConnectionNumber") as unknown;
   if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
   void Cookie;
   cached = {
-    ...(n as unknown as Omit<X11Native, "noopErrorHandler" | "XImage" | "XShmSegmentInfo">),
+    ...(n as unknown as Omit<
+      X11Native,
+      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo"
+    >),
     noopErrorHandler: noop,
+    XGetXCBConnection: getXcb,
     XImage,
     XShmSegmentInfo,
   };

@@ -54,6 +54,9 @@ function prepareXlib(n: X11Native): void {
   if (errorHandlerInstalled) return;
   n.XInitThreads();
   n.XSetErrorHandler(n.noopErrorHandler);
+  // A lost X server: the default I/O error handlers exit the process. Ours return; the
+  // connection is then dead and every later request fails with platform_unavailable.
+  n.XSetIOErrorHandler(n.noopErrorHandler);
   errorHandlerInstalled = true;
 }
 
@@ -65,6 +68,8 @@ export class XConnection {
   readonly root: number;
   readonly displayName: string;
   readonly atoms: Record<AtomName, number>;
+  /** Xlib's own xcb connection (libX11-xcb), to see that Xlib lost the server; else null. */
+  private readonly xlibXcb: Ptr | null;
   private closed = false;
 
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
@@ -73,6 +78,7 @@ export class XConnection {
     this.c = c;
     this.displayName = displayName;
     this.screen = n.XDefaultScreen(dpy);
+    this.xlibXcb = n.XGetXCBConnection ? n.XGetXCBConnection(dpy) : null;
     this.root = Number(n.XRootWindow(dpy, this.screen));
     const cookies = ATOM_NAMES.map((name) => n.xcb_intern_atom(c, 0, Buffer.byteLength(name), name));
     const atoms: Partial<Record<AtomName, number>> = {};
@@ -94,6 +100,8 @@ export class XConnection {
     prepareXlib(n);
     const dpy = n.XOpenDisplay(displayName);
     if (dpy === null || dpy === 0n) throw uiError("platform_unavailable", "The X display cannot be opened.");
+    // libX11 ≥ 1.8: per display, an exit handler that returns instead of calling exit().
+    n.XSetIOErrorExitHandler(dpy, n.noopErrorHandler, null);
     const c = n.xcb_connect(displayName, [0]);
     if (c === null || c === 0n || n.xcb_connection_has_error(c) !== 0) {
       if (c !== null && c !== 0n) n.xcb_disconnect(c);
@@ -109,9 +117,13 @@ export class XConnection {
     }
   }
 
-  private checkAlive(): void {
+  /** Throws platform_unavailable when the connection is closed or the X server went away. */
+  checkAlive(): void {
     if (this.closed) throw uiError("platform_unavailable", "The X connection is closed.");
     if (this.n.xcb_connection_has_error(this.c) !== 0) {
+      throw uiError("platform_unavailable", "The X connection was lost.");
+    }
+    if (this.xlibXcb !== null && this.xlibXcb !== 0n && this.n.xcb_connection_has_error(this.xlibXcb) !== 0) {
       throw uiError("platform_unavailable", "The X connection was lost.");
     }
   }

@@ -61,5 +61,7 @@ export function isSystemChord(mods: readonly Modifier[], key: string): boolean {
   const set = new Set(mods);
   // Ctrl+Alt+F1..F12 switch virtual terminals on Linux.
   if (set.has("ctrl") && set.has("alt") && /^f\d+$/.test(key)) return true;
-  return SYSTEM_CHORDS.some((c) => c.key === key && c.mods.length === set.size && c.mods.every((m) => set.has(m)));
+  return SYSTEM_CHORDS.some(
+    (c) => c.key === key && c.mods.length === set.size && c.mods.every((m) => set.has(m)),
+  );
 }

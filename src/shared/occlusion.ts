@@ -1,4 +1,4 @@
-import { type Rect, containsPoint, intersect } from "./geometry.js";
+import { containsPoint, intersect, type Rect } from "./geometry.js";
 import type { WindowInfo } from "./platform.js";
 
 /** Windows drawn above `target` that a person would see (visible, not minimized). */

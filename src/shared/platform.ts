@@ -120,9 +120,17 @@ export interface AccessibilityPort {
   openSession(window: WindowInfo): Promise<A11ySession>;
 }
 
+/** A trusted dialog that must run as native code inside a worker (Win32). */
+export interface DialogPort {
+  /** Shows the server-built text, Deny as default; resolves when answered, rejects on abort. */
+  consent(text: string, signal: AbortSignal): Promise<"approve" | "deny">;
+}
+
 export interface Platform {
   desktop: DesktopPort;
   capture: CapturePort;
   input: InputPort;
   accessibility: AccessibilityPort;
+  /** Only where the consent dialog is native code (Win32). */
+  dialog?: DialogPort;
 }

@@ -80,7 +80,11 @@ export const OPS = {
   ping: { worker: "any", args: Empty, result: z.object({ pong: z.literal(true), pid: z.number() }) },
 
   // capture worker: discovery, identity, pixels
-  "desktop.list": { worker: "capture", args: Empty, result: z.object({ windows: z.array(WindowInfoSchema) }) },
+  "desktop.list": {
+    worker: "capture",
+    args: Empty,
+    result: z.object({ windows: z.array(WindowInfoSchema) }),
+  },
   "desktop.get": {
     worker: "capture",
     args: z.object({ hwnd: z.string() }),
@@ -95,7 +99,9 @@ export const OPS = {
   "desktop.health": {
     worker: "capture",
     args: Empty,
-    result: z.object({ facts: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])) }),
+    result: z.object({
+      facts: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+    }),
   },
   "capture.region": {
     worker: "capture",
@@ -156,7 +162,11 @@ export const OPS = {
   },
   "input.keys": {
     worker: "input",
-    args: z.object({ target: TargetExpectationSchema, steps: z.array(KeyStepSchema).min(1).max(10), focus_mode: FocusModeSchema }),
+    args: z.object({
+      target: TargetExpectationSchema,
+      steps: z.array(KeyStepSchema).min(1).max(10),
+      focus_mode: FocusModeSchema,
+    }),
     result: z.object({ steps: z.number().int() }),
   },
   "input.close": { worker: "input", args: z.object({ target: TargetExpectationSchema }), result: Empty },
@@ -164,6 +174,13 @@ export const OPS = {
     worker: "input",
     args: z.object({ target: TargetExpectationSchema }),
     result: z.object({ was_iconic: z.boolean() }),
+  },
+
+  /** Win32: the trusted consent dialog is native code, so it runs in a worker. */
+  "dialog.consent": {
+    worker: "input",
+    args: z.object({ text: z.string().min(1).max(8192) }),
+    result: z.object({ answer: z.enum(["approve", "deny"]) }),
   },
 
   // uia worker: accessibility sessions keyed by (client, instance) grant
@@ -236,14 +253,30 @@ export const RequestMessageSchema = z.object({
 });
 export type RequestMessage = z.infer<typeof RequestMessageSchema>;
 
-export const CancelMessageSchema = z.object({ type: z.literal("cancel"), id: z.number().int().nonnegative() });
+export const CancelMessageSchema = z.object({
+  type: z.literal("cancel"),
+  id: z.number().int().nonnegative(),
+});
 
-export const SupervisorToWorkerSchema = z.discriminatedUnion("type", [RequestMessageSchema, CancelMessageSchema]);
+export const SupervisorToWorkerSchema = z.discriminatedUnion("type", [
+  RequestMessageSchema,
+  CancelMessageSchema,
+]);
 export type SupervisorToWorker = z.infer<typeof SupervisorToWorkerSchema>;
 
 export const ResponseMessageSchema = z.discriminatedUnion("ok", [
-  z.object({ type: z.literal("response"), id: z.number().int().nonnegative(), ok: z.literal(true), result: z.unknown() }),
-  z.object({ type: z.literal("response"), id: z.number().int().nonnegative(), ok: z.literal(false), error: UiErrorBodySchema }),
+  z.object({
+    type: z.literal("response"),
+    id: z.number().int().nonnegative(),
+    ok: z.literal(true),
+    result: z.unknown(),
+  }),
+  z.object({
+    type: z.literal("response"),
+    id: z.number().int().nonnegative(),
+    ok: z.literal(false),
+    error: UiErrorBodySchema,
+  }),
 ]);
 export const ReadyMessageSchema = z.object({ type: z.literal("ready"), pid: z.number().int() });
 export const LogMessageSchema = z.object({
@@ -254,5 +287,9 @@ export const LogMessageSchema = z.object({
   fields: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])).optional(),
 });
 
-export const WorkerToSupervisorSchema = z.union([ResponseMessageSchema, ReadyMessageSchema, LogMessageSchema]);
+export const WorkerToSupervisorSchema = z.union([
+  ResponseMessageSchema,
+  ReadyMessageSchema,
+  LogMessageSchema,
+]);
 export type WorkerToSupervisor = z.infer<typeof WorkerToSupervisorSchema>;

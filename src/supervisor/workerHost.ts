@@ -25,6 +25,8 @@ export interface WorkerHostOptions {
   /** Restart backoff: first delay and cap. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /** How long a starting worker may take to say it is ready. */
+  startTimeoutMs?: number;
   /** Extra environment for process-isolated workers. */
   env?: Record<string, string>;
 }
@@ -79,6 +81,7 @@ export class WorkerHost {
   private crashes = 0;
   private timeouts = 0;
   private closed = false;
+  private readonly readyWaiters = new Set<(ok: boolean) => void>();
   /** Why the current endpoint is being torn down (decides the code its requests get). */
   private teardownReason: "worker_timeout" | "worker_crashed" | null = null;
   private readonly exitListeners: Array<(reason: "worker_timeout" | "worker_crashed") => void> = [];
@@ -145,6 +148,11 @@ export class WorkerHost {
     });
   }
 
+  /** Starts the worker ahead of the first request so the first call does not pay start-up. */
+  warm(): void {
+    if (!this.closed) void this.ensureStarted().catch(() => undefined);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.failAll(uiError("platform_unavailable", "The server is shutting down."));
@@ -176,8 +184,10 @@ export class WorkerHost {
     for (const id of [...this.pending.keys()]) this.finish(id)?.reject(err);
   }
 
+  /** Resolves once a worker is ready, so request deadlines never include start-up. */
   private async ensureStarted(signal?: AbortSignal): Promise<void> {
-    if (this.state === "ready" || this.state === "starting") return;
+    if (this.state === "ready") return;
+    if (this.state === "starting") return this.waitReady(signal);
     const wait = this.nextStartAt - Date.now();
     if (wait > 0) {
       this.state = "backoff";
@@ -193,9 +203,38 @@ export class WorkerHost {
         );
       });
       const now = this.state as WorkerStats["state"]; // another caller may have started it meanwhile
-      if (now === "ready" || now === "starting") return;
+      if (now === "ready") return;
+      if (now === "starting") return this.waitReady(signal);
     }
     this.start();
+    return this.waitReady(signal);
+  }
+
+  private waitReady(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        // A worker that cannot even start in time is as good as crashed.
+        this.teardown("worker_crashed");
+        reject(uiError("worker_crashed", "The platform worker did not start."));
+      }, this.opts.startTimeoutMs ?? 30_000);
+      const onAbort = () => {
+        cleanup();
+        reject(uiError("cancelled"));
+      };
+      const waiter = (ok: boolean) => {
+        cleanup();
+        if (ok) resolve();
+        else reject(uiError("worker_crashed"));
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        this.readyWaiters.delete(waiter);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.readyWaiters.add(waiter);
+    });
   }
 
   private start(): void {
@@ -208,7 +247,10 @@ export class WorkerHost {
     const onExit = () => {
       if (generation === this.generation) this.onExit();
     };
-    this.endpoint = this.opts.isolation === "process" ? this.forkProcess(onMessage, onExit) : this.spawnThread(onMessage, onExit);
+    this.endpoint =
+      this.opts.isolation === "process"
+        ? this.forkProcess(onMessage, onExit)
+        : this.spawnThread(onMessage, onExit);
     if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
   }
 
@@ -225,8 +267,12 @@ export class WorkerHost {
       stdout: true,
       stderr: true,
     });
-    worker.stdout.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"));
-    worker.stderr.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"));
+    worker.stdout.on("data", (d: Buffer) =>
+      this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"),
+    );
+    worker.stderr.on("data", (d: Buffer) =>
+      this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"),
+    );
     port1.on("message", onMessage);
     worker.on("error", () => {
       /* the exit event follows and does the accounting */
@@ -257,8 +303,12 @@ export class WorkerHost {
       },
       execArgv: [],
     });
-    child.stdout?.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"));
-    child.stderr?.on("data", (d: Buffer) => this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"));
+    child.stdout?.on("data", (d: Buffer) =>
+      this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"),
+    );
+    child.stderr?.on("data", (d: Buffer) =>
+      this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"),
+    );
     child.on("message", onMessage);
     child.on("error", () => {
       /* exit follows */
@@ -289,6 +339,7 @@ export class WorkerHost {
     const msg = parsed.data;
     if (msg.type === "ready") {
       this.state = "ready";
+      for (const w of [...this.readyWaiters]) w(true);
       return;
     }
     if (msg.type === "log") {
@@ -328,6 +379,7 @@ export class WorkerHost {
     this.generation += 1; // late messages from the dead endpoint are ignored
     this.state = "stopped";
     this.failAll(uiError(reason));
+    for (const w of [...this.readyWaiters]) w(false);
     this.consecutiveFailures += 1;
     const base = this.opts.backoffBaseMs ?? 100;
     const max = this.opts.backoffMaxMs ?? 5000;

@@ -1,4 +1,4 @@
-import { type MessagePort, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { UiError, type UiErrorBody, uiError } from "../shared/errors.js";
 import type { Platform } from "../shared/platform.js";
 import {
@@ -101,9 +101,11 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
         if (!(msg.op in OPS)) throw uiError("invalid_argument", "Unknown worker operation.");
         const op = msg.op as OpName;
         const def = OPS[op];
-        if (def.worker !== "any" && def.worker !== init.kind) throw uiError("invalid_argument", "Wrong worker.");
+        if (def.worker !== "any" && def.worker !== init.kind)
+          throw uiError("invalid_argument", "Wrong worker.");
         const handler = handlers[op] as GenericHandler | undefined;
-        if (!handler && op !== "ping") throw uiError("invalid_argument", "Operation not served by this worker.");
+        if (!handler && op !== "ping")
+          throw uiError("invalid_argument", "Operation not served by this worker.");
         const args = def.args.safeParse(msg.args);
         if (!args.success) throw uiError("invalid_argument", "Worker arguments are invalid.");
         let result: unknown;
@@ -123,7 +125,6 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
 }
 
 type GenericHandler = (args: unknown, ctx: HandlerContext) => Promise<unknown>;
-
 
 async function loadPlatform(init: WorkerInit): Promise<Platform> {
   const { loadPlatform: load } = await import("../platforms/load.js");

@@ -48,6 +48,11 @@ function token(s: string): string {
   return /^[a-z0-9_]{1,40}$/i.test(s) ? s : "unknown";
 }
 
+/** Refs handed to clients are `<session>.<element>` (e.g. s3.e12); see supervisor/sessions.ts. */
+function refToken(s: string): string {
+  return /^[a-z0-9_.]{1,64}$/i.test(s) ? s : "unknown";
+}
+
 /** One node as one line (no indentation, no children). */
 export function formatNodeLine(n: A11yNodeOut): string {
   const parts = [`- ${token(n.role)}`];
@@ -56,7 +61,7 @@ export function formatNodeLine(n: A11yNodeOut): string {
   if (!n.enabled) parts.push("[disabled]");
   if (n.focused) parts.push("[focused]");
   if (n.offscreen) parts.push("[offscreen]");
-  parts.push(`[ref=${token(n.ref)}]`);
+  parts.push(`[ref=${refToken(n.ref)}]`);
   if (n.patterns.length > 0) parts.push(`(${n.patterns.map(token).join(", ")})`);
   return parts.join(" ");
 }

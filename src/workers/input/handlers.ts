@@ -46,7 +46,10 @@ function check(
   return verifyTarget(ctx.platform.desktop, target, { requireForeground: true, points });
 }
 
-const screenOf = (v: VerifiedTarget, x: number, y: number) => ({ sx: v.window.rect[0] + x, sy: v.window.rect[1] + y });
+const screenOf = (v: VerifiedTarget, x: number, y: number) => ({
+  sx: v.window.rect[0] + x,
+  sy: v.window.rect[1] + y,
+});
 
 /** Presses and always releases a mouse button, even when the wait in between is cancelled. */
 async function pressButton(input: InputPort, button: MouseButton, signal: AbortSignal): Promise<void> {
@@ -61,7 +64,8 @@ async function pressButton(input: InputPort, button: MouseButton, signal: AbortS
 const pointer: Handler<"input.pointer"> = async (args, ctx) => {
   const { input, desktop } = ctx.platform;
   const p = [{ x: args.x, y: args.y }];
-  if (args.kind === "scroll" && args.notches === 0) throw uiError("invalid_argument", "notches must be ±1…20.");
+  if (args.kind === "scroll" && args.notches === 0)
+    throw uiError("invalid_argument", "notches must be ±1…20.");
   await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
   let v = await check(ctx, args.target, p);
   const { sx, sy } = screenOf(v, args.x, args.y);
@@ -124,7 +128,8 @@ const drag: Handler<"input.drag"> = async (args, ctx) => {
 function chunkText(text: string): string[] {
   const cps = Array.from(text); // code points: never split a surrogate pair
   const chunks: string[] = [];
-  for (let i = 0; i < cps.length; i += TEXT_CHUNK_CODEPOINTS) chunks.push(cps.slice(i, i + TEXT_CHUNK_CODEPOINTS).join(""));
+  for (let i = 0; i < cps.length; i += TEXT_CHUNK_CODEPOINTS)
+    chunks.push(cps.slice(i, i + TEXT_CHUNK_CODEPOINTS).join(""));
   return chunks;
 }
 
@@ -144,8 +149,10 @@ const keys: Handler<"input.keys"> = async (args, ctx) => {
   // Resolve every step before anything is emitted.
   for (const step of args.steps) {
     if (!isAllowedKey(step.key)) throw uiError("invalid_argument", "A key is not on the allow-list.");
-    if (new Set(step.modifiers).size !== step.modifiers.length) throw uiError("invalid_argument", "Repeated modifier.");
-    if (isSystemChord(step.modifiers as Modifier[], step.key)) throw uiError("invalid_argument", "System chords are refused.");
+    if (new Set(step.modifiers).size !== step.modifiers.length)
+      throw uiError("invalid_argument", "Repeated modifier.");
+    if (isSystemChord(step.modifiers as Modifier[], step.key))
+      throw uiError("invalid_argument", "System chords are refused.");
   }
   const { input, desktop } = ctx.platform;
   await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
@@ -194,4 +201,9 @@ export const inputHandlers: HandlerTable = {
   "input.keys": keys,
   "input.close": close,
   "input.restore": restore,
+  "dialog.consent": async (args, ctx) => {
+    if (!ctx.platform.dialog)
+      throw uiError("platform_unavailable", "This platform has no native consent dialog.");
+    return { answer: await ctx.platform.dialog.consent(args.text, ctx.signal) };
+  },
 };

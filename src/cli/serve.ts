@@ -1,0 +1,42 @@
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { UiError } from "../shared/errors.js";
+import { buildSupervisor } from "../supervisor/bootstrap.js";
+import { ConfigError } from "../supervisor/config.js";
+import { log } from "../supervisor/log.js";
+import { createMcpServer } from "../supervisor/server.js";
+
+/** `uiinspect-mcp serve`: one MCP connection over stdio until stdin closes or a signal arrives. */
+export async function serve(): Promise<number> {
+  let sup: ReturnType<typeof buildSupervisor>;
+  try {
+    sup = buildSupervisor();
+  } catch (e) {
+    if (e instanceof ConfigError || e instanceof UiError) {
+      process.stderr.write(`uiinspect-mcp: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const server = createMcpServer(sup, (info) => sup.setClient(info));
+  const transport = new StdioServerTransport();
+  let closing = false;
+  const done = new Promise<void>((resolve) => {
+    const shutdown = async () => {
+      if (closing) return;
+      closing = true;
+      await sup.close().catch(() => undefined);
+      await server.close().catch(() => undefined);
+      resolve();
+    };
+    server.onclose = () => void shutdown();
+    process.stdin.on("end", () => void shutdown());
+    process.on("SIGINT", () => void shutdown());
+    process.on("SIGTERM", () => void shutdown());
+  });
+  await server.connect(transport);
+  if (sup.config.platform) for (const w of Object.values(sup.workers)) w.warm();
+  log.info({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
+  await done;
+  log.flush();
+  return 0;
+}

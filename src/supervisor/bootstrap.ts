@@ -1,0 +1,162 @@
+import { createRequire } from "node:module";
+import { uiError } from "../shared/errors.js";
+import type { WorkerKind } from "../shared/protocol.js";
+import { AuditLog } from "./audit.js";
+import { budgetConfigFromEnv, MemoryBudget, memoryBudgetBytesFromEnv, RateBudgets } from "./budgets.js";
+import type { Supervisor, Workers } from "./chain.js";
+import { ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
+import { loadConfig, type ServerConfig } from "./config.js";
+import { ConsentBroker } from "./consent/broker.js";
+import { FakePrompter } from "./consent/fakePrompter.js";
+import type { ConsentPrompter } from "./consent/prompter.js";
+import { ZenityPrompter } from "./consent/zenityPrompter.js";
+import { GrantStore } from "./grants.js";
+import type { LeaseGate } from "./leaseGate.js";
+import { createLeaseGate } from "./leaseGateImpl.js";
+import { log as defaultLog, type Logger } from "./log.js";
+import { loadPolicy } from "./policy/load.js";
+import { A11ySessions } from "./sessions.js";
+import { ConfirmationTokenStore } from "./tokens.js";
+import { WorkerHost } from "./workerHost.js";
+
+export function serverVersion(): string {
+  const require = createRequire(import.meta.url);
+  return (require("../../package.json") as { version: string }).version;
+}
+
+/** A prompter for a platform without a dialog of its own: consent can never be given. */
+class UnavailablePrompter implements ConsentPrompter {
+  readonly simulated = false;
+  async prompt(): Promise<never> {
+    throw uiError("platform_unavailable", "No trusted consent dialog is available on this platform.");
+  }
+}
+
+function prompterFor(config: ServerConfig, workers: Workers): ConsentPrompter {
+  switch (config.platform) {
+    case "fake":
+      // The scripted consent answer exists only on the simulated desktop.
+      return config.fakeDesktop ? new FakePrompter(config.fakeDesktop) : new UnavailablePrompter();
+    case "x11":
+      return new ZenityPrompter();
+    case "win32":
+      return new WorkerDialogPrompter(workers.input);
+    default:
+      return new UnavailablePrompter();
+  }
+}
+
+/** Win32: the dialog is native code, so it runs in the input worker's dialog thread. */
+class WorkerDialogPrompter implements ConsentPrompter {
+  readonly simulated = false;
+  constructor(private readonly host: WorkerHost) {}
+  async prompt(content: { text: string }, signal: AbortSignal): Promise<"approve" | "deny"> {
+    const r = await this.host.call("dialog.consent", { text: content.text }, { deadlineMs: 600_000, signal });
+    return r.answer;
+  }
+}
+
+export interface BuildOptions {
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  clock?: () => number;
+}
+
+export function buildSupervisor(
+  opts: BuildOptions = {},
+): Supervisor & { close(): Promise<void>; setClient(info: unknown): void } {
+  const env = opts.env ?? process.env;
+  const logger = opts.logger ?? defaultLog;
+  const clock = opts.clock ?? Date.now;
+  const config = loadConfig(env);
+  const policyState = loadPolicy(env, () => new Date(clock()));
+  const makeHost = (kind: WorkerKind) =>
+    new WorkerHost({
+      init: {
+        kind,
+        platform: config.platform ?? "fake",
+        fake_desktop: config.fakeDesktop,
+        log_level: config.logLevel,
+      },
+      isolation: config.isolation,
+      logger,
+    });
+  const workers: Workers = { capture: makeHost("capture"), input: makeHost("input"), uia: makeHost("uia") };
+  const grants = new GrantStore(clock, config.grantTtlMs);
+  const salt = newConnectionSalt();
+  let client = ClientIdentity.fromClientInfo(null, salt);
+  const consent = new ConsentBroker({
+    prompter: prompterFor(config, workers),
+    clock,
+    timeoutMs: config.consentTimeoutMs,
+    grantTtlMs: config.grantTtlMs,
+    isInstanceAlive: async (instance) => {
+      try {
+        return (await workers.capture.call("desktop.alive", { instance }, { deadlineMs: 5000 })).alive;
+      } catch {
+        return true; // a slow worker is not proof of exit; the dialog's own timeout still applies
+      }
+    },
+  });
+  const sessions = new A11ySessions(workers.uia, logger);
+  const tokens = new ConfirmationTokenStore(clock);
+  grants.onRevoke((e) => {
+    sessions.disposeByInstance(e.grant.instanceKey, e.grant.client);
+    // Tokens are bound to the instance: one that changed or left can never use them.
+    if (e.reason === "target_changed" || e.reason === "target_gone")
+      tokens.revokeInstance(e.grant.instanceKey);
+    if (e.reason !== "released" && e.reason !== "expired")
+      audit.record({
+        correlation_id: "000000000000",
+        client: e.grant.client,
+        policy_id: policyState.status === "ok" ? policyState.policy.policy_id : null,
+        action: "none",
+        tool: "revocation",
+        outcome: "deny",
+        reason: e.reason === "shutdown" ? "cancelled" : e.reason,
+        duration_ms: 0,
+        pid: e.grant.instance.pid,
+        process_start: e.grant.instance.start_time,
+        counters: {},
+      });
+  });
+  const audit = new AuditLog({
+    capacity: 1000,
+    filePath: config.auditFile,
+    clock,
+    onSinkError: (code) => logger.error({ code }, "audit_sink_error"),
+    onReject: (fields) => logger.error({ fields }, "audit_event_rejected"),
+  });
+  const lease: LeaseGate | null = config.lease === "broker" ? createLeaseGate(env) : null;
+  const sup: Supervisor = {
+    config,
+    policyState,
+    clock,
+    log: logger,
+    audit,
+    budgets: new RateBudgets(budgetConfigFromEnv(env), clock),
+    memory: new MemoryBudget(memoryBudgetBytesFromEnv(env)),
+    grants,
+    tokens,
+    consent,
+    sessions,
+    workers,
+    lease,
+    client: () => client,
+    startedAt: clock(),
+    version: serverVersion(),
+  };
+  return {
+    ...sup,
+    client: () => client,
+    setClient: (info: unknown) => {
+      client = ClientIdentity.fromClientInfo(info, salt);
+    },
+    close: async () => {
+      grants.revokeAll("shutdown");
+      consent.dispose();
+      await Promise.all(Object.values(workers).map((w) => w.close()));
+      await audit.close();
+    },
+  };
+}

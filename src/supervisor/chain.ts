@@ -1,0 +1,290 @@
+import { UiError, uiError } from "../shared/errors.js";
+import { sameInstance } from "../shared/identity.js";
+import type { WindowInfo } from "../shared/platform.js";
+import type { OpArgs, OpName, OpResult } from "../shared/protocol.js";
+import type { AuditLog } from "./audit.js";
+import { newCorrelationId } from "./audit.js";
+import type { MemoryBudget, RateBudgets } from "./budgets.js";
+import type { ClientIdentity } from "./clientIdentity.js";
+import type { ServerConfig } from "./config.js";
+import type { ConsentBroker } from "./consent/broker.js";
+import type { Grant, GrantStore } from "./grants.js";
+import type { LeaseGate } from "./leaseGate.js";
+import type { Logger } from "./log.js";
+import type { EffectivePolicy, PolicyState } from "./policy/load.js";
+import { policyStatusAt } from "./policy/load.js";
+import { actionAllowed, isProtected } from "./policy/match.js";
+import { type Capability, isCapability } from "./policy/schema.js";
+import type { A11ySessions } from "./sessions.js";
+import { pickTarget, type ResolvedTarget } from "./targets.js";
+import type { ConfirmationTokenStore } from "./tokens.js";
+import type { ToolDef } from "./tools/define.js";
+import type { WorkerHost } from "./workerHost.js";
+
+export interface Workers {
+  capture: WorkerHost;
+  input: WorkerHost;
+  uia: WorkerHost;
+}
+
+/** Everything the supervisor owns. Built once per server (one MCP connection over stdio). */
+export interface Supervisor {
+  config: ServerConfig;
+  policyState: PolicyState;
+  clock: () => number;
+  log: Logger;
+  audit: AuditLog;
+  budgets: RateBudgets;
+  memory: MemoryBudget;
+  grants: GrantStore;
+  tokens: ConfirmationTokenStore;
+  consent: ConsentBroker;
+  sessions: A11ySessions;
+  workers: Workers;
+  lease: LeaseGate | null;
+  client: () => ClientIdentity;
+  startedAt: number;
+  version: string;
+}
+
+export type ProgressReporter = (progress: number, total?: number) => Promise<void>;
+
+/** What a tool handler gets once the chain let it through. */
+export interface CallContext {
+  sup: Supervisor;
+  correlationId: string;
+  client: ClientIdentity;
+  /** Present for every tool that needs a policy. */
+  policy: EffectivePolicy | null;
+  /** Present for tools that act on a window (after identity re-resolution). */
+  target: ResolvedTarget | null;
+  grant: Grant | null;
+  /** The capability this call exercises (per-class tools: the requested class). */
+  capability: Capability | null;
+  signal: AbortSignal;
+  progress: ProgressReporter;
+  /** Calls a worker with the server's deadline and this call's cancellation. */
+  call<K extends OpName>(op: K, args: OpArgs<K>, deadlineMs?: number): Promise<OpResult<K>>;
+  /** Numeric/boolean audit counters for this call. */
+  counters: Record<string, number | boolean>;
+}
+
+export function requirePolicy(sup: Supervisor): EffectivePolicy {
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  if (state.status === "none") throw uiError("policy_not_configured");
+  if (state.status === "error") throw uiError(state.code);
+  return state.policy;
+}
+
+export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise<WindowInfo[]> {
+  if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
+  const r = await sup.workers.capture.call(
+    "desktop.list",
+    {},
+    { deadlineMs: sup.config.workerDeadlineMs, signal },
+  );
+  return r.windows;
+}
+
+/** Drops every grant, token use and automation session of an instance whose identity changed. */
+export function revokeInstance(
+  sup: Supervisor,
+  instanceKey: string,
+  reason: "target_changed" | "target_gone",
+): void {
+  sup.grants.revokeInstance(instanceKey, reason);
+}
+
+function capabilityOf(def: ToolDef, args: Record<string, unknown>): Capability | null {
+  if (def.capability === "per_class") {
+    const c = args.action_class;
+    if (typeof c !== "string" || !isCapability(c)) throw uiError("invalid_argument", "Unknown action_class.");
+    return c;
+  }
+  if (def.capability === "none" || def.capability === "discovery" || def.capability === "consent")
+    return null;
+  return def.capability;
+}
+
+export interface ChainInput {
+  def: ToolDef;
+  args: Record<string, unknown>;
+  signal: AbortSignal;
+  progress: ProgressReporter;
+  correlationId?: string;
+}
+
+/**
+ * The authorization chain, in one place for every tool:
+ * policy ceiling → target (identity re-resolved) → capability → grant (or lease)
+ * → confirmation token (protected classes) → budgets → handler. Every outcome is audited.
+ */
+export async function runChain(
+  sup: Supervisor,
+  input: ChainInput,
+): Promise<{ result: unknown; ctx: CallContext }> {
+  const { def, args, signal } = input;
+  const client = sup.client();
+  const correlationId = input.correlationId ?? newCorrelationId();
+  const counters: Record<string, number | boolean> = {};
+  let policy: EffectivePolicy | null = null;
+  let target: ResolvedTarget | null = null;
+  let grant: Grant | null = null;
+  let capability: Capability | null = null;
+
+  const ctx: CallContext = {
+    sup,
+    correlationId,
+    client,
+    get policy() {
+      return policy;
+    },
+    get target() {
+      return target;
+    },
+    get grant() {
+      return grant;
+    },
+    get capability() {
+      return capability;
+    },
+    signal,
+    progress: input.progress,
+    counters,
+    call: (op, a, deadlineMs) => {
+      const host = workerFor(sup, op);
+      return host.call(op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal });
+    },
+  };
+
+  if (def.capability !== "none") {
+    policy = requirePolicy(sup);
+    if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
+  }
+  if (def.capability === "discovery" && def.budget !== "none") sup.budgets.take(def.budget, client.hash);
+
+  capability = capabilityOf(def, args);
+  if (policy && capability && !actionAllowed(policy, capability) && def.capability !== "per_class")
+    throw uiError("action_not_allowed");
+
+  if (def.target === "window" && policy) {
+    const all = await liveWindows(sup, signal);
+    target = pickTarget(policy, all, args);
+    detectInstanceChange(sup, client.hash, target);
+  } else if (def.target === "ref" && policy) {
+    const session = sup.sessions.lookupRef(String(args.ref ?? ""), client.hash);
+    const all = await liveWindows(sup, signal);
+    const live = all.find((w) => w.hwnd === session.hwnd);
+    if (!live) {
+      sup.sessions.disposeByInstance(session.instanceKey);
+      throw uiError("target_gone");
+    }
+    if (!live.instance || !sameInstance(live.instance, session.instance)) {
+      revokeInstance(sup, session.instanceKey, "target_changed");
+      throw uiError("target_changed");
+    }
+    target = pickTarget(policy, all, { hwnd: live.hwnd });
+  }
+
+  // Capability tools need a grant (or, with the lease, the broker's word) for this exact instance.
+  if (capability && target && def.capability !== "per_class") {
+    grant = await authorizeCapability(sup, client.hash, target, capability);
+    if (policy && isProtected(policy, capability) && def.name !== "request_confirmation") {
+      const token = typeof args.confirmation_token === "string" ? args.confirmation_token : "";
+      if (!token) throw uiError("confirmation_required");
+      if (sup.tokens.check(token, target.instanceKey, capability) !== "ok")
+        throw uiError("confirmation_invalid");
+      takeBudgets(sup, def, args, client.hash, policy, target);
+      if (sup.tokens.consume(token, target.instanceKey, capability) !== "ok")
+        throw uiError("confirmation_invalid");
+    } else if (policy) {
+      takeBudgets(sup, def, args, client.hash, policy, target);
+    }
+  } else if (def.capability !== "discovery" && def.budget !== "none" && policy) {
+    takeBudgets(sup, def, args, client.hash, policy, null);
+  }
+
+  try {
+    const result = await def.handler(ctx, args);
+    return { result, ctx };
+  } catch (e) {
+    // A worker that saw another process instance behind the window: the grant dies now.
+    if (e instanceof UiError && e.code === "target_changed" && target)
+      revokeInstance(sup, target.instanceKey, "target_changed");
+    throw e;
+  }
+}
+
+function takeBudgets(
+  sup: Supervisor,
+  def: ToolDef,
+  args: Record<string, unknown>,
+  client: string,
+  policy: EffectivePolicy,
+  target: ResolvedTarget | null,
+): void {
+  if (def.budget === "none") return;
+  if (!target) {
+    sup.budgets.take(def.budget, client);
+    return;
+  }
+  const cost = def.cost ? def.cost(args, policy, target) : {};
+  sup.budgets.take(def.budget, client, { key: target.instanceKey, limits: policy.limits, ...cost });
+}
+
+/** A grant for the same window but another process instance means the window was replaced. */
+function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedTarget): void {
+  for (const g of sup.grants.listForClient(client)) {
+    if (g.hwnd === target.window.hwnd && g.instanceKey !== target.instanceKey) {
+      revokeInstance(sup, g.instanceKey, "target_changed");
+      throw uiError("target_changed");
+    }
+  }
+}
+
+export async function authorizeCapability(
+  sup: Supervisor,
+  client: string,
+  target: ResolvedTarget,
+  capability: Capability,
+): Promise<Grant> {
+  if (sup.lease) {
+    try {
+      await sup.lease.validate(capability, target.instance);
+    } catch (e) {
+      // Broker loss, revocation or expiry fails closed and ends the instance's sessions now.
+      sup.grants.release(client, target.instanceKey);
+      sup.sessions.disposeByInstance(target.instanceKey, client);
+      throw e;
+    }
+    return sup.grants.put({
+      client,
+      instance: target.instance,
+      hwnd: target.window.hwnd,
+      capabilities: sup.lease.capabilities(),
+    });
+  }
+  let grant = sup.grants.get(client, target.instanceKey);
+  if (!grant) {
+    // Silent renewal from the kept decision; the identity was re-resolved just now.
+    const kept = sup.consent.keptDecision(client, target.instanceKey);
+    if (kept && kept.decision === "approved") {
+      grant = sup.grants.put({
+        client,
+        instance: target.instance,
+        hwnd: target.window.hwnd,
+        capabilities: kept.capabilities,
+      });
+    }
+  }
+  if (!grant) throw uiError("consent_required");
+  if (!grant.capabilities.has(capability))
+    throw uiError("consent_required", "This capability was not granted for this window.");
+  return grant;
+}
+
+function workerFor(sup: Supervisor, op: OpName): WorkerHost {
+  if (op.startsWith("input.")) return sup.workers.input;
+  if (op.startsWith("a11y.")) return sup.workers.uia;
+  return sup.workers.capture;
+}

@@ -1,0 +1,208 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { UiError, UiErrorBodySchema, uiError } from "../shared/errors.js";
+import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
+import { type CallContext, runChain, type Supervisor } from "./chain.js";
+import type { ToolDef } from "./tools/define.js";
+import { TOOLS, TOOLS_BY_NAME } from "./tools/index.js";
+
+const ErrorResultJson = (() => {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(z.object({ error: UiErrorBodySchema })) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+})();
+
+function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}
+
+/**
+ * Errors are results too (SPEC §7), so the output schema admits the error shape.
+ * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point.
+ */
+function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {
+  const { $defs, ...success } = jsonSchemaOf(def.output, "output");
+  return {
+    type: "object",
+    anyOf: [success, ErrorResultJson],
+    ...($defs ? { $defs } : {}),
+  } as Tool["outputSchema"];
+}
+
+/** Tool listing derived from the table: schemas, annotations, nothing hand-written. */
+export function listTools(): Tool[] {
+  return TOOLS.map((def) => ({
+    name: def.name,
+    title: def.title,
+    description: def.description,
+    inputSchema: jsonSchemaOf(def.input, "input") as Tool["inputSchema"],
+    outputSchema: outputSchemaOf(def),
+    annotations: { title: def.title, ...def.annotations, openWorldHint: false },
+  }));
+}
+
+/** The one place where an error becomes an MCP result. */
+export function errorResult(err: UiError, correlationId?: string): CallToolResult {
+  const body = err.toBody();
+  return {
+    isError: true,
+    content: [{ type: "text", text: JSON.stringify({ error: body }) }],
+    structuredContent: { error: body },
+    ...(correlationId ? { _meta: { correlation_id: correlationId } } : {}),
+  };
+}
+
+function zodMessage(e: z.ZodError): string {
+  // Paths and zod's own wording only: never the offending value.
+  return e.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`)
+    .join("; ");
+}
+
+function auditAction(def: ToolDef, ctx: CallContext | null): AuditAction {
+  if (ctx?.capability) return ctx.capability;
+  if (def.capability === "discovery") return "discovery";
+  if (def.capability === "none" || def.capability === "consent" || def.capability === "per_class")
+    return "none";
+  return def.capability;
+}
+
+export interface CallExtra {
+  signal: AbortSignal;
+  progressToken?: string | number | undefined;
+  sendProgress?: (progress: number, total?: number) => Promise<void>;
+}
+
+/** Validates, authorizes, runs and audits one tool call. Never throws. */
+export async function callTool(
+  sup: Supervisor,
+  name: string,
+  rawArgs: unknown,
+  extra: CallExtra,
+): Promise<CallToolResult> {
+  const started = performance.now();
+  const correlationId = newCorrelationId();
+  const def = TOOLS_BY_NAME.get(name);
+  let ctx: CallContext | null = null;
+  let outcome: "allow" | "deny" | "error" = "allow";
+  let reason: AuditReason = "ok";
+  try {
+    if (!def) throw uiError("invalid_argument", "Unknown tool.");
+    const parsed = def.input.safeParse(rawArgs ?? {});
+    if (!parsed.success) throw uiError("invalid_argument", zodMessage(parsed.error));
+    const progress = async (p: number, total?: number) => {
+      if (extra.progressToken !== undefined && extra.sendProgress) await extra.sendProgress(p, total);
+    };
+    const run = await runChain(sup, {
+      def,
+      args: parsed.data as Record<string, unknown>,
+      signal: extra.signal,
+      progress,
+      correlationId,
+    });
+    ctx = run.ctx;
+    const r = run.result as {
+      structured: Record<string, unknown>;
+      content?: CallToolResult["content"];
+      text?: string;
+      _meta?: Record<string, unknown>;
+    };
+    const text = r.text ?? JSON.stringify(r.structured);
+    return {
+      content: [...(r.content ?? []), { type: "text", text }],
+      structuredContent: r.structured,
+      ...(r._meta ? { _meta: r._meta } : {}),
+    };
+  } catch (e) {
+    const err =
+      e instanceof UiError
+        ? e
+        : extra.signal.aborted
+          ? uiError("cancelled")
+          : uiError("platform_unavailable");
+    if (!(e instanceof UiError))
+      sup.log.error({ tool: def?.name ?? "unknown", kind: (e as Error)?.name }, "tool_internal_error");
+    outcome = isDenial(err.code) ? "deny" : "error";
+    reason = err.code;
+    return errorResult(err, correlationId);
+  } finally {
+    if (def) {
+      const t = ctx?.target ?? null;
+      sup.audit.record({
+        correlation_id: correlationId,
+        client: sup.client().hash,
+        policy_id: ctx?.policy?.policy_id ?? null,
+        action: auditAction(def, ctx),
+        tool: def.name,
+        outcome,
+        reason,
+        duration_ms: Math.round((performance.now() - started) * 100) / 100,
+        pid: t?.instance.pid ?? null,
+        process_start: t?.instance.start_time ?? null,
+        counters: ctx?.counters ?? {},
+      });
+    }
+  }
+}
+
+const DENIALS = new Set([
+  "policy_not_configured",
+  "policy_conflict",
+  "policy_invalid",
+  "policy_expired",
+  "policy_unreadable",
+  "action_not_allowed",
+  "target_not_allowed",
+  "consent_required",
+  "consent_denied",
+  "capability_expansion_denied",
+  "confirmation_required",
+  "confirmation_invalid",
+  "rate_limited",
+  "memory_budget_exceeded",
+  "lease_revoked",
+]);
+const isDenial = (code: string) => DENIALS.has(code);
+
+/** Wires the tool table into an MCP server (low-level API: we own validation and errors). */
+export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) => void): Server {
+  const server = new Server(
+    { name: "uiinspect-mcp", version: sup.version },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions:
+        "Deny-by-default desktop automation. Call list_windows, then request_access for a window (a person approves it), then inspect/screenshot/act. Protected actions (text, close, drag by default) need request_confirmation first.",
+    },
+  );
+  server.oninitialized = () => onClientInfo(server.getClientVersion() ?? null);
+  const tools = listTools();
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const progressToken = request.params._meta?.progressToken;
+    return callTool(sup, request.params.name, request.params.arguments, {
+      signal: extra.signal,
+      progressToken,
+      sendProgress: async (progress, total) => {
+        if (progressToken === undefined) return;
+        await extra.sendNotification({
+          method: "notifications/progress",
+          params: { progressToken, progress, ...(total !== undefined ? { total } : {}) },
+        });
+      },
+    });
+  });
+  return server;
+}

@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { uiError } from "../shared/errors.js";
+import { instanceKey, type ProcessInstance } from "../shared/identity.js";
+import type { WindowInfo } from "../shared/platform.js";
+import type { TargetExpectation } from "../shared/protocol.js";
+import type { EffectivePolicy } from "./policy/load.js";
+import { windowAllowed } from "./policy/match.js";
+
+/** A window handle as a decimal integer or a string of digits (SPEC §3). */
+export const HwndSchema = z
+  .union([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/)])
+  .transform((v) => String(v).replace(/^0+(?=\d)/, ""));
+
+/** Exactly one of hwnd or title_contains. */
+export const TargetShape = {
+  hwnd: HwndSchema.optional().describe("Window handle from list_windows (decimal integer or string)."),
+  title_contains: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe("Case-insensitive substring of the window title; must match exactly one allowed window."),
+};
+
+export function exactlyOneTarget(v: {
+  hwnd?: string | undefined;
+  title_contains?: string | undefined;
+}): boolean {
+  return (v.hwnd === undefined) !== (v.title_contains === undefined);
+}
+export const TARGET_REFINE_MESSAGE = "Give exactly one of hwnd or title_contains.";
+
+export interface TargetArgs {
+  hwnd?: string | undefined;
+  title_contains?: string | undefined;
+}
+
+export interface ResolvedTarget {
+  window: WindowInfo;
+  instance: ProcessInstance;
+  instanceKey: string;
+  expectation: TargetExpectation;
+}
+
+/** Windows the policy lets anyone see: visible, titled, allowed by title and executable. */
+export function allowedWindows(policy: EffectivePolicy, all: readonly WindowInfo[]): WindowInfo[] {
+  return all.filter(
+    (w) =>
+      w.visible &&
+      w.title !== "" &&
+      w.instance !== null &&
+      windowAllowed(policy, { title: w.title, exe_path: w.instance.exe_path }),
+  );
+}
+
+/**
+ * Picks the target among live windows. A title match is looked for among allowed
+ * windows only, so windows outside the policy neither match nor cause ambiguity.
+ */
+export function pickTarget(
+  policy: EffectivePolicy,
+  all: readonly WindowInfo[],
+  args: TargetArgs,
+): ResolvedTarget {
+  let window: WindowInfo | undefined;
+  if (args.hwnd !== undefined) {
+    window = all.find((w) => w.hwnd === args.hwnd);
+    if (!window) throw uiError("target_not_found");
+    // Minimized windows stay targets (restore_window), hidden or unresolvable ones do not.
+    if (
+      !window.instance ||
+      !windowAllowed(policy, { title: window.title, exe_path: window.instance.exe_path })
+    )
+      throw uiError("target_not_allowed");
+  } else if (args.title_contains !== undefined) {
+    const needle = args.title_contains.toLowerCase();
+    const matches = all.filter(
+      (w) =>
+        w.instance !== null &&
+        w.title.toLowerCase().includes(needle) &&
+        windowAllowed(policy, { title: w.title, exe_path: w.instance.exe_path }),
+    );
+    if (matches.length === 0) throw uiError("target_not_found");
+    if (matches.length > 1) throw uiError("target_ambiguous");
+    window = matches[0];
+  } else {
+    throw uiError("invalid_argument", "Give exactly one of hwnd or title_contains.");
+  }
+  const instance = window.instance as ProcessInstance;
+  return {
+    window,
+    instance,
+    instanceKey: instanceKey(instance),
+    expectation: { hwnd: window.hwnd, instance },
+  };
+}

@@ -1,0 +1,226 @@
+import { z } from "zod";
+import { uiError } from "../../shared/errors.js";
+import { sameInstance } from "../../shared/identity.js";
+import { authorizeCapability, liveWindows } from "../chain.js";
+import { isProtected } from "../policy/match.js";
+import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
+import { pickTarget } from "../targets.js";
+import { defineTool } from "./define.js";
+import { CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
+
+const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
+
+export const accessTools = [
+  defineTool({
+    name: "request_access",
+    title: "Request access to a window",
+    description:
+      "Asks the person at this desktop, through a dialog owned by this server, to let this client use the given capabilities on this exact process instance (default: all the policy allows). Deny is the default.",
+    capability: "consent",
+    budget: "none",
+    target: "window",
+    input: withTarget({ capabilities: Capabilities.optional() }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      decision: z.enum(["approved", "denied"]),
+      capabilities: z.array(z.string()),
+      expires_at: z.string().nullable(),
+      source: z.enum(["dialog", "cached", "lease"]),
+    }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    handler: async (ctx, args) => {
+      const { sup } = ctx;
+      const policy = ctx.policy!;
+      const target = ctx.target!;
+      const allowed = CAPABILITIES.filter((c) => policy.allowed_actions.has(c));
+      const wanted: Capability[] = args.capabilities ? [...new Set(args.capabilities)] : allowed;
+      if (wanted.length === 0 || wanted.some((c) => !policy.allowed_actions.has(c)))
+        throw uiError("action_not_allowed");
+      ctx.counters.capabilities = wanted.length;
+      if (sup.lease) {
+        for (const c of wanted) await authorizeCapability(sup, ctx.client.hash, target, c);
+        const g = sup.grants.get(ctx.client.hash, target.instanceKey);
+        return {
+          structured: {
+            correlation_id: ctx.correlationId,
+            decision: "approved" as const,
+            capabilities: wanted,
+            expires_at: g ? new Date(g.expiresAt).toISOString() : null,
+            source: "lease" as const,
+          },
+        };
+      }
+      const decision = await sup.consent.request({
+        clientHash: ctx.client.hash,
+        clientLabel: ctx.client.label,
+        instance: target.instance,
+        capabilities: wanted,
+        signal: ctx.signal,
+      });
+      if (decision.decision === "denied") {
+        return {
+          structured: {
+            correlation_id: ctx.correlationId,
+            decision: "denied" as const,
+            capabilities: [],
+            expires_at: null,
+            source: decision.source,
+          },
+        };
+      }
+      // Re-resolve after the prompt: the window must still belong to the approved instance.
+      const again = pickTarget(policy, await liveWindows(sup, ctx.signal), { hwnd: target.window.hwnd });
+      if (!sameInstance(again.instance, target.instance)) {
+        sup.grants.revokeInstance(target.instanceKey, "target_changed");
+        throw uiError("target_changed");
+      }
+      const grant = sup.grants.put({
+        client: ctx.client.hash,
+        instance: target.instance,
+        hwnd: target.window.hwnd,
+        capabilities: decision.capabilities,
+      });
+      return {
+        structured: {
+          correlation_id: ctx.correlationId,
+          decision: "approved" as const,
+          capabilities: [...grant.capabilities],
+          expires_at: new Date(grant.expiresAt).toISOString(),
+          source: decision.source,
+        },
+      };
+    },
+  }),
+
+  defineTool({
+    name: "get_access_state",
+    title: "Access state",
+    description: "This client's live grants: hwnd, pid, capabilities and expiry (no other identities).",
+    capability: "none",
+    budget: "none",
+    target: "none",
+    input: z.strictObject({}),
+    output: z.object({
+      grants: z.array(
+        z.object({
+          hwnd: z.string(),
+          pid: z.number(),
+          capabilities: z.array(z.string()),
+          expires_at: z.string(),
+        }),
+      ),
+    }),
+    annotations: READ_ONLY,
+    handler: async (ctx) => ({
+      structured: {
+        grants: ctx.sup.grants.listForClient(ctx.client.hash).map((g) => ({
+          hwnd: g.hwnd,
+          pid: g.instance.pid,
+          capabilities: [...g.capabilities],
+          expires_at: new Date(g.expiresAt).toISOString(),
+        })),
+      },
+    }),
+  }),
+
+  defineTool({
+    name: "release_access",
+    title: "Release access",
+    description: "Drops this client's grant for the window and ends its automation session.",
+    capability: "consent",
+    budget: "none",
+    target: "window",
+    input: withTarget({}),
+    output: z.object({ correlation_id: CorrelationId, released: z.boolean() }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    handler: async (ctx) => {
+      const t = ctx.target!;
+      const released = ctx.sup.grants.release(ctx.client.hash, t.instanceKey);
+      ctx.sup.sessions.disposeByInstance(t.instanceKey, ctx.client.hash);
+      return { structured: { correlation_id: ctx.correlationId, released } };
+    },
+  }),
+
+  defineTool({
+    name: "request_confirmation",
+    title: "Request a confirmation token",
+    description:
+      "Issues a single-use token (TTL ≤ 300 s) for one protected action class on this exact process instance, after the checks the action itself would do.",
+    capability: "per_class",
+    budget: "none",
+    target: "window",
+    input: withTarget({
+      action_class: CapabilitySchema,
+      ttl_seconds: z.number().int().min(1).max(300).default(60),
+    }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      token_id: z.string(),
+      action_class: z.string(),
+      expires_at: z.string(),
+    }),
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      const { sup } = ctx;
+      const policy = ctx.policy!;
+      const t = ctx.target!;
+      if (!policy.allowed_actions.has(args.action_class)) throw uiError("action_not_allowed");
+      if (!isProtected(policy, args.action_class))
+        throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
+      await authorizeCapability(sup, ctx.client.hash, t, args.action_class);
+      if (t.window.iconic) throw uiError("minimized");
+      if (!t.window.visible) throw uiError("target_gone");
+      const issued = sup.tokens.issue(t.instanceKey, args.action_class, args.ttl_seconds);
+      return {
+        structured: {
+          correlation_id: ctx.correlationId,
+          token_id: issued.token_id,
+          action_class: args.action_class,
+          expires_at: issued.expires_at,
+        },
+      };
+    },
+  }),
+
+  defineTool({
+    name: "preview_action",
+    title: "Preview an action",
+    description:
+      "Says whether an action class would be allowed on the window, whether it needs a token and whether one is held.",
+    capability: "consent",
+    budget: "none",
+    target: "window",
+    input: withTarget({ action_class: CapabilitySchema }),
+    output: z.object({
+      allowed: z.boolean(),
+      requires_confirmation: z.boolean(),
+      has_valid_token: z.boolean(),
+      reason: z.string(),
+    }),
+    annotations: READ_ONLY,
+    handler: async (ctx, args) => {
+      const { sup } = ctx;
+      const policy = ctx.policy!;
+      const t = ctx.target!;
+      const requires = isProtected(policy, args.action_class);
+      const hasToken = sup.tokens.hasValid(t.instanceKey, args.action_class);
+      let reason = "ok";
+      if (!policy.allowed_actions.has(args.action_class)) reason = "action_not_allowed";
+      else {
+        const g = sup.lease ? null : sup.grants.get(ctx.client.hash, t.instanceKey);
+        const kept = sup.lease ? null : sup.consent.keptDecision(ctx.client.hash, t.instanceKey);
+        const caps = g?.capabilities ?? (kept?.decision === "approved" ? new Set(kept.capabilities) : null);
+        if (!sup.lease && !caps?.has(args.action_class)) reason = "consent_required";
+        else if (requires && !hasToken) reason = "confirmation_required";
+      }
+      return {
+        structured: {
+          allowed: reason === "ok",
+          requires_confirmation: requires,
+          has_valid_token: hasToken,
+          reason,
+        },
+      };
+    },
+  }),
+];

@@ -1,0 +1,83 @@
+import { z } from "zod";
+import { uiError } from "../../shared/errors.js";
+import { rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
+import { planScreenshot } from "../screenshot/plan.js";
+import { defineTool } from "./define.js";
+import { CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
+
+const Crop = z.number().int().min(0).max(100_000);
+/** PNG compression: 6 is sharp's default balance of size and speed. */
+const PNG_LEVEL = 6;
+
+export const captureTools = [
+  defineTool({
+    name: "screenshot_window",
+    title: "Screenshot a window region",
+    description:
+      "PNG of a region of the granted window: with a policy file, a named safe region (region_name); in env mode (when unrestricted screenshots are enabled) the window minus crop_* margins. Masks are painted black; grid=true overlays labelled lines.",
+    capability: "observe",
+    budget: "inspection",
+    target: "window",
+    input: withTarget({
+      region_name: z.string().min(1).max(128).optional(),
+      crop_left: Crop.default(12),
+      crop_top: Crop.default(40),
+      crop_right: Crop.default(12),
+      crop_bottom: Crop.default(12),
+      grid: z.boolean().default(false),
+      grid_spacing: z.number().int().min(5).max(2000).default(50),
+    }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      width: z.number().int(),
+      height: z.number().int(),
+      window_offset: z.tuple([z.number().int(), z.number().int()]),
+      png_bytes: z.number().int(),
+    }),
+    annotations: READ_ONLY,
+    cost: (args, policy, target) => ({
+      screenshotPixels: rectArea(planScreenshot(policy, target.window, args).region),
+    }),
+    handler: async (ctx, args) => {
+      const { sup } = ctx;
+      const policy = ctx.policy!;
+      const target = ctx.target!;
+      const plan = planScreenshot(policy, target.window, args);
+      const pixels = rectArea(plan.region);
+      // Raw RGBA frame plus a worst-case PNG of the same size, held until the image is sent.
+      const reservation = await sup.memory.reserve(pixels * 8, ctx.signal);
+      try {
+        const r = await ctx.call("capture.region", {
+          target: target.expectation,
+          region: plan.region,
+          masks: plan.masks,
+          grid_spacing: args.grid ? args.grid_spacing : null,
+          output: "png",
+          max_png_bytes: policy.limits.max_png_bytes,
+          compression_level: PNG_LEVEL,
+        });
+        if (!r.png) throw uiError("platform_unavailable", "No image was produced.");
+        ctx.counters.pixels = pixels;
+        ctx.counters.png_bytes = r.png.byteLength;
+        ctx.counters.masks = plan.masks.length;
+        const size: [number, number] = [rectWidth(plan.region), rectHeight(plan.region)];
+        // Window-relative position of the image: image pixel (u, v) is window pixel (u + ox, v + oy),
+        // the space every input tool takes (and the grid labels show).
+        const windowOffset: [number, number] = [plan.region[0], plan.region[1]];
+        return {
+          structured: {
+            correlation_id: ctx.correlationId,
+            width: size[0],
+            height: size[1],
+            window_offset: windowOffset,
+            png_bytes: r.png.byteLength,
+          },
+          content: [{ type: "image", data: Buffer.from(r.png).toString("base64"), mimeType: "image/png" }],
+          _meta: { correlation_id: ctx.correlationId, window_offset: windowOffset, image_size: size },
+        };
+      } finally {
+        reservation.release();
+      }
+    },
+  }),
+];

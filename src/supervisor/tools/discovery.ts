@@ -1,0 +1,279 @@
+import { createRequire } from "node:module";
+import { z } from "zod";
+import { uiError } from "../../shared/errors.js";
+import { RectSchema } from "../../shared/geometry.js";
+import { sameInstance } from "../../shared/identity.js";
+import type { WindowInfo } from "../../shared/platform.js";
+import { sleep } from "../../workers/handlers.js";
+import { type CallContext, liveWindows, requirePolicy } from "../chain.js";
+import { policyStatusAt } from "../policy/load.js";
+import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
+import { defineTool } from "./define.js";
+import { CorrelationId, READ_ONLY, WindowSummary, withTarget } from "./shapes.js";
+
+const summary = (w: WindowInfo) => ({
+  title: w.title,
+  pid: w.pid,
+  hwnd: w.hwnd,
+  rect: w.rect,
+  process_path: w.instance?.exe_path ?? "",
+  window_class: w.window_class,
+  foreground: w.foreground,
+});
+
+function sdkVersion(): string {
+  try {
+    const require = createRequire(import.meta.url);
+    const pkg = require("@modelcontextprotocol/sdk/package.json") as { version?: string };
+    return pkg.version ?? "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+const HealthOutput = z.object({
+  status: z.enum(["ok", "degraded", "unusable"]),
+  platform: z.string().nullable(),
+  policy: z.object({
+    source: z.enum(["env", "file", "none"]),
+    status: z.enum(["ok", "none", "error"]),
+    code: z.string().optional(),
+    policy_id: z.string().nullable().optional(),
+    expires_at: z.string().nullable().optional(),
+  }),
+  versions: z.object({ server: z.string(), node: z.string(), mcp_sdk: z.string() }),
+  platform_facts: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+  workers: z.array(
+    z.object({
+      kind: z.string(),
+      state: z.string(),
+      isolation: z.string(),
+      restarts: z.number(),
+      crashes: z.number(),
+      timeouts: z.number(),
+      inflight: z.number(),
+    }),
+  ),
+  lease: z.object({
+    mode: z.string(),
+    active: z.boolean(),
+    expires_at: z.string().nullable(),
+    reachable: z.boolean(),
+  }),
+  audit: z.object({ ring_size: z.number(), sink: z.string() }),
+  uptime_ms: z.number(),
+});
+
+export async function healthFacts(ctx: CallContext): Promise<z.output<typeof HealthOutput>> {
+  const { sup } = ctx;
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  let facts: Record<string, string | number | boolean | null> = {};
+  let platformOk = false;
+  if (sup.config.platform) {
+    try {
+      facts = (await ctx.call("desktop.health", {}, 5000)).facts;
+      platformOk = facts.available !== false;
+    } catch (e) {
+      facts = { error: e instanceof Error && "code" in e ? String(e.code) : "platform_unavailable" };
+    }
+  }
+  const lease = sup.lease ? await sup.lease.status() : { active: false, expires_at: null, reachable: false };
+  const policy =
+    state.status === "ok"
+      ? {
+          source: state.policy.source,
+          status: "ok" as const,
+          policy_id: state.policy.policy_id,
+          expires_at: state.policy.expires_at?.toISOString() ?? null,
+        }
+      : state.status === "none"
+        ? { source: "none" as const, status: "none" as const }
+        : { source: "none" as const, status: "error" as const, code: state.code };
+  const status = !platformOk ? "unusable" : state.status === "ok" ? "ok" : "degraded";
+  return {
+    status,
+    platform: sup.config.platform,
+    policy,
+    versions: { server: sup.version, node: process.version, mcp_sdk: sdkVersion() },
+    platform_facts: facts,
+    workers: Object.values(sup.workers).map((w) => w.stats()),
+    lease: { mode: sup.config.lease, ...lease },
+    audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
+    uptime_ms: sup.clock() - sup.startedAt,
+  };
+}
+
+export const discoveryTools = [
+  defineTool({
+    name: "health_check",
+    title: "Health check",
+    description:
+      "Server health: policy source and status, platform, versions, DPI awareness, workers and lease state. Never screen content.",
+    capability: "none",
+    budget: "none",
+    target: "none",
+    input: z.strictObject({}),
+    output: HealthOutput,
+    annotations: READ_ONLY,
+    handler: async (ctx) => ({ structured: await healthFacts(ctx) }),
+  }),
+
+  defineTool({
+    name: "list_windows",
+    title: "List allowed windows",
+    description: "Visible, titled windows that the operator policy allows (title and executable).",
+    capability: "discovery",
+    budget: "discovery",
+    target: "none",
+    input: z.strictObject({}),
+    output: z.object({ windows: z.array(WindowSummary) }),
+    annotations: READ_ONLY,
+    handler: async (ctx) => {
+      const policy = requirePolicy(ctx.sup);
+      const windows = allowedWindows(policy, await liveWindows(ctx.sup, ctx.signal)).map(summary);
+      ctx.counters.windows = windows.length;
+      return { structured: { windows } };
+    },
+  }),
+
+  defineTool({
+    name: "get_window_state",
+    title: "Window state",
+    description: "State of one allowed window: visible, iconic (minimized), foreground, on_top, rect.",
+    capability: "discovery",
+    budget: "discovery",
+    target: "none",
+    input: z.strictObject({ hwnd: HwndSchema }),
+    output: WindowSummary.extend({ visible: z.boolean(), iconic: z.boolean(), on_top: z.boolean() }),
+    annotations: READ_ONLY,
+    handler: async (ctx, args) => {
+      const policy = requirePolicy(ctx.sup);
+      const t = pickTarget(policy, await liveWindows(ctx.sup, ctx.signal), { hwnd: args.hwnd });
+      const w = t.window;
+      return { structured: { ...summary(w), visible: w.visible, iconic: w.iconic, on_top: w.on_top } };
+    },
+  }),
+
+  defineTool({
+    name: "get_virtual_screen_bounds",
+    title: "Virtual screen bounds",
+    description: "Bounds of the whole virtual screen (all monitors) in physical pixels.",
+    capability: "observe",
+    budget: "inspection",
+    target: "none",
+    input: z.strictObject({}),
+    output: z.object({
+      bounds: RectSchema,
+      origin: z.tuple([z.number(), z.number()]),
+      size: z.tuple([z.number(), z.number()]),
+    }),
+    annotations: READ_ONLY,
+    handler: async (ctx) => {
+      const { rect } = await ctx.call("desktop.virtual_screen", {});
+      return {
+        structured: {
+          bounds: rect,
+          origin: [rect[0], rect[1]] as [number, number],
+          size: [rect[2] - rect[0], rect[3] - rect[1]] as [number, number],
+        },
+      };
+    },
+  }),
+
+  defineTool({
+    name: "wait_for_window",
+    title: "Wait for a window",
+    description:
+      "Waits until exactly one allowed window's title contains the text (≤ 30 s). Sends progress notifications when asked; cancellable.",
+    capability: "discovery",
+    budget: "discovery",
+    target: "none",
+    input: z.strictObject({
+      title_contains: z.string().min(1).max(256),
+      timeout_ms: z.number().int().min(0).max(30_000).default(5000),
+      poll_interval_ms: z.number().int().min(50).max(5000).default(200),
+    }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      found: z.boolean(),
+      elapsed_ms: z.number(),
+      window: WindowSummary.optional(),
+    }),
+    annotations: READ_ONLY,
+    handler: async (ctx, args) => {
+      const policy = requirePolicy(ctx.sup);
+      const start = Date.now();
+      await ctx.progress(0, args.timeout_ms);
+      for (let polls = 0; ; polls++) {
+        const all = await liveWindows(ctx.sup, ctx.signal);
+        const needle = args.title_contains.toLowerCase();
+        const hits = allowedWindows(policy, all).filter((w) => w.title.toLowerCase().includes(needle));
+        if (hits.length > 1) throw uiError("target_ambiguous");
+        const elapsed = Date.now() - start;
+        ctx.counters.polls = polls + 1;
+        if (hits.length === 1)
+          return {
+            structured: {
+              correlation_id: ctx.correlationId,
+              found: true,
+              elapsed_ms: elapsed,
+              window: summary(hits[0]),
+            },
+          };
+        if (elapsed >= args.timeout_ms)
+          return { structured: { correlation_id: ctx.correlationId, found: false, elapsed_ms: elapsed } };
+        await ctx.progress(Math.min(elapsed, args.timeout_ms), args.timeout_ms);
+        await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), ctx.signal).catch(() => {
+          throw uiError("cancelled");
+        });
+      }
+    },
+  }),
+
+  defineTool({
+    name: "wait_for_title_change",
+    title: "Wait for a title change",
+    description:
+      "Waits until the granted window's title differs from its title at the call (≤ 30 s); errors at once if the window leaves or its process changes.",
+    capability: "observe",
+    budget: "inspection",
+    target: "window",
+    input: withTarget({
+      timeout_ms: z.number().int().min(0).max(30_000).default(5000),
+      poll_interval_ms: z.number().int().min(50).max(5000).default(200),
+    }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      changed: z.boolean(),
+      elapsed_ms: z.number(),
+      title: z.string().optional(),
+    }),
+    annotations: READ_ONLY,
+    handler: async (ctx, args) => {
+      const t = ctx.target!;
+      const initial = t.window.title;
+      const start = Date.now();
+      for (;;) {
+        const elapsed = Date.now() - start;
+        if (elapsed >= args.timeout_ms)
+          return { structured: { correlation_id: ctx.correlationId, changed: false, elapsed_ms: elapsed } };
+        await ctx.progress(elapsed, args.timeout_ms);
+        await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), ctx.signal).catch(() => {
+          throw uiError("cancelled");
+        });
+        const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
+        if (!window) throw uiError("target_gone");
+        if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
+        if (window.title !== initial)
+          return {
+            structured: {
+              correlation_id: ctx.correlationId,
+              changed: true,
+              elapsed_ms: Date.now() - start,
+              title: window.title,
+            },
+          };
+      }
+    },
+  }),
+];

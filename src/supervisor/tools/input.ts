@@ -1,0 +1,307 @@
+import { z } from "zod";
+import { uiError } from "../../shared/errors.js";
+import { isAllowedKey, isSystemChord, MODIFIERS } from "../../shared/keys.js";
+import type { CallContext } from "../chain.js";
+import { defineTool } from "./define.js";
+import { CorrelationId, DESTRUCTIVE, EFFECT, withTarget } from "./shapes.js";
+
+const Coord = z.number().int().min(0).max(65_535);
+const Token = z.string().min(1).max(128);
+
+const KeyName = z
+  .string()
+  .transform((k) => k.toLowerCase())
+  .refine(isAllowedKey, { message: "Key is not on the allow-list." });
+const Modifiers = z
+  .array(z.enum(MODIFIERS))
+  .max(2)
+  .refine((m) => new Set(m).size === m.length, { message: "Repeated modifier." });
+const HoldMs = z.number().int().min(0).max(5000).default(80);
+
+const PointerOutput = z.object({
+  correlation_id: CorrelationId,
+  screen_x: z.number().int(),
+  screen_y: z.number().int(),
+});
+
+function expectation(ctx: CallContext) {
+  return ctx.target!.expectation;
+}
+
+function pointerTool(
+  name: "click_window" | "double_click_window" | "right_click_window",
+  kind: "click" | "double_click" | "right_click",
+  title: string,
+) {
+  return defineTool({
+    name,
+    title,
+    description: `${title} at window-relative (x, y): move, 150 ms, verify identity/focus/occlusion/bounds, press, 50 ms, release.`,
+    capability: "click",
+    budget: "action",
+    target: "window",
+    input: withTarget({ x: Coord, y: Coord, confirmation_token: Token.optional() }),
+    output: PointerOutput,
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      const r = await ctx.call("input.pointer", {
+        target: expectation(ctx),
+        kind,
+        x: args.x,
+        y: args.y,
+        focus_mode: ctx.sup.config.focusMode,
+      });
+      return { structured: { correlation_id: ctx.correlationId, ...r } };
+    },
+  });
+}
+
+export const inputTools = [
+  pointerTool("click_window", "click", "Left click"),
+  pointerTool("double_click_window", "double_click", "Double click"),
+  pointerTool("right_click_window", "right_click", "Right click"),
+
+  defineTool({
+    name: "hover_window",
+    title: "Hover",
+    description:
+      "Moves the pointer to window-relative (x, y) after verification and dwells there (0–10000 ms).",
+    capability: "hover",
+    budget: "action",
+    target: "window",
+    input: withTarget({
+      x: Coord,
+      y: Coord,
+      dwell_ms: z.number().int().min(0).max(10_000).default(400),
+      confirmation_token: Token.optional(),
+    }),
+    output: PointerOutput,
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      const r = await ctx.call(
+        "input.pointer",
+        {
+          target: expectation(ctx),
+          kind: "hover",
+          x: args.x,
+          y: args.y,
+          dwell_ms: args.dwell_ms,
+          focus_mode: ctx.sup.config.focusMode,
+        },
+        ctx.sup.config.workerDeadlineMs + args.dwell_ms,
+      );
+      return { structured: { correlation_id: ctx.correlationId, ...r } };
+    },
+  }),
+
+  defineTool({
+    name: "scroll_window",
+    title: "Scroll",
+    description:
+      "Vertical wheel notches (±1…20, positive = up) at window-relative (x, y) after verification.",
+    capability: "click",
+    budget: "action",
+    target: "window",
+    input: withTarget({
+      x: Coord,
+      y: Coord,
+      notches: z
+        .number()
+        .int()
+        .min(-20)
+        .max(20)
+        .refine((n) => n !== 0, { message: "notches must be ±1…20" })
+        .default(1),
+      confirmation_token: Token.optional(),
+    }),
+    output: PointerOutput,
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      ctx.counters.notches = args.notches;
+      const r = await ctx.call("input.pointer", {
+        target: expectation(ctx),
+        kind: "scroll",
+        x: args.x,
+        y: args.y,
+        notches: args.notches,
+        focus_mode: ctx.sup.config.focusMode,
+      });
+      return { structured: { correlation_id: ctx.correlationId, ...r } };
+    },
+  }),
+
+  defineTool({
+    name: "drag_window",
+    title: "Drag",
+    description:
+      "Left-button drag from start to end through up to 16 waypoints, re-verifying before each leg; the button is always released. Protected: needs a confirmation token.",
+    capability: "drag",
+    budget: "action",
+    target: "window",
+    input: withTarget({
+      start_x: Coord,
+      start_y: Coord,
+      end_x: Coord,
+      end_y: Coord,
+      confirmation_token: Token.optional(),
+      path: z
+        .array(z.object({ x: Coord, y: Coord }).strict())
+        .max(16)
+        .optional(),
+    }),
+    output: z.object({ correlation_id: CorrelationId, legs: z.number().int() }),
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      const points = [
+        { x: args.start_x, y: args.start_y },
+        ...(args.path ?? []),
+        { x: args.end_x, y: args.end_y },
+      ];
+      ctx.counters.waypoints = args.path?.length ?? 0;
+      const r = await ctx.call("input.drag", {
+        target: expectation(ctx),
+        points,
+        focus_mode: ctx.sup.config.focusMode,
+      });
+      return { structured: { correlation_id: ctx.correlationId, legs: r.legs } };
+    },
+  }),
+
+  defineTool({
+    name: "send_text",
+    title: "Type text",
+    description:
+      "Types 1–4096 characters (UTF-16, astral characters included, no NUL) into the focused control of the verified foreground window. Protected: needs a confirmation token. The text is never logged.",
+    capability: "text",
+    budget: "action",
+    target: "window",
+    input: withTarget({
+      text: z
+        .string()
+        .min(1)
+        .max(4096)
+        .refine((t) => !t.includes("\u0000"), { message: "Text must not contain NUL." }),
+      confirmation_token: Token.optional(),
+    }),
+    output: z.object({ correlation_id: CorrelationId, chars: z.number().int() }),
+    annotations: EFFECT,
+    cost: (args) => ({ textChars: args.text.length }),
+    handler: async (ctx, args) => {
+      ctx.counters.chars = args.text.length;
+      const r = await ctx.call(
+        "input.text",
+        {
+          target: expectation(ctx),
+          text: args.text,
+          mode: ctx.sup.config.textMode,
+          focus_mode: ctx.sup.config.focusMode,
+        },
+        ctx.sup.config.workerDeadlineMs + args.text.length * 5,
+      );
+      return { structured: { correlation_id: ctx.correlationId, chars: r.chars } };
+    },
+  }),
+
+  defineTool({
+    name: "send_key",
+    title: "Press a key",
+    description:
+      "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12) with up to two of ctrl/shift/alt. No system chords.",
+    capability: "key",
+    budget: "action",
+    target: "window",
+    input: withTarget({
+      key: KeyName,
+      modifiers: Modifiers.default([]),
+      hold_ms: HoldMs,
+      confirmation_token: Token.optional(),
+    }),
+    output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      if (isSystemChord(args.modifiers, args.key))
+        throw uiError("invalid_argument", "System chords are refused.");
+      ctx.counters.modifiers = args.modifiers.length;
+      const r = await ctx.call(
+        "input.keys",
+        {
+          target: expectation(ctx),
+          steps: [{ key: args.key, modifiers: args.modifiers, hold_ms: args.hold_ms }],
+          focus_mode: ctx.sup.config.focusMode,
+        },
+        ctx.sup.config.workerDeadlineMs + args.hold_ms,
+      );
+      return { structured: { correlation_id: ctx.correlationId, steps: r.steps } };
+    },
+  }),
+
+  defineTool({
+    name: "send_key_sequence",
+    title: "Press a key sequence",
+    description:
+      "Up to 10 allow-listed key steps, each re-verified before it is pressed; every key is released whatever fails.",
+    capability: "key",
+    budget: "action",
+    target: "window",
+    input: withTarget({
+      keys: z
+        .array(z.union([KeyName, z.strictObject({ key: KeyName, modifiers: Modifiers.default([]) })]))
+        .min(1)
+        .max(10),
+      hold_ms: HoldMs,
+      confirmation_token: Token.optional(),
+    }),
+    output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
+    annotations: EFFECT,
+    handler: async (ctx, args) => {
+      const steps = args.keys.map((k) =>
+        typeof k === "string"
+          ? { key: k, modifiers: [] as ("ctrl" | "shift" | "alt")[], hold_ms: args.hold_ms }
+          : { key: k.key, modifiers: k.modifiers, hold_ms: args.hold_ms },
+      );
+      for (const s of steps)
+        if (isSystemChord(s.modifiers, s.key))
+          throw uiError("invalid_argument", "System chords are refused.");
+      ctx.counters.steps = steps.length;
+      const r = await ctx.call(
+        "input.keys",
+        { target: expectation(ctx), steps, focus_mode: ctx.sup.config.focusMode },
+        ctx.sup.config.workerDeadlineMs + steps.length * (args.hold_ms + 100),
+      );
+      return { structured: { correlation_id: ctx.correlationId, steps: r.steps } };
+    },
+  }),
+
+  defineTool({
+    name: "close_window",
+    title: "Close window",
+    description:
+      "Asks the window to close (WM_CLOSE / WM_DELETE_WINDOW); never kills. Protected: needs a confirmation token.",
+    capability: "close",
+    budget: "action",
+    target: "window",
+    input: withTarget({ confirmation_token: Token.optional() }),
+    output: z.object({ correlation_id: CorrelationId }),
+    annotations: DESTRUCTIVE,
+    handler: async (ctx) => {
+      await ctx.call("input.close", { target: expectation(ctx) });
+      return { structured: { correlation_id: ctx.correlationId } };
+    },
+  }),
+
+  defineTool({
+    name: "restore_window",
+    title: "Restore window",
+    description: "Un-minimizes the window without focusing it.",
+    capability: "observe",
+    budget: "action",
+    target: "window",
+    input: withTarget({}),
+    output: z.object({ correlation_id: CorrelationId, was_minimized: z.boolean() }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    handler: async (ctx) => {
+      const r = await ctx.call("input.restore", { target: expectation(ctx) });
+      return { structured: { correlation_id: ctx.correlationId, was_minimized: r.was_iconic } };
+    },
+  }),
+];

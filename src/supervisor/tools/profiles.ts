@@ -1,0 +1,134 @@
+import { z } from "zod";
+import { uiError } from "../../shared/errors.js";
+import { RectSchema } from "../../shared/geometry.js";
+import type { CallContext } from "../chain.js";
+import {
+  checkProfile,
+  loadProfile,
+  recordProfile,
+  resolvePoint,
+  resolveReferenceRegion,
+} from "../profiles/profile.js";
+import { CoordinateProfileSchema } from "../profiles/schema.js";
+import type { ScreenshotPlan } from "../screenshot/plan.js";
+import { planReferenceCapture } from "../screenshot/plan.js";
+import { defineTool } from "./define.js";
+import { CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
+
+const ProfilePath = z.string().min(1).max(4096).describe("Path of a coordinate profile JSON file.");
+const Name = z.string().min(1).max(64);
+
+/** The same capture chain as screenshots, but only a hash of the masked region leaves the worker. */
+async function referenceHash(ctx: CallContext, plan: ScreenshotPlan): Promise<string> {
+  const policy = ctx.policy!;
+  const r = await ctx.call("capture.region", {
+    target: ctx.target!.expectation,
+    region: plan.region,
+    masks: plan.masks,
+    grid_spacing: null,
+    output: "sha256",
+    max_png_bytes: policy.limits.max_png_bytes,
+    compression_level: 0,
+  });
+  if (!r.sha256) throw uiError("platform_unavailable", "No hash was produced.");
+  return r.sha256;
+}
+
+const referencePixels = (rect: readonly number[]) =>
+  Math.max(0, rect[2] - rect[0]) * Math.max(0, rect[3] - rect[1]);
+
+export const profileTools = [
+  defineTool({
+    name: "resolve_coordinate_profile_point",
+    title: "Resolve a profile point",
+    description:
+      "Window-relative point of a named safe region (its centre) or verification point in a coordinate profile. No platform calls.",
+    capability: "none",
+    budget: "none",
+    target: "none",
+    input: z.strictObject({ profile_path: ProfilePath, region_name: Name }),
+    output: z.object({
+      x: z.number().int(),
+      y: z.number().int(),
+      kind: z.enum(["safe_region", "verification_point"]),
+      window_size: z.tuple([z.number().int(), z.number().int()]),
+    }),
+    annotations: READ_ONLY,
+    handler: async (_ctx, args) => ({
+      structured: resolvePoint(loadProfile(args.profile_path), args.region_name),
+    }),
+  }),
+
+  defineTool({
+    name: "check_coordinate_profile",
+    title: "Check a coordinate profile",
+    description:
+      "Whether the live window still matches a profile: window size first (size_mismatch), then the hash of the masked reference region (hash_mismatch).",
+    capability: "observe",
+    budget: "inspection",
+    target: "window",
+    input: withTarget({ profile_path: ProfilePath }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      matches: z.boolean(),
+      reason: z.enum(["ok", "size_mismatch", "hash_mismatch"]),
+      expected_size: z.tuple([z.number().int(), z.number().int()]),
+      actual_size: z.tuple([z.number().int(), z.number().int()]),
+    }),
+    annotations: READ_ONLY,
+    cost: (args) => {
+      try {
+        return { screenshotPixels: referencePixels(loadProfile(args.profile_path).reference_region.rect) };
+      } catch {
+        return {};
+      }
+    },
+    handler: async (ctx, args) => {
+      const profile = loadProfile(args.profile_path);
+      const window = ctx.target!.window;
+      const sized = checkProfile(profile, window, null);
+      if (sized.reason === "size_mismatch")
+        return { structured: { correlation_id: ctx.correlationId, ...sized } };
+      const hash = await referenceHash(
+        ctx,
+        planReferenceCapture(ctx.policy!, window, profile.reference_region),
+      );
+      return { structured: { correlation_id: ctx.correlationId, ...checkProfile(profile, window, hash) } };
+    },
+  }),
+
+  defineTool({
+    name: "record_coordinate_profile",
+    title: "Record a coordinate profile",
+    description:
+      "Builds a coordinate profile from the live window (size and the hash of the masked reference region) and returns it; writes no file.",
+    capability: "observe",
+    budget: "inspection",
+    target: "window",
+    input: withTarget({
+      profile_id: z.string().min(1).max(128),
+      reference_region_name: Name,
+      safe_regions: z
+        .array(z.strictObject({ name: Name, rect: RectSchema, description: z.string().max(256).optional() }))
+        .max(256),
+      verification_points: z
+        .array(z.strictObject({ name: Name, x: z.number().int(), y: z.number().int() }))
+        .max(256),
+      app_version: z.string().min(1).max(128).optional(),
+    }),
+    output: z.object({ correlation_id: CorrelationId, profile: CoordinateProfileSchema }),
+    annotations: READ_ONLY,
+    handler: async (ctx, args) => {
+      const policy = ctx.policy!;
+      const window = ctx.target!.window;
+      const reference = resolveReferenceRegion(args, policy.safe_regions);
+      const hash = await referenceHash(ctx, planReferenceCapture(policy, window, reference));
+      return {
+        structured: {
+          correlation_id: ctx.correlationId,
+          profile: recordProfile(args, window, hash, policy.safe_regions),
+        },
+      };
+    },
+  }),
+];

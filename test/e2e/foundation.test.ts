@@ -1,0 +1,363 @@
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+
+const CANARY = "CANARY-7f3a9c";
+
+function desktop(windows: Array<Record<string, unknown>> = [ruffleWindow()]) {
+  return new FakeDesktop({
+    session: 1,
+    foreground: 1001,
+    windows,
+    consent: { answer: "approve", delay_ms: 0 },
+  });
+}
+
+const harnesses: McpHarness[] = [];
+async function start(env: Record<string, string>, info?: { name: string; version: string }) {
+  const h = await McpHarness.start({ UIINSPECT_PLATFORM: "fake", ...env }, info);
+  harnesses.push(h);
+  return h;
+}
+afterEach(async () => {
+  await Promise.all(harnesses.splice(0).map((h) => h.close()));
+});
+
+describe("foundation over stdio (built CLI + SDK client)", () => {
+  it("lists every tool with schemas and annotations", async () => {
+    const d = desktop();
+    const h = await start({ UIINSPECT_FAKE_DESKTOP: d.path });
+    const { tools } = await h.client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const n of [
+      "health_check",
+      "list_windows",
+      "get_window_state",
+      "get_virtual_screen_bounds",
+      "wait_for_window",
+      "wait_for_title_change",
+      "get_rate_limit_state",
+      "get_audit_events",
+    ])
+      expect(names).toContain(n);
+    for (const t of tools) {
+      expect(t.inputSchema.type).toBe("object");
+      expect(t.outputSchema).toBeDefined();
+      expect(t.annotations?.openWorldHint).toBe(false);
+      expect(typeof t.annotations?.readOnlyHint).toBe("boolean");
+      expect(typeof t.annotations?.destructiveHint).toBe("boolean");
+      expect(typeof t.annotations?.idempotentHint).toBe("boolean");
+    }
+  });
+
+  it("without a policy only health_check works", async () => {
+    const d = desktop();
+    const h = await start({ UIINSPECT_FAKE_DESKTOP: d.path });
+    const health = await h.ok("health_check");
+    expect(health.platform).toBe("fake");
+    expect((health.policy as { status: string }).status).toBe("none");
+    expect((await h.call("list_windows")).code).toBe("policy_not_configured");
+    expect((await h.call("get_window_state", { hwnd: 1001 })).code).toBe("policy_not_configured");
+  });
+
+  it("distinguishes conflicting, unreadable, invalid and expired policies", async () => {
+    const d = desktop();
+    const good = d.writePolicy(filePolicy());
+    const conflict = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: good,
+      DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle*",
+    });
+    expect((await conflict.call("list_windows")).code).toBe("policy_conflict");
+    const unreadable = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: join(d.dir, "nope.json"),
+    });
+    expect((await unreadable.call("list_windows")).code).toBe("policy_unreadable");
+    const bad = d.writePolicy({ ...filePolicy(), allowed_actions: ["teleport"] }, "bad.json");
+    const invalid = await start({ UIINSPECT_FAKE_DESKTOP: d.path, DESKTOP_AUTOMATION_POLICY_FILE: bad });
+    expect((await invalid.call("list_windows")).code).toBe("policy_invalid");
+    const old = d.writePolicy({ ...filePolicy(), expires_at: "2020-01-01T00:00:00Z" }, "old.json");
+    const expired = await start({ UIINSPECT_FAKE_DESKTOP: d.path, DESKTOP_AUTOMATION_POLICY_FILE: old });
+    expect((await expired.call("list_windows")).code).toBe("policy_expired");
+    expect((await expired.ok("health_check")).status).toBe("degraded");
+  });
+
+  it("filters windows by title and executable, and resolves window state", async () => {
+    const d = desktop([
+      ruffleWindow(),
+      ruffleWindow({
+        hwnd: 1002,
+        title: "Ruffle - fake.swf",
+        pid: 5555,
+        process_path: "C:\\evil\\ruffle.exe",
+        z: 1,
+      }),
+      ruffleWindow({
+        hwnd: 1003,
+        title: "Notepad",
+        pid: 6666,
+        process_path: "C:\\Windows\\notepad.exe",
+        z: 2,
+      }),
+      ruffleWindow({ hwnd: 1004, title: "Ruffle - hidden", pid: 7777, visible: false, z: 3 }),
+    ]);
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_ALLOWED_TITLES: "ruffle - *",
+      DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: "c:/program files/RUFFLE/bin/ruffle.exe",
+      DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe",
+    });
+    const list = (await h.ok("list_windows")).windows as Array<Record<string, unknown>>;
+    expect(list.map((w) => w.hwnd)).toEqual(["1001"]);
+    expect(list[0]).toMatchObject({
+      pid: 4242,
+      process_path: RUFFLE,
+      rect: [100, 100, 924, 740],
+      foreground: true,
+    });
+    const state = await h.ok("get_window_state", { hwnd: "1001" });
+    expect(state).toMatchObject({ visible: true, iconic: false, foreground: true, on_top: false });
+    expect((await h.call("get_window_state", { hwnd: 1002 })).code).toBe("target_not_allowed");
+    expect((await h.call("get_window_state", { hwnd: 9999 })).code).toBe("target_not_found");
+    const bounds = await h.ok("get_virtual_screen_bounds");
+    expect(bounds.size).toEqual([1920, 1080]);
+  });
+
+  it("wait_for_window reports progress and finds a window that appears later", async () => {
+    const d = desktop([]);
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      ...LOOSE_BUDGETS,
+    });
+    const progress: unknown[] = [];
+    await h.ok("list_windows");
+    setTimeout(() => d.write({ session: 1, foreground: 1001, windows: [ruffleWindow()] }), 800);
+    const r = await h.call(
+      "wait_for_window",
+      { title_contains: "game", timeout_ms: 5000, poll_interval_ms: 100 },
+      { onprogress: (p) => progress.push(p) },
+    );
+    expect(r.structured.found).toBe(true);
+    expect(r.structured.correlation_id).toMatch(/^[0-9a-f]{12}$/);
+    expect(progress.length).toBeGreaterThan(0);
+    const none = await h.ok("wait_for_window", {
+      title_contains: "nothing",
+      timeout_ms: 300,
+      poll_interval_ms: 100,
+    });
+    expect(none.found).toBe(false);
+  });
+
+  it("a cancelled wait stops on the server, which keeps serving", async () => {
+    const d = desktop();
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      ...LOOSE_BUDGETS,
+    });
+    const ac = new AbortController();
+    const p = h.call(
+      "wait_for_window",
+      { title_contains: "never", timeout_ms: 30_000 },
+      { signal: ac.signal },
+    );
+    setTimeout(() => ac.abort(), 300);
+    await expect(p).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 200));
+    const events = (await h.ok("get_audit_events", { limit: 5 })).events as Array<Record<string, unknown>>;
+    const wait = events.find((e) => e.tool === "wait_for_window");
+    expect(wait?.reason).toBe("cancelled");
+    expect(Number(wait?.duration_ms)).toBeLessThan(5000);
+  });
+
+  it("wait_for_title_change sees a retitle and fails at once when the window leaves", async () => {
+    const d = desktop();
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      ...LOOSE_BUDGETS,
+    });
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+    setTimeout(
+      () =>
+        d.write({ session: 1, foreground: 1001, windows: [ruffleWindow({ title: "Ruffle - level2.swf" })] }),
+      400,
+    );
+    const r = await h.ok("wait_for_title_change", { hwnd: 1001, timeout_ms: 5000, poll_interval_ms: 100 });
+    expect(r).toMatchObject({ changed: true, title: "Ruffle - level2.swf" });
+    setTimeout(() => d.write({ session: 1, foreground: null, windows: [] }), 300);
+    const started = Date.now();
+    const gone = await h.call("wait_for_title_change", {
+      hwnd: 1001,
+      timeout_ms: 20_000,
+      poll_interval_ms: 100,
+    });
+    expect(gone.code).toBe("target_gone");
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("rate limits discovery with retry_after_ms and keeps inspection and action budgets apart", async () => {
+    const d = desktop();
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      UIINSPECT_MAX_DISCOVERY_PER_MINUTE: "3",
+    });
+    for (let i = 0; i < 3; i++) await h.ok("list_windows");
+    const limited = await h.call("list_windows");
+    expect(limited.code).toBe("rate_limited");
+    const err = limited.structured.error as { retry_after_ms: number };
+    expect(err.retry_after_ms).toBeGreaterThan(0);
+    expect(err.retry_after_ms).toBeLessThanOrEqual(60_000);
+    const state = await h.ok("get_rate_limit_state");
+    expect(state.client).toMatchObject({
+      discovery: { used: 3, limit: 3 },
+      inspection: { used: 0 },
+      action: { used: 0 },
+    });
+  });
+
+  it("answers 100 malformed calls with invalid_argument and keeps serving", async () => {
+    const d = desktop();
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      ...LOOSE_BUDGETS,
+    });
+    const bad: Array<[string, Record<string, unknown>]> = [
+      ["get_window_state", { hwnd: "abc" }],
+      ["get_window_state", { hwnd: -1 }],
+      ["get_window_state", {}],
+      ["wait_for_window", { title_contains: "" }],
+      ["wait_for_window", { title_contains: "x", timeout_ms: 31_000 }],
+      ["screenshot_window", { hwnd: 1001, title_contains: "Ruffle" }],
+      ["click_window", { hwnd: 1001, x: "1", y: 2 }],
+      ["click_window", { hwnd: 1001, x: 1.5, y: 2 }],
+      ["send_key", { hwnd: 1001, key: "win" }],
+      ["send_key", { hwnd: 1001, key: "a", modifiers: ["ctrl", "alt", "shift"] }],
+      ["send_text", { hwnd: 1001, text: "" }],
+      ["send_text", { hwnd: 1001, text: "a\u0000b" }],
+      ["scroll_window", { hwnd: 1001, x: 1, y: 1, notches: 0 }],
+      ["hover_window", { hwnd: 1001, x: 1, y: 1, dwell_ms: 10_001 }],
+      ["inspect_tree", { hwnd: 1001, max_depth: 33 }],
+      ["get_audit_events", { limit: 0 }],
+      ["list_windows", { extra: true }],
+      ["no_such_tool", {}],
+      ["screenshot_window", { hwnd: 1001, region_name: "stage", crop_left: true }],
+      ["request_confirmation", { hwnd: 1001, action_class: "teleport" }],
+    ];
+    for (let i = 0; i < 100; i++) {
+      const [name, args] = bad[i % bad.length];
+      const r = await h.call(name, args);
+      expect(r.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
+      expect(r.code).toBe("invalid_argument");
+    }
+    const list = await h.ok("list_windows");
+    expect((list.windows as unknown[]).length).toBe(1);
+  });
+
+  it("never lets a canary title or typed text reach audit, logs or errors", async () => {
+    const d = desktop([ruffleWindow({ title: `Ruffle - ${CANARY}` })]);
+    const auditFile = join(d.dir, "audit.jsonl");
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      UIINSPECT_AUDIT_FILE: auditFile,
+      UIINSPECT_LOG_LEVEL: "debug",
+      ...LOOSE_BUDGETS,
+    });
+    await h.ok("list_windows");
+    await h.ok("request_access", { hwnd: 1001 });
+    const tok = await h.ok("request_confirmation", { hwnd: 1001, action_class: "text" });
+    await h.call("send_text", { hwnd: 1001, text: `secret ${CANARY}`, confirmation_token: tok.token_id });
+    await h.call("send_text", { hwnd: 1001, text: `again ${CANARY}`, confirmation_token: tok.token_id });
+    const wrong = await h.call("wait_for_window", { title_contains: CANARY.toLowerCase(), timeout_ms: 0 });
+    const errors = [wrong, await h.call("get_window_state", { hwnd: CANARY })].map((r) =>
+      JSON.stringify(r.structured.error ?? {}),
+    );
+    const audit = JSON.stringify((await h.ok("get_audit_events", { limit: 100 })).events);
+    await h.close();
+    const file = readFileSync(auditFile, "utf8");
+    expect(statSync(auditFile).mode & 0o777).toBe(0o600);
+    for (const text of [audit, file, h.stderr.join(""), ...errors]) expect(text).not.toContain(CANARY);
+    expect(file).not.toContain(String(tok.token_id));
+    // The typed text did reach the (simulated) screen: the canary check is not vacuous.
+    expect(JSON.stringify(d.effectsLog())).toContain(CANARY);
+  });
+});
+
+describe("worker crash isolation", () => {
+  const faulty = (kind: string, fault: string) =>
+    ruffleWindow({
+      hwnd: 2001,
+      title: "Ruffle - faulty.swf",
+      pid: 9001,
+      z: 1,
+      rect: [1000, 100, 1400, 400],
+      faults: { [kind]: fault },
+    });
+
+  for (const fault of ["throw", "exit", "hang"]) {
+    it(`capture worker ${fault}: its request fails with a code, other workers serve, it restarts`, async () => {
+      const d = desktop([ruffleWindow()]);
+      const h = await start({
+        UIINSPECT_FAKE_DESKTOP: d.path,
+        DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+        UIINSPECT_WORKER_DEADLINE_MS: "1500",
+        ...LOOSE_BUDGETS,
+      });
+      await h.ok("request_access", { hwnd: 1001 });
+      d.write({
+        session: 1,
+        foreground: 1001,
+        windows: [ruffleWindow(), faulty("capture", fault)],
+        consent: { answer: "approve" },
+      });
+      const r = await h.call("list_windows");
+      expect(r.code).toBe(fault === "hang" ? "worker_timeout" : "worker_crashed");
+      // Input and uia workers were never touched by the fault.
+      const { structured } = await h.call("health_check");
+      const workers = structured.workers as Array<{ kind: string; crashes: number; timeouts: number }>;
+      expect(workers.find((w) => w.kind === "input")).toMatchObject({ crashes: 0, timeouts: 0 });
+      d.write({ session: 1, foreground: 1001, windows: [ruffleWindow()], consent: { answer: "approve" } });
+      const again = await h.ok("list_windows");
+      expect((again.windows as unknown[]).length).toBe(1);
+    });
+  }
+
+  it("input and uia workers crash alone", async () => {
+    const d = desktop([ruffleWindow({ faults: { input: "exit" } })]);
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      UIINSPECT_WORKER_DEADLINE_MS: "1500",
+      ...LOOSE_BUDGETS,
+    });
+    await h.ok("request_access", { hwnd: 1001 });
+    expect((await h.call("click_window", { hwnd: 1001, x: 10, y: 10 })).code).toBe("worker_crashed");
+    expect(d.effectsLog().filter((e) => e.type === "button_down")).toHaveLength(0);
+    // capture and uia keep serving meanwhile
+    expect((await h.ok("list_windows")).windows).toHaveLength(1);
+    const tree = await h.ok("inspect_tree", { hwnd: 1001 });
+    expect(tree.node_count).toBeGreaterThan(0);
+    d.write({
+      session: 1,
+      foreground: 1001,
+      windows: [ruffleWindow({ faults: { uia: "throw" } })],
+      consent: { answer: "approve" },
+    });
+    expect((await h.call("find_elements", { hwnd: 1001, name_contains: "play" })).code).toBe(
+      "worker_crashed",
+    );
+    // the old session's refs are stale after the uia worker died
+    const ref = ((tree.root as { children: Array<{ ref: string }> }).children[0] as { ref: string }).ref;
+    d.write({ session: 1, foreground: 1001, windows: [ruffleWindow()], consent: { answer: "approve" } });
+    expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
+    expect((await h.ok("click_window", { hwnd: 1001, x: 10, y: 10 })).correlation_id).toMatch(
+      /^[0-9a-f]{12}$/,
+    );
+  });
+});

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
@@ -62,7 +63,14 @@ const HealthOutput = z.object({
   }),
   audit: z.object({ ring_size: z.number(), sink: z.string() }),
   uptime_ms: z.number(),
+  /** Supervisor event-loop delay since start (ms): how responsive the main thread stayed. */
+  event_loop: z.object({ p50_ms: z.number(), p99_ms: z.number(), max_ms: z.number() }),
 });
+
+// Started once per process: the supervisor's responsiveness under load is a health fact.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+const ms = (ns: number) => Math.round(ns / 1e4) / 100;
 
 export async function healthFacts(ctx: CallContext): Promise<z.output<typeof HealthOutput>> {
   const { sup } = ctx;
@@ -100,6 +108,11 @@ export async function healthFacts(ctx: CallContext): Promise<z.output<typeof Hea
     lease: { mode: sup.config.lease, ...lease },
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
     uptime_ms: sup.clock() - sup.startedAt,
+    event_loop: {
+      p50_ms: ms(loopDelay.percentile(50)),
+      p99_ms: ms(loopDelay.percentile(99)),
+      max_ms: ms(loopDelay.max),
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import koffi from "koffi";
 import { uiError } from "../../shared/errors.js";
-import { intersect, type Rect, rectHeight, rectWidth } from "../../shared/geometry.js";
+import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
 import type { CapturePort, RawImage } from "../../shared/platform.js";
 import type { Ptr, XImageHeader } from "./native.js";
 import type { XConnection } from "./xconn.js";
@@ -21,6 +21,8 @@ const MAX_PIXELS = 16_777_216 * 4;
 export class X11Capture implements CapturePort {
   private readonly x: XConnection;
   private shmUsable: boolean;
+  /** The last MIT-SHM segment, reused while captures keep the same size. */
+  private shm: ShmSegment | null = null;
   lastMethod: "xshm" | "xgetimage" | "none" = "none";
 
   constructor(x: XConnection) {
@@ -35,10 +37,13 @@ export class X11Capture implements CapturePort {
       throw uiError("invalid_argument", "The capture rectangle is invalid.");
     }
     const out = new Uint8Array(width * height * 4);
-    // Opaque black outside the screen.
-    for (let i = 3; i < out.length; i += 4) out[i] = 255;
+    // The root size is asked every time: RandR may have resized the screen.
     const g = this.x.getGeometry(this.x.root).resolve();
     const clip = intersect(rect, [0, 0, g.width, g.height]);
+    if (!clip || !sameRect(clip, rect)) {
+      // Opaque black outside the screen.
+      for (let i = 3; i < out.length; i += 4) out[i] = 255;
+    }
     if (!clip) {
       this.lastMethod = "none";
       return { width, height, channels: 4, data: out };
@@ -73,18 +78,22 @@ export class X11Capture implements CapturePort {
       throw uiError("platform_unavailable", "The X visual format is not supported.");
     }
     const stride = h.bytes_per_line;
-    // One copy out of native memory; the view itself is not a copy.
-    const src = new Uint8Array(new Uint8Array(koffi.view(h.data, stride * ch)));
+    // The view is not a copy: the loop below copies every pixel into `out` (JS memory) before
+    // the caller destroys the image or reuses the segment.
+    const buf = koffi.view(h.data, stride * ch);
+    if (stride % 4 !== 0 || out.byteOffset % 4 !== 0)
+      throw uiError("platform_unavailable", "Unaligned image.");
+    // Little-endian 32-bit words: 0xXXRRGGBB in, 0xAABBGGRR (bytes R,G,B,A) out.
+    const src = new Uint32Array(buf);
+    const dst = new Uint32Array(out.buffer, out.byteOffset, out.byteLength / 4);
+    const srcStride = stride / 4;
     for (let y = 0; y < ch; y++) {
-      let s = y * stride;
-      let d = ((dy + y) * outW + dx) * 4;
-      for (let x = 0; x < cw; x++) {
-        out[d] = src[s + 2]!;
-        out[d + 1] = src[s + 1]!;
-        out[d + 2] = src[s]!;
-        out[d + 3] = 255;
-        s += 4;
-        d += 4;
+      let s = y * srcStride;
+      let d = (dy + y) * outW + dx;
+      const end = s + cw;
+      while (s < end) {
+        const p = src[s++]!;
+        dst[d++] = 0xff000000 | ((p & 0xff) << 16) | (p & 0xff00) | ((p >>> 16) & 0xff);
       }
     }
   }
@@ -109,6 +118,72 @@ export class X11Capture implements CapturePort {
     }
   }
 
+  /** Creates (or reuses, for the same size) the attached shm image; null when MIT-SHM fails. */
+  private segment(cw: number, ch: number): ShmSegment | null {
+    if (this.shm && this.shm.width === cw && this.shm.height === ch) return this.shm;
+    this.releaseShm();
+    const x = this.x;
+    const n = x.n;
+    const seg: ShmSegment = {
+      info: koffi.alloc(n.XShmSegmentInfo, 1) as Ptr,
+      img: null,
+      shmid: -1,
+      addr: null,
+      attached: false,
+      width: cw,
+      height: ch,
+    };
+    try {
+      koffi.encode(seg.info, n.XShmSegmentInfo, { shmseg: 0, shmid: -1, shmaddr: null, readOnly: 0 });
+      const visual = n.XDefaultVisual(x.dpy, x.screen);
+      const depth = n.XDefaultDepth(x.dpy, x.screen);
+      seg.img = n.XShmCreateImage(x.dpy, visual, depth, Z_PIXMAP, null, seg.info, cw, ch);
+      if (seg.img === null || seg.img === 0n) throw new ShmUnavailable();
+      const h = this.header(seg.img);
+      seg.shmid = n.shmget(IPC_PRIVATE, h.bytes_per_line * h.height, IPC_CREAT | 0o600);
+      if (seg.shmid < 0) throw new ShmUnavailable();
+      const addr = n.shmat(seg.shmid, null, 0);
+      if (addr === BigInt.asUintN(64, -1n) || addr === 0n) throw new ShmUnavailable();
+      seg.addr = addr;
+      koffi.encode(seg.info, koffi.offsetof(n.XShmSegmentInfo, "shmid"), "int", seg.shmid);
+      koffi.encode(seg.info, koffi.offsetof(n.XShmSegmentInfo, "shmaddr"), "void *", addr);
+      koffi.encode(seg.img, koffi.offsetof(n.XImage, "data"), "void *", addr);
+      if (n.XShmAttach(x.dpy, seg.info) === 0) throw new ShmUnavailable();
+      seg.attached = true;
+      n.XSync(x.dpy, 0);
+      // Marked for removal now: the kernel frees it once we and the server have detached.
+      n.shmctl(seg.shmid, IPC_RMID, null);
+      this.shm = seg;
+      return seg;
+    } catch (e) {
+      this.freeSegment(seg);
+      if (e instanceof ShmUnavailable) return null;
+      throw e;
+    }
+  }
+
+  private freeSegment(seg: ShmSegment): void {
+    const n = this.x.n;
+    if (seg.attached) {
+      n.XShmDetach(this.x.dpy, seg.info);
+      n.XSync(this.x.dpy, 0);
+    }
+    if (seg.img !== null && seg.img !== 0n) {
+      // The data pointer belongs to the segment: clear it so XDestroyImage does not free() it.
+      koffi.encode(seg.img, koffi.offsetof(n.XImage, "data"), "void *", null);
+      n.XDestroyImage(seg.img);
+    }
+    if (seg.addr !== null) n.shmdt(seg.addr);
+    if (seg.shmid >= 0) n.shmctl(seg.shmid, IPC_RMID, null);
+    koffi.free(seg.info);
+  }
+
+  private releaseShm(): void {
+    const seg = this.shm;
+    this.shm = null;
+    if (seg) this.freeSegment(seg);
+  }
+
   /** Returns false when MIT-SHM does not work here (e.g. another IPC namespace). */
   private grabShm(
     clip: Rect,
@@ -119,50 +194,32 @@ export class X11Capture implements CapturePort {
     dx: number,
     dy: number,
   ): boolean {
-    const x = this.x;
-    const n = x.n;
-    const info = koffi.alloc(n.XShmSegmentInfo, 1) as Ptr;
-    let img: Ptr | null = null;
-    let shmid = -1;
-    let addr: Ptr | null = null;
-    let attached = false;
-    try {
-      koffi.encode(info, n.XShmSegmentInfo, { shmseg: 0, shmid: -1, shmaddr: null, readOnly: 0 });
-      const visual = n.XDefaultVisual(x.dpy, x.screen);
-      const depth = n.XDefaultDepth(x.dpy, x.screen);
-      img = n.XShmCreateImage(x.dpy, visual, depth, Z_PIXMAP, null, info, cw, ch);
-      if (img === null || img === 0n) return false;
-      const h = this.header(img);
-      shmid = n.shmget(IPC_PRIVATE, h.bytes_per_line * h.height, IPC_CREAT | 0o600);
-      if (shmid < 0) return false;
-      addr = n.shmat(shmid, null, 0);
-      if (addr === BigInt.asUintN(64, -1n) || addr === 0n) {
-        addr = null;
-        return false;
-      }
-      koffi.encode(info, koffi.offsetof(n.XShmSegmentInfo, "shmid"), "int", shmid);
-      koffi.encode(info, koffi.offsetof(n.XShmSegmentInfo, "shmaddr"), "void *", addr);
-      koffi.encode(img, koffi.offsetof(n.XImage, "data"), "void *", addr);
-      if (n.XShmAttach(x.dpy, info) === 0) return false;
-      attached = true;
-      n.XSync(x.dpy, 0);
-      if (n.XShmGetImage(x.dpy, x.root, img, clip[0], clip[1], ALL_PLANES) === 0) return false;
-      this.convert(this.header(img), cw, ch, out, outW, dx, dy);
-      this.lastMethod = "xshm";
-      return true;
-    } finally {
-      if (attached) {
-        n.XShmDetach(x.dpy, info);
-        n.XSync(x.dpy, 0);
-      }
-      if (img !== null && img !== 0n) {
-        // The data pointer belongs to the segment: clear it so XDestroyImage does not free() it.
-        koffi.encode(img, koffi.offsetof(n.XImage, "data"), "void *", null);
-        n.XDestroyImage(img);
-      }
-      if (addr !== null) n.shmdt(addr);
-      if (shmid >= 0) n.shmctl(shmid, IPC_RMID, null);
-      koffi.free(info);
+    const seg = this.segment(cw, ch);
+    if (!seg || seg.img === null) return false;
+    const n = this.x.n;
+    if (n.XShmGetImage(this.x.dpy, this.x.root, seg.img, clip[0], clip[1], ALL_PLANES) === 0) {
+      this.releaseShm();
+      return false;
     }
+    this.convert(this.header(seg.img), cw, ch, out, outW, dx, dy);
+    this.lastMethod = "xshm";
+    return true;
   }
+
+  /** Detaches and removes the cached segment (worker shutdown). */
+  dispose(): void {
+    this.releaseShm();
+  }
+}
+
+class ShmUnavailable extends Error {}
+
+interface ShmSegment {
+  info: Ptr;
+  img: Ptr | null;
+  shmid: number;
+  addr: Ptr | null;
+  attached: boolean;
+  width: number;
+  height: number;
 }

@@ -56,6 +56,7 @@ export async function createX11Platform(opts: {
     disposed = true;
     await baseDispose();
     accessibility.dispose();
+    capture?.dispose();
     x.close();
   };
   return { desktop, capture: captureProxy, input: inputProxy, accessibility: a11yProxy };

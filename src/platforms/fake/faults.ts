@@ -27,7 +27,22 @@ export function triggerFault(kind: FaultKind): Promise<never> {
       for (;;) {
         /* spin forever */
       }
+    case "segv":
+      return nativeSegfault();
   }
+  return new Promise<never>(() => {});
+}
+
+/**
+ * A real native fault: strlen(NULL) through koffi. In a worker THREAD this takes the whole
+ * process down (what UIINSPECT_WORKER_ISOLATION=process exists for); in a child process
+ * only that worker dies.
+ */
+async function nativeSegfault(): Promise<never> {
+  const { default: koffi } = await import("koffi");
+  const libc = koffi.load("libc.so.6");
+  const strlen = libc.func("size_t strlen(void *s)");
+  strlen(null);
   return new Promise<never>(() => {});
 }
 

@@ -62,7 +62,7 @@ export const ScenarioNodeSchema: z.ZodType<ScenarioNode, ScenarioNode> = z.lazy(
   }),
 );
 
-export const FaultKindSchema = z.enum(["throw", "exit", "hang"]);
+export const FaultKindSchema = z.enum(["throw", "exit", "hang", "segv"]);
 export type FaultKind = z.infer<typeof FaultKindSchema>;
 
 const TimestampSchema = z

@@ -231,6 +231,7 @@ function staleToUi(e: unknown): never {
 class AtspiSession implements A11ySession {
   private readonly bus: AtspiBus;
   private readonly rootNode: Node;
+  private readonly ifaceCache = new WeakMap<Node, Promise<string[]>>();
   private disposed = false;
 
   constructor(bus: AtspiBus, root: Node) {
@@ -247,11 +248,23 @@ class AtspiSession implements A11ySession {
     return this.rootNode;
   }
 
-  private async interfaces(n: Node): Promise<string[]> {
-    const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetInterfaces");
-    return Array.isArray(body[0])
-      ? (body[0] as unknown[]).filter((s): s is string => typeof s === "string")
-      : [];
+  private interfaces(n: Node): Promise<string[]> {
+    // An object's interfaces do not change while it lives: asked once per handle (a parent's
+    // list serves all its children's selection_item checks).
+    let p = this.ifaceCache.get(n);
+    if (!p) {
+      p = this.bus
+        .call(n.bus, n.path, ACCESSIBLE, "GetInterfaces")
+        .then((body) =>
+          Array.isArray(body[0])
+            ? (body[0] as unknown[]).filter((s): s is string => typeof s === "string")
+            : [],
+        );
+      this.ifaceCache.set(n, p);
+      // A failed lookup is not kept: the next call asks again.
+      p.catch(() => this.ifaceCache.delete(n));
+    }
+    return p;
   }
 
   private async actionNames(n: Node): Promise<string[]> {

@@ -8,7 +8,7 @@ import type { WorkerHost } from "./workerHost.js";
 
 interface SessionRecord {
   tag: string;
-  /** Opaque key the uia worker knows the session by. */
+  /** Opaque key the uia worker knows the session by (shared by the instance's windows). */
   key: string;
   client: string;
   instanceKey: string;
@@ -17,15 +17,19 @@ interface SessionRecord {
 }
 
 /**
- * Automation sessions as the supervisor sees them: one per (client, process
- * instance) grant. Element refs handed to clients are `<session tag>.<worker ref>`
- * (e.g. `s3.e12`), so a ref names its session; when a session ends its tag is
- * forgotten and every ref under it is stale, even if the worker hands out the
- * same inner ref again later.
+ * Automation sessions as the supervisor sees them: one per (client, process instance) grant,
+ * known to the uia worker by one session key. The worker holds a provider session per window
+ * of that instance under the key, so each (grant, window) gets its own tag here: element refs
+ * handed to clients are `<tag>.<worker ref>` (e.g. `s3.e12`), and a ref names the window its
+ * node belongs to. When a session ends its tags are forgotten and every ref under them is
+ * stale, even if the worker hands out the same inner ref again later.
  */
 export class A11ySessions {
   private readonly byTag = new Map<string, SessionRecord>();
-  private readonly byGrant = new Map<string, SessionRecord>();
+  /** `${client}:${instanceKey}:${hwnd}` → record. */
+  private readonly byWindow = new Map<string, SessionRecord>();
+  /** `${client}:${instanceKey}` → the worker's session key for that grant. */
+  private readonly keys = new Map<string, { client: string; instanceKey: string; key: string }>();
   private nextTag = 1;
 
   constructor(
@@ -38,19 +42,25 @@ export class A11ySessions {
 
   sessionFor(client: string, target: ResolvedTarget): SessionRecord {
     const gk = `${client}:${target.instanceKey}`;
-    const existing = this.byGrant.get(gk);
+    const wk = `${gk}:${target.window.hwnd}`;
+    const existing = this.byWindow.get(wk);
     if (existing) return existing;
     const tag = `s${this.nextTag++}`;
+    let key = this.keys.get(gk)?.key;
+    if (key === undefined) {
+      key = `${tag}-${randomBytes(6).toString("hex")}`;
+      this.keys.set(gk, { client, instanceKey: target.instanceKey, key });
+    }
     const rec: SessionRecord = {
       tag,
-      key: `${tag}-${randomBytes(6).toString("hex")}`,
+      key,
       client,
       instanceKey: target.instanceKey,
       instance: target.instance,
       hwnd: target.window.hwnd,
     };
     this.byTag.set(tag, rec);
-    this.byGrant.set(gk, rec);
+    this.byWindow.set(wk, rec);
     return rec;
   }
 
@@ -74,11 +84,20 @@ export class A11ySessions {
 
   /** Ends every session of an instance (revocation, release, expiry, identity change). */
   disposeByInstance(instanceKey: string, client?: string): void {
+    const keys = new Set<string>();
     for (const rec of [...this.byTag.values()]) {
       if (rec.instanceKey !== instanceKey || (client && rec.client !== client)) continue;
       this.forget(rec);
+      keys.add(rec.key);
+    }
+    for (const [gk, k] of [...this.keys]) {
+      if (k.instanceKey !== instanceKey || (client && k.client !== client)) continue;
+      this.keys.delete(gk);
+      keys.add(k.key);
+    }
+    for (const key of keys) {
       this.uia
-        .call("a11y.dispose", { session_key: rec.key }, { deadlineMs: 5000 })
+        .call("a11y.dispose", { session_key: key }, { deadlineMs: 5000 })
         .catch(() => this.log.debug({ event: "a11y_dispose_failed" }, "a11y_dispose_failed"));
     }
   }
@@ -89,11 +108,12 @@ export class A11ySessions {
 
   private forget(rec: SessionRecord): void {
     this.byTag.delete(rec.tag);
-    this.byGrant.delete(`${rec.client}:${rec.instanceKey}`);
+    this.byWindow.delete(`${rec.client}:${rec.instanceKey}:${rec.hwnd}`);
   }
 
   private forgetAll(): void {
     this.byTag.clear();
-    this.byGrant.clear();
+    this.byWindow.clear();
+    this.keys.clear();
   }
 }

@@ -25,7 +25,28 @@ function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string,
     string,
     unknown
   >;
-  return rest;
+  return portableTuples(rest) as Record<string, unknown>;
+}
+
+/**
+ * zod emits tuples as draft 2020-12 `prefixItems` + `items: false`, which draft-07
+ * validators (what many MCP clients run) read as "no items allowed". Rewrite them into
+ * a form both drafts agree on: a fixed-length array of the (union of the) item schemas.
+ */
+export function portableTuples(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(portableTuples);
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) out[k] = portableTuples(v);
+  const prefix = out.prefixItems;
+  if (Array.isArray(prefix)) {
+    delete out.prefixItems;
+    const distinct = [...new Map(prefix.map((p) => [JSON.stringify(p), p])).values()];
+    out.items = distinct.length === 1 ? distinct[0] : { anyOf: distinct };
+    out.minItems = prefix.length;
+    out.maxItems = prefix.length;
+  }
+  return out;
 }
 
 /**

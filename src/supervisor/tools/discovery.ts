@@ -1,4 +1,6 @@
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { basename, dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
@@ -24,9 +26,17 @@ const summary = (w: WindowInfo) => ({
 
 function sdkVersion(): string {
   try {
+    // The SDK's exports map hides package.json; find it from an exported entry point.
     const require = createRequire(import.meta.url);
-    const pkg = require("@modelcontextprotocol/sdk/package.json") as { version?: string };
-    return pkg.version ?? "unknown";
+    let dir = dirname(require.resolve("@modelcontextprotocol/sdk/server/index.js"));
+    while (!(existsSync(join(dir, "package.json")) && basename(dir) === "sdk")) {
+      if (dirname(dir) === dir) return "unknown";
+      dir = dirname(dir);
+    }
+    return (
+      (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version?: string }).version ??
+      "unknown"
+    );
   } catch {
     return "unknown";
   }

@@ -242,6 +242,34 @@ function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedT
   }
 }
 
+/**
+ * (client, instance) pairs whose grant the client gave back with release_access. Their kept
+ * decision no longer renews a grant silently: actions are consent_required until the client
+ * asks again with request_access (answered from the kept decision, without a new dialog).
+ */
+const released = new WeakMap<Supervisor, Set<string>>();
+
+function releasedFor(sup: Supervisor): Set<string> {
+  let set = released.get(sup);
+  if (!set) {
+    set = new Set();
+    released.set(sup, set);
+  }
+  return set;
+}
+
+export function markReleased(sup: Supervisor, client: string, instanceKey: string): void {
+  releasedFor(sup).add(`${client}\u0000${instanceKey}`);
+}
+
+export function clearReleased(sup: Supervisor, client: string, instanceKey: string): void {
+  releasedFor(sup).delete(`${client}\u0000${instanceKey}`);
+}
+
+export function wasReleased(sup: Supervisor, client: string, instanceKey: string): boolean {
+  return releasedFor(sup).has(`${client}\u0000${instanceKey}`);
+}
+
 export async function authorizeCapability(
   sup: Supervisor,
   client: string,
@@ -265,7 +293,7 @@ export async function authorizeCapability(
     });
   }
   let grant = sup.grants.get(client, target.instanceKey);
-  if (!grant) {
+  if (!grant && !wasReleased(sup, client, target.instanceKey)) {
     // Silent renewal from the kept decision; the identity was re-resolved just now.
     const kept = sup.consent.keptDecision(client, target.instanceKey);
     if (kept && kept.decision === "approved") {
@@ -277,7 +305,10 @@ export async function authorizeCapability(
       });
     }
   }
-  if (!grant) throw uiError("consent_required");
+  if (!grant) {
+    const kept = sup.consent.keptDecision(client, target.instanceKey);
+    throw uiError(kept?.decision === "denied" ? "consent_denied" : "consent_required");
+  }
   if (!grant.capabilities.has(capability))
     throw uiError("consent_required", "This capability was not granted for this window.");
   return grant;

@@ -84,6 +84,30 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
     expect(h.wm_name).toBe("Openbox");
   });
 
+  it("takes the PID from X-Resource (the server's view), not from the window's own _NET_WM_PID claim", async () => {
+    const h = await p.desktop.health();
+    expect(h.x_resource_pid_lookup).toBe(true);
+    // An Xt app without _NET_WM_PID still gets its verified PID and instance.
+    const eyes = startApp("xeyes", ["-geometry", "100x100+600+400"]);
+    const w = await waitFor("xeyes window", async () =>
+      (await p.desktop.listWindows()).find((x) => x.window_class === "XEyes"),
+    );
+    expect(w.pid).toBe(eyes.child.pid);
+    expect(w.instance?.exe_path).toBe(realpathSync("/usr/bin/xeyes"));
+    // A window claiming another process's PID keeps its own.
+    const term = (await p.desktop.listWindows()).find((x) => x.title === "uix term")!;
+    execFileSync(
+      "xprop",
+      ["-id", term.hwnd, "-f", "_NET_WM_PID", "32c", "-set", "_NET_WM_PID", String(process.pid)],
+      {
+        env: process.env,
+      },
+    );
+    const after = await p.desktop.getWindow(term.hwnd);
+    expect(after?.pid).toBe(xterm.child.pid);
+    expect(after?.instance).toEqual(term.instance);
+  });
+
   it("activates via _NET_ACTIVE_WINDOW, minimizes and restores without activating", async () => {
     const entry = (await p.desktop.listWindows()).find((w) => w.title === "uix entry")!;
     await p.desktop.activateWindow(entry.hwnd);

@@ -30,7 +30,19 @@ function have(cmd: string): boolean {
   }
 }
 
-const NEEDED = ["Xvfb", "openbox", "dbus-daemon", "xdpyinfo", "xprop", "xdotool", "xwd", "zenity", "xterm"];
+const NEEDED = [
+  "Xvfb",
+  "openbox",
+  "dbus-daemon",
+  "xdpyinfo",
+  "xprop",
+  "xwininfo",
+  "xdotool",
+  "xwd",
+  "xeyes",
+  "zenity",
+  "xterm",
+];
 export const MISSING_TOOLS = process.platform === "linux" ? NEEDED.filter((c) => !have(c)) : NEEDED;
 /** Whether the suites run (true) or are skipped (false). When required, they always run. */
 export const X11_AVAILABLE = X11_REQUIRED || MISSING_TOOLS.length === 0;

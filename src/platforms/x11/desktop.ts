@@ -116,10 +116,8 @@ export class X11Desktop implements DesktopPort {
     // WM_CLASS is "instance\0class\0"; the class part names the application.
     const klassParts = (results.klass.value?.bytes.toString("latin1") ?? "").split("\u0000");
     const windowClass = klassParts[1] || klassParts[0] || "";
-    const pid = cardinals(results.pid.value ?? null)[0] ?? 0;
-    const machine = text(results.machine.value ?? null, utf8);
-    const local = machine === null || machine === "" || machine === this.host || machine === "localhost";
-    const instance: ProcessInstance | null = local ? resolveInstance(pid, this.x.displayName) : null;
+    const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null);
+    const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
     const states = cardinals(results.state.value ?? null);
     const wmState = cardinals(results.wmState.value ?? null)[0];
     const iconic = states.includes(a._NET_WM_STATE_HIDDEN) || wmState === ICONIC_STATE;
@@ -134,7 +132,7 @@ export class X11Desktop implements DesktopPort {
       hwnd: String(p.xid),
       title,
       window_class: windowClass,
-      pid: local ? pid : 0,
+      pid,
       instance,
       rect,
       visible: mapState === 2 || iconic,
@@ -143,6 +141,20 @@ export class X11Desktop implements DesktopPort {
       on_top: states.includes(a._NET_WM_STATE_ABOVE),
       z,
     };
+  }
+
+  /**
+   * The PID behind a window. With X-Resource: the PID the X server knows for the client that
+   * owns the window (from its local connection), never the client's own claim, so a window
+   * cannot borrow another process's identity; 0 for remote or unknown clients. Without it:
+   * _NET_WM_PID, trusted only when WM_CLIENT_MACHINE is unset or names this host.
+   */
+  private windowPid(xid: number, netPid: PropertyValue | null, machineProp: PropertyValue | null): number {
+    if (this.x.hasXRes) return this.x.clientPid(xid) ?? 0;
+    const claimed = cardinals(netPid)[0] ?? 0;
+    const machine = text(machineProp, this.x.atoms.UTF8_STRING);
+    const local = machine === null || machine === "" || machine === this.host || machine === "localhost";
+    return local ? claimed : 0;
   }
 
   async listWindows(): Promise<WindowInfo[]> {
@@ -199,7 +211,7 @@ export class X11Desktop implements DesktopPort {
       ewmh: check !== undefined,
       screen_width: g.width,
       screen_height: g.height,
-      x_resource_pid_lookup: false,
+      x_resource_pid_lookup: x.hasXRes,
       dpi_awareness: "x11-physical-pixels",
     };
   }

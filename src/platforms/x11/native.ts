@@ -118,6 +118,18 @@ export interface X11Native {
   shmat: (id: number, addr: Ptr | null, flags: number) => Ptr;
   shmdt: (addr: Ptr) => number;
   shmctl: (id: number, cmd: number, buf: Ptr | null) => number;
+  /** libXRes (X-Resource client ids: the server-verified PID of a window's client), or null. */
+  xres: {
+    XResQueryClientIds: (
+      dpy: Ptr,
+      numSpecs: number,
+      specs: Array<{ client: number; mask: number }>,
+      numIds: Array<number | bigint>,
+      ids: Array<Ptr | null>,
+    ) => number;
+    XResGetClientPid: (value: Ptr) => number;
+    XResClientIdsDestroy: (numIds: number, ids: Ptr) => void;
+  } | null;
   /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
   XGetXCBConnection: ((dpy: Ptr) => Ptr | null) | null;
   /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
@@ -307,6 +319,24 @@ export function x11Native(): X11Native {
   } catch {
     getXcb = null;
   }
+  let xres: X11Native["xres"] = null;
+  try {
+    const lib = koffi.load("libXRes.so.1");
+    koffi.struct("XResClientIdSpec", { client: "unsigned long", mask: "unsigned int" });
+    xres = {
+      XResQueryClientIds: lib.func(
+        "int XResQueryClientIds(Display *dpy, long num_specs, XResClientIdSpec *specs, _Out_ long *num_ids, _Out_ void **ids)",
+      ) as unknown as NonNullable<X11Native["xres"]>["XResQueryClientIds"],
+      XResGetClientPid: lib.func("int XResGetClientPid(void *value)") as unknown as NonNullable<
+        X11Native["xres"]
+      >["XResGetClientPid"],
+      XResClientIdsDestroy: lib.func(
+        "void XResClientIdsDestroy(long num_ids, void *ids)",
+      ) as unknown as NonNullable<X11Native["xres"]>["XResClientIdsDestroy"],
+    };
+  } catch {
+    xres = null;
+  }
   const noop = x11.symbol("XConnectionNumber") as unknown;
   if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
   void Cookie;
@@ -317,6 +347,7 @@ export function x11Native(): X11Native {
     >),
     noopErrorHandler: noop,
     XGetXCBConnection: getXcb,
+    xres,
     XImage,
     XShmSegmentInfo,
   };

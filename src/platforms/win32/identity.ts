@@ -56,16 +56,43 @@ function sessionOf(pid: number): string | null {
   return String(s.readUInt32LE(0));
 }
 
-/** The exact instance behind a pid, or null when it cannot be opened (gone, or protected). */
-export function resolveInstance(pid: number): ProcessInstance | null {
+/**
+ * Facts that never change for one process instance, cached by (pid, creation time): a reused
+ * pid has another creation time, so it misses the cache. Each lookup still opens the process
+ * and reads its creation time (cheap); path, session and integrity are read once.
+ */
+interface Known {
+  instance: ProcessInstance;
+  integrity: number | null;
+}
+const known = new Map<string, Known>();
+const KNOWN_MAX = 512;
+
+function lookup(pid: number): Known | null {
   if (pid <= 0) return null;
   return withProcess(pid, (h) => {
-    const path = imagePath(h);
     const start = creationTime(h);
+    if (start === null) return null;
+    const key = `${pid}|${start}`;
+    const hit = known.get(key);
+    if (hit) return hit;
+    const path = imagePath(h);
     const session = sessionOf(pid);
-    if (path === null || start === null || session === null) return null;
-    return { pid, start_time: start, exe_path: normalizeExecutablePath(path), session };
+    if (path === null || session === null) return null;
+    const k: Known = {
+      instance: { pid, start_time: start, exe_path: normalizeExecutablePath(path), session },
+      integrity: integrityLevel(h),
+    };
+    if (known.size >= KNOWN_MAX) known.clear();
+    known.set(key, k);
+    return k;
   });
+}
+
+/** The exact instance behind a pid, or null when it cannot be opened (gone, or protected). */
+export function resolveInstance(pid: number): ProcessInstance | null {
+  const k = lookup(pid);
+  return k ? { ...k.instance } : null;
 }
 
 export function isAlive(instance: ProcessInstance): boolean {
@@ -118,7 +145,7 @@ export function ourIntegrity(): number | null {
 
 /** Integrity of another process; null when its token cannot be opened with limited rights. */
 export function processIntegrity(pid: number): number | null {
-  return withProcess(pid, (h) => integrityLevel(h));
+  return lookup(pid)?.integrity ?? null;
 }
 
 /**
@@ -152,14 +179,23 @@ export function parentPid(): number | null {
   return parent;
 }
 
-/** Pids that are never targets: our own process and the MCP host that started us. */
+/**
+ * Pids that are never targets: our own process and the MCP host that started us. A worker
+ * running as a separate process (UIINSPECT_WORKER_ISOLATION=process) also gets the server's
+ * and the host's pids from its environment (UIINSPECT_SERVER_PID, UIINSPECT_HOST_PID); those
+ * can only add refusals, never remove one.
+ */
 export interface SelfGuard {
   self: number;
   parent: number | null;
+  others: number[];
 }
 
-export function selfGuard(): SelfGuard {
-  return { self: w.GetCurrentProcessId(), parent: parentPid() };
+export function selfGuard(env: NodeJS.ProcessEnv = process.env): SelfGuard {
+  const others = [env.UIINSPECT_SERVER_PID, env.UIINSPECT_HOST_PID]
+    .map((v) => (v && /^\d+$/.test(v) ? Number(v) : 0))
+    .filter((n) => n > 0);
+  return { self: w.GetCurrentProcessId(), parent: parentPid(), others };
 }
 
 /**
@@ -169,6 +205,7 @@ export function selfGuard(): SelfGuard {
 export function refusal(pid: number, guard: SelfGuard): string | null {
   if (pid === guard.self) return "self";
   if (guard.parent !== null && pid === guard.parent) return "parent";
+  if (guard.others.includes(pid)) return "parent";
   const mine = ourIntegrity();
   // Our own level unknown (the platform has no mandatory labels): nothing to compare against.
   if (mine === null) return null;

@@ -1,10 +1,14 @@
 import type { Platform } from "../../shared/platform.js";
 import { Win32Capture } from "./capture.js";
+import { showConsentDialog } from "./consentDialog.js";
 import { Win32Desktop } from "./desktop.js";
 import { ensurePerMonitorV2 } from "./dpi.js";
 import { selfGuard } from "./identity.js";
 import { Win32Input } from "./input.js";
 import { UiaAccessibility, type UiaOptions } from "./uia/adapter.js";
+
+/** Upper bound for one dialog even if nobody aborts it (the SPEC timeout is enforced by the caller). */
+const DIALOG_GUARD_MS = 10 * 60_000;
 
 export interface Win32PlatformOptions {
   workerKind: "capture" | "input" | "uia" | "other";
@@ -35,5 +39,11 @@ export async function createWin32Platform(opts: Win32PlatformOptions): Promise<P
     capture.dispose();
     await baseDispose();
   };
-  return { desktop, capture, input: new Win32Input(guard), accessibility };
+  // The consent dialog runs on its own thread; the supervisor's consent broker owns the
+  // timeout and aborts `signal` (UIINSPECT_CONSENT_TIMEOUT_MS, target exit); the local guard
+  // only bounds a dialog whose caller vanished.
+  const dialog = {
+    consent: (text: string, signal: AbortSignal) => showConsentDialog(text, DIALOG_GUARD_MS, signal),
+  };
+  return { desktop, capture, input: new Win32Input(guard), accessibility, dialog };
 }

@@ -199,13 +199,18 @@ export class Win32Desktop implements DesktopPort {
   }
 
   async health(): Promise<Record<string, string | number | boolean | null>> {
+    // Settle the DWM question once (the first top-level window answers or not).
+    if (dwmState.frameBounds === "untried") {
+      const first = enumTopLevel()[0];
+      if (first) visibleRect(first);
+    }
     const integ = ourIntegrity();
     return {
       win32_dpi_process: this.dpi.process,
       win32_dpi_thread: this.dpi.thread,
       win32_dpi_thread_verified: this.dpi.threadVerified,
       win32_rect_source: dwmState.frameBounds === "ok" ? "dwm_extended_frame_bounds" : "get_window_rect",
-      win32_dwm: dwmState.frameBounds,
+      win32_dwm: w.DwmGetWindowAttribute ? dwmState.frameBounds : "absent",
       win32_integrity_rid: integ,
       win32_parent_guard: this.guard.parent !== null,
     };

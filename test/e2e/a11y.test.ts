@@ -282,6 +282,15 @@ describe("accessibility over stdio", () => {
     // The new instance has no grant of its own.
     expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("consent_required");
     expect(d.effectsLog().filter((e) => e.action === "set_value")).toHaveLength(0);
+
+    // 4. The window closes: target_gone, and its refs stay stale when a window comes back.
+    d.write(scenario([main()]));
+    const back = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "play");
+    d.write(scenario([]));
+    expect((await h.call("invoke_element", { ref: back.ref })).code).toBe("target_gone");
+    d.write(scenario([main()]));
+    expect((await h.call("invoke_element", { ref: back.ref })).code).toBe("element_stale");
+    expect(d.effectsLog().filter((e) => e.type === "a11y")).toHaveLength(3);
   });
 
   it("refs go stale when the grant expires (then access renews silently)", async () => {

@@ -413,5 +413,19 @@ describe("coordinate profiles", () => {
     expect((await h.call("check_coordinate_profile", { hwnd: 1001, profile_path: broken })).code).toBe(
       "invalid_argument",
     );
+    // The check goes through the same capture chain: a covered reference region is refused.
+    d.write(scenario([{ ...NOTEPAD, rect: [300, 300, 500, 500] }, paintedRuffle({ z: 1 })]));
+    expect((await h.call("check_coordinate_profile", { hwnd: 1001, profile_path: file })).code).toBe(
+      "occluded",
+    );
+    // A reference region outside the policy's safe regions is never captured.
+    const outside = await h.call("record_coordinate_profile", {
+      hwnd: 1001,
+      profile_id: "outside",
+      reference_region_name: "wide",
+      safe_regions: [{ name: "wide", rect: [0, 0, 600, 400] }],
+      verification_points: [],
+    });
+    expect(outside.code).toBe("action_not_allowed");
   });
 });

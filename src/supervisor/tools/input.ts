@@ -16,6 +16,7 @@ const Modifiers = z
   .array(z.enum(MODIFIERS))
   .max(2)
   .refine((m) => new Set(m).size === m.length, { message: "Repeated modifier." });
+const MAX_TEXT_UNITS = 4096;
 const HoldMs = z.number().int().min(0).max(5000).default(80);
 
 const PointerOutput = z.object({
@@ -171,15 +172,17 @@ export const inputTools = [
     name: "send_text",
     title: "Type text",
     description:
-      "Types 1–4096 characters (UTF-16, astral characters included, no NUL) into the focused control of the verified foreground window. Protected: needs a confirmation token. The text is never logged.",
+      "Types 1–4096 UTF-16 code units (astral characters count two; no NUL) into the focused control of the verified foreground window. Protected: needs a confirmation token. The text is never logged.",
     capability: "text",
     budget: "action",
     target: "window",
     input: withTarget({
+      // zod 4 counts string length in code points; the limit is in UTF-16 code units (what
+      // SendInput types, and what the text budget and the audit's `chars` count).
       text: z
         .string()
         .min(1)
-        .max(4096)
+        .refine((t) => t.length <= MAX_TEXT_UNITS, { message: "Text is limited to 4096 UTF-16 code units." })
         .refine((t) => !t.includes("\u0000"), { message: "Text must not contain NUL." }),
       confirmation_token: Token.optional(),
     }),

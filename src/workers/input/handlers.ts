@@ -1,4 +1,5 @@
 import { uiError } from "../../shared/errors.js";
+import { containsPoint, type Rect, sameRect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import { isAllowedKey, isSystemChord, type Modifier } from "../../shared/keys.js";
 import type { DesktopPort, InputPort, MouseButton } from "../../shared/platform.js";
@@ -23,12 +24,17 @@ async function ensureForeground(
   target: TargetExpectation,
   mode: FocusMode,
   signal: AbortSignal,
+  points: ReadonlyArray<{ x: number; y: number }> = [],
 ): Promise<void> {
   const w = await desktop.getWindow(target.hwnd);
   if (!w) throw uiError("target_gone");
   if (w.foreground || mode === "passive") return;
-  // Identity first: never raise a window that is not the consented instance.
-  await verifyTarget(desktop, target);
+  // Identity first: never raise a window that is not the consented instance. A call that
+  // will be refused anyway (a point outside the window) must not raise it either: nothing
+  // is emitted for a rejected call. Occlusion is judged after activation.
+  const { window } = await verifyTarget(desktop, target);
+  const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
+  if (points.some((p) => !containsPoint(bounds, p.x, p.y))) throw uiError("out_of_bounds");
   await desktop.activateWindow(target.hwnd);
   const until = Date.now() + ACTIVATE_TIMEOUT_MS;
   while (Date.now() < until) {
@@ -51,6 +57,12 @@ const screenOf = (v: VerifiedTarget, x: number, y: number) => ({
   sy: v.window.rect[1] + y,
 });
 
+/** A window that moved or resized between two steps of one gesture ends the gesture. */
+function requireSameRect(before: VerifiedTarget, now: VerifiedTarget): void {
+  if (!sameRect(before.window.rect, now.window.rect))
+    throw uiError("target_changed", "The target window moved.");
+}
+
 /** Presses and always releases a mouse button, even when the wait in between is cancelled. */
 async function pressButton(input: InputPort, button: MouseButton, signal: AbortSignal): Promise<void> {
   await input.buttonDown(button);
@@ -66,18 +78,16 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
   const p = [{ x: args.x, y: args.y }];
   if (args.kind === "scroll" && args.notches === 0)
     throw uiError("invalid_argument", "notches must be ±1…20.");
-  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
-  let v = await check(ctx, args.target, p);
-  const { sx, sy } = screenOf(v, args.x, args.y);
+  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal, p);
+  const first = await check(ctx, args.target, p);
+  const { sx, sy } = screenOf(first, args.x, args.y);
   await input.moveTo(sx, sy);
   if (args.kind === "hover") {
     await sleep(args.dwell_ms, ctx.signal);
     return { screen_x: sx, screen_y: sy };
   }
   await sleep(SETTLE_MS, ctx.signal);
-  v = await check(ctx, args.target, p);
-  const again = screenOf(v, args.x, args.y);
-  if (again.sx !== sx || again.sy !== sy) throw uiError("target_changed", "The target window moved.");
+  requireSameRect(first, await check(ctx, args.target, p));
   switch (args.kind) {
     case "scroll":
       await input.wheel(args.notches);
@@ -91,7 +101,7 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
     case "double_click":
       await pressButton(input, "left", ctx.signal);
       await sleep(DOUBLE_CLICK_GAP_MS, ctx.signal);
-      await check(ctx, args.target, p);
+      requireSameRect(first, await check(ctx, args.target, p));
       await pressButton(input, "left", ctx.signal);
       break;
   }
@@ -100,22 +110,24 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
 
 const drag: Handler<"input.drag"> = async (args, ctx) => {
   const { input, desktop } = ctx.platform;
-  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
+  await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal, args.points);
   // Every waypoint must be inside and uncovered before anything moves.
-  let v = await check(ctx, args.target, args.points);
+  const first = await check(ctx, args.target, args.points);
   const [start, ...rest] = args.points;
-  let s = screenOf(v, start.x, start.y);
+  const s = screenOf(first, start.x, start.y);
   await input.moveTo(s.sx, s.sy);
   await sleep(SETTLE_MS, ctx.signal);
-  v = await check(ctx, args.target, args.points);
+  requireSameRect(first, await check(ctx, args.target, args.points));
   await input.buttonDown("left");
   let legs = 0;
   try {
     for (const p of rest) {
-      // Re-verify before each leg: a window that moved, lost focus or got covered stops the drag.
-      v = await check(ctx, args.target, [p]);
-      s = screenOf(v, p.x, p.y);
-      await input.moveTo(s.sx, s.sy);
+      // Re-verify before each leg: a window that moved, lost focus, got covered or was
+      // replaced stops the drag (and the button is released below).
+      const v = await check(ctx, args.target, [p]);
+      requireSameRect(first, v);
+      const leg = screenOf(v, p.x, p.y);
+      await input.moveTo(leg.sx, leg.sy);
       legs += 1;
       await sleep(PRESS_MS, ctx.signal);
     }
@@ -145,6 +157,19 @@ const text: Handler<"input.text"> = async (args, ctx) => {
   return { chars: args.text.length };
 };
 
+/** Releases in reverse order of pressing, whatever failed; one failed release does not stop the rest. */
+async function releaseKeys(input: InputPort, pressed: readonly string[]): Promise<void> {
+  let failure: unknown = null;
+  for (const k of [...pressed].reverse()) {
+    try {
+      await input.keyUp(k);
+    } catch (e) {
+      failure ??= e;
+    }
+  }
+  if (failure !== null) throw failure;
+}
+
 const keys: Handler<"input.keys"> = async (args, ctx) => {
   // Resolve every step before anything is emitted.
   for (const step of args.steps) {
@@ -169,8 +194,7 @@ const keys: Handler<"input.keys"> = async (args, ctx) => {
       pressed.push(step.key);
       await sleep(step.hold_ms, ctx.signal);
     } finally {
-      // Release in reverse order of pressing, whatever failed.
-      for (const k of pressed.reverse()) await input.keyUp(k);
+      await releaseKeys(input, pressed);
     }
     done += 1;
   }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { uiError } from "../../shared/errors.js";
+import { isUiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
 import { authorizeCapability, liveWindows } from "../chain.js";
 import { isProtected } from "../policy/match.js";
@@ -50,13 +50,24 @@ export const accessTools = [
           },
         };
       }
-      const decision = await sup.consent.request({
-        clientHash: ctx.client.hash,
-        clientLabel: ctx.client.label,
-        instance: target.instance,
-        capabilities: wanted,
-        signal: ctx.signal,
-      });
+      let decision: Awaited<ReturnType<typeof sup.consent.request>>;
+      try {
+        decision = await sup.consent.request({
+          clientHash: ctx.client.hash,
+          clientLabel: ctx.client.label,
+          instance: target.instance,
+          capabilities: wanted,
+          signal: ctx.signal,
+        });
+      } catch (e) {
+        // The instance left during the prompt. If another process now owns the window (PID
+        // reuse), the identity before and after the prompt differs: that is target_changed.
+        if (isUiError(e) && e.code === "target_gone") {
+          const now = (await liveWindows(sup, ctx.signal)).find((w) => w.hwnd === target.window.hwnd);
+          if (now?.instance && !sameInstance(now.instance, target.instance)) throw uiError("target_changed");
+        }
+        throw e;
+      }
       if (decision.decision === "denied") {
         return {
           structured: {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
-import { authorizeCapability, liveWindows } from "../chain.js";
+import { authorizeCapability, clearReleased, liveWindows, markReleased, wasReleased } from "../chain.js";
 import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { pickTarget } from "../targets.js";
@@ -91,6 +91,7 @@ export const accessTools = [
         hwnd: target.window.hwnd,
         capabilities: decision.capabilities,
       });
+      clearReleased(sup, ctx.client.hash, target.instanceKey);
       return {
         structured: {
           correlation_id: ctx.correlationId,
@@ -147,6 +148,8 @@ export const accessTools = [
     handler: async (ctx) => {
       const t = ctx.target!;
       const released = ctx.sup.grants.release(ctx.client.hash, t.instanceKey);
+      // No silent renewal from the kept decision after this: the client must ask again.
+      markReleased(ctx.sup, ctx.client.hash, t.instanceKey);
       ctx.sup.sessions.disposeByInstance(t.instanceKey, ctx.client.hash);
       return { structured: { correlation_id: ctx.correlationId, released } };
     },
@@ -219,7 +222,10 @@ export const accessTools = [
       if (!policy.allowed_actions.has(args.action_class)) reason = "action_not_allowed";
       else {
         const g = sup.lease ? null : sup.grants.get(ctx.client.hash, t.instanceKey);
-        const kept = sup.lease ? null : sup.consent.keptDecision(ctx.client.hash, t.instanceKey);
+        const kept =
+          sup.lease || wasReleased(sup, ctx.client.hash, t.instanceKey)
+            ? null
+            : sup.consent.keptDecision(ctx.client.hash, t.instanceKey);
         const caps = g?.capabilities ?? (kept?.decision === "approved" ? new Set(kept.capabilities) : null);
         if (!sup.lease && !caps?.has(args.action_class)) reason = "consent_required";
         else if (requires && !hasToken) reason = "confirmation_required";

@@ -25,10 +25,11 @@ const SW_SHOWNOACTIVATE = 4;
 const WM_CLOSE = 0x0010;
 const SMTO_ABORTIFHUNG = 0x2;
 
-/** Whether DWM answered at all during this process (for health). */
+/** What DWM last answered (for health): per window, never a permanent switch. */
 const dwmState = {
   frameBounds: "untried" as "untried" | "ok" | "failed",
   cloaked: "untried" as "untried" | "ok" | "failed",
+  lastHr: 0,
 };
 
 /** HWND (intptr) → decimal string; HWND values are 32-bit significant and non-negative in practice. */
@@ -83,7 +84,7 @@ export function windowPid(hwnd: number): { pid: number; tid: number } {
  * the attribute): one explicit rule, reported in health() as rect_source.
  */
 export function visibleRect(hwnd: number): Rect | null {
-  if (w.DwmGetWindowAttribute && dwmState.frameBounds !== "failed") {
+  if (w.DwmGetWindowAttribute) {
     const b = Buffer.alloc(16);
     let hr = -1;
     try {
@@ -91,6 +92,7 @@ export function visibleRect(hwnd: number): Rect | null {
     } catch {
       hr = -1;
     }
+    dwmState.lastHr = hr;
     if (hr === 0) {
       dwmState.frameBounds = "ok";
       const r = w.readRect(b);
@@ -106,7 +108,7 @@ export function visibleRect(hwnd: number): Rect | null {
 
 /** Cloaked windows (other virtual desktop, suspended UWP apps) are not visible; without DWM nothing is cloaked. */
 export function isCloaked(hwnd: number): boolean {
-  if (!w.DwmGetWindowAttribute || dwmState.cloaked === "failed") return false;
+  if (!w.DwmGetWindowAttribute) return false;
   const b = Buffer.alloc(4);
   let hr = -1;
   try {
@@ -115,7 +117,7 @@ export function isCloaked(hwnd: number): boolean {
     hr = -1;
   }
   if (hr !== 0) {
-    if (dwmState.cloaked === "untried") dwmState.cloaked = "failed";
+    if (dwmState.cloaked !== "ok") dwmState.cloaked = "failed";
     return false;
   }
   dwmState.cloaked = "ok";
@@ -209,8 +211,13 @@ export class Win32Desktop implements DesktopPort {
       win32_dpi_process: this.dpi.process,
       win32_dpi_thread: this.dpi.thread,
       win32_dpi_thread_verified: this.dpi.threadVerified,
-      win32_rect_source: dwmState.frameBounds === "ok" ? "dwm_extended_frame_bounds" : "get_window_rect",
+      win32_rect_source:
+        dwmState.frameBounds === "ok"
+          ? "dwm_extended_frame_bounds (GetWindowRect where DWM fails)"
+          : "get_window_rect",
       win32_dwm: w.DwmGetWindowAttribute ? dwmState.frameBounds : "absent",
+      win32_dwm_cloaked: dwmState.cloaked,
+      win32_dwm_last_hresult: `0x${(dwmState.lastHr >>> 0).toString(16)}`,
       win32_integrity_rid: integ,
       win32_parent_guard: this.guard.parent !== null,
     };

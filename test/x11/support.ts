@@ -210,6 +210,13 @@ export function exeOf(pid: number): string {
   return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0")[0] ?? "";
 }
 
+/** Whether a process exists and is not a zombie. */
 export function pidAlive(pid: number): boolean {
-  return existsSync(`/proc/${pid}`);
+  if (!existsSync(`/proc/${pid}`)) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
 }

@@ -110,7 +110,7 @@ describe.skipIf(!X11_AVAILABLE)("zenity consent prompter on Xvfb", () => {
     );
     expect(isUiError(err) && err.code).toBe("consent_timeout");
     await waitFor("dialog closed", async () => ((await p.desktop.getWindow(w.hwnd)) === null ? true : null));
-    expect(pidAlive(w.pid)).toBe(false);
+    await waitFor("zenity process gone", async () => (pidAlive(w.pid) ? null : true));
   });
 
   it("denies when zenity's own timeout fires", async () => {

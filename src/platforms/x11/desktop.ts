@@ -220,6 +220,10 @@ export class X11Desktop implements DesktopPort {
     const xid = parseHwnd(hwnd);
     const x = this.x;
     if (x.getMapState(xid).resolve().mapState === 2) return;
+    // Un-minimize only: a window its application withdrew (unmapped, not iconic) stays hidden.
+    const states = cardinals(x.getProperty(xid, x.atoms._NET_WM_STATE).resolve());
+    const wmState = cardinals(x.getProperty(xid, x.atoms.WM_STATE, 2).resolve())[0];
+    if (!states.includes(x.atoms._NET_WM_STATE_HIDDEN) && wmState !== ICONIC_STATE) return;
     // EWMH first: removing _NET_WM_STATE_HIDDEN un-minimizes without focusing (openbox honours it).
     x.sendClientMessage(
       x.root,

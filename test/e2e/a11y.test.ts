@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
 
 /**
@@ -120,6 +120,32 @@ afterEach(async () => {
   await Promise.all(harnesses.splice(0).map((h) => h.close()));
 });
 
+/**
+ * One server for the tests that need nothing but the plain file policy (a server start costs
+ * seconds on a loaded machine): each call puts the given windows on the desktop and empties the
+ * effects log, so every test still sees only its own effects.
+ */
+let sharedDesktop: FakeDesktop | undefined;
+let sharedServer: McpHarness | undefined;
+async function shared(windows: Array<Record<string, unknown>>): Promise<{ d: FakeDesktop; h: McpHarness }> {
+  if (!sharedDesktop || !sharedServer) {
+    sharedDesktop = new FakeDesktop(scenario(windows));
+    sharedServer = await McpHarness.start({
+      UIINSPECT_PLATFORM: "fake",
+      ...LOOSE_BUDGETS,
+      UIINSPECT_FAKE_DESKTOP: sharedDesktop.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: sharedDesktop.writePolicy(filePolicy()),
+    });
+  } else {
+    sharedDesktop.write(scenario(windows));
+  }
+  writeFileSync(sharedDesktop.effects, "");
+  return { d: sharedDesktop, h: sharedServer };
+}
+afterAll(async () => {
+  await sharedServer?.close();
+});
+
 describe("accessibility over stdio", () => {
   it("redacts a password field's name everywhere and never logs a set value", async () => {
     const d = new FakeDesktop(scenario([main()]));
@@ -179,11 +205,7 @@ describe("accessibility over stdio", () => {
   });
 
   it("truncates by depth and by node count, and reports a whole tree as not truncated", async () => {
-    const d = new FakeDesktop(scenario([main()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    });
+    const { h } = await shared([main()]);
     await h.ok("request_access", { hwnd: 1001 });
     const all = await h.ok("inspect_tree", { hwnd: 1001 });
     // root + 6 children + 4 groups below "deep 0" (deep 1..3 and the leaf)
@@ -238,11 +260,7 @@ describe("accessibility over stdio", () => {
   });
 
   it("refs go stale after release_access, an instance change and a removed node", async () => {
-    const d = new FakeDesktop(scenario([main()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    });
+    const { d, h } = await shared([main()]);
     await h.ok("request_access", { hwnd: 1001 });
     let tree = await h.ok("inspect_tree", { hwnd: 1001 });
     let play = byId(tree.root, "play");
@@ -311,11 +329,7 @@ describe("accessibility over stdio", () => {
   });
 
   it("refs of a second window of the same process act on that window", async () => {
-    const d = new FakeDesktop(scenario([main(), second()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    });
+    const { d, h } = await shared([main(), second()]);
     await h.ok("request_access", { hwnd: 1001 });
     const a = await h.ok("inspect_tree", { hwnd: 1001 });
     const b = await h.ok("inspect_tree", { hwnd: 1005 });
@@ -335,11 +349,7 @@ describe("accessibility over stdio", () => {
   });
 
   it("pattern_not_supported never falls back to a click", async () => {
-    const d = new FakeDesktop(scenario([main()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    });
+    const { d, h } = await shared([main()]);
     await h.ok("request_access", { hwnd: 1001 });
     const tree = await h.ok("inspect_tree", { hwnd: 1001 });
     const nick = byId(tree.root, "nick");
@@ -396,11 +406,7 @@ describe("accessibility over stdio", () => {
   });
 
   it("click_element clicks the live element's centre and refuses one outside the window", async () => {
-    const d = new FakeDesktop(scenario([main()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    });
+    const { d, h } = await shared([main()]);
     await h.ok("request_access", { hwnd: 1001 });
     const tree = await h.ok("inspect_tree", { hwnd: 1001 });
     const play = byId(tree.root, "play");
@@ -429,11 +435,7 @@ describe("accessibility over stdio", () => {
   });
 
   it("find_elements filters by name, role and automation id", async () => {
-    const d = new FakeDesktop(scenario([main()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    });
+    const { h } = await shared([main()]);
     await h.ok("request_access", { hwnd: 1001 });
     const names = async (args: Record<string, unknown>) =>
       ((await h.ok("find_elements", { hwnd: 1001, ...args })).elements as Node[]).map((e) => e.automation_id);

@@ -227,7 +227,9 @@ export const accessTools = [
             ? null
             : sup.consent.keptDecision(ctx.client.hash, t.instanceKey);
         const caps = g?.capabilities ?? (kept?.decision === "approved" ? new Set(kept.capabilities) : null);
-        if (!sup.lease && !caps?.has(args.action_class)) reason = "consent_required";
+        // The same code the action would get: a kept denial is consent_denied (chain.ts).
+        if (!sup.lease && !g && kept?.decision === "denied") reason = "consent_denied";
+        else if (!sup.lease && !caps?.has(args.action_class)) reason = "consent_required";
         else if (requires && !hasToken) reason = "confirmation_required";
       }
       return {

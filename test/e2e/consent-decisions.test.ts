@@ -20,7 +20,10 @@ describe("kept consent decisions", () => {
     }
     expect(desk.prompts()).toHaveLength(1);
     expect(await grants(h)).toEqual([]);
-    expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
+    expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_denied");
+    expect((await h.ok("preview_action", { hwnd: 1001, action_class: "click" })).reason).toBe(
+      "consent_denied",
+    );
     expect(desk.effects().filter((e) => e.type === "button_down")).toHaveLength(0);
   });
 

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import {
+  audit,
+  closeServersAfterEach,
+  Desk,
+  grants,
+  IN_STAGE,
+  serve,
+  sleep,
+  win,
+} from "../support/consent.js";
+
+// Grants: short TTL renewed silently from the kept decision after the identity is re-resolved;
+// release_access drops the grant for good (until the client asks again).
+
+closeServersAfterEach();
+
+describe("grants", () => {
+  it("an expired grant is renewed silently from the kept decision, without a dialog", async () => {
+    const desk = new Desk([win(1), win(2)]);
+    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "1000" } });
+    const first = await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "click"] });
+    const firstExpiry = Date.parse(String(first.expires_at));
+    expect(await grants(h)).toHaveLength(1);
+    await sleep(1300);
+    expect(await grants(h)).toEqual([]);
+    expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
+    const renewed = await grants(h);
+    expect(renewed).toHaveLength(1);
+    expect(renewed[0]).toMatchObject({ hwnd: "1001", capabilities: ["observe", "click"] });
+    expect(Date.parse(String(renewed[0].expires_at))).toBeGreaterThan(firstExpiry);
+    expect(desk.prompts()).toHaveLength(1);
+    // Renewal keeps the ceiling: what was not approved stays out.
+    expect((await h.call("send_key", { hwnd: 1001, key: "a" })).code).toBe("consent_required");
+    // Expiry is not a revocation for cause.
+    expect((await audit(h)).filter((e) => e.tool === "revocation")).toEqual([]);
+
+    // The identity is re-resolved before renewing: a reused PID gets nothing from the old decision.
+    await h.ok("request_access", { hwnd: 1002, capabilities: ["observe"] });
+    await sleep(1300);
+    desk.reusePid(1002);
+    expect((await h.call("restore_window", { hwnd: 1002 })).code).toBe("consent_required");
+    expect(await grants(h)).toEqual([]);
+    expect(desk.prompts()).toHaveLength(2);
+  });
+
+  it("release_access drops the grant: the next action is consent_required and element refs are stale", async () => {
+    const desk = new Desk([win(1)]);
+    const h = await serve(desk);
+    await h.ok("request_access", { hwnd: 1001 });
+    const found = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
+    const ref = (found.elements as Array<{ ref: string }>)[0].ref;
+    const tree = await h.ok("inspect_tree", { hwnd: 1001 });
+    expect(tree.node_count).toBeGreaterThan(1);
+    expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(true);
+    expect(await grants(h)).toEqual([]);
+    expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
+    expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("consent_required");
+    expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
+    expect((await h.ok("preview_action", { hwnd: 1001, action_class: "click" })).reason).toBe(
+      "consent_required",
+    );
+    expect(desk.effects().filter((e) => e.type === "button_down" || e.type === "a11y")).toHaveLength(0);
+    expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(false);
+
+    // Asking again is answered from the kept decision (no second dialog); old refs stay dead.
+    expect(await h.ok("request_access", { hwnd: 1001 })).toMatchObject({
+      decision: "approved",
+      source: "cached",
+    });
+    expect(desk.prompts()).toHaveLength(1);
+    expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
+    expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
+    const fresh = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
+    const newRef = (fresh.elements as Array<{ ref: string }>)[0].ref;
+    expect(newRef).not.toBe(ref);
+    expect((await h.call("invoke_element", { ref: newRef })).isError).toBe(false);
+  });
+
+  it("two connections with the same clientInfo never share grants or decisions", async () => {
+    const desk = new Desk([win(1)], { answer: "approve", delay_ms: 0 });
+    const info = { name: "twin", version: "1.0.0" };
+    const a = await serve(desk, { client: info });
+    const b = await serve(desk, { client: info });
+    expect((await a.ok("request_access", { hwnd: 1001 })).source).toBe("dialog");
+    expect(await grants(a)).toHaveLength(1);
+    expect(await grants(b)).toEqual([]);
+    expect((await b.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
+    expect((await b.call("preview_action", { hwnd: 1001, action_class: "click" })).structured).toMatchObject({
+      allowed: false,
+      reason: "consent_required",
+    });
+    // B asks for itself: its own dialog, not A's cached decision.
+    desk.set({ consent: { answer: "deny", delay_ms: 0 } });
+    expect(await b.ok("request_access", { hwnd: 1001 })).toMatchObject({
+      decision: "denied",
+      source: "dialog",
+    });
+    expect(desk.prompts()).toHaveLength(2);
+    expect((await a.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
+    const hashA = new Set((await audit(a)).map((e) => e.client));
+    const hashB = new Set((await audit(b)).map((e) => e.client));
+    expect(hashA.size).toBe(1);
+    expect(hashB.size).toBe(1);
+    expect([...hashA][0]).not.toBe([...hashB][0]);
+  });
+});

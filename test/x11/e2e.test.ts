@@ -278,5 +278,23 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       // The server keeps serving.
       expect((await h.ok("health_check")).platform).toBe("x11");
     });
+
+    it("answers a window whose process was killed mid-session with a code and keeps serving", async () => {
+      const victim = startApp("zenity", ["--info", "--title=uix e2e victim", "--text=bye"]);
+      const w = await waitForWindow(p, "uix e2e victim");
+      const before = await h.call("get_window_state", { hwnd: w.hwnd });
+      expect(before.isError).toBe(false);
+      victim.child.kill("SIGKILL");
+      await victim.exited;
+      await waitFor("victim window gone", async () =>
+        (await p.desktop.getWindow(w.hwnd)) === null ? true : null,
+      );
+      const after = await h.call("get_window_state", { hwnd: w.hwnd });
+      expect(after.isError).toBe(true);
+      expect(["target_gone", "target_not_found"]).toContain(after.code);
+      const shot = await h.call("screenshot_window", { hwnd: w.hwnd, region_name: "body" });
+      expect(shot.isError).toBe(true);
+      expect((await h.ok("list_windows")).windows).toBeDefined();
+    });
   },
 );

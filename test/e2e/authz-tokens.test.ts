@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { audit, closeServersAfterAll, Desk, IN_STAGE, serve, sleep, win } from "../support/consent.js";
+import { audit, closeServersAfterAll, Desk, serve, sleep, win } from "../support/consent.js";
 import type { McpHarness } from "../support/mcp.js";
 
 // Confirmation tokens for protected actions, and preview_action, over stdio. One server for the

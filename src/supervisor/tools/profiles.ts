@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
-import { RectSchema } from "../../shared/geometry.js";
+import { RectSchema, rectArea } from "../../shared/geometry.js";
 import type { CallContext } from "../chain.js";
 import {
   checkProfile,
@@ -18,20 +18,30 @@ import { CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
 const ProfilePath = z.string().min(1).max(4096).describe("Path of a coordinate profile JSON file.");
 const Name = z.string().min(1).max(64);
 
-/** The same capture chain as screenshots, but only a hash of the masked region leaves the worker. */
+/**
+ * The same capture chain as screenshots, but only a hash of the masked region leaves the worker.
+ * The raw frame the worker reads still counts against the process-wide memory budget, reserved
+ * before the capture and released when it is done (4 bytes a pixel: no PNG is made).
+ */
 async function referenceHash(ctx: CallContext, plan: ScreenshotPlan): Promise<string> {
   const policy = ctx.policy!;
-  const r = await ctx.call("capture.region", {
-    target: ctx.target!.expectation,
-    region: plan.region,
-    masks: plan.masks,
-    grid_spacing: null,
-    output: "sha256",
-    max_png_bytes: policy.limits.max_png_bytes,
-    compression_level: 0,
-  });
-  if (!r.sha256) throw uiError("platform_unavailable", "No hash was produced.");
-  return r.sha256;
+  const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 4, ctx.signal);
+  try {
+    const r = await ctx.call("capture.region", {
+      target: ctx.target!.expectation,
+      region: plan.region,
+      masks: plan.masks,
+      grid_spacing: null,
+      output: "sha256",
+      max_png_bytes: policy.limits.max_png_bytes,
+      compression_level: 0,
+    });
+    if (!r.sha256) throw uiError("platform_unavailable", "No hash was produced.");
+    ctx.counters.pixels = rectArea(plan.region);
+    return r.sha256;
+  } finally {
+    reservation.release();
+  }
 }
 
 const referencePixels = (rect: readonly number[]) =>
@@ -118,6 +128,14 @@ export const profileTools = [
     }),
     output: z.object({ correlation_id: CorrelationId, profile: CoordinateProfileSchema }),
     annotations: READ_ONLY,
+    // The reference region is captured (hashed), so it counts like screenshot pixels.
+    cost: (args, policy) => {
+      try {
+        return { screenshotPixels: referencePixels(resolveReferenceRegion(args, policy.safe_regions).rect) };
+      } catch {
+        return {};
+      }
+    },
     handler: async (ctx, args) => {
       const policy = ctx.policy!;
       const window = ctx.target!.window;

@@ -262,6 +262,62 @@ describe("screenshot_window limits", () => {
   });
 });
 
+describe("coordinate-profile captures are budgeted like screenshots", () => {
+  it("record and check count screenshot pixels per application", async () => {
+    const d = new FakeDesktop(scenario([paintedRuffle()]));
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      // Two 320×240 stage captures per minute.
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
+        filePolicy({ limits: { max_screenshot_pixels_per_minute: 2 * 320 * 240 } }),
+      ),
+    });
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+    const record = () =>
+      h.call("record_coordinate_profile", {
+        hwnd: 1001,
+        profile_id: "p",
+        reference_region_name: "stage",
+        safe_regions: [],
+        verification_points: [],
+      });
+    expect((await record()).isError).toBe(false);
+    expect((await record()).isError).toBe(false);
+    expect((await record()).code).toBe("rate_limited");
+    expect((await h.call("screenshot_window", { hwnd: 1001, region_name: "stage" })).code).toBe(
+      "rate_limited",
+    );
+  });
+
+  it("the hashed frame is reserved from the memory budget", async () => {
+    const d = new FakeDesktop(scenario([paintedRuffle()]));
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle - *",
+      DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: RUFFLE,
+      DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe",
+      DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS: "true",
+      DESKTOP_AUTOMATION_SCREENSHOT_MEMORY_BUDGET_BYTES: String(1024 * 1024),
+    });
+    await h.ok("request_access", { hwnd: 1001 });
+    const record = (rect: number[]) =>
+      h.call("record_coordinate_profile", {
+        hwnd: 1001,
+        profile_id: "p",
+        reference_region_name: "ref",
+        safe_regions: [{ name: "ref", rect }],
+        verification_points: [],
+      });
+    // 600 × 500 RGBA is more than the whole 1 MiB budget: refused before any capture.
+    expect((await record([0, 0, 600, 500])).code).toBe("memory_budget_exceeded");
+    // 200 × 200 fits.
+    expect((await record([0, 0, 200, 200])).isError).toBe(false);
+    const mem = (await h.ok("get_rate_limit_state")).memory as { peak_bytes: number; in_use_bytes: number };
+    expect(mem.peak_bytes).toBe(200 * 200 * 4);
+    expect(mem.in_use_bytes).toBe(0);
+  });
+});
+
 describe("screenshot_window in environment-policy mode", () => {
   const envPolicy = {
     DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle - *",

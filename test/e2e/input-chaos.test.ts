@@ -212,19 +212,6 @@ describe("chaos between the legs of a drag and the steps of a key sequence (pass
       { type: "key_up", key: "alt" },
     ]);
   });
-
-  it("a click whose window moves during the 150 ms settle is not pressed", async () => {
-    const { r, fx } = await interrupt(
-      h,
-      d,
-      "click_window",
-      { hwnd: 1001, x: 50, y: 50 },
-      (e) => e.type === "move",
-      () => scenario([ruffleWindow({ rect: [300, 300, 1124, 940] }), other()]),
-    );
-    expect(r.code).toBe("target_changed");
-    expect(fx).toEqual([{ type: "move", x: 150, y: 150 }]);
-  });
 });
 
 describe("DESKTOP_AUTOMATION_FOCUS_MODE=activate", () => {
@@ -272,6 +259,17 @@ describe("DESKTOP_AUTOMATION_FOCUS_MODE=activate", () => {
     expect(strip(d.effectsLog().slice(from))).toEqual([{ type: "activate", hwnd: "1001" }]);
   });
 
+  it("close_window and restore_window never activate, even in activate mode", async () => {
+    const tok = String((await h.ok("request_confirmation", { hwnd: 1001, action_class: "close" })).token_id);
+    let from = d.effectsLog().length;
+    await h.ok("close_window", { hwnd: 1001, confirmation_token: tok });
+    expect(strip(d.effectsLog().slice(from))).toEqual([{ type: "close", hwnd: "1001" }]);
+    d.write(scenario([ruffleWindow({ z: 1, iconic: true }), other({ z: 0 })], 2002));
+    from = d.effectsLog().length;
+    expect((await h.ok("restore_window", { hwnd: 1001 })).was_minimized).toBe(true);
+    expect(strip(d.effectsLog().slice(from))).toEqual([{ type: "restore", hwnd: "1001" }]);
+  });
+
   it("a call refused for its arguments or bounds does not activate the window", async () => {
     const from = d.effectsLog().length;
     for (const [name, args, code] of [
@@ -305,7 +303,7 @@ describe("DESKTOP_AUTOMATION_FOCUS_MODE=activate", () => {
 describe("worker deadline during a long hold", () => {
   let deadlineCode: string | undefined;
   it("over stdio: the deadline passes while a key is held → key_up still emitted, the call fails", async () => {
-    // The deadline is UIINSPECT_WORKER_DEADLINE_MS + hold_ms; activation (~1.2 s here) eats into it,
+    // The deadline is UIINSPECT_WORKER_DEADLINE_MS + hold_ms; activation (~1 s here) eats into it,
     // so the deadline falls inside the 3 s hold.
     const d = new FakeDesktop(scenario([ruffleWindow({ z: 1 }), other({ z: 0 })], 2002));
     const h = await start(d, {
@@ -316,7 +314,8 @@ describe("worker deadline during a long hold", () => {
     const from = d.effectsLog().length;
     const call = h.call("send_key", { hwnd: 1001, key: "a", modifiers: ["shift"], hold_ms: 3000 });
     await waitForEffect(d, from, (e) => e.type === "activate");
-    await new Promise((r) => setTimeout(r, 1200));
+    // Key down between 0.5 s (else the hold would end before the deadline) and 2 s (activation gives up).
+    await new Promise((r) => setTimeout(r, 1000));
     d.write(scenario([ruffleWindow({ z: 0 }), other({ z: 1 })], 1001));
     const r = await call;
     const fx = strip(d.effectsLog().slice(from));
@@ -346,7 +345,7 @@ describe("worker deadline during a long hold", () => {
     expect(deadlineCode).toBe("worker_timeout");
   });
 
-  describe("in the worker (handler + fake platform, deadline abort after 200 ms)", () => {
+  describe("in the worker (handler + fake platform, in process; deadline = an abort with worker_timeout)", () => {
     let d: FakeDesktop;
     let platform: Platform;
     beforeAll(() => {
@@ -364,7 +363,7 @@ describe("worker deadline during a long hold", () => {
     };
     function ctx(p: Platform, abortAfterMs: number): HandlerContext {
       const ac = new AbortController();
-      setTimeout(() => ac.abort(uiError("worker_timeout")), abortAfterMs);
+      setTimeout(() => ac.abort(uiError("worker_timeout")), abortAfterMs).unref();
       return {
         signal: ac.signal,
         deadline: Date.now() + abortAfterMs,
@@ -418,6 +417,70 @@ describe("worker deadline during a long hold", () => {
       expect(fx.at(-1)).toEqual({ type: "button_up", button: "left" });
       expect(fx.length).toBeLessThan(20);
       expectBalanced(fx);
+    });
+
+    it("text is re-verified before each chunk: focus lost after the third chunk stops typing", async () => {
+      const text = inputHandlers["input.text"];
+      if (!text) throw new Error("no handler");
+      let chunks = 0;
+      const typing: Platform = {
+        ...platform,
+        input: {
+          moveTo: (x, y) => platform.input.moveTo(x, y),
+          buttonDown: (b) => platform.input.buttonDown(b),
+          buttonUp: (b) => platform.input.buttonUp(b),
+          wheel: (n) => platform.input.wheel(n),
+          keyDown: (k) => platform.input.keyDown(k),
+          keyUp: (k) => platform.input.keyUp(k),
+          typeText: async (hw, t, m) => {
+            await platform.input.typeText(hw, t, m);
+            chunks += 1;
+            if (chunks === 3) d.write(scenario([ruffleWindow(), other()], 2002));
+          },
+        },
+      };
+      const from = d.effectsLog().length;
+      const typed = "0123456789abcdef".repeat(256);
+      const code = await codeOf(
+        text({ target, text: typed, mode: "sendinput", focus_mode: "passive" }, ctx(typing, 10_000)),
+      );
+      d.write(calm());
+      expect(code).toBe("not_foreground");
+      const fx = strip(d.effectsLog().slice(from));
+      expect(fx.map((e) => e.text)).toEqual([typed.slice(0, 32), typed.slice(32, 64), typed.slice(64, 96)]);
+    });
+
+    it("a click whose window moves during the 150 ms settle is not pressed", async () => {
+      const pointer = inputHandlers["input.pointer"];
+      if (!pointer) throw new Error("no handler");
+      const moving: Platform = {
+        ...platform,
+        input: {
+          moveTo: async (x, y) => {
+            await platform.input.moveTo(x, y);
+            d.write(scenario([ruffleWindow({ rect: [300, 300, 1124, 940] }), other()]));
+          },
+          buttonDown: (b) => platform.input.buttonDown(b),
+          buttonUp: (b) => platform.input.buttonUp(b),
+          wheel: (n) => platform.input.wheel(n),
+          keyDown: (k) => platform.input.keyDown(k),
+          keyUp: (k) => platform.input.keyUp(k),
+          typeText: (hw, t, m) => platform.input.typeText(hw, t, m),
+        },
+      };
+      for (const kind of ["click", "double_click", "right_click", "scroll"] as const) {
+        d.write(calm());
+        const from = d.effectsLog().length;
+        const code = await codeOf(
+          pointer(
+            { target, kind, x: 50, y: 50, dwell_ms: 0, notches: 1, focus_mode: "passive" },
+            ctx(moving, 10_000),
+          ),
+        );
+        expect(code, kind).toBe("target_changed");
+        expect(strip(d.effectsLog().slice(from))).toEqual([{ type: "move", x: 150, y: 150 }]);
+      }
+      d.write(calm());
     });
 
     it("a release that fails does not stop the other releases", async () => {

@@ -95,6 +95,8 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
     await h.ok("request_access", { hwnd: 1001 });
   });
   afterEach(() => d.write(scenario([ruffleWindow()])));
+  const audit = async () =>
+    (await h.ok("get_audit_events", { limit: 500 })).events as Array<Record<string, unknown>>;
 
   it("coordinates outside the window are out_of_bounds", async () => {
     // The window is 824 × 640: x 0…823, y 0…639.
@@ -175,9 +177,32 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
     for (const [name, args] of calls) await refused(h, d, name, args, "minimized");
     await refused(h, d, "close_window", { hwnd: 1001, confirmation_token: tok }, "minimized");
   });
+
+  it("every refused attempt is audited with its code and tool", async () => {
+    const events = await audit();
+    for (const reason of ["out_of_bounds", "occluded", "not_foreground", "minimized"]) {
+      const hits = events.filter((e) => e.reason === reason);
+      expect(hits.length, reason).toBeGreaterThan(0);
+      for (const e of hits) expect(e, JSON.stringify(e)).toMatchObject({ outcome: "error" });
+    }
+    const tools = new Set(events.filter((e) => e.reason === "minimized").map((e) => e.tool));
+    for (const t of ["click_window", "drag_window", "send_text", "send_key_sequence", "close_window"])
+      expect(tools.has(t), t).toBe(true);
+  });
+
+  // Known bug outside the input area (src/supervisor/server.ts callTool): the call context is
+  // taken from runChain's return value only, so a call that fails anywhere in the chain or the
+  // handler is audited with pid, process_start and policy_id null and no counters. `it.fails`
+  // passes while the bug is there; make it a plain `it` once it is fixed.
+  it.fails("a refused attempt's audit event names the target's pid and the policy", async () => {
+    const events = await audit();
+    const refusedInWorker = events.filter((e) => e.reason === "occluded");
+    expect(refusedInWorker.length).toBeGreaterThan(0);
+    for (const e of refusedInWorker) expect(e).toMatchObject({ pid: 4242, policy_id: "e2e" });
+  });
 });
 
-describe("argument refusals (invalid_argument), resolved before anything is emitted", () => {
+describe("argument and token refusals, resolved before anything is emitted", () => {
   let d: FakeDesktop;
   let h: McpHarness;
   beforeAll(async () => {
@@ -280,13 +305,8 @@ describe("argument refusals (invalid_argument), resolved before anything is emit
         "invalid_argument",
       );
   });
-});
 
-describe("authorization refusals", () => {
   it("missing or wrong confirmation tokens for text, close and drag", async () => {
-    const d = new FakeDesktop(scenario([ruffleWindow()]));
-    const h = await start(d);
-    await h.ok("request_access", { hwnd: 1001 });
     const drag = { hwnd: 1001, start_x: 1, start_y: 1, end_x: 9, end_y: 9 };
     await refused(h, d, "send_text", { hwnd: 1001, text: "hi" }, "confirmation_required");
     await refused(h, d, "close_window", { hwnd: 1001 }, "confirmation_required");
@@ -315,7 +335,9 @@ describe("authorization refusals", () => {
       "confirmation_invalid",
     );
   });
+});
 
+describe("authorization refusals", () => {
   it("no grant: consent_required for every input tool, restore and close", async () => {
     const d = new FakeDesktop(scenario([ruffleWindow()]));
     const h = await start(d);

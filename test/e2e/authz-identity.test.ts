@@ -60,6 +60,21 @@ describe("process-instance identity across the lifecycle", () => {
     await newInstanceNeedsItsOwnDialog(h, desk, 1);
   });
 
+  it("the window passes to another process while the approved one lives on: the post-prompt check refuses", async () => {
+    // The old instance keeps a second window, so the dialog's liveness poll sees it alive and the
+    // approval arrives; only the identity re-resolved after the prompt can catch the change.
+    const desk = new Desk([win(1), win(5, { pid: 4001 })], { answer: "approve", delay_ms: 1500 });
+    const h = await serve(desk);
+    const pending = h.call("request_access", { hwnd: 1001 });
+    await until(() => desk.prompts().length === 1, "the dialog");
+    desk.set({ windows: [win(1, { pid: 4999 }), win(5, { pid: 4001 })] });
+    const r = await pending;
+    expect(r.code).toBe("target_changed");
+    expect(await grants(h)).toEqual([]);
+    expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
+    expect(desk.effects().filter((e) => e.type === "button_down")).toHaveLength(0);
+  });
+
   it("changes after approval, before the first action", async () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);

@@ -1,0 +1,52 @@
+// `npm run bench`: runs every benchmark one after another (they share 2 cores badly) and
+// prints their JSON figures; also writes them to bench/results/latest.json (git-ignored).
+// Each script can be run alone too: `node bench/<name>.mjs`.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const here = import.meta.dirname;
+const only = process.argv.slice(2);
+const SCRIPTS = [
+  ["foundation", "supervisor overhead per call over stdio, worker restart after a crash"],
+  ["authz", "authorization chain latency with 1/10/100 grants, cached request_access throughput"],
+  ["mcp-capture", "800×600 screenshots through the full MCP path"],
+  ["streams", "16 concurrent screenshot streams under a 64 MiB budget: peak RSS"],
+  ["capture", "PNG encode by compression level, sharp vs pngjs"],
+  ["input", "actions per second through MCP, verification overhead"],
+  ["mcp-a11y", "tree nodes per second through MCP, event-loop delay under 32 concurrent walks"],
+  ["a11y", "tree walk in the uia handler alone"],
+  ["lease", "lease validation round trip, 8 concurrent clients"],
+  ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
+];
+
+const results = {};
+for (const [name, what] of SCRIPTS) {
+  if (only.length > 0 && !only.includes(name)) continue;
+  const file = join(here, `${name}.mjs`);
+  if (!existsSync(file)) continue;
+  process.stderr.write(`bench ${name}: ${what}\n`);
+  const r = spawnSync(process.execPath, [file], {
+    encoding: "utf8",
+    timeout: 15 * 60_000,
+    maxBuffer: 64 << 20,
+  });
+  const out = r.stdout.trim();
+  try {
+    results[name] = JSON.parse(out.slice(out.indexOf("{")));
+  } catch {
+    results[name] = {
+      error: `exit ${r.status ?? r.signal}`,
+      stderr_tail: r.stderr.split("\n").slice(-8).join("\n"),
+    };
+  }
+}
+results.machine = {
+  node: process.version,
+  cpus: (await import("node:os")).cpus().length,
+  loadavg: (await import("node:os")).loadavg(),
+  date: new Date().toISOString(),
+};
+mkdirSync(join(here, "results"), { recursive: true });
+writeFileSync(join(here, "results", "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);

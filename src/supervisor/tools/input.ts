@@ -159,11 +159,12 @@ export const inputTools = [
         { x: args.end_x, y: args.end_y },
       ];
       ctx.counters.waypoints = args.path?.length ?? 0;
-      const r = await ctx.call("input.drag", {
-        target: expectation(ctx),
-        points,
-        focus_mode: ctx.sup.config.focusMode,
-      });
+      // The gesture's own waits (150 ms settle, 50 ms per leg) come on top of the deadline.
+      const r = await ctx.call(
+        "input.drag",
+        { target: expectation(ctx), points, focus_mode: ctx.sup.config.focusMode },
+        ctx.sup.config.workerDeadlineMs + 150 + points.length * 60,
+      );
       return { structured: { correlation_id: ctx.correlationId, legs: r.legs } };
     },
   }),

@@ -335,6 +335,19 @@ describe("worker deadline during a long hold", () => {
       (w) => w.kind === "input",
     );
     expect(input?.timeouts).toBe(0);
+    // A long drag (150 ms settle + 17 legs × 50 ms ≈ 1 s) gets its waits on top of the 500 ms.
+    const tok = String((await h.ok("request_confirmation", { hwnd: 1001, action_class: "drag" })).token_id);
+    const path = Array.from({ length: 16 }, (_, i) => ({ x: 300 + i * 10, y: 300 }));
+    const drag = await h.call("drag_window", {
+      hwnd: 1001,
+      start_x: 290,
+      start_y: 300,
+      end_x: 500,
+      end_y: 300,
+      path,
+      confirmation_token: tok,
+    });
+    expect(drag.structured, JSON.stringify(drag.structured)).toMatchObject({ legs: 17 });
   });
 
   // Known bug, outside the input worker (src/supervisor/workerHost.ts): at the deadline the host

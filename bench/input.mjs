@@ -212,6 +212,7 @@ const at = { hwnd: 1001, x: 400, y: 400 };
   out.verification.verify_target_file_rewritten = await run((i) =>
     writeFileSync(desktopPath, JSON.stringify({ ...scenario, background: i % 2 ? "#000001" : "#000002" })),
   );
+  // verifyTarget calls per action (each a fresh enumeration); passive mode adds one getWindow.
   out.verification.per_action = {
     hover_window: 1,
     scroll_window: 2,

@@ -4,14 +4,7 @@ import type { ProcessInstance } from "../../shared/identity.js";
 import type { DesktopPort, WindowInfo } from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
 import * as w from "./ffi.js";
-import {
-  assertTargetable,
-  isAlive,
-  ourIntegrity,
-  refusal,
-  resolveInstance,
-  type SelfGuard,
-} from "./identity.js";
+import { assertTargetable, isAlive, ourIntegrity, type SelfGuard, targetableInstance } from "./identity.js";
 
 const GWL_EXSTYLE = -20;
 const WS_EX_TOPMOST = 0x8;
@@ -24,9 +17,12 @@ const SM_CYVIRTUALSCREEN = 79;
 const SW_SHOWNOACTIVATE = 4;
 const WM_CLOSE = 0x0010;
 const SMTO_ABORTIFHUNG = 0x2;
+const E_NOTIMPL = 0x80004001 | 0;
 
 /** What DWM last answered (for health): per window, never a permanent switch. */
 const dwmState = {
+  /** Set once DWM answered E_NOTIMPL (Wine): a property of the system, so DWM is not asked again. */
+  notImplemented: false,
   frameBounds: "untried" as "untried" | "ok" | "failed",
   cloaked: "untried" as "untried" | "ok" | "failed",
   lastHr: 0,
@@ -84,7 +80,7 @@ export function windowPid(hwnd: number): { pid: number; tid: number } {
  * the attribute): one explicit rule, reported in health() as rect_source.
  */
 export function visibleRect(hwnd: number): Rect | null {
-  if (w.DwmGetWindowAttribute) {
+  if (w.DwmGetWindowAttribute && !dwmState.notImplemented) {
     const b = Buffer.alloc(16);
     let hr = -1;
     try {
@@ -93,6 +89,7 @@ export function visibleRect(hwnd: number): Rect | null {
       hr = -1;
     }
     dwmState.lastHr = hr;
+    if (hr === E_NOTIMPL) dwmState.notImplemented = true;
     if (hr === 0) {
       dwmState.frameBounds = "ok";
       const r = w.readRect(b);
@@ -108,7 +105,7 @@ export function visibleRect(hwnd: number): Rect | null {
 
 /** Cloaked windows (other virtual desktop, suspended UWP apps) are not visible; without DWM nothing is cloaked. */
 export function isCloaked(hwnd: number): boolean {
-  if (!w.DwmGetWindowAttribute) return false;
+  if (!w.DwmGetWindowAttribute || dwmState.notImplemented) return false;
   const b = Buffer.alloc(4);
   let hr = -1;
   try {
@@ -145,7 +142,7 @@ function describe(
   let instance = instances.get(pid);
   if (instance === undefined) {
     // Our own process, its host, and higher-integrity processes are never targets: no instance.
-    instance = refusal(pid, guard) === null ? resolveInstance(pid) : null;
+    instance = targetableInstance(pid, guard);
     instances.set(pid, instance);
   }
   const visible = w.IsWindowVisible(hwnd) !== 0 && !isCloaked(hwnd);

@@ -215,6 +215,19 @@ export function refusal(pid: number, guard: SelfGuard): string | null {
   return null;
 }
 
+/**
+ * The instance behind a window's pid when it may be a target, else null (one process lookup:
+ * self/parent guard, integrity, identity).
+ */
+export function targetableInstance(pid: number, guard: SelfGuard): ProcessInstance | null {
+  if (pid === guard.self || pid === guard.parent || guard.others.includes(pid)) return null;
+  const k = lookup(pid);
+  if (!k) return null;
+  const mine = ourIntegrity();
+  if (mine !== null && (k.integrity === null || k.integrity > mine)) return null;
+  return { ...k.instance };
+}
+
 export function assertTargetable(pid: number, guard: SelfGuard): void {
   const why = refusal(pid, guard);
   if (why === "integrity")

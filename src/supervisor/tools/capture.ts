@@ -44,9 +44,9 @@ export const captureTools = [
       const target = ctx.target!;
       const plan = planScreenshot(policy, target.window, args);
       const pixels = rectArea(plan.region);
-      // Raw RGBA frame (4 B/px, in the worker) plus up to 4 B/px for the PNG and its base64 copy,
-      // held until the handler returns the result; the SDK's JSON frame written after that is not
-      // counted (it is bounded by max_png_bytes).
+      // Raw RGBA frame (4 B/px, in the worker) plus 4 B/px for the PNG and its base64 copy (UI-like
+      // frames compress far below that; noise-like ones can exceed it, up to max_png_bytes), held
+      // until the handler returns; the SDK's JSON frame written after that is not counted.
       const reservation = await sup.memory.reserve(pixels * 8, ctx.signal);
       try {
         const r = await ctx.call("capture.region", {

@@ -18,11 +18,11 @@ closeServersAfterEach();
 describe("grants", () => {
   it("an expired grant is renewed silently from the kept decision, without a dialog", async () => {
     const desk = new Desk([win(1), win(2)]);
-    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "1000" } });
+    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "2000" } });
     const first = await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "click"] });
     const firstExpiry = Date.parse(String(first.expires_at));
     expect(await grants(h)).toHaveLength(1);
-    await sleep(1300);
+    await sleep(2300);
     expect(await grants(h)).toEqual([]);
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
     const renewed = await grants(h);
@@ -37,7 +37,7 @@ describe("grants", () => {
 
     // The identity is re-resolved before renewing: a reused PID gets nothing from the old decision.
     await h.ok("request_access", { hwnd: 1002, capabilities: ["observe"] });
-    await sleep(1300);
+    await sleep(2300);
     desk.reusePid(1002);
     expect((await h.call("restore_window", { hwnd: 1002 })).code).toBe("consent_required");
     expect(await grants(h)).toEqual([]);
@@ -74,7 +74,8 @@ describe("grants", () => {
     const fresh = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
     const newRef = (fresh.elements as Array<{ ref: string }>)[0].ref;
     expect(newRef).not.toBe(ref);
-    expect((await h.call("invoke_element", { ref: newRef })).isError).toBe(false);
+    const inv = await h.call("invoke_element", { ref: newRef });
+    expect(inv.isError, JSON.stringify(inv.structured)).toBe(false);
   });
 
   it("two connections with the same clientInfo never share grants or decisions", async () => {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach } from "vitest";
+import { afterAll, afterEach, expect } from "vitest";
 import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindow } from "./mcp.js";
 
 /** Helpers for the consent / authorization e2e tests (built CLI over stdio, simulated desktop). */
@@ -146,3 +146,30 @@ export async function grants(h: McpHarness): Promise<Array<Record<string, unknow
 }
 
 export { RUFFLE };
+
+const OLD_START = new Date(START).toISOString();
+
+/** Window 1001 (pid 4001) changed instance: no grant, one audited revocation of the old one. */
+export async function expectRevoked(h: McpHarness): Promise<void> {
+  expect(await grants(h)).toEqual([]);
+  const rev = (await audit(h)).filter((e) => e.tool === "revocation");
+  expect(rev).toHaveLength(1);
+  expect(rev[0]).toMatchObject({
+    outcome: "deny",
+    reason: "target_changed",
+    pid: 4001,
+    process_start: OLD_START,
+  });
+}
+
+/** The new process behind the same pid is a stranger: it needs its own dialog. */
+export async function newInstanceNeedsItsOwnDialog(h: McpHarness, desk: Desk, before: number): Promise<void> {
+  expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
+  expect(await h.ok("request_access", { hwnd: 1001 })).toMatchObject({
+    decision: "approved",
+    source: "dialog",
+  });
+  const prompts = desk.prompts();
+  expect(prompts).toHaveLength(before + 1);
+  expect(prompts.at(-1)).toMatchObject({ pid: 4001, process_start: new Date(RESTART).toISOString() });
+}

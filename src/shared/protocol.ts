@@ -256,6 +256,8 @@ export type RequestMessage = z.infer<typeof RequestMessageSchema>;
 export const CancelMessageSchema = z.object({
   type: z.literal("cancel"),
   id: z.number().int().nonnegative(),
+  /** "deadline": the supervisor's deadline passed (worker_timeout); "client": the caller cancelled. */
+  reason: z.enum(["deadline", "client"]),
 });
 
 export const SupervisorToWorkerSchema = z.discriminatedUnion("type", [

@@ -81,7 +81,7 @@ export function buildSupervisor(
       isolation: config.isolation,
       logger,
     });
-  const workers: Workers = { capture: makeHost("capture"), input: makeHost("input"), uia: makeHost("uia") };
+  const workers: Workers = { capture: makeHost("capture"), input: makeHost("input") };
   const grants = new GrantStore(clock, config.grantTtlMs);
   const salt = newConnectionSalt();
   let client = ClientIdentity.fromClientInfo(null, salt);
@@ -98,7 +98,7 @@ export function buildSupervisor(
       }
     },
   });
-  const sessions = new A11ySessions(workers.uia, logger);
+  const sessions = new A11ySessions(() => makeHost("uia"), logger, config.isolation);
   const tokens = new ConfirmationTokenStore(clock);
   grants.onRevoke((e) => {
     sessions.disposeByInstance(e.grant.instanceKey, e.grant.client);
@@ -155,7 +155,7 @@ export function buildSupervisor(
     close: async () => {
       grants.revokeAll("shutdown");
       consent.dispose();
-      await Promise.all(Object.values(workers).map((w) => w.close()));
+      await Promise.all([...Object.values(workers).map((w) => w.close()), sessions.closeAll()]);
       await audit.close();
     },
   };

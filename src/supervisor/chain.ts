@@ -15,7 +15,7 @@ import type { EffectivePolicy, PolicyState } from "./policy/load.js";
 import { policyStatusAt } from "./policy/load.js";
 import { actionAllowed, isProtected } from "./policy/match.js";
 import { type Capability, isCapability } from "./policy/schema.js";
-import type { A11ySessions } from "./sessions.js";
+import type { A11ySessions, SessionRecord } from "./sessions.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 import type { ConfirmationTokenStore } from "./tokens.js";
 import type { ToolDef } from "./tools/define.js";
@@ -24,7 +24,6 @@ import type { WorkerHost } from "./workerHost.js";
 export interface Workers {
   capture: WorkerHost;
   input: WorkerHost;
-  uia: WorkerHost;
 }
 
 /** Everything the supervisor owns. Built once per server (one MCP connection over stdio). */
@@ -65,6 +64,13 @@ export interface CallContext {
   progress: ProgressReporter;
   /** Calls a worker with the server's deadline and this call's cancellation. */
   call<K extends OpName>(op: K, args: OpArgs<K>, deadlineMs?: number): Promise<OpResult<K>>;
+  /** Calls the uia worker that holds an automation session (one worker per grant). */
+  callSession<K extends Extract<OpName, `a11y.${string}`>>(
+    session: SessionRecord,
+    op: K,
+    args: OpArgs<K>,
+    deadlineMs?: number,
+  ): Promise<OpResult<K>>;
   /** Numeric/boolean audit counters for this call. */
   counters: Record<string, number | boolean>;
 }
@@ -112,6 +118,8 @@ export interface ChainInput {
   signal: AbortSignal;
   progress: ProgressReporter;
   correlationId?: string;
+  /** Receives the call context as soon as it exists, so a refused call is audited with it. */
+  onContext?: (ctx: CallContext) => void;
 }
 
 /**
@@ -153,10 +161,14 @@ export async function runChain(
     counters,
     call: (op, a, deadlineMs) => {
       const host = workerFor(sup, op);
+      // "activate" focus mode's wait (≤ ~2 s) counts against the deadline: it is part of the effect.
       return host.call(op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal });
     },
+    callSession: (session, op, a, deadlineMs) =>
+      sup.sessions.call(session, op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),
   };
 
+  input.onContext?.(ctx);
   if (def.capability !== "none") {
     policy = requirePolicy(sup);
     if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
@@ -176,7 +188,7 @@ export async function runChain(
     const all = await liveWindows(sup, signal);
     const live = all.find((w) => w.hwnd === session.hwnd);
     if (!live) {
-      sup.sessions.disposeByInstance(session.instanceKey);
+      sup.sessions.disposeByInstance(session.instanceKey, client.hash);
       throw uiError("target_gone");
     }
     if (!live.instance || !sameInstance(live.instance, session.instance)) {
@@ -316,6 +328,7 @@ export async function authorizeCapability(
 
 function workerFor(sup: Supervisor, op: OpName): WorkerHost {
   if (op.startsWith("input.")) return sup.workers.input;
-  if (op.startsWith("a11y.")) return sup.workers.uia;
+  // Accessibility ops belong to a grant's own uia worker (callSession), never to a shared one.
+  if (op.startsWith("a11y.")) throw uiError("invalid_argument", "Accessibility calls go through a session.");
   return sup.workers.capture;
 }

@@ -117,7 +117,7 @@ export async function callTool(
   const started = performance.now();
   const correlationId = newCorrelationId();
   const def = TOOLS_BY_NAME.get(name);
-  let ctx: CallContext | null = null;
+  let ctx = null as CallContext | null; // set by the chain as soon as it exists
   let outcome: "allow" | "deny" | "error" = "allow";
   let reason: AuditReason = "ok";
   try {
@@ -133,8 +133,10 @@ export async function callTool(
       signal: extra.signal,
       progress,
       correlationId,
+      onContext: (c) => {
+        ctx = c;
+      },
     });
-    ctx = run.ctx;
     const r = run.result as {
       structured: Record<string, unknown>;
       content?: CallToolResult["content"];

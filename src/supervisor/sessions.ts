@@ -1,14 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { uiError } from "../shared/errors.js";
 import type { ProcessInstance } from "../shared/identity.js";
-import type { A11yNodeOut } from "../shared/protocol.js";
+import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../shared/protocol.js";
 import type { Logger } from "./log.js";
 import type { ResolvedTarget } from "./targets.js";
-import type { WorkerHost } from "./workerHost.js";
+import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "./workerHost.js";
 
-interface SessionRecord {
+export interface SessionRecord {
   tag: string;
-  /** Opaque key the uia worker knows the session by (shared by the instance's windows). */
+  /** Opaque key the grant's uia worker knows the session by (shared by the instance's windows). */
   key: string;
   client: string;
   instanceKey: string;
@@ -16,28 +16,51 @@ interface SessionRecord {
   hwnd: string;
 }
 
+/** One uia worker per (client, process instance) grant: its automation session lives there. */
+interface GrantWorker {
+  client: string;
+  instanceKey: string;
+  key: string;
+  host: WorkerHost;
+}
+
+type A11yOp = Extract<OpName, `a11y.${string}`>;
+
 /**
- * Automation sessions as the supervisor sees them: one per (client, process instance) grant,
- * known to the uia worker by one session key. The worker holds a provider session per window
- * of that instance under the key, so each (grant, window) gets its own tag here: element refs
- * handed to clients are `<tag>.<worker ref>` (e.g. `s3.e12`), and a ref names the window its
- * node belongs to. When a session ends its tags are forgotten and every ref under them is
- * stale, even if the worker hands out the same inner ref again later.
+ * Automation sessions as the supervisor sees them. Each (client, process instance) grant
+ * gets its own uia worker (its own COM apartment / AT-SPI connection), so a hung or
+ * crashing provider takes down only its own grant's session, and revocation, release,
+ * expiry or an identity change tears that worker down (SPEC §2).
+ *
+ * The worker holds a provider session per window of the instance, so each (grant, window)
+ * gets its own tag here: element refs handed to clients are `<tag>.<worker ref>` (e.g.
+ * `s3.e12`), and a ref names the window its node belongs to. When a session ends, its tags
+ * are forgotten and every ref under them is stale, even if a new worker hands out the same
+ * inner ref again later.
  */
 export class A11ySessions {
   private readonly byTag = new Map<string, SessionRecord>();
   /** `${client}:${instanceKey}:${hwnd}` → record. */
   private readonly byWindow = new Map<string, SessionRecord>();
-  /** `${client}:${instanceKey}` → the worker's session key for that grant. */
-  private readonly keys = new Map<string, { client: string; instanceKey: string; key: string }>();
+  /** `${client}:${instanceKey}` → that grant's worker. */
+  private readonly grants = new Map<string, GrantWorker>();
   private nextTag = 1;
+  private retired: WorkerStats;
 
   constructor(
-    private readonly uia: WorkerHost,
+    private readonly makeHost: () => WorkerHost,
     private readonly log: Logger,
+    isolation: Isolation,
   ) {
-    // A restarted uia worker has no sessions: every ref it handed out is stale.
-    uia.onTeardown(() => this.forgetAll());
+    this.retired = {
+      kind: "uia",
+      state: "stopped",
+      restarts: 0,
+      crashes: 0,
+      timeouts: 0,
+      inflight: 0,
+      isolation,
+    };
   }
 
   sessionFor(client: string, target: ResolvedTarget): SessionRecord {
@@ -46,14 +69,10 @@ export class A11ySessions {
     const existing = this.byWindow.get(wk);
     if (existing) return existing;
     const tag = `s${this.nextTag++}`;
-    let key = this.keys.get(gk)?.key;
-    if (key === undefined) {
-      key = `${tag}-${randomBytes(6).toString("hex")}`;
-      this.keys.set(gk, { client, instanceKey: target.instanceKey, key });
-    }
+    const grant = this.grants.get(gk) ?? this.startGrantWorker(gk, client, target.instanceKey, tag);
     const rec: SessionRecord = {
       tag,
-      key,
+      key: grant.key,
       client,
       instanceKey: target.instanceKey,
       instance: target.instance,
@@ -62,6 +81,18 @@ export class A11ySessions {
     this.byTag.set(tag, rec);
     this.byWindow.set(wk, rec);
     return rec;
+  }
+
+  /** Calls the uia worker that holds this session. */
+  call<K extends A11yOp>(
+    rec: SessionRecord,
+    op: K,
+    args: OpArgs<K>,
+    opts: CallOptions,
+  ): Promise<OpResult<K>> {
+    const grant = this.grants.get(`${rec.client}:${rec.instanceKey}`);
+    if (!grant || !this.byTag.has(rec.tag)) throw uiError("element_stale");
+    return grant.host.call(op, args, opts);
   }
 
   /** Finds the session of an external ref; refs of another client are as stale as dead ones. */
@@ -82,38 +113,74 @@ export class A11ySessions {
     return walk(node) as T;
   }
 
-  /** Ends every session of an instance (revocation, release, expiry, identity change). */
+  /** Ends every session of an instance (revocation, release, expiry, identity change) and its worker. */
   disposeByInstance(instanceKey: string, client?: string): void {
-    const keys = new Set<string>();
-    for (const rec of [...this.byTag.values()]) {
-      if (rec.instanceKey !== instanceKey || (client && rec.client !== client)) continue;
-      this.forget(rec);
-      keys.add(rec.key);
+    for (const [gk, g] of [...this.grants]) {
+      if (g.instanceKey !== instanceKey || (client && g.client !== client)) continue;
+      this.forgetGrant(gk);
+      // Let the worker release provider objects (COM pointers, D-Bus) politely, then end it.
+      g.host
+        .call("a11y.dispose", { session_key: g.key }, { deadlineMs: 2000 })
+        .catch(() => this.log.debug({}, "a11y_dispose_failed"))
+        .finally(() => void g.host.close());
     }
-    for (const [gk, k] of [...this.keys]) {
-      if (k.instanceKey !== instanceKey || (client && k.client !== client)) continue;
-      this.keys.delete(gk);
-      keys.add(k.key);
-    }
-    for (const key of keys) {
-      this.uia
-        .call("a11y.dispose", { session_key: key }, { deadlineMs: 5000 })
-        .catch(() => this.log.debug({ event: "a11y_dispose_failed" }, "a11y_dispose_failed"));
-    }
+  }
+
+  /** All grant workers together, for health_check. */
+  stats(): WorkerStats & { sessions: number } {
+    const live = [...this.grants.values()].map((g) => g.host.stats());
+    const sum = (k: "restarts" | "crashes" | "timeouts" | "inflight") =>
+      this.retired[k] + live.reduce((n, s) => n + s[k], 0);
+    return {
+      kind: "uia",
+      state: live.some((s) => s.state === "ready") ? "ready" : "stopped",
+      restarts: sum("restarts"),
+      crashes: sum("crashes"),
+      timeouts: sum("timeouts"),
+      inflight: sum("inflight"),
+      isolation: live[0]?.isolation ?? this.retired.isolation,
+      sessions: this.grants.size,
+    };
+  }
+
+  async closeAll(): Promise<void> {
+    const hosts = [...this.grants.values()].map((g) => g.host);
+    for (const gk of [...this.grants.keys()]) this.forgetGrant(gk);
+    await Promise.all(hosts.map((h) => h.close()));
   }
 
   get size(): number {
     return this.byTag.size;
   }
 
-  private forget(rec: SessionRecord): void {
-    this.byTag.delete(rec.tag);
-    this.byWindow.delete(`${rec.client}:${rec.instanceKey}:${rec.hwnd}`);
+  private startGrantWorker(gk: string, client: string, instanceKey: string, tag: string): GrantWorker {
+    const host = this.makeHost();
+    const grant: GrantWorker = { client, instanceKey, key: `${tag}-${randomBytes(6).toString("hex")}`, host };
+    // A crashed or hung worker has lost its sessions: every ref it handed out is stale.
+    host.onTeardown(() => {
+      if (this.grants.get(gk) === grant) this.forgetGrant(gk);
+    });
+    this.grants.set(gk, grant);
+    host.warm();
+    return grant;
   }
 
-  private forgetAll(): void {
-    this.byTag.clear();
-    this.byWindow.clear();
-    this.keys.clear();
+  private forgetGrant(gk: string): void {
+    const g = this.grants.get(gk);
+    if (!g) return;
+    const s = g.host.stats();
+    this.retired = {
+      ...this.retired,
+      restarts: this.retired.restarts + s.restarts,
+      crashes: this.retired.crashes + s.crashes,
+      timeouts: this.retired.timeouts + s.timeouts,
+      isolation: s.isolation,
+    };
+    this.grants.delete(gk);
+    for (const rec of [...this.byTag.values()]) {
+      if (`${rec.client}:${rec.instanceKey}` !== gk) continue;
+      this.byTag.delete(rec.tag);
+      this.byWindow.delete(`${gk}:${rec.hwnd}`);
+    }
   }
 }

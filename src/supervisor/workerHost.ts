@@ -124,14 +124,14 @@ export class WorkerHost {
         const p = this.pending.get(id);
         if (!p) return;
         this.finish(id);
-        this.safeSend({ type: "cancel", id });
+        this.safeSend({ type: "cancel", id, reason: "client" });
         reject(uiError("cancelled"));
       };
       const deadlineTimer = setTimeout(() => {
         const p = this.pending.get(id);
         if (!p) return;
         // Ask politely first (the worker releases keys/buttons in finally), then kill.
-        this.safeSend({ type: "cancel", id });
+        this.safeSend({ type: "cancel", id, reason: "deadline" });
         p.graceTimer = setTimeout(() => {
           if (this.pending.has(id)) this.teardown("worker_timeout");
         }, this.opts.graceMs ?? 1000);

@@ -1,5 +1,5 @@
-import type { OpName, OpParsedArgs, OpResult, WorkerInit } from "../shared/protocol.js";
 import type { Platform } from "../shared/platform.js";
+import type { OpName, OpParsedArgs, OpResult, WorkerInit } from "../shared/protocol.js";
 
 /** What a handler gets besides its arguments. */
 export interface HandlerContext {

@@ -19,7 +19,14 @@ interface Channel {
 
 function threadChannel(port: MessagePort): Channel {
   return {
-    send: (msg, transfer) => port.postMessage(msg, transfer ?? []),
+    send: (msg, transfer) => {
+      try {
+        port.postMessage(msg, transfer ?? []);
+      } catch {
+        // Some buffers cannot be transferred (e.g. sharp's on Windows node): copy instead.
+        port.postMessage(msg);
+      }
+    },
     onMessage: (listener) => port.on("message", listener),
   };
 }
@@ -84,7 +91,7 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
     if (!parsed.success) return; // Only the supervisor holds this channel; garbage is dropped.
     const msg = parsed.data;
     if (msg.type === "cancel") {
-      inflight.get(msg.id)?.abort(uiError("cancelled"));
+      inflight.get(msg.id)?.abort(uiError(msg.reason === "deadline" ? "worker_timeout" : "cancelled"));
       return;
     }
     const controller = new AbortController();

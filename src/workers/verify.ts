@@ -1,5 +1,5 @@
 import { uiError } from "../shared/errors.js";
-import { type Rect, containsPoint, containsRect, offset, sameRect } from "../shared/geometry.js";
+import { containsPoint, containsRect, offset, type Rect, sameRect } from "../shared/geometry.js";
 import { sameInstance } from "../shared/identity.js";
 import { pointOccluded, rectOccluded } from "../shared/occlusion.js";
 import type { DesktopPort, WindowInfo } from "../shared/platform.js";
@@ -42,7 +42,8 @@ export async function verifyTarget(
   }
   if (opts.region) {
     if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
-    if (rectOccluded(all, window, offset(opts.region, window.rect[0], window.rect[1]))) throw uiError("occluded");
+    if (rectOccluded(all, window, offset(opts.region, window.rect[0], window.rect[1])))
+      throw uiError("occluded");
   }
   return { window, all };
 }
@@ -55,5 +56,6 @@ export async function verifyUnchangedAfter(
   region: Rect,
 ): Promise<void> {
   const { window } = await verifyTarget(desktop, expected, { region });
-  if (!sameRect(window.rect, before.rect)) throw uiError("target_changed", "The target window moved or resized.");
+  if (!sameRect(window.rect, before.rect))
+    throw uiError("target_changed", "The target window moved or resized.");
 }

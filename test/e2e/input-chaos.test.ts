@@ -327,8 +327,7 @@ describe("worker deadline during a long hold", () => {
       { type: "key_up", key: "shift" },
     ]);
     deadlineCode = r.code;
-    // The code should be worker_timeout; see the next test for why it is not yet.
-    expect(["worker_timeout", "cancelled"]).toContain(r.code);
+    expect(r.code).toBe("worker_timeout");
     // The worker answered (it was not killed): the input worker shows no timeout teardown.
     const health = await h.ok("health_check");
     const input = (health.workers as Array<{ kind: string; timeouts: number }>).find(
@@ -350,11 +349,8 @@ describe("worker deadline during a long hold", () => {
     expect(drag.structured, JSON.stringify(drag.structured)).toMatchObject({ legs: 17 });
   });
 
-  // Known bug, outside the input worker (src/supervisor/workerHost.ts): at the deadline the host
-  // sends the worker a plain "cancel" and then accepts the worker's answer, which is therefore
-  // `cancelled` (the supervisor's timer fires before the worker's own). `it.fails` passes while
-  // the bug is there and turns red once it is fixed: then make it a plain `it`.
-  it.fails("over stdio: a deadline is reported as worker_timeout, not cancelled", () => {
+  // The supervisor's deadline reaches the worker as a deadline cancel, answered worker_timeout.
+  it("over stdio: a deadline is reported as worker_timeout, not cancelled", () => {
     expect(deadlineCode).toBe("worker_timeout");
   });
 

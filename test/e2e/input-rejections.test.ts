@@ -190,11 +190,8 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
       expect(tools.has(t), t).toBe(true);
   });
 
-  // Known bug outside the input area (src/supervisor/server.ts callTool): the call context is
-  // taken from runChain's return value only, so a call that fails anywhere in the chain or the
-  // handler is audited with pid, process_start and policy_id null and no counters. `it.fails`
-  // passes while the bug is there; make it a plain `it` once it is fixed.
-  it.fails("a refused attempt's audit event names the target's pid and the policy", async () => {
+  // A refused call is audited with the context the chain had built (target, policy, counters).
+  it("a refused attempt's audit event names the target's pid and the policy", async () => {
     const events = await audit();
     const refusedInWorker = events.filter((e) => e.reason === "occluded");
     expect(refusedInWorker.length).toBeGreaterThan(0);

@@ -51,7 +51,7 @@ function semanticTool(
     annotations: EFFECT,
     handler: async (ctx, args) => {
       const s = refSession(ctx, args.ref);
-      await ctx.call("a11y.act", {
+      await ctx.callSession(s, "a11y.act", {
         session_key: s.key,
         target: ctx.target!.expectation,
         ref: s.inner,
@@ -93,7 +93,8 @@ export const a11yTools = [
         rootRef = r.inner;
       }
       const deadline = ctx.sup.config.treeDeadlineMs;
-      const r = await ctx.call(
+      const r = await ctx.callSession(
+        s,
         "a11y.inspect",
         {
           session_key: s.key,
@@ -138,7 +139,8 @@ export const a11yTools = [
     handler: async (ctx, args) => {
       const s = session(ctx);
       const deadline = ctx.sup.config.treeDeadlineMs;
-      const r = await ctx.call(
+      const r = await ctx.callSession(
+        s,
         "a11y.find",
         {
           session_key: s.key,
@@ -185,7 +187,7 @@ export const a11yTools = [
     handler: async (ctx, args) => {
       const s = refSession(ctx, args.ref);
       ctx.counters.chars = args.value.length;
-      await ctx.call("a11y.act", {
+      await ctx.callSession(s, "a11y.act", {
         session_key: s.key,
         target: ctx.target!.expectation,
         ref: s.inner,
@@ -218,7 +220,7 @@ export const a11yTools = [
     handler: async (ctx, args) => {
       const s = refSession(ctx, args.ref);
       const target = ctx.target!.expectation;
-      const c = await ctx.call("a11y.element_center", { session_key: s.key, target, ref: s.inner });
+      const c = await ctx.callSession(s, "a11y.element_center", { session_key: s.key, target, ref: s.inner });
       const r = await ctx.call("input.pointer", {
         target,
         kind: args.button === "right" ? "right_click" : "click",

@@ -63,6 +63,7 @@ const HealthOutput = z.object({
       crashes: z.number(),
       timeouts: z.number(),
       inflight: z.number(),
+      sessions: z.number().optional(),
     }),
   ),
   lease: z.object({
@@ -114,7 +115,7 @@ export async function healthFacts(ctx: CallContext): Promise<z.output<typeof Hea
     policy,
     versions: { server: sup.version, node: process.version, mcp_sdk: sdkVersion() },
     platform_facts: facts,
-    workers: Object.values(sup.workers).map((w) => w.stats()),
+    workers: [...Object.values(sup.workers).map((w) => w.stats()), sup.sessions.stats()],
     lease: { mode: sup.config.lease, ...lease },
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
     uptime_ms: sup.clock() - sup.startedAt,

@@ -1,9 +1,21 @@
-import sharp from "sharp";
 import type { RawImage } from "../../shared/platform.js";
 
-// The capture worker keeps no decoded pixels in libvips' operation cache: a frame
-// must be gone once its request is answered.
-sharp.cache(false);
+type Sharp = typeof import("sharp").default;
+let sharpModule: Promise<Sharp> | null = null;
+
+/**
+ * sharp is loaded on the first encode, not at worker start: discovery and hashing never
+ * need it, and a native module that fails to load must not take list_windows down with it.
+ */
+function loadSharp(): Promise<Sharp> {
+  sharpModule ??= import("sharp").then((m): Sharp => {
+    const sharp = m.default;
+    // No decoded pixels stay in libvips' operation cache: a frame must be gone once answered.
+    sharp.cache(false);
+    return sharp;
+  });
+  return sharpModule;
+}
 
 /**
  * PNG in memory (never a file). RGBA input is written as RGB: screen alpha carries
@@ -11,6 +23,7 @@ sharp.cache(false);
  * caller can transfer it to another thread without moving unrelated bytes.
  */
 export async function encodePng(img: RawImage, compressionLevel: number): Promise<Uint8Array<ArrayBuffer>> {
+  const sharp = await loadSharp();
   const input = Buffer.from(img.data.buffer, img.data.byteOffset, img.width * img.height * img.channels);
   let pipeline = sharp(input, { raw: { width: img.width, height: img.height, channels: img.channels } });
   if (img.channels === 4) pipeline = pipeline.removeAlpha();

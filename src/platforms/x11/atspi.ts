@@ -34,6 +34,7 @@ const ST_DEFUNCT = 6;
 const ST_ENABLED = 8;
 const ST_EXPANDED = 10;
 const ST_FOCUSED = 12;
+const ST_SELECTABLE = 22;
 const ST_SENSITIVE = 24;
 const ST_SHOWING = 25;
 const ST_VISIBLE = 30;
@@ -306,7 +307,10 @@ class AtspiSession implements A11ySession {
         patterns.push("toggle");
       }
       if (acts.some((a) => EXPAND_ACTIONS.includes(a))) patterns.push("expand_collapse");
-      if (parentIfaces?.includes(SELECTION)) patterns.push("selection_item");
+      // GTK answers SelectChild true for a child it cannot select (a list box with selection
+      // mode none): only a SELECTABLE child of a Selection is a selection item.
+      if (parentIfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
+        patterns.push("selection_item");
       if (editable) patterns.push("value");
       return {
         role: mapAtspiRole(roleName, editable),
@@ -385,7 +389,7 @@ class AtspiSession implements A11ySession {
         }
         case "select": {
           const parent = n.parent;
-          if (!parent) throw uiError("pattern_not_supported");
+          if (!parent || !hasState(states, ST_SELECTABLE)) throw uiError("pattern_not_supported");
           const pIfaces = await this.interfaces(parent);
           if (!pIfaces.includes(SELECTION)) throw uiError("pattern_not_supported");
           const idxBody = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetIndexInParent");

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import dbus from "dbus-next";
-import koffi from "koffi";
+import koffi, { type LibraryHandle } from "koffi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containsPoint } from "../../src/shared/geometry.js";
 import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
@@ -43,7 +43,7 @@ if (X11_AVAILABLE && !HAVE_CLI && !X11_REQUIRED) {
 const ST_CHECKED = 4;
 const BUTTON_MASK = 0x1f00; // Button1Mask … Button5Mask
 
-type NativeFn = ReturnType<koffi.LibraryHandle["func"]>;
+type NativeFn = ReturnType<LibraryHandle["func"]>;
 
 /** The core pointer as the X server sees it, from a private Xlib connection in the test. */
 class PointerWatch {

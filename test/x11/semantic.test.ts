@@ -1,0 +1,352 @@
+import { existsSync } from "node:fs";
+import dbus from "dbus-next";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../src/shared/platform.js";
+import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
+import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import {
+  atspiBus,
+  startApp,
+  startSession,
+  waitFor,
+  waitForWindow,
+  X11_AVAILABLE,
+  X11_REQUIRED,
+  type X11Session,
+  xdotool,
+} from "./support.js";
+
+/**
+ * Semantic actions over stdio against the built CLI on real GTK 3 windows (gtk3-widget-factory,
+ * gtk3-demo) on a private Xvfb desktop. Every effect is read back by the test through its own
+ * AT-SPI connection (states CHECKED / EXPANDED / SELECTED), never through the server.
+ */
+
+const HAVE_CLI = existsSync(CLI);
+if (X11_AVAILABLE && !HAVE_CLI && !X11_REQUIRED) {
+  process.stderr.write("x11 semantic skipped: dist/cli.js is missing (npm run build)\n");
+}
+
+const ST_CHECKED = 4;
+const ST_EXPANDABLE = 9;
+const ST_EXPANDED = 10;
+const ST_SELECTABLE = 22;
+const ST_SELECTED = 23;
+
+type Rect = [number, number, number, number];
+interface Element {
+  ref: string;
+  role: string;
+  name: string | null;
+  rect: Rect | null;
+  patterns: string[];
+  offscreen: boolean;
+  children?: Element[];
+}
+interface Node {
+  h: { bus: string; path: string };
+  f: A11yNodeFacts;
+}
+
+describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
+  "x11 semantic actions on GTK windows (built CLI over stdio)",
+  () => {
+    let session: X11Session;
+    let p: Platform;
+    let h: McpHarness;
+    let bus: dbus.MessageBus;
+    let factory: WindowInfo;
+    let demo: WindowInfo;
+
+    beforeAll(async () => {
+      session = startSession();
+      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+      p = await createX11Platform({ workerKind: "other" });
+      startApp("gtk3-widget-factory", []);
+      factory = await waitForWindow(p, "gtk3-widget-factory");
+      startApp("gtk3-demo", []);
+      // gtk3-demo's title follows the selected demo: find it by its executable.
+      demo = await waitFor(
+        "gtk3-demo window",
+        async () =>
+          (await p.desktop.listWindows()).find(
+            (w) => w.instance?.exe_path.endsWith("/gtk3-demo") && w.visible && !w.iconic,
+          ) ?? null,
+        30_000,
+      );
+      bus = await atspiBus();
+      h = await McpHarness.start({
+        ...LOOSE_BUDGETS,
+        DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
+        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: [factory.instance!.exe_path, demo.instance!.exe_path].join(
+          ";",
+        ),
+        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "inspect,interact,click",
+      });
+      for (const w of [factory, demo]) {
+        const pending = h.call("request_access", { hwnd: w.hwnd });
+        await clickDialogButton("Allow");
+        expect((await pending).structured.decision).toBe("approved");
+      }
+    }, 90_000);
+
+    afterAll(async () => {
+      await h?.close();
+      bus?.disconnect();
+      await p?.desktop.dispose();
+      session?.stop();
+    });
+
+    /** The live tree as the test's own AT-SPI walk sees it (visible nodes only). */
+    async function walk(w: WindowInfo): Promise<Node[]> {
+      const s = await p.accessibility.openSession(w);
+      const out: Node[] = [];
+      try {
+        const queue: A11yHandle[] = [await s.root()];
+        while (queue.length > 0) {
+          const n = queue.shift();
+          const f = await s.facts(n);
+          if (f.offscreen) continue;
+          out.push({ h: n as Node["h"], f });
+          queue.push(...(await s.children(n)));
+        }
+      } finally {
+        await s.dispose();
+      }
+      return out;
+    }
+
+    async function clickDialogButton(name: string): Promise<void> {
+      const w = await waitForWindow(p, ZENITY_TITLE);
+      const node = (await walk(w)).find((n) => n.f.role === "button" && n.f.name === name && n.f.rect);
+      if (!node?.f.rect) throw new Error(`no ${name} button`);
+      const r = node.f.rect;
+      xdotool("mousemove", "--sync", String((r[0] + r[2]) >> 1), String((r[1] + r[3]) >> 1), "click", "1");
+    }
+
+    async function states(node: Node["h"]): Promise<Set<number>> {
+      const reply = await bus.call(
+        new dbus.Message({
+          destination: node.bus,
+          path: node.path,
+          interface: "org.a11y.atspi.Accessible",
+          member: "GetState",
+        }),
+      );
+      const words = reply?.body[0] as number[];
+      const out = new Set<number>();
+      words.forEach((word, i) => {
+        for (let b = 0; b < 32; b++) if ((word >>> b) & 1) out.add(i * 32 + b);
+      });
+      return out;
+    }
+
+    async function childCount(node: Node["h"]): Promise<number> {
+      const reply = await bus.call(
+        new dbus.Message({
+          destination: node.bus,
+          path: node.path,
+          interface: "org.freedesktop.DBus.Properties",
+          member: "Get",
+          signature: "ss",
+          body: ["org.a11y.atspi.Accessible", "ChildCount"],
+        }),
+      );
+      const v = reply?.body[0] as { value: unknown } | undefined;
+      return Number(v?.value);
+    }
+
+    /** The AT-SPI node of an MCP element: same role and the same screen rect. */
+    function nodeOf(nodes: Node[], w: WindowInfo, e: Element): Node {
+      const r = e.rect!;
+      const hit = nodes.find(
+        (n) =>
+          n.f.role === e.role &&
+          n.f.rect !== null &&
+          n.f.rect[0] === r[0] + w.rect[0] &&
+          n.f.rect[1] === r[1] + w.rect[1] &&
+          n.f.rect[2] === r[2] + w.rect[0] &&
+          n.f.rect[3] === r[3] + w.rect[1],
+      );
+      if (!hit) throw new Error(`no AT-SPI node for a ${e.role}`);
+      return hit;
+    }
+
+    /**
+     * On screen now. Other notebook/stack pages report offscreen nodes; GTK tree rows scrolled out
+     * of view are not flagged offscreen but have huge negative extents.
+     */
+    const shown = (e: Element) => !e.offscreen && e.rect !== null && e.rect[0] >= 0 && e.rect[1] >= 0;
+
+    async function find(w: WindowInfo, args: Record<string, unknown>): Promise<Element[]> {
+      return (await h.ok("find_elements", { hwnd: w.hwnd, ...args })).elements as Element[];
+    }
+
+    async function checkButtons(): Promise<Element[]> {
+      const found = await find(factory, { role: "check_box", name_contains: "checkbutton" });
+      return found.sort((a, b) => a.rect![1] - b.rect![1]);
+    }
+
+    it("find_elements by role and name: exactly the matching GTK widgets, window-relative", async () => {
+      const checks = await checkButtons();
+      expect(checks.length).toBe(6);
+      const nodes = await walk(factory);
+      for (const c of checks) {
+        expect(c.role).toBe("check_box");
+        expect(c.name).toBe("checkbutton");
+        expect(c.patterns).toContain("toggle");
+        expect(c.ref).toMatch(/\S/);
+        nodeOf(nodes, factory, c);
+      }
+      const page2 = await find(factory, { role: "radio_button", name_contains: "page 2" });
+      expect(page2.map((e) => e.name)).toEqual(["Page 2"]);
+      expect(await find(factory, { role: "button", name_contains: "checkbutton" })).toEqual([]);
+      expect(await find(factory, { name_contains: "no widget is called this" })).toEqual([]);
+    });
+
+    it("toggle_element flips a check button, read back through AT-SPI", async () => {
+      const c = (await checkButtons())[0]!;
+      const node = nodeOf(await walk(factory), factory, c);
+      const before = (await states(node.h)).has(ST_CHECKED);
+      const r = await h.call("toggle_element", { ref: c.ref });
+      expect(r.isError).toBe(false);
+      expect(r.structured.correlation_id).toMatch(/^[0-9a-f]{12}$/);
+      await waitFor("toggled", async () => ((await states(node.h)).has(ST_CHECKED) !== before ? true : null));
+      expect((await h.call("toggle_element", { ref: c.ref })).isError).toBe(false);
+      await waitFor("toggled back", async () =>
+        (await states(node.h)).has(ST_CHECKED) === before ? true : null,
+      );
+    });
+
+    it("click_element clicks the centre of the live element (the check button under it flips)", async () => {
+      await p.desktop.activateWindow(factory.hwnd);
+      await waitFor("factory in front", async () => (await p.desktop.getWindow(factory.hwnd))?.foreground);
+      const checks = await checkButtons();
+      const c = checks[2]!;
+      const nodes = await walk(factory);
+      const target = nodeOf(nodes, factory, c);
+      const others = checks.filter((x) => x !== c).map((x) => nodeOf(nodes, factory, x));
+      const before = (await states(target.h)).has(ST_CHECKED);
+      const othersBefore = await Promise.all(others.map(async (o) => (await states(o.h)).has(ST_CHECKED)));
+      const r = await h.call("click_element", { ref: c.ref });
+      expect(r.isError).toBe(false);
+      await waitFor("clicked", async () =>
+        (await states(target.h)).has(ST_CHECKED) !== before ? true : null,
+      );
+      // Only that one: the click landed on its centre, not on a neighbour.
+      expect(await Promise.all(others.map(async (o) => (await states(o.h)).has(ST_CHECKED)))).toEqual(
+        othersBefore,
+      );
+    });
+
+    it("expand_element / collapse_element on a gtk3-demo tree row, read back as EXPANDED and more rows", async () => {
+      const nodes = await walk(demo);
+      const tree = nodes.find((n) => n.f.role === "tree");
+      expect(tree).toBeDefined();
+      // The first top-level row GTK marks expandable (a demo group such as "Benchmark").
+      let row: Node | null = null;
+      for (const n of nodes) {
+        if (n.f.role !== "cell" || !n.f.patterns.includes("expand_collapse") || !n.f.rect || n.f.rect[1] < 0)
+          continue;
+        const st = await states(n.h);
+        if (st.has(ST_EXPANDABLE) && !st.has(ST_EXPANDED)) {
+          row = n;
+          break;
+        }
+      }
+      expect(row).not.toBeNull();
+      const live = (await p.desktop.getWindow(demo.hwnd))!;
+      const tree2 = await h.ok("inspect_tree", { hwnd: demo.hwnd, max_depth: 12, max_nodes: 2000 });
+      const flat: Element[] = [];
+      const visit = (e: Element) => {
+        flat.push(e);
+        for (const c of e.children ?? []) visit(c);
+      };
+      visit(tree2.root as Element);
+      const el = flat.find(
+        (e) =>
+          e.role === "cell" &&
+          e.rect !== null &&
+          e.rect[0] + live.rect[0] === row!.f.rect![0] &&
+          e.rect[1] + live.rect[1] === row!.f.rect![1] &&
+          e.patterns.includes("expand_collapse"),
+      );
+      expect(el).toBeDefined();
+      const rowsBefore = await childCount(tree!.h);
+      expect((await h.call("expand_element", { ref: el!.ref })).isError).toBe(false);
+      await waitFor("expanded", async () => ((await states(row!.h)).has(ST_EXPANDED) ? true : null));
+      await waitFor("child rows shown", async () => ((await childCount(tree!.h)) > rowsBefore ? true : null));
+      // Expanding an expanded row changes nothing (the toggling action is not run again).
+      expect((await h.call("expand_element", { ref: el!.ref })).isError).toBe(false);
+      expect((await states(row!.h)).has(ST_EXPANDED)).toBe(true);
+      expect((await h.call("collapse_element", { ref: el!.ref })).isError).toBe(false);
+      await waitFor("collapsed", async () => (!(await states(row!.h)).has(ST_EXPANDED) ? true : null));
+      await waitFor("child rows hidden", async () =>
+        (await childCount(tree!.h)) === rowsBefore ? true : null,
+      );
+    });
+
+    it("expand_element on GTK's expander and combo box: pattern_not_supported (GTK exposes no expand action), state unchanged", async () => {
+      // The combo boxes of page 1 offer only "press".
+      const combos = (await find(factory, { role: "combo_box" })).filter(shown);
+      expect(combos.length).toBeGreaterThan(0);
+      for (const c of combos) expect(c.patterns).not.toContain("expand_collapse");
+      const combo = combos[0]!;
+      expect((await h.call("expand_element", { ref: combo.ref })).code).toBe("pattern_not_supported");
+      // Page 2 holds a GtkExpander: switch pages through invoke_element on the "Page 2" radio.
+      const page2 = (await find(factory, { role: "radio_button", name_contains: "page 2" }))[0]!;
+      expect((await h.call("invoke_element", { ref: page2.ref })).isError).toBe(false);
+      const expander = await waitFor("page 2 shown", async () => {
+        const found = await find(factory, { role: "button", name_contains: "Expander" });
+        return found.find((e) => e.name === "Expander" && shown(e)) ?? null;
+      });
+      expect(expander.patterns).not.toContain("expand_collapse");
+      const node = nodeOf(await walk(factory), factory, expander);
+      const before = (await states(node.h)).has(ST_EXPANDED);
+      const r = await h.call(before ? "collapse_element" : "expand_element", { ref: expander.ref });
+      expect(r.code).toBe("pattern_not_supported");
+      expect((await states(node.h)).has(ST_EXPANDED)).toBe(before);
+    });
+
+    it("select_element selects a gtk3-demo tree row, read back as SELECTED (and the demo it names opens)", async () => {
+      const nodes = await walk(demo);
+      const live = (await p.desktop.getWindow(demo.hwnd))!;
+      const rows = (await find(demo, { role: "cell", max_results: 200 }))
+        .filter((e) => shown(e) && e.patterns.includes("selection_item"))
+        .sort((a, b) => a.rect![1] - b.rect![1]);
+      expect(rows.length).toBeGreaterThan(3);
+      let row: Element | null = null;
+      for (const e of rows.slice(1)) {
+        if (!(await states(nodeOf(nodes, live, e).h)).has(ST_SELECTED)) {
+          row = e;
+          break;
+        }
+      }
+      expect(row).not.toBeNull();
+      const rowNode = nodeOf(nodes, live, row!);
+      const titleBefore = live.title;
+      expect((await h.call("select_element", { ref: row!.ref })).isError).toBe(false);
+      await waitFor("row selected", async () => ((await states(rowNode.h)).has(ST_SELECTED) ? true : null));
+      // gtk3-demo titles its window after the selected demo.
+      await waitFor("demo title follows", async () =>
+        (await p.desktop.getWindow(demo.hwnd))?.title !== titleBefore ? true : null,
+      );
+    });
+
+    it("select_element on a GtkListBox row that cannot be selected (selection mode none): pattern_not_supported", async () => {
+      // Page 2 is shown by an earlier test; its list box has rows "Row 1" … "Row 4".
+      const items = await waitFor("list rows", async () => {
+        const found = (await find(factory, { role: "list_item" })).filter(shown);
+        return found.length >= 2 ? found.sort((a, b) => a.rect![1] - b.rect![1]) : null;
+      });
+      const nodes = await walk(factory);
+      const row = items[1]!;
+      const rowNode = nodeOf(nodes, factory, row);
+      // GTK answers Selection.SelectChild true here and selects nothing; the rows are not SELECTABLE.
+      expect((await states(rowNode.h)).has(ST_SELECTABLE)).toBe(false);
+      expect(row.patterns).not.toContain("selection_item");
+      expect((await h.call("select_element", { ref: row.ref })).code).toBe("pattern_not_supported");
+      expect((await states(rowNode.h)).has(ST_SELECTED)).toBe(false);
+    });
+  },
+);

@@ -440,10 +440,15 @@ test("pointer: right click, wheel and absolute move land where asked", async () 
       const near = (p) => Math.abs(p[0] - x) <= 1 && Math.abs(p[1] - y) <= 1;
       // Under heavy load Wine's desktop thread applies injected moves late; one re-send is allowed
       // (a wrong mapping would never land, however often it is sent).
-      let got = await waitFor(() => (near(read()) ? read() : null), 4000, 20);
+      // One read per poll: reading twice could pair a landed position with a later one.
+      const landed = () => {
+        const p = read();
+        return near(p) ? p : null;
+      };
+      let got = await waitFor(landed, 4000, 20);
       if (!got) {
         await input.moveTo(x, y);
-        got = (await waitFor(() => (near(read()) ? read() : null), 4000, 20)) ?? read();
+        got = (await waitFor(landed, 4000, 20)) ?? read();
       }
       assert(Math.abs(got[0] - x) <= 1 && Math.abs(got[1] - y) <= 1, `cursor at ${got} for ${[x, y]}`);
     }

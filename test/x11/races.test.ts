@@ -209,8 +209,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
           arrival.then(() => {
             stopped = true;
           }),
-          pending.then(() => {
-            throw new Error("the call ended before the pointer reached the point");
+          pending.then((r) => {
+            throw new Error(`the call ended (${r.code ?? "ok"}) before the pointer reached the point`);
           }),
         ]);
         await change();

@@ -11,6 +11,7 @@ import {
 import { z } from "zod";
 import { ERROR_CODES } from "../shared/errors.js";
 import type { Clock } from "./budgets.js";
+import { CAPABILITIES } from "./policy/schema.js";
 
 /** 12 lowercase hex from the CSPRNG; shared between a tool result and its audit event. */
 export function newCorrelationId(): string {
@@ -21,19 +22,8 @@ const HEX12 = /^[0-9a-f]{12}$/;
 /** Tool and counter names are identifiers we choose, so a narrow pattern keeps free text out. */
 const IDENT = /^[a-z][a-z0-9_]{0,63}$/;
 
-export const AUDIT_ACTIONS = [
-  "observe",
-  "inspect",
-  "hover",
-  "click",
-  "interact",
-  "key",
-  "text",
-  "close",
-  "drag",
-  "discovery",
-  "none",
-] as const;
+/** Every capability, plus the two non-capability classes of tools. */
+export const AUDIT_ACTIONS = [...CAPABILITIES, "discovery", "none"] as const;
 
 /**
  * One audit record. Strict: unknown fields are rejected, strings are identifiers, codes or

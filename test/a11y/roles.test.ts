@@ -8,7 +8,7 @@ import {
   PATTERNS,
   ROLES,
   UIA_CONTROL_TYPE_ROLES,
-} from "../../src/workers/uia/roles.js";
+} from "../../src/shared/roles.js";
 
 describe("role vocabulary", () => {
   it("keeps vocabulary roles and forgives spelling", () => {

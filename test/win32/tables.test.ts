@@ -3,7 +3,7 @@ import { vkFor } from "../../src/platforms/win32/keys.js";
 import { roleForControlType } from "../../src/platforms/win32/uia/roles.js";
 import { IUIAutomationElement as El, IUIAutomation2 } from "../../src/platforms/win32/uia/vtables.js";
 import { ALLOWED_KEYS, MODIFIERS } from "../../src/shared/keys.js";
-import { ROLES } from "../../src/workers/uia/roles.js";
+import { ROLES } from "../../src/shared/roles.js";
 
 // Pure tables of the Win32 backend (no native code): they run on any OS. The native code is
 // tested inside Wine by .ci/wine-run.sh.

@@ -1,28 +1,13 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
-import { RectSchema } from "../../shared/geometry.js";
-import type { A11yNodeOut } from "../../shared/protocol.js";
+import { A11yNodeSchema } from "../../shared/protocol.js";
 import type { CallContext } from "../chain.js";
 import { formatElements, formatTree } from "../tree/format.js";
 import { defineTool } from "./define.js";
 import { CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
 
-const NodeOut: z.ZodType<A11yNodeOut> = z.lazy(() =>
-  z.object({
-    ref: z.string(),
-    role: z.string(),
-    name: z.string().nullable(),
-    is_password: z.boolean().optional(),
-    automation_id: z.string().nullable(),
-    class_name: z.string().nullable(),
-    rect: RectSchema.nullable(),
-    enabled: z.boolean(),
-    offscreen: z.boolean(),
-    focused: z.boolean(),
-    patterns: z.array(z.string()),
-    children: z.array(NodeOut),
-  }),
-);
+/** The worker protocol's node schema is the tools' output schema: one definition. */
+const NodeOut = A11yNodeSchema;
 
 const Ref = z.string().min(1).max(64).describe("Element ref from inspect_tree / find_elements, e.g. s1.e12.");
 

@@ -3,9 +3,9 @@ import { containsPoint, isEmpty, type Rect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
 import type { A11yNodeOut, TargetExpectation } from "../../shared/protocol.js";
+import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "../../shared/roles.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget } from "../verify.js";
-import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "./roles.js";
 import { type LiveSession, SessionStore } from "./sessions.js";
 import { Budget, relativeRect, walk } from "./walk.js";
 

@@ -1,4 +1,4 @@
-import type { SemanticAction } from "../../shared/platform.js";
+import type { SemanticAction } from "./platform.js";
 
 /**
  * The one role vocabulary of inspect_tree / find_elements (docs/roles.md). Platforms map
@@ -147,12 +147,15 @@ export const ATSPI_ROLES: Readonly<Record<string, Role>> = {
   alert: "dialog",
   "file chooser": "dialog",
   "color chooser": "dialog",
+  "font chooser": "dialog",
+  button: "button",
   "push button": "button",
   "toggle button": "button",
   "push button menu": "button",
   entry: "edit",
   "password text": "edit",
   text: "edit",
+  editbar: "edit",
   static: "text",
   paragraph: "text",
   heading: "text",
@@ -210,6 +213,7 @@ export const ATSPI_ROLES: Readonly<Record<string, Role>> = {
   "document email": "document",
   "tool bar": "toolbar",
   "status bar": "status_bar",
+  "info bar": "status_bar",
   slider: "slider",
   "spin button": "spin_button",
   "scroll bar": "scroll_bar",
@@ -221,3 +225,18 @@ export const ATSPI_ROLES: Readonly<Record<string, Role>> = {
   unknown: "unknown",
   invalid: "unknown",
 };
+
+/**
+ * An AT-SPI role name as a vocabulary role. AT-SPI says "text" for both static and editable
+ * text: only a node with STATE_EDITABLE is an `edit`.
+ */
+export function mapAtspiRole(roleName: string, editable: boolean): Role {
+  const r = roleName.toLowerCase();
+  if (r === "text") return editable ? "edit" : "text";
+  return ATSPI_ROLES[r] ?? "unknown";
+}
+
+/** A UIA control type id (50000–50040) as a vocabulary role. */
+export function roleForControlType(id: number): Role {
+  return UIA_CONTROL_TYPE_ROLES[id]?.role ?? "unknown";
+}

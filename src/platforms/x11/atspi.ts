@@ -204,6 +204,12 @@ function refs(body: unknown[]): Array<{ bus: string; path: string }> {
   return out;
 }
 
+/**
+ * GTK reports extents near G_MININT for nodes it does not draw although they keep SHOWING and
+ * VISIBLE (tree rows scrolled out of view, cell renderers of hidden columns).
+ */
+const NO_EXTENT = -(2 ** 30);
+
 function toRect(body: unknown[]): Rect | null {
   const e = body[0];
   if (!Array.isArray(e) || e.length < 4 || !e.every((v) => typeof v === "number")) return null;
@@ -312,14 +318,17 @@ class AtspiSession implements A11ySession {
       if (parentIfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
         patterns.push("selection_item");
       if (editable) patterns.push("value");
+      const rect = extents ? toRect(extents) : null;
       return {
         role: mapAtspiRole(roleName, editable),
         name: typeof name === "string" ? name : null,
         automation_id: null,
         class_name: roleName || null,
-        rect: extents ? toRect(extents) : null,
+        rect,
         enabled: hasState(states, ST_ENABLED) || hasState(states, ST_SENSITIVE),
-        offscreen: !(hasState(states, ST_SHOWING) && hasState(states, ST_VISIBLE)),
+        offscreen:
+          !(hasState(states, ST_SHOWING) && hasState(states, ST_VISIBLE)) ||
+          (rect !== null && (rect[0] <= NO_EXTENT || rect[1] <= NO_EXTENT)),
         focused: hasState(states, ST_FOCUSED),
         is_password: roleName === "password text",
         patterns,

@@ -333,6 +333,21 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       );
     });
 
+    it("gtk3-demo rows scrolled out of view are reported offscreen (GTK keeps them SHOWING with G_MININT extents)", async () => {
+      const rows = (await find(demo, { role: "cell", max_results: 500 })).filter((e) =>
+        e.patterns.includes("selection_item"),
+      );
+      const live = (await p.desktop.getWindow(demo.hwnd))!;
+      const height = live.rect[3] - live.rect[1];
+      const outside = rows.filter((e) => e.rect !== null && (e.rect[1] < 0 || e.rect[1] >= height));
+      const inside = rows.filter((e) => e.rect !== null && e.rect[1] >= 0 && e.rect[3] <= height);
+      // More demos than fit in the window: some rows are scrolled away.
+      expect(outside.length).toBeGreaterThan(0);
+      expect(inside.length).toBeGreaterThan(0);
+      for (const e of outside) expect(e.offscreen).toBe(true);
+      for (const e of inside) expect(e.offscreen).toBe(false);
+    });
+
     it("select_element on a GtkListBox row that cannot be selected (selection mode none): pattern_not_supported", async () => {
       // Page 2 is shown by an earlier test; its list box has rows "Row 1" … "Row 4".
       const items = await waitFor("list rows", async () => {

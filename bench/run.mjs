@@ -35,10 +35,19 @@ for (const [name, what] of SCRIPTS) {
   try {
     results[name] = JSON.parse(out.slice(out.indexOf("{")));
   } catch {
-    results[name] = {
-      error: `exit ${r.status ?? r.signal}`,
-      stderr_tail: r.stderr.split("\n").slice(-8).join("\n"),
-    };
+    // Scripts that print several JSON lines or a human report: keep what they said.
+    const lines = `${r.stdout}\n${r.stderr}`.split("\n").filter((l) => l.trim() !== "");
+    const json = lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return [];
+      }
+    });
+    results[name] =
+      r.status === 0
+        ? { lines: json.length > 0 ? json : lines }
+        : { error: `exit ${r.status ?? r.signal}`, tail: lines.slice(-8) };
   }
 }
 results.machine = {

@@ -52,7 +52,8 @@ describe.skipIf(!X11_AVAILABLE)("x11 accessibility port (AT-SPI2) on GTK windows
     const w = await waitForWindow(p, "uix forms");
     const s = await p.accessibility.openSession(w);
     const nodes = await walk(s);
-    expect(nodes[0]!.f.role).toBe("window");
+    // zenity windows are GTK dialogs: AT-SPI "dialog" is the vocabulary role "dialog" (docs/roles.md).
+    expect(nodes[0]!.f.role).toBe("dialog");
     for (const { f } of nodes) {
       expect(COMMON_ROLES).toContain(f.role);
       if (f.rect && !f.offscreen) {

@@ -94,9 +94,8 @@ export class FakeDesktop {
   }
 
   write(scenario: Record<string, unknown>): void {
-    const s = { effects_log: this.effects, ...scenario };
-    if (s.consent && typeof s.consent === "object")
-      s.consent = { log: this.prompts, ...(s.consent as object) };
+    const s: Record<string, unknown> = { effects_log: this.effects, ...scenario };
+    if (s.consent && typeof s.consent === "object") s.consent = { log: this.prompts, ...s.consent };
     writeFileSync(this.path, JSON.stringify(s));
   }
 

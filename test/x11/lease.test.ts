@@ -1,0 +1,161 @@
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Platform } from "../../src/shared/platform.js";
+import { DIALOG_TITLE } from "../lease/helpers.js";
+import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import {
+  type App,
+  startApp,
+  startSession,
+  waitFor,
+  waitForWindow,
+  X11_AVAILABLE,
+  X11_REQUIRED,
+  type X11Session,
+  xdotool,
+} from "./support.js";
+
+/**
+ * UIINSPECT_LEASE=broker end to end: the real manager (`cli.js manager lease …`), the real
+ * broker it starts, its real zenity dialog answered by a click, and two MCP servers (built CLI
+ * over stdio, X11 backend) validating every operation against it and failing closed.
+ */
+const HAVE_CLI = existsSync(CLI);
+
+function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+    });
+    child.on("close", (code) => done({ code, out }));
+  });
+}
+
+/**
+ * Clicks Allow (the bottom-right button) of the broker's real zenity dialog like a person.
+ * Under a window manager the dialog is reparented, so the click is placed relative to it.
+ */
+async function approveLeaseDialog(): Promise<void> {
+  const wid = await waitFor("the lease dialog", async () => {
+    try {
+      return xdotool("search", "--onlyvisible", "--name", DIALOG_TITLE).trim().split("\n").at(-1) || null;
+    } catch {
+      return null;
+    }
+  });
+  const geo = xdotool("getwindowgeometry", "--shell", wid);
+  const v = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)?.[1] ?? "0");
+  xdotool("mousemove", "--window", wid, String(v("WIDTH") - 50), String(v("HEIGHT") - 24));
+  xdotool("click", "1");
+}
+
+describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
+  "unattended lease with MCP servers (x11)",
+  () => {
+    let session: X11Session;
+    let p: Platform;
+    let term: App;
+    let env: Record<string, string>;
+    const servers: McpHarness[] = [];
+
+    beforeAll(async () => {
+      session = startSession();
+      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+      p = await createX11Platform({ workerKind: "other" });
+      term = startApp("xterm", ["-T", "uix lease term", "-geometry", "50x8+100+100"]);
+      await waitForWindow(p, "uix lease term");
+      const root = mkdtempSync(join(tmpdir(), "uix-lease-"));
+      const run = join(root, "run");
+      mkdirSync(run, { mode: 0o700 });
+      env = {
+        ...(process.env as Record<string, string>),
+        HOME: root,
+        XDG_RUNTIME_DIR: run,
+        XDG_STATE_HOME: join(root, "state"),
+      };
+      const pid = term.child.pid;
+      if (pid === undefined) throw new Error("xterm did not start");
+      const serverEnv = {
+        HOME: root,
+        XDG_RUNTIME_DIR: run,
+        XDG_STATE_HOME: join(root, "state"),
+        UIINSPECT_LEASE: "broker",
+        DESKTOP_AUTOMATION_ALLOWED_TITLES: "uix lease*",
+        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: realpathSync(`/proc/${pid}/exe`),
+        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,click",
+        ...LOOSE_BUDGETS,
+      };
+      for (let i = 0; i < 2; i++)
+        servers.push(await McpHarness.start(serverEnv, { name: `lease-server-${i}`, version: "1" }));
+    }, 120_000);
+
+    afterAll(async () => {
+      await Promise.all(servers.map((s) => s.close()));
+      await cli(["manager", "lease", "revoke"], env).catch(() => undefined);
+      try {
+        execFileSync("pkill", ["-f", "lease/brokerMain.js"]);
+      } catch {
+        // no broker left
+      }
+      await p?.desktop.dispose();
+      session?.stop();
+    });
+
+    it("no lease: fail closed; lease approved in its dialog: both servers get access without a consent dialog", async () => {
+      for (const s of servers)
+        expect((await s.call("request_access", { title_contains: "uix lease" })).code).toBe("broker_unavailable");
+      const activation = cli(["manager", "lease", "activate", "--hours", "1"], env);
+      await approveLeaseDialog();
+      const r = await activation;
+      expect(r.code, r.out).toBe(0);
+      for (const s of servers) {
+        const a = await s.ok("request_access", { title_contains: "uix lease" });
+        expect(a).toMatchObject({ decision: "approved", source: "lease" });
+        const w = await s.ok("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
+        expect(w.changed).toBe(false);
+        const health = await s.ok("health_check");
+        expect(health.lease).toMatchObject({ mode: "broker", active: true, reachable: true });
+      }
+    }, 120_000);
+
+    it("revoke: the next operation of every server fails closed", async () => {
+      const r = await cli(["manager", "lease", "revoke"], env);
+      expect(r.code, r.out).toBe(0);
+      for (const s of servers) {
+        const w = await s.call("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
+        expect(w.code).toBe("lease_revoked");
+      }
+    }, 60_000);
+
+    it("a lost broker: every server answers broker_unavailable", async () => {
+      const activation = cli(["manager", "lease", "activate", "--hours", "1"], env);
+      await approveLeaseDialog();
+      expect((await activation).code).toBe(0);
+      await servers[0]!.ok("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
+      execFileSync("pkill", ["-f", "lease/brokerMain.js"]);
+      await waitFor(
+        "the broker to be gone",
+        async () => {
+          const w = await servers[0]!.call("wait_for_title_change", {
+            title_contains: "uix lease",
+            timeout_ms: 0,
+          });
+          return w.code === "broker_unavailable" ? true : null;
+        },
+        15_000,
+      );
+      for (const s of servers) {
+        const w = await s.call("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
+        expect(w.code).toBe("broker_unavailable");
+      }
+    }, 90_000);
+  },
+);

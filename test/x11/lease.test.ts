@@ -111,7 +111,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     it("no lease: fail closed; lease approved in its dialog: both servers get access without a consent dialog", async () => {
       for (const s of servers)
-        expect((await s.call("request_access", { title_contains: "uix lease" })).code).toBe("broker_unavailable");
+        expect((await s.call("request_access", { title_contains: "uix lease" })).code).toBe(
+          "broker_unavailable",
+        );
       const activation = cli(["manager", "lease", "activate", "--hours", "1"], env);
       await approveLeaseDialog();
       const r = await activation;

@@ -199,20 +199,14 @@ export async function runChain(
   }
 
   // Capability tools need a grant (or, with the lease, the broker's word) for this exact instance.
-  if (capability && target && def.capability !== "per_class") {
+  if (capability && target && policy && def.capability !== "per_class") {
     grant = await authorizeCapability(sup, client.hash, target, capability);
-    if (policy && isProtected(policy, capability) && def.name !== "request_confirmation") {
-      const token = typeof args.confirmation_token === "string" ? args.confirmation_token : "";
-      if (!token) throw uiError("confirmation_required");
-      if (sup.tokens.check(token, target.instanceKey, capability) !== "ok")
-        throw uiError("confirmation_invalid");
-      takeBudgets(sup, def, args, client.hash, policy, target);
-      if (sup.tokens.consume(token, target.instanceKey, capability) !== "ok")
-        throw uiError("confirmation_invalid");
-    } else if (policy) {
-      takeBudgets(sup, def, args, client.hash, policy, target);
-    }
-  } else if (def.capability !== "discovery" && def.budget !== "none" && policy) {
+    const token = isProtected(policy, capability) ? presentedToken(sup, args, target, capability) : null;
+    takeBudgets(sup, def, args, client.hash, policy, target);
+    // Consumed only once the budgets let the call through: a rate-limited call keeps its token.
+    if (token !== null && sup.tokens.consume(token, target.instanceKey, capability) !== "ok")
+      throw uiError("confirmation_invalid");
+  } else if (def.capability !== "discovery" && policy) {
     takeBudgets(sup, def, args, client.hash, policy, null);
   }
 
@@ -225,6 +219,19 @@ export async function runChain(
       revokeInstance(sup, target.instanceKey, "target_changed");
     throw e;
   }
+}
+
+/** The call's confirmation token, checked (not yet consumed) against this instance and class. */
+function presentedToken(
+  sup: Supervisor,
+  args: Record<string, unknown>,
+  target: ResolvedTarget,
+  capability: Capability,
+): string {
+  const token = typeof args.confirmation_token === "string" ? args.confirmation_token : "";
+  if (!token) throw uiError("confirmation_required");
+  if (sup.tokens.check(token, target.instanceKey, capability) !== "ok") throw uiError("confirmation_invalid");
+  return token;
 }
 
 function takeBudgets(

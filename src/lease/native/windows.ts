@@ -364,6 +364,9 @@ export async function listenWindowsPipe(
       loopDone();
       return;
     }
+    // Listen again once a slot is free: after a full house (MAX_WAIT - 2 connections) nothing
+    // else would create the next instance, and the broker would never accept again.
+    listenNext();
     ResetEvent(wake);
     const list = [...waitables.values()];
     const handles = [wake, ...list.map((w) => w.event)];

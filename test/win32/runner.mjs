@@ -756,6 +756,37 @@ registerE2e({
   },
 });
 
+// The unattended-lease broker's Windows transport ---------------------------------------------------
+const { registerLease } = await import("./lease.mjs");
+registerLease({
+  dist,
+  test,
+  assert,
+  eq,
+  waitFor,
+  sleep,
+  h: {
+    facts,
+    listWindows: () => desktop.listWindows(),
+    buttons: (w) => childWindows(Number(w.hwnd)).filter((c) => c.cls === "Button"),
+    pressEnter: async (w) => {
+      t.SetForegroundWindow(Number(w.hwnd));
+      await sleep(200);
+      await input.keyDown("enter");
+      await input.keyUp("enter");
+    },
+    clickButton: async (w, re) => {
+      const btn = childWindows(Number(w.hwnd)).find((c) => c.cls === "Button" && re.test(c.text));
+      assert(btn, "dialog button");
+      const r = windowRect(btn.hwnd);
+      await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
+      await input.buttonDown("left");
+      await sleep(50);
+      await input.buttonUp("left");
+    },
+  },
+});
+
 // Benchmarks (figures only, no assertions on time) ------------------------------------------------
 test("bench: EnumWindows + identity per call, BitBlt 800x600", async () => {
   const n = await startNotepad();

@@ -1,0 +1,331 @@
+// The Windows lease broker under Wine (src/lease/native/windows.ts): the built broker
+// (brokerMain.js) runs as its own Windows node.exe process with its audit in a temp folder.
+// Checked: the named mutex refuses a second broker for the same scope (exit 3); a LeaseClient
+// over the named pipe gets status (reachable, no lease) and validate → lease_revoked for a live
+// process instance; the broker's identity resolver agrees with the backend's; after the broker
+// is killed the client fails closed and a new broker can take the scope again.
+
+import { spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { createConnection } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import koffi from "koffi";
+
+const loader = new URL("./loader.mjs", import.meta.url).href;
+const brokerEntry = fileURLToPath(new URL("./leaseBroker.mjs", import.meta.url));
+
+// The test's own bindings: our user SID and session, read from our token and ProcessIdToSessionId.
+const k32 = koffi.load("kernel32.dll");
+const adv = koffi.load("advapi32.dll");
+const GetCurrentProcess = k32.func("void * __stdcall GetCurrentProcess()");
+const ProcessIdToSessionId = k32.func("int __stdcall ProcessIdToSessionId(uint32_t pid, _Out_ uint32_t *s)");
+const LocalFree = k32.func("void * __stdcall LocalFree(void *p)");
+const OpenProcessToken = adv.func("int __stdcall OpenProcessToken(void *h, uint32_t a, _Out_ void **t)");
+const GetTokenInformation = adv.func(
+  "int __stdcall GetTokenInformation(void *t, int c, _Out_ uint8_t *b, uint32_t n, _Out_ uint32_t *r)",
+);
+const CreateNamedPipeW = k32.func(
+  "void * __stdcall CreateNamedPipeW(str16 n, uint32_t om, uint32_t pm, uint32_t mi, uint32_t o, uint32_t i, uint32_t t, void *sa)",
+);
+const CloseHandle = k32.func("int __stdcall CloseHandle(void *h)");
+const ConvertSidToStringSidW = adv.func("int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **s)");
+
+function nativeIdentity() {
+  const tok = [null];
+  if (!OpenProcessToken(GetCurrentProcess(), 0x8, tok)) throw new Error("OpenProcessToken");
+  const buf = Buffer.alloc(512);
+  if (!GetTokenInformation(tok[0], 1, buf, 512, [0])) throw new Error("GetTokenInformation");
+  const sidPtr = koffi.decode(buf, "void *");
+  const str = [null];
+  if (!ConvertSidToStringSidW(sidPtr, str)) throw new Error("ConvertSidToStringSidW");
+  const sid = koffi.decode(str[0], "char16_t", -1);
+  LocalFree(str[0]);
+  const sess = [0];
+  if (!ProcessIdToSessionId(process.pid, sess)) throw new Error("ProcessIdToSessionId");
+  return { sid, session: String(sess[0]) };
+}
+
+export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
+  const imp = (p) => import(new URL(p, dist).href);
+
+  function startBrokerProcess(dir, name, scope) {
+    const errPath = join(dir, `${name}.stderr`);
+    const fd = openSync(errPath, "w");
+    // windowsHide: false — a console-less node.exe aborts in libuv under Wine 8 (see e2e.mjs).
+    const child = spawn(process.execPath, ["--import", loader, brokerEntry, dist.href], {
+      env: {
+        ...process.env,
+        LOCALAPPDATA: dir,
+        UIINSPECT_LEASE_DIALOG: "messagebox",
+        UIINSPECT_TEST_LEASE_SCOPE: JSON.stringify(scope),
+      },
+      stdio: ["ignore", "ignore", fd],
+      windowsHide: false,
+    });
+    closeSync(fd);
+    const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+    return { child, exited, stderr: () => readFileSync(errPath, "utf8") };
+  }
+
+  // As resolveWindowsScope builds it, from the natively read SID and session (`tag` varies the hash).
+  async function windowsScope(dir, tag) {
+    const { scopeHash, windowsAuditPath } = await imp("lease/endpoint.js");
+    const { sid, session } = nativeIdentity();
+    const hash = scopeHash("win32", sid, `ts:${session}${tag}`);
+    return {
+      platform: "win32",
+      user: sid,
+      session_id: `ts:${session}`,
+      instance_session: session,
+      hash,
+      endpoint: `\\\\.\\pipe\\uiinspect-lease-${hash}`,
+      marker: `Local\\uiinspect-lease-${hash}`,
+      runtime_dir: null,
+      audit_path: windowsAuditPath({ LOCALAPPDATA: dir }),
+    };
+  }
+
+  function auditEvents(dir) {
+    try {
+      return readFileSync(join(dir, "UIInspect.MCP", "audit", "unattended-approval.jsonl"), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+    } catch {
+      return [];
+    }
+  }
+
+  test("lease broker (named mutex + named pipe): one per scope, status, validate without a lease", async () => {
+    const { LeaseClient } = await imp("lease/client.js");
+    const { resolveInstance } = await imp("platforms/win32/identity.js");
+    const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
+    const scope = await windowsScope(dir, "");
+    assert(/^S-1-[0-9-]+$/.test(scope.user), "scope user is a SID");
+    assert(/^\d+$/.test(scope.instance_session), "scope session is a number");
+    const a = startBrokerProcess(dir, "a", scope);
+    let client = null;
+    try {
+      const up = await waitFor(
+        () => auditEvents(dir).some((e) => e.event === "broker_start" && e.broker_pid === a.child.pid),
+        20000,
+      );
+      assert(up, `broker A did not start: ${a.stderr().slice(-400)}`);
+
+      const b = startBrokerProcess(dir, "b", scope);
+      const codeB = await Promise.race([b.exited, sleep(20000).then(() => "still running")]);
+      if (codeB === "still running") b.child.kill();
+      eq(codeB, 3, `second broker for the same scope exits 3 (${b.stderr().slice(-300)})`);
+
+      client = new LeaseClient({ scope, timeoutMs: 5000 });
+      const st = await client.status();
+      eq(st, { reachable: true, active: false, expires_at: null, capabilities: [] }, "status over the pipe");
+      const detail = await client.statusDetail();
+      eq(detail.broker_pid, a.child.pid, "the broker that answers is broker A");
+
+      const me = resolveInstance(process.pid);
+      assert(me, "own instance resolves");
+      eq(me.session, scope.instance_session, "backend and lease scope agree on the session");
+      let code = null;
+      try {
+        await client.validate("inspect", me);
+      } catch (e) {
+        code = e?.code ?? String(e);
+      }
+      eq(code, "lease_revoked", "validate without a lease");
+      const denied = await waitFor(
+        () => auditEvents(dir).find((e) => e.event === "validation_denied" && e.pid === process.pid),
+        5000,
+      );
+      assert(denied, "validation_denied audited");
+      eq(denied.reason, "lease_revoked", "audited reason");
+
+      // The broker's own resolver (GetProcessTimes / QueryFullProcessImageNameW /
+      // ProcessIdToSessionId) must describe a live process exactly as the backend does.
+      const { windowsInstanceResolver } = await imp("lease/native/windows.js");
+      const live = await windowsInstanceResolver(scope.instance_session)(process.pid);
+      eq(live, me, "broker resolver equals the backend's instance");
+      eq(await windowsInstanceResolver(scope.instance_session)(0x7ffffff0), null, "a missing pid is null");
+
+      // Activation: the broker's own MessageBox (Yes/No, No the default).
+      const findBox = () =>
+        waitFor(
+          async () => (await h.listWindows()).find((w) => w.pid === a.child.pid && w.visible) ?? null,
+          15000,
+        );
+      const codeOf = (p) =>
+        p.then(
+          () => "resolved",
+          (e) => e?.code ?? String(e),
+        );
+      const caps = ["inspect", "interact"];
+      // Under Wine an input event sent right as the box appears is sometimes lost: repeat the
+      // same answer (at most 4 times) until the request settles.
+      const answer = async (p, act) => {
+        const settled = p.then(
+          (v) => ({ v }),
+          (e) => ({ e }),
+        );
+        for (let i = 0; i < 4; i++) {
+          await sleep(300);
+          await act();
+          const r = await Promise.race([settled, sleep(2500).then(() => null)]);
+          if (r) {
+            if ("e" in r) throw r.e;
+            return r.v;
+          }
+        }
+        const r = await settled;
+        if ("e" in r) throw r.e;
+        return r.v;
+      };
+      let pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 30000));
+      let box = await findBox();
+      assert(box, "lease MessageBox shown by the broker");
+      h.facts.lease_dialog_buttons = h.buttons(box).map((b) => b.text);
+      eq(await answer(pending, () => h.pressEnter(box)), "consent_denied", "Enter picks the default (No)");
+
+      pending = client.request({ op: "activate", hours: 1, capabilities: caps }, 30000);
+      box = await findBox();
+      assert(box, "lease MessageBox shown again");
+      const act = await answer(pending, () => h.clickButton(box, /yes/i));
+      eq([act.active, act.capabilities], [true, caps], "activated by a click on Yes");
+      eq((await client.status()).active, true, "status: active");
+      eq(await client.validate("inspect", me), "ok", "validate with the lease");
+      code = null;
+      try {
+        await client.validate("click", me);
+      } catch (e) {
+        code = e?.code ?? String(e);
+      }
+      eq(code, "action_not_allowed", "a capability outside the lease");
+      eq(await client.revoke(), true, "revoke");
+      code = null;
+      try {
+        await client.validate("inspect", me);
+      } catch (e) {
+        code = e?.code ?? String(e);
+      }
+      eq(code, "lease_revoked", "validate after revoke");
+
+      // The request's deadline closes the MessageBox (PostMessageW IDNO) and fails closed.
+      pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 3000));
+      assert(await findBox(), "lease MessageBox shown for the short request");
+      eq(await pending, "consent_timeout", "deadline: consent_timeout");
+      const closed = await waitFor(
+        async () => !(await h.listWindows()).some((w) => w.pid === a.child.pid && w.visible),
+        5000,
+      );
+      assert(closed, "the MessageBox was closed at the deadline");
+      eq((await client.status()).active, false, "still no lease");
+      h.facts.lease_audit_events = auditEvents(dir).map((e) => e.event);
+
+      a.child.kill();
+      await a.exited;
+      client.close();
+      client = new LeaseClient({ scope, timeoutMs: 3000 });
+      eq((await client.status()).reachable, false, "no broker: unreachable");
+      code = null;
+      try {
+        await client.validate("inspect", me);
+      } catch (e) {
+        code = e?.code ?? String(e);
+      }
+      eq(code, "broker_unavailable", "no broker: validate fails closed");
+      client.close();
+      client = null;
+
+      // The killed broker's mutex is abandoned: a new broker takes the scope.
+      const c = startBrokerProcess(dir, "c", scope);
+      try {
+        const upC = await waitFor(
+          () => auditEvents(dir).some((e) => e.event === "broker_start" && e.broker_pid === c.child.pid),
+          20000,
+        );
+        assert(upC, `broker C did not start after A died: ${c.stderr().slice(-400)}`);
+        client = new LeaseClient({ scope, timeoutMs: 5000 });
+        eq((await client.statusDetail()).broker_pid, c.child.pid, "broker C answers");
+        // Fill every connection slot (62), let them all go, and the broker must listen again.
+        client.close();
+        const socks = [];
+        for (let i = 0; i < 62; i++) {
+          const sock = createConnection(scope.endpoint);
+          sock.on("error", () => {});
+          await new Promise((resolve) => {
+            sock.once("connect", resolve);
+            sock.once("error", resolve);
+          });
+          socks.push(sock);
+        }
+        eq(socks.filter((x) => !x.destroyed).length, 62, "62 connections accepted at once");
+        for (const sock of socks) sock.destroy();
+        await sleep(500);
+        client = new LeaseClient({ scope, timeoutMs: 5000 });
+        eq((await client.status()).reachable, true, "the broker listens again after a full house");
+      } finally {
+        c.child.kill();
+        await c.exited;
+      }
+    } finally {
+      client?.close();
+      if (a.child.exitCode === null) a.child.kill();
+      await Promise.race([a.exited, sleep(5000)]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90000);
+
+  test("lease broker: a squatted pipe name refuses to start; stop() in process releases mutex and pipe", async () => {
+    const { LeaseClient } = await imp("lease/client.js");
+    const { startBroker } = await imp("lease/broker.js");
+    const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
+    try {
+      const squatted = await windowsScope(dir, ":squat");
+      // PIPE_ACCESS_DUPLEX, byte mode, ONE instance: the broker's CreateNamedPipeW fails and it
+      // must refuse to start. (Measured: Wine 8 ignores FILE_FLAG_FIRST_PIPE_INSTANCE; with an
+      // unlimited-instance squatter the broker became its second instance. Windows refuses.)
+      const pipe = CreateNamedPipeW(squatted.endpoint, 0x3, 0, 1, 4096, 4096, 0, null);
+      assert(pipe !== null && pipe !== -1n && pipe !== 0xffffffffffffffffn, "squatter pipe created");
+      try {
+        const s = startBrokerProcess(dir, "squat", squatted);
+        const code = await Promise.race([s.exited, sleep(20000).then(() => "still running")]);
+        if (code === "still running") s.child.kill();
+        eq(code, 2, `a broker whose pipe name is taken exits 2 (${s.stderr().slice(-300)})`);
+        assert(/pipe exists already/.test(s.stderr()), "and says why");
+      } finally {
+        CloseHandle(pipe);
+      }
+
+      const scope = await windowsScope(dir, ":inproc");
+      for (let round = 0; round < 2; round++) {
+        const broker = await startBroker({
+          scope,
+          env: { ...process.env, UIINSPECT_LEASE_DIALOG: "messagebox" },
+        });
+        const client = new LeaseClient({ scope, timeoutMs: 5000 });
+        try {
+          eq(
+            (await client.statusDetail()).broker_pid,
+            process.pid,
+            `round ${round}: in-process broker answers`,
+          );
+        } finally {
+          client.close();
+        }
+        const stopped = await Promise.race([
+          broker.stop().then(() => "stopped"),
+          sleep(10000).then(() => "hung"),
+        ]);
+        eq(stopped, "stopped", `round ${round}: stop() returns`);
+        const after = new LeaseClient({ scope, timeoutMs: 2000 });
+        eq((await after.status()).reachable, false, `round ${round}: nothing listens after stop()`);
+        after.close();
+      }
+      const events = auditEvents(dir).map((e) => e.event);
+      eq(events, ["broker_start", "broker_stop", "broker_start", "broker_stop"], "audited start/stop twice");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60000);
+}

@@ -25,8 +25,9 @@ import {
  *   listening instance);
  * - process instances (creation time, image path, session) and the MessageBox lease dialog.
  *
- * This file is written against the documented Win32 API but has NOT been run: the project's
- * CI host is Linux. See docs/lease.md.
+ * Run under Wine 8 with the Windows node.exe by test/win32/lease.mjs (mutex, pipe + DACL, peer
+ * SID check, overlapped I/O, MessageBox, instance resolver). Not verifiable there: Wine ignores
+ * FILE_FLAG_FIRST_PIPE_INSTANCE and has a single user (no other-user refusal). See docs/lease.md.
  */
 
 type Ptr = bigint | null;

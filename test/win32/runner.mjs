@@ -374,13 +374,16 @@ test("occlusion by a second window: z-order, occluded points, verifyTarget, rest
     t.SetWindowPos(a.hwnd, 0, 50, 50, 500, 350, 0x0040);
     t.SetWindowPos(b.hwnd, 0, 300, 200, 500, 350, 0x0040);
     assert(await focus(b), "b foreground");
-    // Wine's desktop process applies stacking asynchronously: wait until the order settles.
+    // Wine's desktop process applies stacking asynchronously, and under load a raise can be
+    // lost: wait until the order settles, raising b again (HWND_TOP, no move/size) while it has not.
     await waitFor(async () => {
       const l = await desktop.listWindows();
       const za = l.find((w) => w.hwnd === String(a.hwnd))?.z ?? -1;
       const zb = l.find((w) => w.hwnd === String(b.hwnd))?.z ?? -1;
-      return zb >= 0 && zb < za;
-    }, 3000);
+      if (zb >= 0 && zb < za) return true;
+      t.SetWindowPos(b.hwnd, 0, 0, 0, 0, 0, 0x0043);
+      return false;
+    }, 10000);
     const ws = await desktop.listWindows();
     facts.z_order = ws.filter((w) => w.visible).map((w) => `${w.window_class}:${w.z}`);
     const wa = ws.find((w) => w.hwnd === String(a.hwnd));

@@ -36,6 +36,8 @@ const USAGE = [
   `N is exactly one of ${LEASE_HOURS.join(", ")}.`,
 ].join("\n");
 
+// `uiinspect-mcp manager …` is a command for a person, never the MCP server: its stdout
+// carries no MCP frames, so writing the answer there is right.
 const defaultIO: ManagerIO = {
   out: (t) => process.stdout.write(t),
   err: (t) => process.stderr.write(t),

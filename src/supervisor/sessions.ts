@@ -149,10 +149,6 @@ export class A11ySessions {
     await Promise.all(hosts.map((h) => h.close()));
   }
 
-  get size(): number {
-    return this.byTag.size;
-  }
-
   private startGrantWorker(gk: string, client: string, instanceKey: string, tag: string): GrantWorker {
     const host = this.makeHost();
     const grant: GrantWorker = { client, instanceKey, key: `${tag}-${randomBytes(6).toString("hex")}`, host };

@@ -49,7 +49,6 @@ interface Pending {
 interface Endpoint {
   send(msg: SupervisorToWorker): void;
   kill(): Promise<void>;
-  pid(): number | undefined;
 }
 
 export interface WorkerStats {
@@ -106,10 +105,6 @@ export class WorkerHost {
       inflight: this.pending.size,
       isolation: this.opts.isolation,
     };
-  }
-
-  workerPid(): number | undefined {
-    return this.endpoint?.pid();
   }
 
   async call<K extends OpName>(op: K, args: OpArgs<K>, opts: CallOptions): Promise<OpResult<K>> {
@@ -286,7 +281,6 @@ export class WorkerHost {
       kill: async () => {
         await worker.terminate();
       },
-      pid: () => process.pid,
     };
   }
 
@@ -326,7 +320,6 @@ export class WorkerHost {
           child.kill("SIGKILL");
         });
       },
-      pid: () => child.pid,
     };
   }
 

@@ -72,7 +72,7 @@ export function dialogTimeoutMs(env: Env): number {
 
 export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandle> {
   const env = opts.env ?? process.env;
-  const scope = opts.scope ?? resolveScope(env);
+  const scope = opts.scope ?? (await resolveScope(env));
   const clock = opts.clock ?? Date.now;
   const startedAt = new Date(clock()).toISOString();
   const uid = process.getuid?.() ?? -1;

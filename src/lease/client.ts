@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { createConnection, type Socket } from "node:net";
 import { isUiError, UiError, uiError } from "../shared/errors.js";
 import type { ProcessInstance } from "../shared/identity.js";
-import { checkRuntimeDir, type Env, type LeaseScope, resolveScope } from "./endpoint.js";
+import type { Env, LeaseScope } from "./endpoint.js";
+import { type LeaseLink, openLeaseLink } from "./link.js";
 import {
   encodeFrame,
   FrameDecoder,
@@ -17,7 +17,7 @@ import {
 
 /**
  * The lease broker's client, for the MCP server (UIINSPECT_LEASE=broker) and the manager CLI.
- * Pure Node (no native code). One persistent connection, requests multiplexed by id, every
+ * No native code on the calling thread (link.ts). One persistent connection, requests multiplexed by id, every
  * request with a deadline. It fails closed: an unreachable, slow or confused broker is
  * `broker_unavailable`; no lease, a revoked or an expired one is `lease_revoked`.
  */
@@ -57,8 +57,8 @@ export class LeaseClient {
   private readonly env: Env;
   private scope: LeaseScope | null;
   private readonly timeoutMs: number;
-  private socket: Socket | null = null;
-  private connecting: Promise<Socket> | null = null;
+  private link: LeaseLink | null = null;
+  private connecting: Promise<LeaseLink> | null = null;
   private readonly pending = new Map<string, Pending>();
   private readonly prefix = randomBytes(4).toString("hex");
   private seq = 0;
@@ -104,9 +104,9 @@ export class LeaseClient {
   async request(req: LeaseClientRequest, timeoutMs: number = this.timeoutMs): Promise<unknown> {
     if (this.closed) throw uiError("broker_unavailable", "The lease client is closed.");
     const id = `${this.prefix}-${++this.seq}`;
-    let socket: Socket;
+    let link: LeaseLink;
     try {
-      socket = await this.connect(timeoutMs);
+      link = await this.connect(timeoutMs);
     } catch (e) {
       throw isUiError(e) && e.code === "broker_unavailable" ? e : uiError("broker_unavailable");
     }
@@ -122,7 +122,7 @@ export class LeaseClient {
         reject(uiError("broker_unavailable", "The lease broker did not answer in time."));
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
-      socket.write(frame);
+      link.write(frame);
     });
   }
 
@@ -131,55 +131,42 @@ export class LeaseClient {
     this.drop();
   }
 
-  private connect(timeoutMs: number): Promise<Socket> {
-    if (this.socket && !this.socket.destroyed) return Promise.resolve(this.socket);
+  private connect(timeoutMs: number): Promise<LeaseLink> {
+    if (this.link) return Promise.resolve(this.link);
     if (this.connecting) return this.connecting;
-    this.connecting = new Promise<Socket>((resolve, reject) => {
-      let scope: LeaseScope;
-      try {
-        scope = this.scope ?? resolveScope(this.env);
+    const decoder = new FrameDecoder();
+    let mine: LeaseLink | null = null;
+    this.connecting = openLeaseLink(
+      { scope: this.scope, env: this.env, timeoutMs },
+      {
+        data: (chunk) => {
+          let messages: unknown[];
+          try {
+            messages = decoder.push(chunk);
+          } catch {
+            this.drop();
+            return;
+          }
+          for (const m of messages) this.onMessage(m);
+        },
+        closed: () => {
+          if (mine && this.link === mine) this.drop();
+        },
+      },
+    )
+      .then(({ link, scope }) => {
+        mine = link;
         this.scope = scope;
-        // Never talk to an endpoint in a folder someone else could have put it in.
-        if (scope.runtime_dir) checkRuntimeDir(scope.runtime_dir, process.getuid?.() ?? -1);
-      } catch (e) {
-        reject(isUiError(e) ? e : uiError("broker_unavailable"));
-        return;
-      }
-      const socket = createConnection(scope.endpoint);
-      const decoder = new FrameDecoder();
-      const timer = setTimeout(() => {
-        socket.destroy();
-        reject(uiError("broker_unavailable", "The lease broker did not accept the connection in time."));
-      }, timeoutMs);
-      socket.once("connect", () => {
-        clearTimeout(timer);
-        // Pending requests keep the process alive through their timers; an idle link does not.
-        socket.unref();
-        this.socket = socket;
-        resolve(socket);
-      });
-      socket.on("data", (chunk: Buffer) => {
-        let messages: unknown[];
-        try {
-          messages = decoder.push(chunk);
-        } catch {
-          this.drop();
-          return;
+        if (this.closed) {
+          link.destroy();
+          throw uiError("broker_unavailable", "The lease client is closed.");
         }
-        for (const m of messages) this.onMessage(m);
+        this.link = link;
+        return link;
+      })
+      .finally(() => {
+        this.connecting = null;
       });
-      socket.on("error", () => {
-        clearTimeout(timer);
-        reject(uiError("broker_unavailable"));
-      });
-      socket.on("close", () => {
-        clearTimeout(timer);
-        reject(uiError("broker_unavailable"));
-        if (this.socket === socket) this.drop();
-      });
-    }).finally(() => {
-      this.connecting = null;
-    });
     return this.connecting;
   }
 
@@ -200,9 +187,9 @@ export class LeaseClient {
 
   /** Closes the connection; every pending request fails closed. */
   private drop(): void {
-    const s = this.socket;
-    this.socket = null;
-    s?.destroy();
+    const l = this.link;
+    this.link = null;
+    l?.destroy();
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
       this.pending.delete(id);

@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { homedir } from "node:os";
@@ -16,7 +15,7 @@ import { uiError } from "../shared/errors.js";
  * mutex `Local\uiinspect-lease-<hash>`.
  *
  * hash = first 32 hex of SHA-256("uiinspect-lease\0<platform>\0<uid or SID>\0<session id>").
- * This module is pure Node (no native code), so the supervisor can use it.
+ * This module is pure Node except resolveWindowsScope, which loads the native identity reader.
  */
 
 export interface LeaseScope {
@@ -113,39 +112,14 @@ export function resolveLinuxScope(
   };
 }
 
-let windowsIdentityCache: { sid: string; session: string } | null = null;
-
 /**
- * The current user's SID and Terminal Services session id without native code: `whoami /user`
- * and `tasklist` for our own PID. Cached per process. Not verifiable on this Linux host.
+ * The Windows scope of a user SID and Terminal Services session. Pure: the identity itself is
+ * read natively (native/windowsIdentity.ts) by whoever may load native code.
  */
-export function windowsIdentity(): { sid: string; session: string } {
-  if (windowsIdentityCache) return windowsIdentityCache;
-  try {
-    const who = execFileSync("whoami.exe", ["/user", "/fo", "csv", "/nh"], {
-      encoding: "utf8",
-      windowsHide: true,
-      timeout: 5000,
-    });
-    const sid = /"(S-1-[0-9-]+)"/.exec(who)?.[1];
-    const task = execFileSync("tasklist.exe", ["/fi", `PID eq ${process.pid}`, "/fo", "csv", "/nh"], {
-      encoding: "utf8",
-      windowsHide: true,
-      timeout: 5000,
-    });
-    // "node.exe","1234","Console","1","45,000 K": the fourth column is the session number.
-    const cols = task.trim().split(/","/);
-    const session = cols[3]?.replace(/"/g, "");
-    if (!sid || !session || !/^\d+$/.test(session)) throw new Error("unparsable");
-    windowsIdentityCache = { sid, session };
-    return windowsIdentityCache;
-  } catch {
-    throw uiError("broker_unavailable", "The Windows user SID or session id could not be determined.");
-  }
-}
-
-export function resolveWindowsScope(env: Env = process.env): LeaseScope {
-  const { sid, session } = windowsIdentity();
+export function windowsScope(identity: { sid: string; session: string }, env: Env = process.env): LeaseScope {
+  const { sid, session } = identity;
+  if (!/^S-1-[0-9-]+$/.test(sid) || !/^\d+$/.test(session))
+    throw uiError("broker_unavailable", "The Windows user SID or session id is malformed.");
   const sessionId = `ts:${session}`;
   const hash = scopeHash("win32", sid, sessionId);
   return {
@@ -161,7 +135,23 @@ export function resolveWindowsScope(env: Env = process.env): LeaseScope {
   };
 }
 
-export function resolveScope(env: Env = process.env): LeaseScope {
+/**
+ * This process's Windows scope. Loads koffi (the token's SID, ProcessIdToSessionId): call it
+ * from the broker, the manager or a worker, never from the supervisor thread.
+ */
+export async function resolveWindowsScope(env: Env = process.env): Promise<LeaseScope> {
+  let identity: { sid: string; session: string };
+  try {
+    const { currentWindowsIdentity } = await import("./native/windowsIdentity.js");
+    identity = currentWindowsIdentity();
+  } catch {
+    throw uiError("broker_unavailable", "The Windows user SID or session id could not be determined.");
+  }
+  return windowsScope(identity, env);
+}
+
+/** The scope of this process (Windows: native code, see resolveWindowsScope). */
+export async function resolveScope(env: Env = process.env): Promise<LeaseScope> {
   if (process.platform === "win32") return resolveWindowsScope(env);
   if (process.platform === "linux") return resolveLinuxScope(env);
   throw uiError("broker_unavailable", "The lease broker supports Linux and Windows only.");

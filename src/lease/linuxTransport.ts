@@ -6,6 +6,7 @@ import {
   type AcceptFn,
   AlreadyRunningError,
   type BrokerTransport,
+  MAX_PENDING_OUTPUT,
   type RefusalReason,
   type ScopeMarker,
 } from "./transport.js";
@@ -73,7 +74,9 @@ export async function listenLinux(
       { pid: cred.pid > 0 ? cred.pid : null },
       {
         write: (frame) => {
-          if (!socket.destroyed) socket.write(frame);
+          if (socket.destroyed) return;
+          socket.write(frame);
+          if (socket.writableLength > MAX_PENDING_OUTPUT) socket.destroy();
         },
         close: () => socket.destroy(),
       },

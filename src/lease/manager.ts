@@ -133,7 +133,7 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
   }
 
   try {
-    resolveScope(env);
+    await resolveScope(env);
   } catch (e) {
     io.err(`Cannot reach a lease broker: ${isUiError(e) ? e.message : "unknown reason"}\n`);
     return MANAGER_EXIT.unavailable;

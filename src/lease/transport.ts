@@ -9,6 +9,12 @@ export interface PeerInfo {
   pid: number | null;
 }
 
+/**
+ * Answers a connection has not read yet, in bytes. Past this the peer is dropped: a client
+ * that stops reading must neither stall the broker nor make it buffer without bound.
+ */
+export const MAX_PENDING_OUTPUT = 256 * 1024;
+
 export interface ConnectionIO {
   write(frame: Buffer): void;
   close(): void;

@@ -116,4 +116,24 @@ describe("lease expiry with an injected clock (real socket, real dialog)", () =>
     expect(r2).toEqual({ replies: [], closed: true });
     expect(audit.events.at(-1)).toMatchObject({ event: "protocol_error", reason: "bad_frame" });
   });
+
+  it("drops a client that never reads its answers; every other client is still answered", async () => {
+    const sock = createConnection(broker.scope.endpoint);
+    sock.on("error", () => {});
+    const closed = new Promise<boolean>((resolve) => sock.on("close", () => resolve(true)));
+    await new Promise((resolve) => sock.once("connect", resolve));
+    sock.pause();
+    // ~5000 answers of ~200 bytes: far past the kernel's socket buffer and MAX_PENDING_OUTPUT.
+    const frames: Buffer[] = [];
+    for (let i = 0; i < 5000; i++)
+      frames.push(encodeFrame({ v: 1, id: `f${i}`, timeout_ms: 5000, op: "status" }));
+    sock.write(Buffer.concat(frames));
+    const dropped = await Promise.race([
+      closed,
+      new Promise<boolean>((r) => setTimeout(() => r(false), 10_000)),
+    ]);
+    sock.destroy();
+    expect(dropped).toBe(true);
+    expect((await client.status()).reachable).toBe(true);
+  });
 });

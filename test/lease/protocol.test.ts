@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkRuntimeDir, resolveLinuxScope, scopeHash } from "../../src/lease/endpoint.js";
+import { checkRuntimeDir, resolveLinuxScope, scopeHash, windowsScope } from "../../src/lease/endpoint.js";
 import { linuxStartTime, parseStatStartTicks } from "../../src/lease/instance.js";
 import {
   encodeFrame,
@@ -83,6 +83,32 @@ describe("lease endpoint and instance helpers", () => {
     mkdirSync(open, { mode: 0o755 });
     expect(() => checkRuntimeDir(open, uid)).toThrow(/0700/);
     rmSync(root, { recursive: true, force: true });
+  });
+
+  it("derives the Windows pipe, mutex and audit path from SID + session and refuses malformed ones", () => {
+    const sid = "S-1-5-21-1004336348-1177238915-682003330-1001";
+    const s = windowsScope({ sid, session: "1" }, { LOCALAPPDATA: "C:\\Users\\u\\AppData\\Local" });
+    const hash = scopeHash("win32", sid, "ts:1");
+    expect(s).toEqual({
+      platform: "win32",
+      user: sid,
+      session_id: "ts:1",
+      instance_session: "1",
+      hash,
+      endpoint: `\\\\.\\pipe\\uiinspect-lease-${hash}`,
+      marker: `Local\\uiinspect-lease-${hash}`,
+      runtime_dir: null,
+      audit_path: "C:\\Users\\u\\AppData\\Local\\UIInspect.MCP\\audit\\unattended-approval.jsonl",
+    });
+    expect(windowsScope({ sid, session: "2" }, {}).hash).not.toBe(hash);
+    for (const bad of [
+      { sid: "S-1-5-21-1 ", session: "1" },
+      { sid: "administrator", session: "1" },
+      { sid, session: "" },
+      { sid, session: "1; x" },
+    ]) {
+      expect(() => windowsScope(bad, {})).toThrow(expect.objectContaining({ code: "broker_unavailable" }));
+    }
   });
 
   it("parses /proc/PID/stat field 22 even with spaces and parentheses in comm", () => {

@@ -9,9 +9,11 @@ import {
   AlreadyRunningError,
   type BrokerTransport,
   type ConnectionHandlers,
+  MAX_PENDING_OUTPUT,
   type RefusalReason,
   type ScopeMarker,
 } from "../transport.js";
+import { processUserSid, validHandle } from "./windowsIdentity.js";
 
 /**
  * The Windows side of the lease broker, through koffi (loaded by the broker process only):
@@ -89,13 +91,6 @@ const QueryFullProcessImageNameW = k32.func(
 const ProcessIdToSessionId = k32.func(
   "int __stdcall ProcessIdToSessionId(uint32_t pid, _Out_ uint32_t *session)",
 );
-const OpenProcessToken = adv.func(
-  "int __stdcall OpenProcessToken(void *h, uint32_t access, _Out_ void **token)",
-);
-const GetTokenInformation = adv.func(
-  "int __stdcall GetTokenInformation(void *token, int cls, void *buf, uint32_t len, _Out_ uint32_t *ret)",
-);
-const ConvertSidToStringSidW = adv.func("int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **str)");
 const ConvertStringSecurityDescriptorToSecurityDescriptorW = adv.func(
   "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(str16 sddl, uint32_t rev, _Out_ void **sd, void *size)",
 );
@@ -116,46 +111,11 @@ const WAIT_OBJECT_0 = 0;
 const WAIT_ABANDONED = 0x80;
 const WAIT_TIMEOUT = 258;
 const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
-const TOKEN_QUERY = 0x8;
-const TOKEN_USER_CLASS = 1;
+const ERROR_IO_INCOMPLETE = 996;
 const MAX_WAIT = 64;
 const BUF_SIZE = 64 * 1024;
-
-function validHandle(h: Ptr): h is bigint {
-  return h !== null && h !== 0n && h !== -1n && h !== 0xffffffffffffffffn;
-}
-
-/** The user SID of a process, or null. */
-function processUserSid(pid: number): string | null {
-  const proc: Ptr = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
-  if (!validHandle(proc)) return null;
-  try {
-    const tok: Ptr[] = [null];
-    if (!OpenProcessToken(proc, TOKEN_QUERY, tok) || !validHandle(tok[0] ?? null)) return null;
-    try {
-      const buf = koffi.alloc("uint8_t", 512);
-      try {
-        const len = [0];
-        if (!GetTokenInformation(tok[0], TOKEN_USER_CLASS, buf, 512, len)) return null;
-        // TOKEN_USER starts with SID_AND_ATTRIBUTES { PSID Sid; DWORD Attributes }.
-        const sidPtr: Ptr = koffi.decode(buf, "void *");
-        const str: Ptr[] = [null];
-        if (!ConvertSidToStringSidW(sidPtr, str) || !validHandle(str[0] ?? null)) return null;
-        try {
-          return koffi.decode.string16(str[0]);
-        } finally {
-          LocalFree(str[0]);
-        }
-      } finally {
-        koffi.free(buf);
-      }
-    } finally {
-      CloseHandle(tok[0]);
-    }
-  } finally {
-    CloseHandle(proc);
-  }
-}
+/** How often pending writes are polled while any is outstanding (ms). */
+const WRITE_POLL_MS = 20;
 
 export function acquireWindowsMarker(scope: LeaseScope): ScopeMarker {
   const h: Ptr = CreateMutexW(null, 0, scope.marker);
@@ -192,6 +152,12 @@ interface Instance {
   buf: bigint;
   state: "connecting" | "reading" | "closed";
   handlers: ConnectionHandlers | null;
+  /** Frames not yet handed to WriteFile, and their total size with the one in flight. */
+  queued: Buffer[];
+  queuedBytes: number;
+  /** The overlapped write in flight (its memory lives until it completes or the pipe is buried). */
+  writing: { ov: bigint; mem: bigint; len: number } | null;
+  writeEvent: bigint;
 }
 
 export async function listenWindowsPipe(
@@ -214,6 +180,7 @@ export async function listenWindowsPipe(
   const waitables = new Map<bigint, Waitable>();
   const graveyard: Instance[] = [];
   const instances = new Set<Instance>();
+  const pendingWrites = new Set<Instance>();
   let first = true;
   let stopping = false;
   let listening: Instance | null = null;
@@ -223,6 +190,8 @@ export async function listenWindowsPipe(
     inst.state = "closed";
     instances.delete(inst);
     waitables.delete(inst.event);
+    pendingWrites.delete(inst);
+    inst.queued = [];
     CancelIoEx(inst.h, null);
     DisconnectNamedPipe(inst.h);
     CloseHandle(inst.h);
@@ -259,24 +228,68 @@ export async function listenWindowsPipe(
     if (inst.state === "reading") startRead(inst);
   };
 
+  const finishWrite = (inst: Instance) => {
+    const w = inst.writing;
+    if (!w) return;
+    inst.writing = null;
+    pendingWrites.delete(inst);
+    inst.queuedBytes -= w.len;
+    koffi.free(w.mem);
+    koffi.free(w.ov);
+  };
+
+  // Never waits: a write that does not complete at once stays in flight and is polled by the
+  // loop, so a client that stops reading cannot stall answers to everyone else.
+  const pump = (inst: Instance) => {
+    while (inst.state === "reading" && !inst.writing && inst.queued.length > 0) {
+      const frame = inst.queued.length === 1 ? inst.queued[0]! : Buffer.concat(inst.queued);
+      inst.queued = [];
+      const mem = koffi.alloc("uint8_t", frame.length);
+      const ov = koffi.alloc(OVERLAPPED, 1);
+      koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
+      ResetEvent(inst.writeEvent);
+      koffi.encode(ov, OVERLAPPED, {
+        Internal: 0,
+        InternalHigh: 0,
+        Offset: 0,
+        OffsetHigh: 0,
+        hEvent: inst.writeEvent,
+      });
+      inst.writing = { ov, mem, len: frame.length };
+      const ok: number = WriteFile(inst.h, mem, frame.length, null, ov);
+      if (!ok && GetLastError() !== ERROR_IO_PENDING) {
+        bury(inst);
+        return;
+      }
+      pollWrite(inst);
+      if (inst.writing) {
+        pendingWrites.add(inst);
+        SetEvent(wake);
+      }
+    }
+  };
+
+  const pollWrite = (inst: Instance) => {
+    const w = inst.writing;
+    if (!w) return;
+    const n = [0];
+    if (GetOverlappedResult(inst.h, w.ov, n, 0)) {
+      finishWrite(inst);
+      pump(inst);
+    } else if (GetLastError() !== ERROR_IO_INCOMPLETE) {
+      bury(inst);
+    }
+  };
+
   const write = (inst: Instance, frame: Buffer) => {
     if (inst.state !== "reading") return;
-    const ev: Ptr = CreateEventW(null, 1, 0, null);
-    const ov = koffi.alloc(OVERLAPPED, 1);
-    const mem = koffi.alloc("uint8_t", frame.length);
-    try {
-      koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
-      koffi.encode(ov, OVERLAPPED, { Internal: 0, InternalHigh: 0, Offset: 0, OffsetHigh: 0, hEvent: ev });
-      const ok: number = WriteFile(inst.h, mem, frame.length, null, ov);
-      const written = [0];
-      // Small frames into a 64 KiB pipe buffer complete at once; wait for the result anyway.
-      if ((!ok && GetLastError() !== ERROR_IO_PENDING) || !GetOverlappedResult(inst.h, ov, written, 1))
-        bury(inst);
-    } finally {
-      koffi.free(mem);
-      koffi.free(ov);
-      CloseHandle(ev);
+    inst.queued.push(frame);
+    inst.queuedBytes += frame.length;
+    if (inst.queuedBytes > MAX_PENDING_OUTPUT) {
+      bury(inst);
+      return;
     }
+    pump(inst);
   };
 
   const onConnected = (inst: Instance) => {
@@ -319,6 +332,7 @@ export async function listenWindowsPipe(
     }
     first = false;
     const event: Ptr = CreateEventW(null, 1, 0, null);
+    const writeEvent: Ptr = CreateEventW(null, 1, 0, null);
     const inst: Instance = {
       h,
       ov: koffi.alloc(OVERLAPPED, 1),
@@ -326,6 +340,10 @@ export async function listenWindowsPipe(
       buf: koffi.alloc("uint8_t", BUF_SIZE),
       state: "connecting",
       handlers: null,
+      queued: [],
+      queuedBytes: 0,
+      writing: null,
+      writeEvent: writeEvent as bigint,
     };
     koffi.encode(inst.ov, OVERLAPPED, {
       Internal: 0,
@@ -358,8 +376,14 @@ export async function listenWindowsPipe(
   const loop = () => {
     for (const g of graveyard.splice(0)) {
       CloseHandle(g.event);
+      CloseHandle(g.writeEvent);
       koffi.free(g.ov);
       koffi.free(g.buf);
+      if (g.writing) {
+        koffi.free(g.writing.mem);
+        koffi.free(g.writing.ov);
+        g.writing = null;
+      }
     }
     if (stopping) {
       loopDone();
@@ -369,9 +393,11 @@ export async function listenWindowsPipe(
     // else would create the next instance, and the broker would never accept again.
     listenNext();
     ResetEvent(wake);
+    for (const inst of [...pendingWrites]) pollWrite(inst);
     const list = [...waitables.values()];
     const handles = [wake, ...list.map((w) => w.event)];
-    WaitForMultipleObjects.async(handles.length, handles, 0, 1000, (err: unknown, r: number) => {
+    const waitMs = pendingWrites.size > 0 ? WRITE_POLL_MS : 1000;
+    WaitForMultipleObjects.async(handles.length, handles, 0, waitMs, (err: unknown, r: number) => {
       if (!err && r >= WAIT_OBJECT_0 + 1 && r < WAIT_OBJECT_0 + handles.length) {
         const w = list[r - 1]!;
         if (waitables.get(w.event) === w) w.onSignal();

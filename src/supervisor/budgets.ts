@@ -84,6 +84,32 @@ export class SlidingWindowLimiter {
     return verdict;
   }
 
+  /** Absolute bucket the latest take under `key` was booked into, or null (for refund). */
+  lastTakeBucket(key: string): number | null {
+    return this.keys.get(key)?.lastTake ?? null;
+  }
+
+  /**
+   * Gives back up to `amount` of one take under `key` that was booked into `bucket` (read with
+   * lastTakeBucket right after the take), for a call that failed before it used what it took.
+   * Only that bucket is touched, so every other take keeps its own expiry and the limiter stays
+   * exactly as conservative as before; once the bucket has left the window the take has aged
+   * out already and nothing is given back. Returns the amount given back.
+   */
+  refund(key: string, amount: number, bucket: number): number {
+    if (!Number.isFinite(amount) || amount < 0) throw uiError("invalid_argument", "Amount must be >= 0.");
+    const st = this.keys.get(key);
+    if (!st || amount === 0 || !Number.isInteger(bucket)) return 0;
+    this.advance(st, this.bucketOf(this.clock()));
+    if (bucket > st.head || bucket <= st.head - this.ring) return 0;
+    const slot = this.slot(bucket);
+    const d = Math.min(amount, st.buckets[slot]);
+    st.buckets[slot] -= d;
+    st.sum -= d;
+    if (st.sum < 1e-9) st.sum = 0; // float drift from fractional amounts
+    return d;
+  }
+
   /** Same verdict as tryTake, without taking. */
   peek(key: string, amount = 1, limit = this.limit): TakeResult {
     return this.evaluate(key, amount, limit, this.clock());
@@ -180,6 +206,16 @@ export interface ApplicationBudgetRequest {
   screenshotPixels?: number;
 }
 
+/** An application's volume budgets as one call booked them (RateBudgets.applicationCharge). */
+export interface ApplicationCharge {
+  /**
+   * Gives the characters and pixels back, for a call that failed before anything was typed or
+   * shown. The call itself stays counted (client budget, application actions). Safe to call
+   * any number of times: only the first call gives anything back.
+   */
+  refund(): void;
+}
+
 export interface BudgetState {
   window_ms: number;
   client: { discovery: Usage; inspection: Usage; action: Usage };
@@ -213,7 +249,9 @@ const KIND_TEXT: Record<BudgetKind, string> = {
  * Client budgets: discovery, inspection and action are separate limiters, so a read loop
  * cannot hide an action burst and an action burst cannot starve reads. Application budgets
  * (keyed by process instance) come from the policy: actions, typed characters and captured
- * pixels per minute. A call either takes from every limiter it touches or from none.
+ * pixels per minute. A call either takes from every limiter it touches or from none. A call
+ * that fails before it typed or showed anything gets its characters or pixels back
+ * (applicationCharge); the call itself stays counted.
  */
 export class RateBudgets {
   private readonly discovery: SlidingWindowLimiter;
@@ -245,6 +283,34 @@ export class RateBudgets {
    */
   takeApplication(app: ApplicationBudgetRequest): void {
     this.apply(this.plan(null, "", app));
+  }
+
+  /**
+   * The application volume budgets (typed characters, captured pixels) the current call has
+   * just taken (take() or takeApplication()), as booked, so failing calls cannot drain them. Read it in the same
+   * synchronous run as the take (before the handler's first await): it records the buckets of
+   * the latest takes, which later calls move on. The refund then touches only those buckets.
+   */
+  applicationCharge(
+    app: Pick<ApplicationBudgetRequest, "key" | "textChars" | "screenshotPixels">,
+  ): ApplicationCharge {
+    const booked: Array<[SlidingWindowLimiter, number, number | null]> = [
+      [this.appText, app.textChars ?? 0, app.textChars ? this.appText.lastTakeBucket(app.key) : null],
+      [
+        this.appPixels,
+        app.screenshotPixels ?? 0,
+        app.screenshotPixels ? this.appPixels.lastTakeBucket(app.key) : null,
+      ],
+    ];
+    let refunded = false;
+    return {
+      refund: () => {
+        if (refunded) return;
+        refunded = true;
+        for (const [limiter, amount, bucket] of booked)
+          if (bucket !== null) limiter.refund(app.key, amount, bucket);
+      },
+    };
   }
 
   private apply(steps: Step[]): void {

@@ -93,6 +93,106 @@ describe("SlidingWindowLimiter", () => {
     const l = new SlidingWindowLimiter(5, 60_000, () => 0);
     expect(thrown(() => l.tryTake("k", -1)).code).toBe("invalid_argument");
     expect(thrown(() => l.tryTake("k", Number.NaN)).code).toBe("invalid_argument");
+    expect(thrown(() => l.refund("k", -1, 0)).code).toBe("invalid_argument");
+  });
+
+  it("refund gives a failed call's amount back from its own bucket; others still age out on time", () => {
+    const t = new ManualTime(0);
+    const l = new SlidingWindowLimiter(1000, 60_000, t.clock);
+    expect(l.lastTakeBucket("k")).toBeNull();
+    expect(l.tryTake("k", 600).ok).toBe(true);
+    t.now = 30_000;
+    // Ten failing 400s in a row: each is taken, then given back once it failed.
+    for (let i = 0; i < 10; i++) {
+      expect(l.tryTake("k", 400).ok).toBe(true);
+      const bucket = l.lastTakeBucket("k")!;
+      expect(bucket).toBe(Math.floor(t.now / 1000));
+      t.now += 1_500; // the capture ran for a while before it failed
+      expect(l.refund("k", 400, bucket)).toBe(400);
+    }
+    expect(l.usage("k").used).toBe(600);
+    expect(l.tryTake("k", 400).ok).toBe(true);
+    // The 600 taken at t=0 leaves when bucket 61 starts, as if nothing had been refunded.
+    expect(l.tryTake("k", 1)).toEqual({ ok: false, retryAfterMs: 61_000 - t.now });
+    t.now = 61_000;
+    expect(l.usage("k").used).toBe(400);
+    // Refunds touch only what is there: another key, nothing, or more than the bucket holds.
+    expect(l.refund("other", 5, 45)).toBe(0);
+    expect(l.refund("k", 0, 45)).toBe(0);
+    expect(l.refund("k", 500, 45)).toBe(400);
+    expect(l.usage("k").used).toBe(0);
+  });
+
+  it("refund leaves other buckets alone, so concurrent failures each get their own amount back", () => {
+    const t = new ManualTime(0);
+    const l = new SlidingWindowLimiter(1000, 60_000, t.clock);
+    t.now = 10_500;
+    l.tryTake("k", 300);
+    const first = l.lastTakeBucket("k")!;
+    t.now = 11_200;
+    l.tryTake("k", 200);
+    const second = l.lastTakeBucket("k")!;
+    t.now = 11_900;
+    l.tryTake("k", 100); // a capture that succeeds
+    // The later one fails first, then the earlier one: each comes out of its own bucket.
+    expect(l.refund("k", 200, second)).toBe(200);
+    expect(l.refund("k", 300, first)).toBe(300);
+    expect(l.usage("k").used).toBe(100);
+    // The surviving 100 (bucket 11) is held until bucket 72 starts, not a bucket less.
+    t.now = 71_999;
+    expect(l.usage("k").used).toBe(100);
+    t.now = 72_000;
+    expect(l.usage("k").used).toBe(0);
+  });
+
+  it("refund gives nothing back once the take's bucket has left the window", () => {
+    const t = new ManualTime(0);
+    const l = new SlidingWindowLimiter(1000, 60_000, t.clock);
+    l.tryTake("k", 100); // bucket 0, counted until 61 000
+    const old = l.lastTakeBucket("k")!;
+    t.now = 61_500;
+    l.tryTake("k", 100); // bucket 61, which reuses bucket 0's slot in the ring
+    const recent = l.lastTakeBucket("k")!;
+    expect(l.refund("k", 100, old)).toBe(0); // aged out already; must not eat the newer take
+    expect(l.usage("k").used).toBe(100);
+    expect(l.refund("k", 100, recent + 5)).toBe(0); // a bucket not reached yet
+    expect(l.refund("k", 100, recent)).toBe(100);
+    expect(l.usage("k").used).toBe(0);
+  });
+
+  it("with refunds, never holds more than the limit within any real window span", () => {
+    const t = new ManualTime(0);
+    const l = new SlidingWindowLimiter(1000, 60_000, t.clock);
+    // A deterministic mix of takes, some of which fail a few seconds later and are refunded.
+    let seed = 7;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const kept: Array<{ at: number; amount: number }> = [];
+    const running: Array<{ at: number; amount: number; bucket: number; failsAt: number }> = [];
+    let admitted = 0;
+    for (let now = 0; now < 600_000; now += 250 + Math.floor(rand() * 900)) {
+      t.now = now;
+      for (const p of running.filter((p) => p.failsAt <= now)) {
+        expect(l.refund("k", p.amount, p.bucket)).toBe(p.amount);
+        running.splice(running.indexOf(p), 1);
+      }
+      const amount = 50 + Math.floor(rand() * 300);
+      if (!l.tryTake("k", amount).ok) continue;
+      admitted += amount;
+      const bucket = l.lastTakeBucket("k")!;
+      if (rand() < 0.5) running.push({ at: now, amount, bucket, failsAt: now + Math.floor(rand() * 20_000) });
+      else kept.push({ at: now, amount });
+    }
+    // Every take that was never given back counts, in every real window span it falls in.
+    const held = [...kept, ...running];
+    for (const a of held) {
+      const inWindow = held.filter((x) => x.at >= a.at && x.at < a.at + 60_000);
+      expect(inWindow.reduce((n, x) => n + x.amount, 0)).toBeLessThanOrEqual(1000);
+    }
+    // Refunds did free capacity: without them no more than 11 windows' worth could pass in 600 s.
+    expect(admitted).toBeGreaterThan(11 * 1000);
   });
 });
 
@@ -177,6 +277,49 @@ describe("RateBudgets", () => {
     expect(s.client.action.used).toBe(0);
     expect(s.application?.actions.used).toBe(0);
     expect(s.application?.screenshot_pixels.used).toBe(600);
+  });
+
+  it("an application charge gives back characters and pixels once, never the call itself", () => {
+    const t = new ManualTime(0);
+    const b = new RateBudgets({ ...cfg, clientActionsPerMinute: 100, inspectionsPerMinute: 100 }, t.clock);
+    const app = { key: "inst", limits: LIMITS };
+    // A pixel budget of 1000 survives any number of failing 600-pixel captures.
+    for (let i = 0; i < 5; i++) {
+      t.now = i * 1_000;
+      const pixels = { ...app, screenshotPixels: 600 };
+      b.take("inspection", "c1", pixels);
+      const charge = b.applicationCharge(pixels);
+      t.now += 700;
+      charge.refund();
+      charge.refund(); // a second refund gives nothing more
+    }
+    const text = { ...app, textChars: 80 };
+    b.take("action", "c1", text);
+    b.applicationCharge(text).refund();
+    let s = b.state("c1", app);
+    expect(s.application?.screenshot_pixels.used).toBe(0);
+    expect(s.application?.text_chars.used).toBe(0);
+    expect(s.client.inspection.used).toBe(5);
+    expect(s.client.action.used).toBe(1);
+    expect(s.application?.actions.used).toBe(1);
+    // Double refunds did not eat into what others took.
+    b.take("inspection", "c1", { ...app, screenshotPixels: 1000 });
+    const again = b.applicationCharge({ ...app, screenshotPixels: 1000 });
+    b.take("action", "c1", { ...app, textChars: 100 });
+    // Another application's charge does not touch this one's budgets.
+    b.take("inspection", "c1", { key: "other", limits: LIMITS, screenshotPixels: 10 });
+    b.applicationCharge({ key: "other", screenshotPixels: 10 }).refund();
+    s = b.state("c1", app);
+    expect(s.application?.screenshot_pixels.used).toBe(1000);
+    expect(s.application?.text_chars.used).toBe(100);
+    expect(thrown(() => b.take("inspection", "c1", { ...app, screenshotPixels: 1 })).code).toBe(
+      "rate_limited",
+    );
+    // A charge that named no amount gives nothing back.
+    b.applicationCharge({ key: app.key }).refund();
+    expect(b.state("c1", app).application?.screenshot_pixels.used).toBe(1000);
+    again.refund();
+    expect(b.state("c1", app).application?.screenshot_pixels.used).toBe(0);
   });
 
   it("state exposes numbers only, never keys", () => {

@@ -262,6 +262,32 @@ describe("screenshot_window limits", () => {
   });
 });
 
+describe("failing captures give their pixels back", () => {
+  it("covered or minimized windows do not use up the application's pixel budget", async () => {
+    const d = new FakeDesktop(scenario([paintedRuffle()]));
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      // Two 320×240 stage captures per minute.
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
+        filePolicy({ limits: { max_screenshot_pixels_per_minute: 2 * 320 * 240 } }),
+      ),
+    });
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+    const grab = () => h.call("screenshot_window", { hwnd: 1001, region_name: "stage" });
+    // The worker refuses each of these after the chain took the pixels (the chain does not
+    // judge occlusion or minimized windows); without the refund the third would be rate_limited.
+    d.write(scenario([{ ...NOTEPAD, rect: [150, 150, 400, 400] }, paintedRuffle({ z: 1 })]));
+    for (let i = 0; i < 4; i++) expect((await grab()).code).toBe("occluded");
+    d.write(scenario([paintedRuffle({ iconic: true })]));
+    expect((await grab()).code).toBe("minimized");
+    // The whole budget is still there: two captures pass, and the third is refused.
+    d.write(scenario([paintedRuffle()]));
+    expect((await grab()).isError).toBe(false);
+    expect((await grab()).isError).toBe(false);
+    expect((await grab()).code).toBe("rate_limited");
+  });
+});
+
 describe("coordinate-profile captures are budgeted like screenshots", () => {
   it("record and check count screenshot pixels per application", async () => {
     const d = new FakeDesktop(scenario([paintedRuffle()]));

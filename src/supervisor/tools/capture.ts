@@ -44,41 +44,51 @@ export const captureTools = [
       const target = ctx.target!;
       const plan = planScreenshot(policy, target.window, args);
       const pixels = rectArea(plan.region);
-      // Raw RGBA frame (4 B/px, in the worker) plus 4 B/px for the PNG and its base64 copy (UI-like
-      // frames compress far below that; noise-like ones can exceed it, up to max_png_bytes), held
-      // until the handler returns; the SDK's JSON frame written after that is not counted.
-      const reservation = await sup.memory.reserve(pixels * 8, ctx.signal);
+      // Before the first await: the chain took these pixels (`cost` above, the same plan) in
+      // this synchronous run, so the charge records where they were booked.
+      const charge = sup.budgets.applicationCharge({ key: target.instanceKey, screenshotPixels: pixels });
       try {
-        const r = await ctx.call("capture.region", {
-          target: target.expectation,
-          region: plan.region,
-          masks: plan.masks,
-          grid_spacing: args.grid ? args.grid_spacing : null,
-          output: "png",
-          max_png_bytes: policy.limits.max_png_bytes,
-          compression_level: PNG_LEVEL,
-        });
-        if (!r.png) throw uiError("platform_unavailable", "No image was produced.");
-        ctx.counters.pixels = pixels;
-        ctx.counters.png_bytes = r.png.byteLength;
-        ctx.counters.masks = plan.masks.length;
-        const size: [number, number] = [rectWidth(plan.region), rectHeight(plan.region)];
-        // Window-relative position of the image: image pixel (u, v) is window pixel (u + ox, v + oy),
-        // the space every input tool takes (and the grid labels show).
-        const windowOffset: [number, number] = [plan.region[0], plan.region[1]];
-        return {
-          structured: {
-            correlation_id: ctx.correlationId,
-            width: size[0],
-            height: size[1],
-            window_offset: windowOffset,
-            png_bytes: r.png.byteLength,
-          },
-          content: [{ type: "image", data: Buffer.from(r.png).toString("base64"), mimeType: "image/png" }],
-          _meta: { correlation_id: ctx.correlationId, window_offset: windowOffset, image_size: size },
-        };
-      } finally {
-        reservation.release();
+        // Raw RGBA frame (4 B/px, in the worker) plus 4 B/px for the PNG and its base64 copy (UI-like
+        // frames compress far below that; noise-like ones can exceed it, up to max_png_bytes), held
+        // until the handler returns; the SDK's JSON frame written after that is not counted.
+        const reservation = await sup.memory.reserve(pixels * 8, ctx.signal);
+        try {
+          const r = await ctx.call("capture.region", {
+            target: target.expectation,
+            region: plan.region,
+            masks: plan.masks,
+            grid_spacing: args.grid ? args.grid_spacing : null,
+            output: "png",
+            max_png_bytes: policy.limits.max_png_bytes,
+            compression_level: PNG_LEVEL,
+          });
+          if (!r.png) throw uiError("platform_unavailable", "No image was produced.");
+          ctx.counters.pixels = pixels;
+          ctx.counters.png_bytes = r.png.byteLength;
+          ctx.counters.masks = plan.masks.length;
+          const size: [number, number] = [rectWidth(plan.region), rectHeight(plan.region)];
+          // Window-relative position of the image: image pixel (u, v) is window pixel (u + ox, v + oy),
+          // the space every input tool takes (and the grid labels show).
+          const windowOffset: [number, number] = [plan.region[0], plan.region[1]];
+          return {
+            structured: {
+              correlation_id: ctx.correlationId,
+              width: size[0],
+              height: size[1],
+              window_offset: windowOffset,
+              png_bytes: r.png.byteLength,
+            },
+            content: [{ type: "image", data: Buffer.from(r.png).toString("base64"), mimeType: "image/png" }],
+            _meta: { correlation_id: ctx.correlationId, window_offset: windowOffset, image_size: size },
+          };
+        } finally {
+          reservation.release();
+        }
+      } catch (e) {
+        // No image left the server (memory wait cancelled, worker refusal, crash or deadline,
+        // image too large): the pixels go back, so failing captures cannot drain the budget.
+        charge.refund();
+        throw e;
       }
     },
   }),

@@ -192,6 +192,16 @@ export const inputTools = [
     cost: (args) => ({ textChars: args.text.length }),
     handler: async (ctx, args) => {
       ctx.counters.chars = args.text.length;
+      if (ctx.signal.aborted) {
+        // Cancelled while the chain resolved the target: nothing reached the input worker, so
+        // the characters go back (read here, in the synchronous run that took them).
+        const key = ctx.target!.instanceKey;
+        ctx.sup.budgets.applicationCharge({ key, textChars: args.text.length }).refund();
+        throw uiError("cancelled");
+      }
+      // Once the request is sent the characters stay charged whatever fails: the worker verifies
+      // before each chunk, so a refusal (not_foreground, target_gone, …) may follow chunks already
+      // typed, and a deadline, cancel or crash can come mid-chunk; no error says "nothing typed".
       const r = await ctx.call(
         "input.text",
         {

@@ -1,0 +1,174 @@
+import { describe, expect, it } from "vitest";
+import { isUiError, uiError } from "../../src/shared/errors.js";
+import { MemoryBudget, RateBudgets } from "../../src/supervisor/budgets.js";
+import type { CallContext } from "../../src/supervisor/chain.js";
+import { captureTools } from "../../src/supervisor/tools/capture.js";
+import type { ToolDef } from "../../src/supervisor/tools/define.js";
+import { inputTools } from "../../src/supervisor/tools/input.js";
+
+/**
+ * The screenshot and send_text handlers against a real RateBudgets, driven the way the chain
+ * drives them: the call's budgets are taken, then the handler starts in the same synchronous
+ * run. The worker is a function the test supplies.
+ */
+
+const KEY = "instance-key";
+const LIMITS = {
+  max_actions_per_minute: 100,
+  max_text_chars_per_minute: 100,
+  max_screenshot_pixels_per_minute: 2 * 320 * 240,
+  max_png_bytes: 1024 * 1024,
+};
+const STAGE = { name: "stage", rect: [100, 50, 420, 290] as [number, number, number, number] }; // 320×240
+
+type Worker = (op: string, args: unknown) => Promise<unknown>;
+
+function tool(tools: ToolDef[], name: string): ToolDef {
+  const def = tools.find((t) => t.name === name);
+  if (!def) throw new Error(`no tool ${name}`);
+  return def;
+}
+
+function setup(memoryBytes = 64 * 1024 * 1024) {
+  let now = 0;
+  const budgets = new RateBudgets(
+    { discoveryPerMinute: 100, inspectionsPerMinute: 100, clientActionsPerMinute: 100 },
+    () => now,
+  );
+  const memory = new MemoryBudget(memoryBytes);
+  const sent: string[] = [];
+  const ctx = (worker: Worker, signal: AbortSignal): CallContext =>
+    ({
+      sup: {
+        budgets,
+        memory,
+        clock: () => now,
+        config: { focusMode: "passive", textMode: "sendinput", workerDeadlineMs: 15_000 },
+      },
+      correlationId: "0123456789ab",
+      policy: {
+        source: "file",
+        safe_regions: [STAGE],
+        screenshot_masks: [],
+        allow_unrestricted_screenshots: false,
+        limits: LIMITS,
+      },
+      target: {
+        instanceKey: KEY,
+        window: { rect: [0, 0, 824, 640] },
+        expectation: { hwnd: "1001" },
+      },
+      signal,
+      counters: {},
+      call: (op: string, args: unknown) => {
+        sent.push(op);
+        return worker(op, args);
+      },
+    }) as unknown as CallContext;
+
+  /** What the chain does: take the call's budgets, then start the handler in the same run. */
+  async function run(
+    def: ToolDef,
+    args: Record<string, unknown>,
+    worker: Worker,
+    signal = new AbortController().signal,
+  ): Promise<string> {
+    const parsed = def.input.parse(args) as Record<string, unknown>;
+    const cost =
+      def.name === "send_text" ? { textChars: String(parsed.text).length } : { screenshotPixels: 320 * 240 };
+    budgets.take(def.budget === "none" ? "inspection" : def.budget, "client", {
+      key: KEY,
+      limits: LIMITS,
+      ...cost,
+    });
+    const pending = def.handler(ctx(worker, signal), parsed);
+    now += 2_000; // the call takes a while; other calls' takes would land in later buckets
+    try {
+      await pending;
+      return "ok";
+    } catch (e) {
+      if (isUiError(e)) return e.code;
+      throw e;
+    }
+  }
+
+  const used = () => {
+    const app = budgets.state("client", { key: KEY, limits: LIMITS }).application!;
+    return { pixels: app.screenshot_pixels.used, chars: app.text_chars.used, actions: app.actions.used };
+  };
+  return { run, used, memory, sent };
+}
+
+const png = async () => ({
+  png: new Uint8Array([1, 2, 3]),
+  sha256: null,
+  width: 320,
+  height: 240,
+  window_offset: [0, 0],
+});
+const fails = (code: Parameters<typeof uiError>[0]) => async () => {
+  throw uiError(code);
+};
+
+describe("screenshot_window gives its pixels back when it fails", () => {
+  const screenshot = tool(captureTools, "screenshot_window");
+  const args = { hwnd: 1001, region_name: "stage" };
+
+  it("a worker refusal, a vanished window, a deadline or a crash: the pixels go back", async () => {
+    const s = setup();
+    for (const code of [
+      "occluded",
+      "target_gone",
+      "worker_timeout",
+      "worker_crashed",
+      "image_too_large",
+    ] as const)
+      expect(await s.run(screenshot, args, fails(code))).toBe(code);
+    expect(s.used().pixels).toBe(0);
+    expect(s.memory.inUse).toBe(0);
+    // The budget still holds exactly two stage captures.
+    expect(await s.run(screenshot, args, png)).toBe("ok");
+    expect(await s.run(screenshot, args, png)).toBe("ok");
+    expect(s.used().pixels).toBe(2 * 320 * 240);
+  });
+
+  it("cancelled while waiting for image memory: the pixels go back, nothing was captured", async () => {
+    const s = setup(320 * 240 * 8);
+    const held = s.memory.tryReserve(1);
+    const ac = new AbortController();
+    const r = s.run(screenshot, args, png, ac.signal);
+    ac.abort();
+    expect(await r).toBe("cancelled");
+    expect(s.sent).toEqual([]);
+    expect(s.used().pixels).toBe(0);
+    held?.release();
+  });
+
+  it("a capture that succeeds keeps its pixels", async () => {
+    const s = setup();
+    expect(await s.run(screenshot, args, png)).toBe("ok");
+    expect(s.used().pixels).toBe(320 * 240);
+  });
+});
+
+describe("send_text keeps its characters unless nothing was sent", () => {
+  const sendText = tool(inputTools, "send_text");
+  const args = { hwnd: 1001, text: "x".repeat(40) };
+
+  it("cancelled before the request went out: the characters go back, the action stays counted", async () => {
+    const s = setup();
+    const ac = new AbortController();
+    ac.abort();
+    expect(await s.run(sendText, args, async () => ({ chars: 40 }), ac.signal)).toBe("cancelled");
+    expect(s.sent).toEqual([]);
+    expect(s.used()).toEqual({ pixels: 0, chars: 0, actions: 1 });
+  });
+
+  it("a refusal from the worker keeps the charge: an earlier chunk may have been typed", async () => {
+    const s = setup();
+    expect(await s.run(sendText, args, fails("not_foreground"))).toBe("not_foreground");
+    expect(await s.run(sendText, args, fails("worker_timeout"))).toBe("worker_timeout");
+    expect(s.sent).toEqual(["input.text", "input.text"]);
+    expect(s.used()).toEqual({ pixels: 0, chars: 80, actions: 2 });
+  });
+});

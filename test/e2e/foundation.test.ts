@@ -57,6 +57,10 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
     const health = await h.ok("health_check");
     expect(health.platform).toBe("fake");
     expect((health.policy as { status: string }).status).toBe("none");
+    // Event-loop delay over a rolling window, which says how many seconds it covers.
+    const loop = health.event_loop as Record<string, unknown>;
+    expect(Object.keys(loop).sort()).toEqual(["max_ms", "p50_ms", "p99_ms", "window_s"]);
+    for (const v of Object.values(loop)) expect(v).toBeGreaterThanOrEqual(0);
     expect((await h.call("list_windows")).code).toBe("policy_not_configured");
     expect((await h.call("get_window_state", { hwnd: 1001 })).code).toBe("policy_not_configured");
   });

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
@@ -9,6 +8,7 @@ import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { sleep } from "../../workers/handlers.js";
 import { type CallContext, liveWindows, requirePolicy } from "../chain.js";
+import { startLoopDelay } from "../loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
 import { defineTool } from "./define.js";
@@ -74,14 +74,15 @@ const HealthOutput = z.object({
   }),
   audit: z.object({ ring_size: z.number(), sink: z.string() }),
   uptime_ms: z.number(),
-  /** Supervisor event-loop delay since start (ms): how responsive the main thread stayed. */
-  event_loop: z.object({ p50_ms: z.number(), p99_ms: z.number(), max_ms: z.number() }),
+  /**
+   * Supervisor event-loop delay (ms) over the last `window_s` seconds (30–60 s once the server
+   * has run that long; see loopDelay.ts): how responsive the main thread is now.
+   */
+  event_loop: z.object({ p50_ms: z.number(), p99_ms: z.number(), max_ms: z.number(), window_s: z.number() }),
 });
 
 // Started once per process: the supervisor's responsiveness under load is a health fact.
-const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-loopDelay.enable();
-const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+const loopDelay = startLoopDelay();
 
 export async function healthFacts(ctx: CallContext): Promise<z.output<typeof HealthOutput>> {
   const { sup } = ctx;
@@ -119,11 +120,7 @@ export async function healthFacts(ctx: CallContext): Promise<z.output<typeof Hea
     lease: { mode: sup.config.lease, ...lease },
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
     uptime_ms: sup.clock() - sup.startedAt,
-    event_loop: {
-      p50_ms: ms(loopDelay.percentile(50)),
-      p99_ms: ms(loopDelay.percentile(99)),
-      max_ms: ms(loopDelay.max),
-    },
+    event_loop: loopDelay.figures(),
   };
 }
 

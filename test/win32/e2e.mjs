@@ -18,7 +18,7 @@ import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/s
  * console-less node.exe then aborts in libuv ("Assertion failed: process_title", measured).
  * Real Windows is unaffected; this is only how the Wine test starts the server.
  */
-class WineStdioTransport {
+export class WineStdioTransport {
   constructor({ command, args, env, cwd }) {
     this.params = { command, args, env, cwd };
     this.buf = new ReadBuffer();

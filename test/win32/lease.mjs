@@ -6,14 +6,17 @@
 // is killed the client fails closed and a new broker can take the scope again.
 
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import koffi from "koffi";
+import { WineStdioTransport } from "./e2e.mjs";
 
 const loader = new URL("./loader.mjs", import.meta.url).href;
+const root = fileURLToPath(new URL("../../", import.meta.url));
 const brokerEntry = fileURLToPath(new URL("./leaseBroker.mjs", import.meta.url));
 
 // The test's own bindings: our user SID and session, read from our token and ProcessIdToSessionId.
@@ -50,6 +53,7 @@ function nativeIdentity() {
 export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
   const imp = (p) => import(new URL(p, dist).href);
 
+  /** scope null: the broker derives its scope itself (runBroker's default, as on real Windows). */
   function startBrokerProcess(dir, name, scope) {
     const errPath = join(dir, `${name}.stderr`);
     const fd = openSync(errPath, "w");
@@ -59,7 +63,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         ...process.env,
         LOCALAPPDATA: dir,
         UIINSPECT_LEASE_DIALOG: "messagebox",
-        UIINSPECT_TEST_LEASE_SCOPE: JSON.stringify(scope),
+        UIINSPECT_TEST_LEASE_SCOPE: scope ? JSON.stringify(scope) : "",
       },
       stdio: ["ignore", "ignore", fd],
       windowsHide: false,
@@ -183,7 +187,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       };
       let pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 30000));
       let box = await findBox();
-      assert(box, "lease MessageBox shown by the broker");
+      assert(box, `lease MessageBox shown by the broker (stderr: ${a.stderr().slice(-400)})`);
       h.facts.lease_dialog_buttons = h.buttons(box).map((b) => b.text);
       eq(await answer(pending, () => h.pressEnter(box)), "consent_denied", "Enter picks the default (No)");
 
@@ -328,4 +332,189 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60000);
+
+  // Approves or denies the broker's MessageBox for `pending`, retrying lost input under Wine.
+  async function answerBox(brokerPid, pending, act) {
+    const box = await waitFor(
+      async () => (await h.listWindows()).find((w) => w.pid === brokerPid && w.visible) ?? null,
+      15000,
+    );
+    assert(box, "lease MessageBox shown by the broker");
+    const settled = pending.then(
+      (v) => ({ v }),
+      (e) => ({ e }),
+    );
+    for (let i = 0; i < 4; i++) {
+      await sleep(300);
+      await act(box);
+      const r = await Promise.race([settled, sleep(2500).then(() => null)]);
+      if (r) {
+        if ("e" in r) throw r.e;
+        return r.v;
+      }
+    }
+    const r = await settled;
+    if ("e" in r) throw r.e;
+    return r.v;
+  }
+
+  test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
+    const { LeaseClient } = await imp("lease/client.js");
+    const { resolveScope, windowsScope } = await imp("lease/endpoint.js");
+    const { encodeFrame } = await imp("lease/protocol.js");
+    const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
+    const env = { ...process.env, LOCALAPPDATA: dir };
+    const me = nativeIdentity();
+    const scope = await resolveScope(env);
+    eq(scope, windowsScope(me, env), "resolveScope reads the token's SID and ProcessIdToSessionId");
+    const broker = startBrokerProcess(dir, "default", null);
+    let client = null;
+    let transport = null;
+    let n = null;
+    try {
+      const up = await waitFor(
+        () => auditEvents(dir).some((e) => e.event === "broker_start" && e.broker_pid === broker.child.pid),
+        20000,
+      );
+      assert(up, `the broker did not start with its own scope: ${broker.stderr().slice(-400)}`);
+      eq(auditEvents(dir)[0].scope, scope.hash.slice(0, 12), "the broker derived the same scope");
+
+      // No scope given: the link worker derives it from its own token, as an MCP server does.
+      client = new LeaseClient({ env, timeoutMs: 5000 });
+      eq((await client.statusDetail()).broker_pid, broker.child.pid, "default-scope client reaches it");
+
+      // The client checks who serves the pipe: another user's or another session's is refused.
+      for (const [what, wrong] of [
+        ["user", { ...scope, user: "S-1-5-21-1111111111-2222222222-3333333333-1001" }],
+        ["session", { ...scope, instance_session: String(Number(scope.instance_session) + 7) }],
+      ]) {
+        const c = new LeaseClient({ env, scope: wrong, timeoutMs: 3000 });
+        let code = null;
+        try {
+          await c.statusDetail();
+        } catch (e) {
+          code = e?.code ?? String(e);
+        }
+        c.close();
+        eq(code, "broker_unavailable", `a pipe served by another ${what} is refused`);
+      }
+
+      // A client that writes thousands of requests and never reads its answers is dropped,
+      // and the broker keeps answering everyone else meanwhile.
+      const hog = createConnection(scope.endpoint);
+      hog.on("error", () => {});
+      const hogClosed = new Promise((resolve) => hog.on("close", () => resolve(true)));
+      await new Promise((resolve) => {
+        hog.once("connect", resolve);
+        hog.once("error", resolve);
+      });
+      hog.pause();
+      const frames = [];
+      for (let i = 0; i < 5000; i++)
+        frames.push(encodeFrame({ v: 1, id: `h${i}`, timeout_ms: 5000, op: "status" }));
+      hog.write(Buffer.concat(frames));
+      const during = await Promise.race([client.statusDetail(), sleep(8000).then(() => null)]);
+      assert(during && during.broker_pid === broker.child.pid, "answered while a client does not read");
+      const dropped = await Promise.race([hogClosed, sleep(15000).then(() => false)]);
+      hog.destroy();
+      assert(dropped, "the non-reading client was dropped");
+
+      // Activate through the broker's MessageBox, then an MCP server in lease mode.
+      const caps = ["inspect", "observe", "click"];
+      const act = await answerBox(
+        broker.child.pid,
+        client.request({ op: "activate", hours: 1, capabilities: caps }, 30000),
+        (box) => h.clickButton(box, /yes/i),
+      );
+      eq(act.active, true, "lease active");
+
+      n = await h.startNotepad();
+      const policyPath = join(dir, "policy.json");
+      writeFileSync(
+        policyPath,
+        JSON.stringify({
+          schema_version: 1,
+          policy_id: "wine-lease",
+          expires_at: "2099-01-01T00:00:00Z",
+          application: {
+            executable_path: "C:\\windows\\system32\\notepad.exe",
+            title_patterns: ["*Notepad*"],
+          },
+          allowed_actions: ["observe", "click"],
+          safe_regions: [{ name: "top_left", rect: [0, 0, 200, 120] }],
+        }),
+      );
+      transport = new WineStdioTransport({
+        command: process.execPath,
+        args: [
+          "--import",
+          pathToFileURL(join(root, "test", "win32", "loader.mjs")).href,
+          fileURLToPath(new URL("cli.js", dist)),
+          "serve",
+        ],
+        cwd: root,
+        env: {
+          ...env,
+          UIINSPECT_PLATFORM: "",
+          UIINSPECT_LEASE: "broker",
+          DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
+          UIINSPECT_CONSENT_TIMEOUT_MS: "5000",
+          UIINSPECT_LOG_LEVEL: "warn",
+        },
+      });
+      const mcp = new Client({ name: "wine-lease", version: "1.0.0" });
+      try {
+        await mcp.connect(transport);
+      } catch (e) {
+        throw new Error(`connect failed: ${e?.message}\nserver stderr: ${transport.stderrText}`);
+      }
+      const call = async (name, args = {}) => {
+        const r = await mcp.callTool({ name, arguments: args });
+        return r.isError ? { error: r.structuredContent?.error?.code ?? "unknown" } : r.structuredContent;
+      };
+      const health = await call("health_check");
+      eq(
+        [health.lease?.mode, health.lease?.reachable, health.lease?.active],
+        ["broker", true, true],
+        "health_check: lease reachable and active",
+      );
+      const hwnd = String(n.hwnd);
+      const acc = await call("request_access", { hwnd });
+      eq(
+        [acc.decision, acc.source],
+        ["approved", "lease"],
+        `the lease replaces the dialog (${JSON.stringify(acc)})`,
+      );
+      const shotArgs = { hwnd, region_name: "top_left" };
+      const shot = await mcp.callTool({ name: "screenshot_window", arguments: shotArgs });
+      assert(!shot.isError, `screenshot under the lease: ${JSON.stringify(shot.structuredContent)}`);
+
+      eq(await client.revoke(), true, "revoked by the manager's client");
+      eq((await call("screenshot_window", shotArgs)).error, "lease_revoked", "next operation after revoke");
+
+      const again = await answerBox(
+        broker.child.pid,
+        client.request({ op: "activate", hours: 1, capabilities: caps }, 30000),
+        (box) => h.clickButton(box, /yes/i),
+      );
+      eq(again.active, true, "lease active again");
+      eq((await call("request_access", { hwnd })).source, "lease", "access again under the new lease");
+      broker.child.kill();
+      await broker.exited;
+      eq(
+        (await call("screenshot_window", shotArgs)).error,
+        "broker_unavailable",
+        "next operation after broker loss",
+      );
+      eq((await call("health_check")).lease?.reachable, false, "health_check: broker unreachable");
+      h.facts.lease_e2e_audit_events = auditEvents(dir).map((e) => e.event);
+    } finally {
+      client?.close();
+      await transport?.close().catch(() => {});
+      if (n) await h.closeNotepad(n).catch(() => {});
+      if (broker.child.exitCode === null) broker.child.kill();
+      await Promise.race([broker.exited, sleep(5000)]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150000);
 }

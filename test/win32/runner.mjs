@@ -770,6 +770,8 @@ registerLease({
   sleep,
   h: {
     facts,
+    startNotepad,
+    closeNotepad,
     listWindows: () => desktop.listWindows(),
     buttons: (w) => childWindows(Number(w.hwnd)).filter((c) => c.cls === "Button"),
     pressEnter: async (w) => {

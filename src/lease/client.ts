@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { isUiError, UiError, uiError } from "../shared/errors.js";
 import type { ProcessInstance } from "../shared/identity.js";
 import type { Env, LeaseScope } from "./endpoint.js";
-import { type LeaseLink, openLeaseLink } from "./link.js";
+import { createLinkOpener, type LeaseLink, type LinkHandlers, type LinkOpener } from "./link.js";
 import {
   encodeFrame,
   FrameDecoder,
@@ -59,6 +59,7 @@ export class LeaseClient {
   private readonly timeoutMs: number;
   private link: LeaseLink | null = null;
   private connecting: Promise<LeaseLink> | null = null;
+  private opener: Promise<LinkOpener> | null = null;
   private readonly pending = new Map<string, Pending>();
   private readonly prefix = randomBytes(4).toString("hex");
   private seq = 0;
@@ -126,9 +127,26 @@ export class LeaseClient {
     });
   }
 
+  /** Gets the first connection's groundwork going (Windows: starts the link worker). */
+  prepare(): void {
+    this.getOpener().then(
+      (o) => o.prepare(),
+      () => {},
+    );
+  }
+
   close(): void {
     this.closed = true;
     this.drop();
+    this.opener?.then(
+      (o) => o.dispose(),
+      () => {},
+    );
+  }
+
+  private getOpener(): Promise<LinkOpener> {
+    this.opener ??= createLinkOpener(this.scope);
+    return this.opener;
   }
 
   private connect(timeoutMs: number): Promise<LeaseLink> {
@@ -136,24 +154,23 @@ export class LeaseClient {
     if (this.connecting) return this.connecting;
     const decoder = new FrameDecoder();
     let mine: LeaseLink | null = null;
-    this.connecting = openLeaseLink(
-      { scope: this.scope, env: this.env, timeoutMs },
-      {
-        data: (chunk) => {
-          let messages: unknown[];
-          try {
-            messages = decoder.push(chunk);
-          } catch {
-            this.drop();
-            return;
-          }
-          for (const m of messages) this.onMessage(m);
-        },
-        closed: () => {
-          if (mine && this.link === mine) this.drop();
-        },
+    const handlers: LinkHandlers = {
+      data: (chunk) => {
+        let messages: unknown[];
+        try {
+          messages = decoder.push(chunk);
+        } catch {
+          this.drop();
+          return;
+        }
+        for (const m of messages) this.onMessage(m);
       },
-    )
+      closed: () => {
+        if (mine && this.link === mine) this.drop();
+      },
+    };
+    const connecting = this.getOpener()
+      .then((opener) => opener.open({ scope: this.scope, env: this.env, timeoutMs }, handlers))
       .then(({ link, scope }) => {
         mine = link;
         this.scope = scope;
@@ -165,9 +182,10 @@ export class LeaseClient {
         return link;
       })
       .finally(() => {
-        this.connecting = null;
+        if (this.connecting === connecting) this.connecting = null;
       });
-    return this.connecting;
+    this.connecting = connecting;
+    return connecting;
   }
 
   private onMessage(raw: unknown): void {

@@ -1,8 +1,9 @@
 import { z } from "zod";
 
 /**
- * Messages between the LeaseClient (any thread) and the Windows pipe link worker
- * (native/windowsPipeLinkWorker.ts), zod-checked on both sides like every worker message.
+ * Messages between the LeaseClient's Windows pipe link (windowsPipeLink.ts, any thread), its
+ * worker (native/windowsPipeLinkWorker.ts) and that worker's reader thread, zod-checked on
+ * every side like every worker message. One connection at a time, numbered by `conn`.
  */
 
 export const LeaseScopeSchema = z
@@ -19,28 +20,58 @@ export const LeaseScopeSchema = z
   })
   .strict();
 
-export const PipeLinkWorkerDataSchema = z
-  .object({
-    /** null: the worker derives the scope from its own token and session. */
-    scope: LeaseScopeSchema.nullable(),
-    /** Only what windowsAuditPath reads. */
-    env: z.object({ LOCALAPPDATA: z.string().optional(), USERPROFILE: z.string().optional() }).strict(),
-    /** Connect deadline (ms); also bounds a single write. */
-    timeout_ms: z.number().int().min(1).max(600_000),
-  })
+const LinkEnvSchema = z
+  .object({ LOCALAPPDATA: z.string().optional(), USERPROFILE: z.string().optional() })
   .strict();
-export type PipeLinkWorkerData = z.infer<typeof PipeLinkWorkerDataSchema>;
+const ConnId = z.number().int().min(1);
 
 export const ToPipeLinkSchema = z.discriminatedUnion("t", [
-  z.object({ t: z.literal("write"), frame: z.instanceof(Uint8Array) }).strict(),
-  z.object({ t: z.literal("close") }).strict(),
+  z
+    .object({
+      t: z.literal("connect"),
+      conn: ConnId,
+      /** null: the worker derives the scope from its own token and session. */
+      scope: LeaseScopeSchema.nullable(),
+      /** Only what windowsAuditPath reads. */
+      env: LinkEnvSchema,
+      /** Connect deadline (ms); also bounds each write of this connection. */
+      timeout_ms: z.number().int().min(1).max(600_000),
+    })
+    .strict(),
+  z.object({ t: z.literal("write"), conn: ConnId, frame: z.instanceof(Uint8Array) }).strict(),
+  z.object({ t: z.literal("close"), conn: ConnId }).strict(),
 ]);
 export type ToPipeLink = z.infer<typeof ToPipeLinkSchema>;
 
 export const FromPipeLinkSchema = z.discriminatedUnion("t", [
-  z.object({ t: z.literal("open"), scope: LeaseScopeSchema }).strict(),
-  z.object({ t: z.literal("refused"), message: z.string().max(200) }).strict(),
-  z.object({ t: z.literal("data"), chunk: z.instanceof(Uint8Array) }).strict(),
-  z.object({ t: z.literal("closed") }).strict(),
+  z.object({ t: z.literal("ready") }).strict(),
+  z.object({ t: z.literal("open"), conn: ConnId, scope: LeaseScopeSchema }).strict(),
+  z.object({ t: z.literal("refused"), conn: ConnId, message: z.string().max(200) }).strict(),
+  z.object({ t: z.literal("data"), conn: ConnId, chunk: z.instanceof(Uint8Array) }).strict(),
+  z.object({ t: z.literal("closed"), conn: ConnId }).strict(),
 ]);
 export type FromPipeLink = z.infer<typeof FromPipeLinkSchema>;
+
+/**
+ * The pipe reader thread (native/windowsPipeReaderWorker.ts), started once by the link worker.
+ * Its two inputs come only from that parent and are checked by hand there (loading zod in a
+ * second thread costs about a second per link under Wine); what it sends back is zod-checked.
+ */
+export interface PipeReaderWorkerData {
+  /** [0] becomes 1 when the link worker closes the connection being read. */
+  closing: Int32Array<SharedArrayBuffer>;
+}
+
+export interface ToPipeReader {
+  t: "read";
+  conn: number;
+  /** The pipe HANDLE, decimal (handles are process-wide; the link worker owns it). */
+  pipe: string;
+}
+
+export const FromPipeReaderSchema = z.discriminatedUnion("t", [
+  z.object({ t: z.literal("ready") }).strict(),
+  z.object({ t: z.literal("data"), conn: ConnId, chunk: z.instanceof(Uint8Array) }).strict(),
+  z.object({ t: z.literal("eof"), conn: ConnId }).strict(),
+]);
+export type FromPipeReader = z.infer<typeof FromPipeReaderSchema>;

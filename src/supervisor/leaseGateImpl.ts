@@ -10,6 +10,8 @@ const isLeaseCapability = (c: string): c is LeaseCapability =>
 /** UIINSPECT_LEASE=broker: a capability outside what a lease can carry is never granted by it. */
 export function createLeaseGate(env: Record<string, string | undefined>): LeaseGate {
   const client = new LeaseClient({ env });
+  // Windows: the pipe link's worker starts now, not inside the first tool call's deadline.
+  client.prepare();
   return {
     validate: async (capability: string, instance: ProcessInstance) => {
       if (!isLeaseCapability(capability))

@@ -89,7 +89,7 @@ describe("lease manager and broker (real processes, Linux)", () => {
     const pending = manager(["lease", "activate", "--hours", "1"], sb.env);
     await answerDialog(x.display, "deny");
     const r = await pending;
-    expect(r.code).toBe(1);
+    expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toContain("Denied");
     const s = await manager(["lease", "status"], sb.env);
     expect(s.stdout).toContain("No unattended lease is active.");

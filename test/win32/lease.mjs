@@ -428,6 +428,43 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       );
       eq(act.active, true, "lease active");
 
+      // Figures (no assertion on time): validation round trips through the link worker and the
+      // broker, which re-resolves our process instance natively on every call.
+      const { resolveInstance } = await imp("platforms/win32/identity.js");
+      const self = resolveInstance(process.pid);
+      const pct = (xs, q) => xs.sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
+      const one = [];
+      for (let i = 0; i < 300; i++) {
+        const t0 = performance.now();
+        await client.validate("inspect", self);
+        one.push(performance.now() - t0);
+      }
+      // 8 requests in flight at once over the one connection (a LeaseClient multiplexes by id);
+      // 8 separate clients would each start a link worker, about 1.5 s apiece under Wine.
+      const all = [];
+      const t8 = performance.now();
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let i = 0; i < 100; i++) {
+            const t0 = performance.now();
+            await client.validate("inspect", self);
+            all.push(performance.now() - t0);
+          }
+        }),
+      );
+      const secs8 = (performance.now() - t8) / 1000;
+      h.bench.lease_validate_1_client = {
+        n: one.length,
+        p50_ms: +pct(one, 0.5).toFixed(2),
+        p99_ms: +pct(one, 0.99).toFixed(2),
+      };
+      h.bench.lease_validate_8_in_flight = {
+        n: all.length,
+        p50_ms: +pct(all, 0.5).toFixed(2),
+        p99_ms: +pct(all, 0.99).toFixed(2),
+        per_s: Math.round(all.length / secs8),
+      };
+
       n = await h.startNotepad();
       const policyPath = join(dir, "policy.json");
       writeFileSync(

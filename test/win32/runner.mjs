@@ -770,6 +770,7 @@ registerLease({
   sleep,
   h: {
     facts,
+    bench,
     startNotepad,
     closeNotepad,
     listWindows: () => desktop.listWindows(),

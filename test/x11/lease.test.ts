@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -57,6 +57,33 @@ async function approveLeaseDialog(): Promise<void> {
   xdotool("click", "1");
 }
 
+/**
+ * Stops this test's own broker: the pid of the last broker_start in its audit file. Never by
+ * name, which would also stop brokers other test files run at the same time.
+ */
+function stopOwnBroker(env: Record<string, string>): void {
+  let pid = 0;
+  try {
+    const lines = readFileSync(
+      join(env.XDG_STATE_HOME ?? "", "uiinspect-mcp/audit/unattended-approval.jsonl"),
+      "utf8",
+    )
+      .split("\n")
+      .filter(Boolean);
+    for (const l of lines) {
+      const e = JSON.parse(l) as { event?: string; broker_pid?: number };
+      if (e.event === "broker_start" && typeof e.broker_pid === "number") pid = e.broker_pid;
+    }
+  } catch {
+    return;
+  }
+  try {
+    if (pid > 0) process.kill(pid, "SIGTERM");
+  } catch {
+    // Already gone.
+  }
+}
+
 describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
   "unattended lease with MCP servers (x11)",
   () => {
@@ -100,11 +127,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     afterAll(async () => {
       await Promise.all(servers.map((s) => s.close()));
       await cli(["manager", "lease", "revoke"], env).catch(() => undefined);
-      try {
-        execFileSync("pkill", ["-f", "lease/brokerMain.js"]);
-      } catch {
-        // no broker left
-      }
+      stopOwnBroker(env);
       await p?.desktop.dispose();
       session?.stop();
     });
@@ -142,7 +165,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await approveLeaseDialog();
       expect((await activation).code).toBe(0);
       await servers[0]!.ok("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
-      execFileSync("pkill", ["-f", "lease/brokerMain.js"]);
+      stopOwnBroker(env);
       await waitFor(
         "the broker to be gone",
         async () => {

@@ -1,13 +1,25 @@
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, Worker } from "node:worker_threads";
 import koffi from "koffi";
+import type { LeaseScope } from "../endpoint.js";
 import { windowsScope } from "../endpoint.js";
-import { type FromPipeLink, PipeLinkWorkerDataSchema, ToPipeLinkSchema } from "../linkMessages.js";
+import {
+  type FromPipeLink,
+  FromPipeReaderSchema,
+  type PipeReaderWorkerData,
+  type ToPipeLink,
+  ToPipeLinkSchema,
+  type ToPipeReader,
+} from "../linkMessages.js";
 import { currentWindowsIdentity, processSessionId, processUserSid, validHandle } from "./windowsIdentity.js";
 
 /**
- * The client end of the lease pipe, in a worker thread (see link.ts). Opens the scope's pipe,
- * refuses a server that is not this user in this session, then shuttles bytes: one overlapped
- * read waited for on koffi's thread pool, writes bounded by the connect deadline.
+ * The client end of the lease pipe, in a worker thread that lives as long as its LeaseClient
+ * (see windowsPipeLink.ts), so its start-up is paid once. Per connection: opens the scope's
+ * pipe, refuses a server that is not this user in this session, then writes what the client
+ * sends (each write bounded by the connect deadline). Reads block in a thread of their own
+ * (windowsPipeReaderWorker.ts): a wait parked on koffi's async pool would hold one of libuv's
+ * four shared threads for the life of the connection (measured under Wine: four links starved
+ * everything else in the process, the broker included).
  */
 
 type Ptr = bigint | null;
@@ -27,7 +39,6 @@ const WaitNamedPipeW = k32.func("int __stdcall WaitNamedPipeW(str16 name, uint32
 const GetNamedPipeServerProcessId = k32.func(
   "int __stdcall GetNamedPipeServerProcessId(void *h, _Out_ uint32_t *pid)",
 );
-const ReadFile = k32.func("int __stdcall ReadFile(void *h, void *buf, uint32_t n, void *read, void *ov)");
 const WriteFile = k32.func(
   "int __stdcall WriteFile(void *h, void *buf, uint32_t n, void *written, void *ov)",
 );
@@ -51,31 +62,24 @@ const SECURITY_IDENTIFICATION = 0x00010000;
 const ERROR_PIPE_BUSY = 231;
 const ERROR_IO_PENDING = 997;
 const WAIT_OBJECT_0 = 0;
-const INFINITE = 0xffffffff;
-const BUF_SIZE = 64 * 1024;
 
 const port = parentPort;
 if (!port) throw new Error("windowsPipeLinkWorker runs as a worker thread");
 const send = (m: FromPipeLink) => port.postMessage(m);
 
-function refuse(message: string): never {
-  send({ t: "refused", message });
-  process.exit(0);
+type ConnectRequest = Extract<ToPipeLink, { t: "connect" }>;
+
+interface Connection {
+  id: number;
+  pipe: bigint;
+  timeoutMs: number;
+  closing: boolean;
 }
 
-const data = PipeLinkWorkerDataSchema.safeParse(workerData);
-if (!data.success) refuse("The lease link was started without a valid scope.");
-const { timeout_ms: timeoutMs } = data.data;
-let scope = data.data.scope;
-if (!scope) {
-  try {
-    scope = windowsScope(currentWindowsIdentity(), data.data.env);
-  } catch {
-    refuse("The Windows user SID or session id could not be determined.");
-  }
-}
+class Refused extends Error {}
 
-function connect(name: string): bigint {
+/** Opens the pipe, waiting for a free instance within the deadline. */
+function openPipe(name: string, timeoutMs: number): bigint {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const h: Ptr = CreateFileW(
@@ -91,84 +95,82 @@ function connect(name: string): bigint {
     const err: number = GetLastError();
     const left = deadline - Date.now();
     // Every instance busy (the broker is between accepts): wait for one, within the deadline.
-    if (err !== ERROR_PIPE_BUSY || left <= 0) refuse("No lease broker is listening in this sign-in session.");
+    if (err !== ERROR_PIPE_BUSY || left <= 0)
+      throw new Refused("No lease broker is listening in this sign-in session.");
     WaitNamedPipeW(name, Math.max(1, Math.min(left, 500)));
   }
 }
 
-const pipe = connect(scope.endpoint);
-const serverPid = [0];
-const serverOk =
-  GetNamedPipeServerProcessId(pipe, serverPid) &&
-  serverPid[0]! > 0 &&
-  processUserSid(serverPid[0]!) === scope.user &&
-  processSessionId(serverPid[0]!) === scope.instance_session;
-if (!serverOk) {
-  CloseHandle(pipe);
-  refuse("The lease pipe is not served by this user's broker in this sign-in session.");
+/** The server end must be a process of the scope's user in the scope's session. */
+function servedByScope(pipe: bigint, scope: LeaseScope): boolean {
+  const pid = [0];
+  if (!GetNamedPipeServerProcessId(pipe, pid) || !(pid[0]! > 0)) return false;
+  return processUserSid(pid[0]!) === scope.user && processSessionId(pid[0]!) === scope.instance_session;
 }
 
-const readEvent = CreateEventW(null, 1, 0, null) as bigint;
 const writeEvent = CreateEventW(null, 1, 0, null) as bigint;
-const readOv = koffi.alloc(OVERLAPPED, 1);
-const readBuf = koffi.alloc("uint8_t", BUF_SIZE);
-let readPending = false;
-let closing = false;
-let ended = false;
+// 1 while the connection being read is closing: the reader stops at its next wait slice even
+// if a read it issued after our CancelIoEx escaped the cancellation.
+const closingFlag = new Int32Array(new SharedArrayBuffer(4));
+let conn: Connection | null = null;
+let deferred: ConnectRequest | null = null;
 
-function cleanup(): void {
-  if (ended) return;
-  ended = true;
-  CloseHandle(pipe);
-  CloseHandle(readEvent);
-  CloseHandle(writeEvent);
-  koffi.free(readOv);
-  koffi.free(readBuf);
-  send({ t: "closed" });
-  process.exit(0);
-}
+const readerData: PipeReaderWorkerData = { closing: closingFlag };
+const reader = new Worker(new URL("./windowsPipeReaderWorker.js", import.meta.url), {
+  workerData: readerData,
+  stdout: true,
+  stderr: true,
+});
 
-/** Starts closing; the buffers are freed once no read is in flight. */
-function finish(): void {
-  closing = true;
-  if (readPending) CancelIoEx(pipe, null);
-  else cleanup();
-}
-
-function startRead(): void {
-  if (closing) {
-    cleanup();
-    return;
-  }
-  ResetEvent(readEvent);
-  koffi.encode(readOv, OVERLAPPED, {
-    Internal: 0,
-    InternalHigh: 0,
-    Offset: 0,
-    OffsetHigh: 0,
-    hEvent: readEvent,
-  });
-  const ok: number = ReadFile(pipe, readBuf, BUF_SIZE, null, readOv);
-  if (!ok && GetLastError() !== ERROR_IO_PENDING) {
-    finish();
-    return;
-  }
-  readPending = true;
-  // Also when ReadFile completed at once: the event is set then and the wait returns at once.
-  WaitForSingleObject.async(readEvent, INFINITE, () => {
-    readPending = false;
-    const n = [0];
-    if (closing || !GetOverlappedResult(pipe, readOv, n, 0) || n[0] === 0) {
-      finish();
-      return;
+function connect(m: ConnectRequest): void {
+  let pipe: bigint | null = null;
+  try {
+    let scope = m.scope;
+    if (!scope) {
+      try {
+        scope = windowsScope(currentWindowsIdentity(), m.env);
+      } catch {
+        throw new Refused("The Windows user SID or session id could not be determined.");
+      }
     }
-    send({ t: "data", chunk: new Uint8Array(koffi.view(readBuf, n[0]!)).slice() });
-    startRead();
-  });
+    pipe = openPipe(scope.endpoint, m.timeout_ms);
+    if (!servedByScope(pipe, scope))
+      throw new Refused("The lease pipe is not served by this user's broker in this sign-in session.");
+    conn = { id: m.conn, pipe, timeoutMs: m.timeout_ms, closing: false };
+    Atomics.store(closingFlag, 0, 0);
+    const read: ToPipeReader = { t: "read", conn: m.conn, pipe: pipe.toString() };
+    reader.postMessage(read);
+    send({ t: "open", conn: m.conn, scope });
+  } catch (e) {
+    if (pipe !== null && conn?.pipe !== pipe) CloseHandle(pipe);
+    send({
+      t: "refused",
+      conn: m.conn,
+      message: e instanceof Refused ? e.message : "The lease pipe could not be opened.",
+    });
+  }
 }
 
-function write(frame: Uint8Array): void {
-  if (closing) return;
+/** Starts closing the connection; it ends when the reader has let go of the pipe. */
+function close(c: Connection): void {
+  if (c.closing) return;
+  c.closing = true;
+  Atomics.store(closingFlag, 0, 1);
+  CancelIoEx(c.pipe, null);
+}
+
+function ended(id: number): void {
+  if (!conn || conn.id !== id) return;
+  CloseHandle(conn.pipe);
+  send({ t: "closed", conn: id });
+  conn = null;
+  const next = deferred;
+  deferred = null;
+  if (next) connect(next);
+}
+
+function write(c: Connection, frame: Uint8Array): void {
+  if (c.closing) return;
   const mem = koffi.alloc("uint8_t", frame.length);
   const ov = koffi.alloc(OVERLAPPED, 1);
   try {
@@ -181,31 +183,56 @@ function write(frame: Uint8Array): void {
       OffsetHigh: 0,
       hEvent: writeEvent,
     });
-    const ok: number = WriteFile(pipe, mem, frame.length, null, ov);
+    const ok: number = WriteFile(c.pipe, mem, frame.length, null, ov);
     if (!ok && GetLastError() !== ERROR_IO_PENDING) {
-      finish();
+      close(c);
       return;
     }
     const n = [0];
-    if (WaitForSingleObject(writeEvent, timeoutMs) !== WAIT_OBJECT_0) {
-      // A broker that stopped reading: give up on it rather than block this link forever.
-      CancelIoEx(pipe, ov);
-      GetOverlappedResult(pipe, ov, n, 1);
-      finish();
+    if (WaitForSingleObject(writeEvent, c.timeoutMs) !== WAIT_OBJECT_0) {
+      // A broker that stopped reading: give up on it rather than block this link.
+      CancelIoEx(c.pipe, ov);
+      GetOverlappedResult(c.pipe, ov, n, 1);
+      close(c);
       return;
     }
-    if (!GetOverlappedResult(pipe, ov, n, 0) || n[0] !== frame.length) finish();
+    if (!GetOverlappedResult(c.pipe, ov, n, 0) || n[0] !== frame.length) close(c);
   } finally {
     koffi.free(ov);
     koffi.free(mem);
   }
 }
 
-port.on("message", (raw: unknown) => {
-  const m = ToPipeLinkSchema.safeParse(raw);
-  if (!m.success || m.data.t === "close") finish();
-  else write(m.data.frame);
+reader.on("message", (raw: unknown) => {
+  const m = FromPipeReaderSchema.safeParse(raw);
+  if (!m.success) return;
+  const r = m.data;
+  if (r.t === "ready") send({ t: "ready" });
+  else if (r.t === "data" && conn?.id === r.conn && !conn.closing)
+    send({ t: "data", conn: r.conn, chunk: r.chunk });
+  else if (r.t === "eof") ended(r.conn);
+});
+// Without its reader the link is useless: end, and the next connect starts a new worker.
+reader.on("exit", () => {
+  if (conn) {
+    CloseHandle(conn.pipe);
+    send({ t: "closed", conn: conn.id });
+  }
+  process.exit(1);
 });
 
-send({ t: "open", scope });
-startRead();
+port.on("message", (raw: unknown) => {
+  const m = ToPipeLinkSchema.safeParse(raw);
+  if (!m.success) return;
+  const msg = m.data;
+  if (msg.t === "connect") {
+    if (conn) {
+      // The previous connection first lets go of its pipe.
+      close(conn);
+      deferred = msg;
+    } else connect(msg);
+  } else if (conn?.id === msg.conn) {
+    if (msg.t === "write") write(conn, msg.frame);
+    else close(conn);
+  }
+});

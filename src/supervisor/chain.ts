@@ -4,7 +4,7 @@ import type { WindowInfo } from "../shared/platform.js";
 import type { OpArgs, OpName, OpResult } from "../shared/protocol.js";
 import type { AuditLog } from "./audit.js";
 import { newCorrelationId } from "./audit.js";
-import type { MemoryBudget, RateBudgets } from "./budgets.js";
+import type { ApplicationCharge, MemoryBudget, RateBudgets } from "./budgets.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { ServerConfig } from "./config.js";
 import type { ConsentBroker } from "./consent/broker.js";
@@ -73,6 +73,11 @@ export interface CallContext {
   ): Promise<OpResult<K>>;
   /** Numeric/boolean audit counters for this call. */
   counters: Record<string, number | boolean>;
+  /**
+   * The typed characters / captured pixels this call booked on the application's budgets, or
+   * null. A handler gives them back (refund) only when it is certain nothing was typed or shown.
+   */
+  charge: ApplicationCharge | null;
 }
 
 export function requirePolicy(sup: Supervisor): EffectivePolicy {
@@ -139,6 +144,7 @@ export async function runChain(
   let target: ResolvedTarget | null = null;
   let grant: Grant | null = null;
   let capability: Capability | null = null;
+  let charge: ApplicationCharge | null = null;
 
   const ctx: CallContext = {
     sup,
@@ -155,6 +161,9 @@ export async function runChain(
     },
     get capability() {
       return capability;
+    },
+    get charge() {
+      return charge;
     },
     signal,
     progress: input.progress,
@@ -202,10 +211,12 @@ export async function runChain(
   if (capability && target && policy && def.capability !== "per_class") {
     grant = await authorizeCapability(sup, client.hash, target, capability);
     const token = isProtected(policy, capability) ? presentedToken(sup, args, target, capability) : null;
-    takeBudgets(sup, def, args, client.hash, policy, target);
+    charge = takeBudgets(sup, def, args, client.hash, policy, target);
     // Consumed only once the budgets let the call through: a rate-limited call keeps its token.
-    if (token !== null && sup.tokens.consume(token, target.instanceKey, capability) !== "ok")
+    if (token !== null && sup.tokens.consume(token, target.instanceKey, capability) !== "ok") {
+      charge?.refund();
       throw uiError("confirmation_invalid");
+    }
   } else if (def.capability !== "discovery" && policy) {
     takeBudgets(sup, def, args, client.hash, policy, null);
   }
@@ -234,6 +245,7 @@ function presentedToken(
   return token;
 }
 
+/** Takes the call's budgets; returns what it booked on the application's volume budgets. */
 function takeBudgets(
   sup: Supervisor,
   def: ToolDef,
@@ -241,14 +253,21 @@ function takeBudgets(
   client: string,
   policy: EffectivePolicy,
   target: ResolvedTarget | null,
-): void {
-  if (def.budget === "none") return;
+): ApplicationCharge | null {
+  if (def.budget === "none") return null;
   if (!target) {
     sup.budgets.take(def.budget, client);
-    return;
+    return null;
   }
   const cost = def.cost ? def.cost(args, policy, target) : {};
   sup.budgets.take(def.budget, client, { key: target.instanceKey, limits: policy.limits, ...cost });
+  if (!cost.textChars && !cost.screenshotPixels) return null;
+  // Right after the take: the charge records the buckets this take was booked into.
+  return sup.budgets.applicationCharge({
+    key: target.instanceKey,
+    textChars: cost.textChars,
+    screenshotPixels: cost.screenshotPixels,
+  });
 }
 
 /** A grant for the same window but another process instance means the window was replaced. */

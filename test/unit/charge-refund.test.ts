@@ -1,15 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { isUiError, uiError } from "../../src/shared/errors.js";
-import { MemoryBudget, RateBudgets } from "../../src/supervisor/budgets.js";
+import { type ApplicationCharge, MemoryBudget, RateBudgets } from "../../src/supervisor/budgets.js";
 import type { CallContext } from "../../src/supervisor/chain.js";
 import { captureTools } from "../../src/supervisor/tools/capture.js";
 import type { ToolDef } from "../../src/supervisor/tools/define.js";
 import { inputTools } from "../../src/supervisor/tools/input.js";
+import { profileTools } from "../../src/supervisor/tools/profiles.js";
 
 /**
  * The screenshot and send_text handlers against a real RateBudgets, driven the way the chain
- * drives them: the call's budgets are taken, then the handler starts in the same synchronous
- * run. The worker is a function the test supplies.
+ * drives them: the call's budgets are taken, the charge is read and handed over as ctx.charge.
+ * The worker is a function the test supplies.
  */
 
 const KEY = "instance-key";
@@ -37,7 +38,7 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
   );
   const memory = new MemoryBudget(memoryBytes);
   const sent: string[] = [];
-  const ctx = (worker: Worker, signal: AbortSignal): CallContext =>
+  const ctx = (worker: Worker, signal: AbortSignal, charge: ApplicationCharge): CallContext =>
     ({
       sup: {
         budgets,
@@ -59,6 +60,7 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
         expectation: { hwnd: "1001" },
       },
       signal,
+      charge,
       counters: {},
       call: (op: string, args: unknown) => {
         sent.push(op);
@@ -76,12 +78,15 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
     const parsed = def.input.parse(args) as Record<string, unknown>;
     const cost =
       def.name === "send_text" ? { textChars: String(parsed.text).length } : { screenshotPixels: 320 * 240 };
+    // record_coordinate_profile's reference region is the stage (320×240), as for screenshots.
     budgets.take(def.budget === "none" ? "inspection" : def.budget, "client", {
       key: KEY,
       limits: LIMITS,
       ...cost,
     });
-    const pending = def.handler(ctx(worker, signal), parsed);
+    // As the chain does: the charge is read right after the take and handed over as ctx.charge.
+    const charge = budgets.applicationCharge({ key: KEY, ...cost });
+    const pending = def.handler(ctx(worker, signal, charge), parsed);
     now += 2_000; // the call takes a while; other calls' takes would land in later buckets
     try {
       await pending;
@@ -170,5 +175,31 @@ describe("send_text keeps its characters unless nothing was sent", () => {
     expect(await s.run(sendText, args, fails("worker_timeout"))).toBe("worker_timeout");
     expect(s.sent).toEqual(["input.text", "input.text"]);
     expect(s.used()).toEqual({ pixels: 0, chars: 80, actions: 2 });
+  });
+});
+
+describe("record_coordinate_profile gives its pixels back when the reference capture fails", () => {
+  const record = tool(profileTools, "record_coordinate_profile");
+  const args = {
+    hwnd: 1001,
+    profile_id: "p1",
+    reference_region_name: "stage",
+    safe_regions: [],
+    verification_points: [],
+  };
+  const hash = async () => ({
+    png: null,
+    sha256: "a".repeat(64),
+    width: 320,
+    height: 240,
+    window_offset: [0, 0],
+  });
+
+  it("a refused capture gives the pixels back; a recorded profile keeps them", async () => {
+    const s = setup();
+    expect(await s.run(record, args, fails("occluded"))).toBe("occluded");
+    expect(s.used().pixels).toBe(0);
+    expect(await s.run(record, args, hash)).toBe("ok");
+    expect(s.used().pixels).toBe(320 * 240);
   });
 });

@@ -44,9 +44,6 @@ export const captureTools = [
       const target = ctx.target!;
       const plan = planScreenshot(policy, target.window, args);
       const pixels = rectArea(plan.region);
-      // Before the first await: the chain took these pixels (`cost` above, the same plan) in
-      // this synchronous run, so the charge records where they were booked.
-      const charge = sup.budgets.applicationCharge({ key: target.instanceKey, screenshotPixels: pixels });
       try {
         // Raw RGBA frame (4 B/px, in the worker) plus 4 B/px for the PNG and its base64 copy (UI-like
         // frames compress far below that; noise-like ones can exceed it, up to max_png_bytes), held
@@ -87,7 +84,7 @@ export const captureTools = [
       } catch (e) {
         // No image left the server (memory wait cancelled, worker refusal, crash or deadline,
         // image too large): the pixels go back, so failing captures cannot drain the budget.
-        charge.refund();
+        ctx.charge?.refund();
         throw e;
       }
     },

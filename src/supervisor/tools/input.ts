@@ -194,9 +194,8 @@ export const inputTools = [
       ctx.counters.chars = args.text.length;
       if (ctx.signal.aborted) {
         // Cancelled while the chain resolved the target: nothing reached the input worker, so
-        // the characters go back (read here, in the synchronous run that took them).
-        const key = ctx.target!.instanceKey;
-        ctx.sup.budgets.applicationCharge({ key, textChars: args.text.length }).refund();
+        // the characters go back.
+        ctx.charge?.refund();
         throw uiError("cancelled");
       }
       // Once the request is sent the characters stay charged whatever fails: the worker verifies

@@ -25,22 +25,28 @@ const Name = z.string().min(1).max(64);
  */
 async function referenceHash(ctx: CallContext, plan: ScreenshotPlan): Promise<string> {
   const policy = ctx.policy!;
-  const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 4, ctx.signal);
   try {
-    const r = await ctx.call("capture.region", {
-      target: ctx.target!.expectation,
-      region: plan.region,
-      masks: plan.masks,
-      grid_spacing: null,
-      output: "sha256",
-      max_png_bytes: policy.limits.max_png_bytes,
-      compression_level: 0,
-    });
-    if (!r.sha256) throw uiError("platform_unavailable", "No hash was produced.");
-    ctx.counters.pixels = rectArea(plan.region);
-    return r.sha256;
-  } finally {
-    reservation.release();
+    const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 4, ctx.signal);
+    try {
+      const r = await ctx.call("capture.region", {
+        target: ctx.target!.expectation,
+        region: plan.region,
+        masks: plan.masks,
+        grid_spacing: null,
+        output: "sha256",
+        max_png_bytes: policy.limits.max_png_bytes,
+        compression_level: 0,
+      });
+      if (!r.sha256) throw uiError("platform_unavailable", "No hash was produced.");
+      ctx.counters.pixels = rectArea(plan.region);
+      return r.sha256;
+    } finally {
+      reservation.release();
+    }
+  } catch (e) {
+    // No hash came back: nothing of the window was used, so its pixels go back (as screenshots).
+    ctx.charge?.refund();
+    throw e;
   }
 }
 
@@ -97,8 +103,11 @@ export const profileTools = [
       const profile = loadProfile(args.profile_path);
       const window = ctx.target!.window;
       const sized = checkProfile(profile, window, null);
-      if (sized.reason === "size_mismatch")
+      if (sized.reason === "size_mismatch") {
+        // Answered from the window's size alone: nothing was captured.
+        ctx.charge?.refund();
         return { structured: { correlation_id: ctx.correlationId, ...sized } };
+      }
       const hash = await referenceHash(
         ctx,
         planReferenceCapture(ctx.policy!, window, profile.reference_region),

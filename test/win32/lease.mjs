@@ -102,6 +102,36 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     }
   }
 
+  /** The broker's visible lease MessageBox, or null after 15 s. */
+  const findBox = (brokerPid) =>
+    waitFor(async () => (await h.listWindows()).find((w) => w.pid === brokerPid && w.visible) ?? null, 15000);
+
+  /**
+   * Answers the broker's MessageBox for `pending` with act(box). Under Wine an input event sent
+   * right as the box appears is sometimes lost: the same answer is repeated (at most 4 times)
+   * until the request settles.
+   */
+  async function answerBox(brokerPid, pending, act, detail = () => "") {
+    const box = await findBox(brokerPid);
+    assert(box, `lease MessageBox shown by the broker ${detail()}`);
+    const settled = pending.then(
+      (v) => ({ v }),
+      (e) => ({ e }),
+    );
+    for (let i = 0; i < 4; i++) {
+      await sleep(300);
+      await act(box);
+      const r = await Promise.race([settled, sleep(2500).then(() => null)]);
+      if (r) {
+        if ("e" in r) throw r.e;
+        return r.v;
+      }
+    }
+    const r = await settled;
+    if ("e" in r) throw r.e;
+    return r.v;
+  }
+
   test("lease broker (named mutex + named pipe): one per scope, status, validate without a lease", async () => {
     const { LeaseClient } = await imp("lease/client.js");
     const { resolveInstance } = await imp("platforms/win32/identity.js");
@@ -154,47 +184,27 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       eq(await windowsInstanceResolver(scope.instance_session)(0x7ffffff0), null, "a missing pid is null");
 
       // Activation: the broker's own MessageBox (Yes/No, No the default).
-      const findBox = () =>
-        waitFor(
-          async () => (await h.listWindows()).find((w) => w.pid === a.child.pid && w.visible) ?? null,
-          15000,
-        );
       const codeOf = (p) =>
         p.then(
           () => "resolved",
           (e) => e?.code ?? String(e),
         );
       const caps = ["inspect", "interact"];
-      // Under Wine an input event sent right as the box appears is sometimes lost: repeat the
-      // same answer (at most 4 times) until the request settles.
-      const answer = async (p, act) => {
-        const settled = p.then(
-          (v) => ({ v }),
-          (e) => ({ e }),
-        );
-        for (let i = 0; i < 4; i++) {
-          await sleep(300);
-          await act();
-          const r = await Promise.race([settled, sleep(2500).then(() => null)]);
-          if (r) {
-            if ("e" in r) throw r.e;
-            return r.v;
-          }
-        }
-        const r = await settled;
-        if ("e" in r) throw r.e;
-        return r.v;
-      };
-      let pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 30000));
-      let box = await findBox();
-      assert(box, `lease MessageBox shown by the broker (stderr: ${a.stderr().slice(-400)})`);
-      h.facts.lease_dialog_buttons = h.buttons(box).map((b) => b.text);
-      eq(await answer(pending, () => h.pressEnter(box)), "consent_denied", "Enter picks the default (No)");
-
-      pending = client.request({ op: "activate", hours: 1, capabilities: caps }, 30000);
-      box = await findBox();
-      assert(box, "lease MessageBox shown again");
-      const act = await answer(pending, () => h.clickButton(box, /yes/i));
+      const denied1 = await answerBox(
+        a.child.pid,
+        codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 30000)),
+        (box) => {
+          h.facts.lease_dialog_buttons = h.buttons(box).map((b) => b.text);
+          return h.pressEnter(box);
+        },
+        () => `(broker stderr: ${a.stderr().slice(-400)})`,
+      );
+      eq(denied1, "consent_denied", "Enter picks the default (No)");
+      const act = await answerBox(
+        a.child.pid,
+        client.request({ op: "activate", hours: 1, capabilities: caps }, 30000),
+        (box) => h.clickButton(box, /yes/i),
+      );
       eq([act.active, act.capabilities], [true, caps], "activated by a click on Yes");
       eq((await client.status()).active, true, "status: active");
       eq(await client.validate("inspect", me), "ok", "validate with the lease");
@@ -215,8 +225,8 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       eq(code, "lease_revoked", "validate after revoke");
 
       // The request's deadline closes the MessageBox (PostMessageW IDNO) and fails closed.
-      pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 3000));
-      assert(await findBox(), "lease MessageBox shown for the short request");
+      const pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 3000));
+      assert(await findBox(a.child.pid), "lease MessageBox shown for the short request");
       eq(await pending, "consent_timeout", "deadline: consent_timeout");
       const closed = await waitFor(
         async () => !(await h.listWindows()).some((w) => w.pid === a.child.pid && w.visible),
@@ -332,31 +342,6 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60000);
-
-  // Approves or denies the broker's MessageBox for `pending`, retrying lost input under Wine.
-  async function answerBox(brokerPid, pending, act) {
-    const box = await waitFor(
-      async () => (await h.listWindows()).find((w) => w.pid === brokerPid && w.visible) ?? null,
-      15000,
-    );
-    assert(box, "lease MessageBox shown by the broker");
-    const settled = pending.then(
-      (v) => ({ v }),
-      (e) => ({ e }),
-    );
-    for (let i = 0; i < 4; i++) {
-      await sleep(300);
-      await act(box);
-      const r = await Promise.race([settled, sleep(2500).then(() => null)]);
-      if (r) {
-        if ("e" in r) throw r.e;
-        return r.v;
-      }
-    }
-    const r = await settled;
-    if ("e" in r) throw r.e;
-    return r.v;
-  }
 
   test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
     const { LeaseClient } = await imp("lease/client.js");

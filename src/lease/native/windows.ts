@@ -13,7 +13,32 @@ import {
   type RefusalReason,
   type ScopeMarker,
 } from "../transport.js";
-import { processUserSid, validHandle } from "./windowsIdentity.js";
+import {
+  armOverlapped,
+  CancelIoEx,
+  CloseHandle,
+  createManualEvent,
+  ERROR_IO_INCOMPLETE,
+  ERROR_IO_PENDING,
+  GetLastError,
+  GetOverlappedResult,
+  LocalFree,
+  OpenProcess,
+  OVERLAPPED,
+  PROCESS_QUERY_LIMITED_INFORMATION,
+  ProcessIdToSessionId,
+  type Ptr,
+  ReadFile,
+  ResetEvent,
+  SetEvent,
+  validHandle,
+  WAIT_OBJECT_0,
+  WAIT_TIMEOUT,
+  WaitForMultipleObjects,
+  WaitForSingleObject,
+  WriteFile,
+} from "./kernel32.js";
+import { processUserSid } from "./windowsIdentity.js";
 
 /**
  * The Windows side of the lease broker, through koffi (loaded by the broker process only):
@@ -32,19 +57,10 @@ import { processUserSid, validHandle } from "./windowsIdentity.js";
  * FILE_FLAG_FIRST_PIPE_INSTANCE and has a single user (no other-user refusal). See docs/lease.md.
  */
 
-type Ptr = bigint | null;
-
 const k32 = koffi.load("kernel32.dll");
 const adv = koffi.load("advapi32.dll");
 const u32 = koffi.load("user32.dll");
 
-const OVERLAPPED = koffi.struct("uiinspect_OVERLAPPED", {
-  Internal: "uintptr_t",
-  InternalHigh: "uintptr_t",
-  Offset: "uint32_t",
-  OffsetHigh: "uint32_t",
-  hEvent: "void *",
-});
 const SECURITY_ATTRIBUTES = koffi.struct("uiinspect_SECURITY_ATTRIBUTES", {
   nLength: "uint32_t",
   lpSecurityDescriptor: "void *",
@@ -61,35 +77,13 @@ const DisconnectNamedPipe = k32.func("int __stdcall DisconnectNamedPipe(void *h)
 const GetNamedPipeClientProcessId = k32.func(
   "int __stdcall GetNamedPipeClientProcessId(void *h, _Out_ uint32_t *pid)",
 );
-const ReadFile = k32.func("int __stdcall ReadFile(void *h, void *buf, uint32_t n, void *read, void *ov)");
-const WriteFile = k32.func(
-  "int __stdcall WriteFile(void *h, void *buf, uint32_t n, void *written, void *ov)",
-);
-const GetOverlappedResult = k32.func(
-  "int __stdcall GetOverlappedResult(void *h, void *ov, _Out_ uint32_t *n, int wait)",
-);
-const CancelIoEx = k32.func("int __stdcall CancelIoEx(void *h, void *ov)");
-const CreateEventW = k32.func("void * __stdcall CreateEventW(void *sa, int manual, int initial, void *name)");
-const SetEvent = k32.func("int __stdcall SetEvent(void *h)");
-const ResetEvent = k32.func("int __stdcall ResetEvent(void *h)");
-const WaitForMultipleObjects = k32.func(
-  "uint32_t __stdcall WaitForMultipleObjects(uint32_t n, void **handles, int all, uint32_t ms)",
-);
-const WaitForSingleObject = k32.func("uint32_t __stdcall WaitForSingleObject(void *h, uint32_t ms)");
-const CloseHandle = k32.func("int __stdcall CloseHandle(void *h)");
-const GetLastError = k32.func("uint32_t __stdcall GetLastError()");
-const LocalFree = k32.func("void * __stdcall LocalFree(void *p)");
 const CreateMutexW = k32.func("void * __stdcall CreateMutexW(void *sa, int owner, str16 name)");
 const ReleaseMutex = k32.func("int __stdcall ReleaseMutex(void *h)");
-const OpenProcess = k32.func("void * __stdcall OpenProcess(uint32_t access, int inherit, uint32_t pid)");
 const GetProcessTimes = k32.func(
   "int __stdcall GetProcessTimes(void *h, _Out_ uiinspect_FILETIME *c, _Out_ uiinspect_FILETIME *e, _Out_ uiinspect_FILETIME *k, _Out_ uiinspect_FILETIME *u)",
 );
 const QueryFullProcessImageNameW = k32.func(
   "int __stdcall QueryFullProcessImageNameW(void *h, uint32_t flags, void *buf, _Inout_ uint32_t *size)",
-);
-const ProcessIdToSessionId = k32.func(
-  "int __stdcall ProcessIdToSessionId(uint32_t pid, _Out_ uint32_t *session)",
 );
 const ConvertStringSecurityDescriptorToSecurityDescriptorW = adv.func(
   "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(str16 sddl, uint32_t rev, _Out_ void **sd, void *size)",
@@ -105,13 +99,8 @@ const FILE_FLAG_OVERLAPPED = 0x40000000;
 const FILE_FLAG_FIRST_PIPE_INSTANCE = 0x00080000;
 const PIPE_REJECT_REMOTE_CLIENTS = 0x8;
 const PIPE_UNLIMITED_INSTANCES = 255;
-const ERROR_IO_PENDING = 997;
 const ERROR_PIPE_CONNECTED = 535;
-const WAIT_OBJECT_0 = 0;
 const WAIT_ABANDONED = 0x80;
-const WAIT_TIMEOUT = 258;
-const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
-const ERROR_IO_INCOMPLETE = 996;
 const MAX_WAIT = 64;
 const BUF_SIZE = 64 * 1024;
 /** How often pending writes are polled while any is outstanding (ms). */
@@ -174,8 +163,12 @@ export async function listenWindowsPipe(
     lpSecurityDescriptor: sdOut[0],
     bInheritHandle: 0,
   };
-  const wake: Ptr = CreateEventW(null, 1, 0, null);
-  if (!validHandle(wake)) throw uiError("broker_unavailable", "An event cannot be created.");
+  let wake: bigint;
+  try {
+    wake = createManualEvent();
+  } catch {
+    throw uiError("broker_unavailable", "An event cannot be created.");
+  }
 
   const waitables = new Map<bigint, Waitable>();
   const graveyard: Instance[] = [];
@@ -201,14 +194,7 @@ export async function listenWindowsPipe(
   };
 
   const startRead = (inst: Instance) => {
-    ResetEvent(inst.event);
-    koffi.encode(inst.ov, OVERLAPPED, {
-      Internal: 0,
-      InternalHigh: 0,
-      Offset: 0,
-      OffsetHigh: 0,
-      hEvent: inst.event,
-    });
+    armOverlapped(inst.ov, inst.event);
     const ok: number = ReadFile(inst.h, inst.buf, BUF_SIZE, null, inst.ov);
     if (!ok && GetLastError() !== ERROR_IO_PENDING) {
       bury(inst);
@@ -247,14 +233,7 @@ export async function listenWindowsPipe(
       const mem = koffi.alloc("uint8_t", frame.length);
       const ov = koffi.alloc(OVERLAPPED, 1);
       koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
-      ResetEvent(inst.writeEvent);
-      koffi.encode(ov, OVERLAPPED, {
-        Internal: 0,
-        InternalHigh: 0,
-        Offset: 0,
-        OffsetHigh: 0,
-        hEvent: inst.writeEvent,
-      });
+      armOverlapped(ov, inst.writeEvent);
       inst.writing = { ov, mem, len: frame.length };
       const ok: number = WriteFile(inst.h, mem, frame.length, null, ov);
       if (!ok && GetLastError() !== ERROR_IO_PENDING) {
@@ -331,27 +310,29 @@ export async function listenWindowsPipe(
       return;
     }
     first = false;
-    const event: Ptr = CreateEventW(null, 1, 0, null);
-    const writeEvent: Ptr = CreateEventW(null, 1, 0, null);
+    let event: bigint;
+    let writeEvent: bigint;
+    try {
+      event = createManualEvent();
+      writeEvent = createManualEvent();
+    } catch {
+      // Out of handles: try again at the next turn of the loop.
+      CloseHandle(h);
+      return;
+    }
     const inst: Instance = {
       h,
       ov: koffi.alloc(OVERLAPPED, 1),
-      event: event as bigint,
+      event,
       buf: koffi.alloc("uint8_t", BUF_SIZE),
       state: "connecting",
       handlers: null,
       queued: [],
       queuedBytes: 0,
       writing: null,
-      writeEvent: writeEvent as bigint,
+      writeEvent,
     };
-    koffi.encode(inst.ov, OVERLAPPED, {
-      Internal: 0,
-      InternalHigh: 0,
-      Offset: 0,
-      OffsetHigh: 0,
-      hEvent: event,
-    });
+    armOverlapped(inst.ov, event);
     instances.add(inst);
     listening = inst;
     const ok: number = ConnectNamedPipe(h, inst.ov);

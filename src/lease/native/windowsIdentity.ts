@@ -1,4 +1,14 @@
 import koffi from "koffi";
+import {
+  CloseHandle,
+  GetCurrentProcess,
+  LocalFree,
+  OpenProcess,
+  PROCESS_QUERY_LIMITED_INFORMATION,
+  ProcessIdToSessionId,
+  type Ptr,
+  validHandle,
+} from "./kernel32.js";
 
 /**
  * Who a Windows process is, read from the OS through koffi: the user SID of its token and its
@@ -7,18 +17,8 @@ import koffi from "koffi";
  * the manager CLI and the lease link worker, never by the supervisor thread.
  */
 
-type Ptr = bigint | null;
-
-const k32 = koffi.load("kernel32.dll");
 const adv = koffi.load("advapi32.dll");
 
-const GetCurrentProcess = k32.func("void * __stdcall GetCurrentProcess()");
-const OpenProcess = k32.func("void * __stdcall OpenProcess(uint32_t access, int inherit, uint32_t pid)");
-const CloseHandle = k32.func("int __stdcall CloseHandle(void *h)");
-const LocalFree = k32.func("void * __stdcall LocalFree(void *p)");
-const ProcessIdToSessionId = k32.func(
-  "int __stdcall ProcessIdToSessionId(uint32_t pid, _Out_ uint32_t *session)",
-);
 const OpenProcessToken = adv.func(
   "int __stdcall OpenProcessToken(void *h, uint32_t access, _Out_ void **token)",
 );
@@ -27,7 +27,6 @@ const GetTokenInformation = adv.func(
 );
 const ConvertSidToStringSidW = adv.func("int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **str)");
 
-const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
 const TOKEN_QUERY = 0x8;
 const TOKEN_USER_CLASS = 1;
 // TOKEN_USER = SID_AND_ATTRIBUTES + the SID itself (at most 68 bytes): 512 is plenty.
@@ -38,10 +37,6 @@ export interface WindowsIdentity {
   sid: string;
   /** The Terminal Services session id, decimal. */
   session: string;
-}
-
-export function validHandle(h: Ptr): h is bigint {
-  return h !== null && h !== 0n && h !== -1n && h !== 0xffffffffffffffffn;
 }
 
 function tokenUserSid(process: bigint): string | null {

@@ -10,7 +10,22 @@ import {
   ToPipeLinkSchema,
   type ToPipeReader,
 } from "../linkMessages.js";
-import { currentWindowsIdentity, processSessionId, processUserSid, validHandle } from "./windowsIdentity.js";
+import {
+  armOverlapped,
+  CancelIoEx,
+  CloseHandle,
+  createManualEvent,
+  ERROR_IO_PENDING,
+  GetLastError,
+  GetOverlappedResult,
+  OVERLAPPED,
+  type Ptr,
+  validHandle,
+  WAIT_OBJECT_0,
+  WaitForSingleObject,
+  WriteFile,
+} from "./kernel32.js";
+import { currentWindowsIdentity, processSessionId, processUserSid } from "./windowsIdentity.js";
 
 /**
  * The client end of the lease pipe, in a worker thread that lives as long as its LeaseClient
@@ -22,16 +37,7 @@ import { currentWindowsIdentity, processSessionId, processUserSid, validHandle }
  * everything else in the process, the broker included).
  */
 
-type Ptr = bigint | null;
-
 const k32 = koffi.load("kernel32.dll");
-const OVERLAPPED = koffi.struct("uiinspect_link_OVERLAPPED", {
-  Internal: "uintptr_t",
-  InternalHigh: "uintptr_t",
-  Offset: "uint32_t",
-  OffsetHigh: "uint32_t",
-  hEvent: "void *",
-});
 const CreateFileW = k32.func(
   "void * __stdcall CreateFileW(str16 name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)",
 );
@@ -39,18 +45,6 @@ const WaitNamedPipeW = k32.func("int __stdcall WaitNamedPipeW(str16 name, uint32
 const GetNamedPipeServerProcessId = k32.func(
   "int __stdcall GetNamedPipeServerProcessId(void *h, _Out_ uint32_t *pid)",
 );
-const WriteFile = k32.func(
-  "int __stdcall WriteFile(void *h, void *buf, uint32_t n, void *written, void *ov)",
-);
-const GetOverlappedResult = k32.func(
-  "int __stdcall GetOverlappedResult(void *h, void *ov, _Out_ uint32_t *n, int wait)",
-);
-const CancelIoEx = k32.func("int __stdcall CancelIoEx(void *h, void *ov)");
-const CreateEventW = k32.func("void * __stdcall CreateEventW(void *sa, int manual, int initial, void *name)");
-const ResetEvent = k32.func("int __stdcall ResetEvent(void *h)");
-const WaitForSingleObject = k32.func("uint32_t __stdcall WaitForSingleObject(void *h, uint32_t ms)");
-const CloseHandle = k32.func("int __stdcall CloseHandle(void *h)");
-const GetLastError = k32.func("uint32_t __stdcall GetLastError()");
 
 const GENERIC_READ = 0x80000000;
 const GENERIC_WRITE = 0x40000000;
@@ -60,8 +54,6 @@ const FILE_FLAG_OVERLAPPED = 0x40000000;
 const SECURITY_SQOS_PRESENT = 0x00100000;
 const SECURITY_IDENTIFICATION = 0x00010000;
 const ERROR_PIPE_BUSY = 231;
-const ERROR_IO_PENDING = 997;
-const WAIT_OBJECT_0 = 0;
 
 const port = parentPort;
 if (!port) throw new Error("windowsPipeLinkWorker runs as a worker thread");
@@ -108,7 +100,7 @@ function servedByScope(pipe: bigint, scope: LeaseScope): boolean {
   return processUserSid(pid[0]!) === scope.user && processSessionId(pid[0]!) === scope.instance_session;
 }
 
-const writeEvent = CreateEventW(null, 1, 0, null) as bigint;
+const writeEvent = createManualEvent();
 // 1 while the connection being read is closing: the reader stops at its next wait slice even
 // if a read it issued after our CancelIoEx escaped the cancellation.
 const closingFlag = new Int32Array(new SharedArrayBuffer(4));
@@ -175,14 +167,7 @@ function write(c: Connection, frame: Uint8Array): void {
   const ov = koffi.alloc(OVERLAPPED, 1);
   try {
     koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
-    ResetEvent(writeEvent);
-    koffi.encode(ov, OVERLAPPED, {
-      Internal: 0,
-      InternalHigh: 0,
-      Offset: 0,
-      OffsetHigh: 0,
-      hEvent: writeEvent,
-    });
+    armOverlapped(ov, writeEvent);
     const ok: number = WriteFile(c.pipe, mem, frame.length, null, ov);
     if (!ok && GetLastError() !== ERROR_IO_PENDING) {
       close(c);

@@ -1,6 +1,19 @@
 import { parentPort, workerData } from "node:worker_threads";
 import koffi from "koffi";
 import type { FromPipeReader, PipeReaderWorkerData, ToPipeReader } from "../linkMessages.js";
+import {
+  armOverlapped,
+  CancelIoEx,
+  createManualEvent,
+  ERROR_IO_PENDING,
+  GetLastError,
+  GetOverlappedResult,
+  OVERLAPPED,
+  ReadFile,
+  WAIT_OBJECT_0,
+  WAIT_TIMEOUT,
+  WaitForSingleObject,
+} from "./kernel32.js";
 
 /**
  * Reads the lease pipe for the link worker, blocking this thread (never libuv's shared pool):
@@ -13,27 +26,6 @@ import type { FromPipeReader, PipeReaderWorkerData, ToPipeReader } from "../link
  * everything this thread sends with zod (FromPipeReaderSchema).
  */
 
-const k32 = koffi.load("kernel32.dll");
-const OVERLAPPED = koffi.struct("uiinspect_reader_OVERLAPPED", {
-  Internal: "uintptr_t",
-  InternalHigh: "uintptr_t",
-  Offset: "uint32_t",
-  OffsetHigh: "uint32_t",
-  hEvent: "void *",
-});
-const ReadFile = k32.func("int __stdcall ReadFile(void *h, void *buf, uint32_t n, void *read, void *ov)");
-const GetOverlappedResult = k32.func(
-  "int __stdcall GetOverlappedResult(void *h, void *ov, _Out_ uint32_t *n, int wait)",
-);
-const CancelIoEx = k32.func("int __stdcall CancelIoEx(void *h, void *ov)");
-const CreateEventW = k32.func("void * __stdcall CreateEventW(void *sa, int manual, int initial, void *name)");
-const ResetEvent = k32.func("int __stdcall ResetEvent(void *h)");
-const WaitForSingleObject = k32.func("uint32_t __stdcall WaitForSingleObject(void *h, uint32_t ms)");
-const GetLastError = k32.func("uint32_t __stdcall GetLastError()");
-
-const ERROR_IO_PENDING = 997;
-const WAIT_OBJECT_0 = 0;
-const WAIT_TIMEOUT = 258;
 const SLICE_MS = 250;
 const BUF_SIZE = 64 * 1024;
 
@@ -63,7 +55,7 @@ if (!isReaderData(workerData)) throw new Error("windowsPipeReaderWorker: invalid
 const flag = workerData.closing;
 const closing = () => Atomics.load(flag, 0) === 1;
 
-const event = CreateEventW(null, 1, 0, null) as bigint;
+const event = createManualEvent();
 const ov = koffi.alloc(OVERLAPPED, 1);
 const buf = koffi.alloc("uint8_t", BUF_SIZE);
 
@@ -84,8 +76,7 @@ function awaitRead(pipe: bigint): boolean {
 /** Blocks until the connection ends. */
 function readUntilEnd(conn: number, pipe: bigint): void {
   while (!closing()) {
-    ResetEvent(event);
-    koffi.encode(ov, OVERLAPPED, { Internal: 0, InternalHigh: 0, Offset: 0, OffsetHigh: 0, hEvent: event });
+    armOverlapped(ov, event);
     const ok: number = ReadFile(pipe, buf, BUF_SIZE, null, ov);
     if (!ok && GetLastError() !== ERROR_IO_PENDING) return;
     if (!awaitRead(pipe)) return;

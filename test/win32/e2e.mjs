@@ -62,6 +62,21 @@ export class WineStdioTransport {
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
+/** `dist/cli.js serve` under the Windows node.exe (with the test loader), over stdio. */
+export function serveTransport(dist, env) {
+  return new WineStdioTransport({
+    command: process.execPath,
+    args: [
+      "--import",
+      pathToFileURL(join(root, "test", "win32", "loader.mjs")).href,
+      fileURLToPath(new URL("cli.js", dist)),
+      "serve",
+    ],
+    cwd: root,
+    env,
+  });
+}
+
 export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
   test("e2e (MCP over stdio, win32 server): list → access → screenshot → click/type → close", async () => {
     const n = await h.startNotepad();
@@ -78,22 +93,12 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
         screenshot_masks: [{ rect: [0, 0, 40, 20] }],
       }),
     );
-    const transport = new WineStdioTransport({
-      command: process.execPath,
-      args: [
-        "--import",
-        pathToFileURL(join(root, "test", "win32", "loader.mjs")).href,
-        fileURLToPath(new URL("cli.js", dist)),
-        "serve",
-      ],
-      cwd: root,
-      env: {
-        ...process.env,
-        UIINSPECT_PLATFORM: "",
-        DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
-        UIINSPECT_CONSENT_TIMEOUT_MS: "20000",
-        UIINSPECT_LOG_LEVEL: process.env.UIINSPECT_E2E_LOG_LEVEL ?? "warn",
-      },
+    const transport = serveTransport(dist, {
+      ...process.env,
+      UIINSPECT_PLATFORM: "",
+      DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
+      UIINSPECT_CONSENT_TIMEOUT_MS: "20000",
+      UIINSPECT_LOG_LEVEL: process.env.UIINSPECT_E2E_LOG_LEVEL ?? "warn",
     });
     const serverErr = () => transport.stderrText;
     const client = new Client({ name: "wine-e2e", version: "1.0.0" });

@@ -10,13 +10,12 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync }
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import koffi from "koffi";
-import { WineStdioTransport } from "./e2e.mjs";
+import { serveTransport } from "./e2e.mjs";
 
 const loader = new URL("./loader.mjs", import.meta.url).href;
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const brokerEntry = fileURLToPath(new URL("./leaseBroker.mjs", import.meta.url));
 
 // The test's own bindings: our user SID and session, read from our token and ProcessIdToSessionId.
@@ -466,23 +465,13 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
           safe_regions: [{ name: "top_left", rect: [0, 0, 200, 120] }],
         }),
       );
-      transport = new WineStdioTransport({
-        command: process.execPath,
-        args: [
-          "--import",
-          pathToFileURL(join(root, "test", "win32", "loader.mjs")).href,
-          fileURLToPath(new URL("cli.js", dist)),
-          "serve",
-        ],
-        cwd: root,
-        env: {
-          ...env,
-          UIINSPECT_PLATFORM: "",
-          UIINSPECT_LEASE: "broker",
-          DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
-          UIINSPECT_CONSENT_TIMEOUT_MS: "5000",
-          UIINSPECT_LOG_LEVEL: "warn",
-        },
+      transport = serveTransport(dist, {
+        ...env,
+        UIINSPECT_PLATFORM: "",
+        UIINSPECT_LEASE: "broker",
+        DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
+        UIINSPECT_CONSENT_TIMEOUT_MS: "5000",
+        UIINSPECT_LOG_LEVEL: "warn",
       });
       const mcp = new Client({ name: "wine-lease", version: "1.0.0" });
       try {

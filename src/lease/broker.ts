@@ -45,7 +45,7 @@ export interface BrokerOptions {
   clock?: () => number;
   /** Defaults to the JSONL file of the scope. */
   audit?: LeaseAuditSink;
-  /** Stops the broker when aborted (runBroker also stops on SIGTERM/SIGINT/SIGHUP). */
+  /** Stops the broker when aborted (runBroker also stops on SIGTERM/SIGINT/SIGHUP/SIGBREAK). */
   signal?: AbortSignal;
   /** Diagnostics for a person (stderr in brokerMain); never UI content. */
   log?: (line: string) => void;
@@ -379,8 +379,9 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
 }
 
 /**
- * `uiinspect-mcp broker`: runs until SIGTERM/SIGINT/SIGHUP (or opts.signal) and resolves with the
- * exit code: 0 after a clean stop, 3 when another broker holds this scope, 2 on any other failure.
+ * `uiinspect-mcp broker`: runs until SIGTERM/SIGINT/SIGHUP/SIGBREAK (or opts.signal) and
+ * resolves with the exit code: 0 after a clean stop, 3 when another broker holds this scope,
+ * 2 on any other failure.
  */
 export async function runBroker(opts: BrokerOptions = {}): Promise<number> {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -396,7 +397,8 @@ export async function runBroker(opts: BrokerOptions = {}): Promise<number> {
     return BROKER_EXIT.failed;
   }
   return new Promise<number>((resolve) => {
-    const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
+    // SIGBREAK: Ctrl+Break on Windows (Node also maps Ctrl+C to SIGINT and console close to SIGHUP).
+    const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK"];
     const onSignal = () => {
       for (const s of signals) process.off(s, onSignal);
       void broker.stop().then(() => resolve(BROKER_EXIT.ok));

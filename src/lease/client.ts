@@ -135,13 +135,12 @@ export class LeaseClient {
     );
   }
 
-  close(): void {
+  /** Closes the connection; resolves once it is closed (Windows: the link worker has let go of the pipe). */
+  async close(): Promise<void> {
     this.closed = true;
     this.drop();
-    this.opener?.then(
-      (o) => o.dispose(),
-      () => {},
-    );
+    const opener = await this.opener?.catch(() => null);
+    await opener?.dispose();
   }
 
   private getOpener(): Promise<LinkOpener> {

@@ -36,7 +36,8 @@ export interface LinkOpener {
   open(opts: OpenLinkOptions, handlers: LinkHandlers): Promise<{ link: LeaseLink; scope: LeaseScope }>;
   /** Starts whatever the first open needs (Windows: the link worker), without connecting. */
   prepare(): void;
-  dispose(): void;
+  /** Resolves once every connection it opened is closed. */
+  dispose(): Promise<void>;
 }
 
 export async function createLinkOpener(scope: LeaseScope | null): Promise<LinkOpener> {
@@ -45,7 +46,7 @@ export async function createLinkOpener(scope: LeaseScope | null): Promise<LinkOp
     const { WindowsPipeLinkHost } = await import("./windowsPipeLink.js");
     return new WindowsPipeLinkHost();
   }
-  return { open: openUnixSocketLink, prepare: () => {}, dispose: () => {} };
+  return { open: openUnixSocketLink, prepare: () => {}, dispose: async () => {} };
 }
 
 function openUnixSocketLink(

@@ -40,6 +40,8 @@ export const ToPipeLinkSchema = z.discriminatedUnion("t", [
     .strict(),
   z.object({ t: z.literal("write"), conn: ConnId, frame: z.instanceof(Uint8Array) }).strict(),
   z.object({ t: z.literal("close"), conn: ConnId }).strict(),
+  /** Close any connection (its pipe handle is process-wide: a terminated thread would leak it), then exit. */
+  z.object({ t: z.literal("shutdown") }).strict(),
 ]);
 export type ToPipeLink = z.infer<typeof ToPipeLinkSchema>;
 

@@ -78,7 +78,7 @@ async function reachable(env: Env): Promise<boolean> {
   } catch {
     return false;
   } finally {
-    c.close();
+    await c.close();
   }
 }
 
@@ -157,7 +157,7 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
       io.err(`The broker refused: ${isUiError(e) ? e.code : "error"}\n`);
       return MANAGER_EXIT.unavailable;
     } finally {
-      c.close();
+      await c.close();
     }
   }
 
@@ -194,6 +194,6 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
     }
     return MANAGER_EXIT.refused;
   } finally {
-    c.close();
+    await c.close();
   }
 }

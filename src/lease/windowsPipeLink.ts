@@ -12,6 +12,8 @@ import { FromPipeLinkSchema, type ToPipeLink } from "./linkMessages.js";
 
 /** Longest the link worker may take to start (module loading; seconds under Wine). */
 const BOOT_TIMEOUT_MS = 20_000;
+/** How long the worker may take to close its pipe and exit before it is terminated. */
+const SHUTDOWN_GRACE_MS = 3000;
 
 interface Pending {
   conn: number;
@@ -61,13 +63,23 @@ export class WindowsPipeLinkHost implements LinkOpener {
     });
   }
 
-  dispose(): void {
+  /**
+   * Closes the connection and stops the worker. The worker closes the pipe itself: handles are
+   * process-wide, so terminating the thread would leave the connection open until process exit.
+   */
+  async dispose(): Promise<void> {
     this.disposed = true;
     this.end(this.current);
-    const w = this.worker;
+    const w = this.worker ?? (await this.booting?.catch(() => null)) ?? null;
     this.worker = null;
     this.booting = null;
-    void w?.terminate();
+    if (!w) return;
+    const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+    w.postMessage({ t: "shutdown" } satisfies ToPipeLink);
+    const grace = new Promise<"late">((resolve) =>
+      setTimeout(() => resolve("late"), SHUTDOWN_GRACE_MS).unref(),
+    );
+    if ((await Promise.race([exited, grace])) === "late") await w.terminate();
   }
 
   private post(m: ToPipeLink): void {

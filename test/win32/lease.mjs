@@ -101,6 +101,34 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     }
   }
 
+  /** `dist/cli.js …` in its own Windows node.exe; its exit code and what it printed. */
+  function runCli(args, env) {
+    return new Promise((resolve) => {
+      const child = spawn(
+        process.execPath,
+        ["--import", loader, fileURLToPath(new URL("cli.js", dist)), ...args],
+        {
+          env,
+          stdio: ["ignore", "pipe", "pipe"],
+          // A console-less node.exe aborts in libuv under Wine 8 (see e2e.mjs).
+          windowsHide: false,
+        },
+      );
+      let out = "";
+      child.stdout.on("data", (d) => {
+        out += d.toString();
+      });
+      child.stderr.on("data", (d) => {
+        out += d.toString();
+      });
+      const timer = setTimeout(() => child.kill(), 30000);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, out });
+      });
+    });
+  }
+
   /** The broker's visible lease MessageBox, or null after 15 s. */
   const findBox = (brokerPid) =>
     waitFor(async () => (await h.listWindows()).find((w) => w.pid === brokerPid && w.visible) ?? null, 15000);
@@ -261,7 +289,8 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         client = new LeaseClient({ scope, timeoutMs: 5000 });
         eq((await client.statusDetail()).broker_pid, c.child.pid, "broker C answers");
         // Fill every connection slot (62), let them all go, and the broker must listen again.
-        client.close();
+        // close() resolves once the link worker has closed its pipe handle.
+        await client.close();
         const socks = [];
         for (let i = 0; i < 62; i++) {
           const sock = createConnection(scope.endpoint);
@@ -342,7 +371,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     }
   }, 60000);
 
-  test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
+  test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; the manager CLI sees and revokes the lease; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
     const { LeaseClient } = await imp("lease/client.js");
     const { resolveScope, windowsScope } = await imp("lease/endpoint.js");
     const { encodeFrame } = await imp("lease/protocol.js");
@@ -411,6 +440,13 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         (box) => h.clickButton(box, /yes/i),
       );
       eq(act.active, true, "lease active");
+      // The manager CLI (its own node.exe) finds the same broker from its own token.
+      const st = await runCli(["manager", "lease", "status"], env);
+      eq(st.code, 0, `manager lease status exits 0 (${st.out.slice(-300)})`);
+      assert(
+        /Unattended lease active until \S+ for: inspect, observe, click\./.test(st.out),
+        `manager lease status: ${st.out.slice(-300)}`,
+      );
 
       // Figures (no assertion on time): validation round trips through the link worker and the
       // broker, which re-resolves our process instance natively on every call.
@@ -500,7 +536,8 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       const shot = await mcp.callTool({ name: "screenshot_window", arguments: shotArgs });
       assert(!shot.isError, `screenshot under the lease: ${JSON.stringify(shot.structuredContent)}`);
 
-      eq(await client.revoke(), true, "revoked by the manager's client");
+      const rv = await runCli(["manager", "lease", "revoke"], env);
+      eq([rv.code, /was revoked/.test(rv.out)], [0, true], `manager lease revoke (${rv.out.slice(-300)})`);
       eq((await call("screenshot_window", shotArgs)).error, "lease_revoked", "next operation after revoke");
 
       const again = await answerBox(

@@ -106,6 +106,7 @@ const writeEvent = createManualEvent();
 const closingFlag = new Int32Array(new SharedArrayBuffer(4));
 let conn: Connection | null = null;
 let deferred: ConnectRequest | null = null;
+let shuttingDown = false;
 
 const readerData: PipeReaderWorkerData = { closing: closingFlag };
 const reader = new Worker(new URL("./windowsPipeReaderWorker.js", import.meta.url), {
@@ -156,6 +157,7 @@ function ended(id: number): void {
   CloseHandle(conn.pipe);
   send({ t: "closed", conn: id });
   conn = null;
+  if (shuttingDown) process.exit(0);
   const next = deferred;
   deferred = null;
   if (next) connect(next);
@@ -210,7 +212,14 @@ port.on("message", (raw: unknown) => {
   const m = ToPipeLinkSchema.safeParse(raw);
   if (!m.success) return;
   const msg = m.data;
-  if (msg.t === "connect") {
+  if (msg.t === "shutdown") {
+    shuttingDown = true;
+    deferred = null;
+    if (conn) close(conn);
+    else process.exit(0);
+  } else if (shuttingDown) {
+    // Nothing new once shutting down.
+  } else if (msg.t === "connect") {
     if (conn) {
       // The previous connection first lets go of its pipe.
       close(conn);

@@ -8,6 +8,7 @@ import { join } from "node:path";
 const here = import.meta.dirname;
 const only = process.argv.slice(2);
 const SCRIPTS = [
+  ["startup", "cold start: spawn → initialize, tools/list, first list_windows; manager CLI"],
   ["foundation", "supervisor overhead per call over stdio, worker restart after a crash"],
   ["authz", "authorization chain latency with 1/10/100 grants, cached request_access throughput"],
   ["mcp-capture", "800×600 screenshots through the full MCP path"],

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-import { runDemo } from "./cli/demo.js";
-import { runDoctor } from "./cli/doctor.js";
-import { serve } from "./cli/serve.js";
+// Every verb loads only its own modules: `manager` and `broker` start without the server stack.
 
 const USAGE = `usage: uiinspect-mcp [command]
 
@@ -18,11 +16,11 @@ async function main(argv: string[]): Promise<number> {
   const [verb = "serve", ...rest] = argv;
   switch (verb) {
     case "serve":
-      return serve();
+      return (await import("./cli/serve.js")).serve();
     case "demo":
-      return runDemo(rest);
+      return (await import("./cli/demo.js")).runDemo(rest);
     case "doctor":
-      return runDoctor();
+      return (await import("./cli/doctor.js")).runDoctor();
     case "validate-policy":
     case "validate-profile": {
       const file = rest[0];

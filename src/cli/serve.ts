@@ -17,6 +17,13 @@ export async function serve(): Promise<number> {
     }
     throw e;
   }
+  // Workers boot (module loading, ~0.25 s) while the MCP server is built and the client says
+  // hello: capture first, since the first call is usually list_windows; input once it is up
+  // (on 2 cores, booting both at once slows the one that is needed first).
+  if (sup.config.platform) {
+    const { capture, input } = sup.workers;
+    capture.warm().finally(() => input.warm());
+  }
   const server = createMcpServer(sup, (info) => sup.setClient(info));
   const transport = new StdioServerTransport();
   let closing = false;
@@ -34,7 +41,6 @@ export async function serve(): Promise<number> {
     process.on("SIGTERM", () => void shutdown());
   });
   await server.connect(transport);
-  if (sup.config.platform) for (const w of Object.values(sup.workers)) w.warm();
   log.info({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
   await done;
   log.flush();

@@ -144,8 +144,13 @@ export class WorkerHost {
   }
 
   /** Starts the worker ahead of the first request so the first call does not pay start-up. */
-  warm(): void {
-    if (!this.closed) void this.ensureStarted().catch(() => undefined);
+  /** Starts the worker now rather than at the first call; resolves once it is up (or failed). */
+  warm(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return this.ensureStarted().then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   async close(): Promise<void> {

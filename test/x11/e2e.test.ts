@@ -10,6 +10,7 @@ import {
   type App,
   atspiBus,
   atspiText,
+  clickDialogButton,
   startApp,
   startSession,
   waitFor,
@@ -86,28 +87,6 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       session?.stop();
     });
 
-    async function clickDialogButton(title: string, name: string): Promise<void> {
-      const w = await waitForWindow(p, title);
-      const s = await p.accessibility.openSession(w);
-      try {
-        const queue = [await s.root()];
-        while (queue.length > 0) {
-          const node = queue.shift();
-          const f = await s.facts(node);
-          if (f.role === "button" && f.name === name && f.rect) {
-            const x = Math.floor((f.rect[0] + f.rect[2]) / 2);
-            const y = Math.floor((f.rect[1] + f.rect[3]) / 2);
-            xdotool("mousemove", "--sync", String(x), String(y), "click", "1");
-            return;
-          }
-          queue.push(...(await s.children(node)));
-        }
-        throw new Error(`no ${name} button`);
-      } finally {
-        await s.dispose();
-      }
-    }
-
     it("reports the x11 platform and lists only windows the policy allows", async () => {
       const health = await h.ok("health_check");
       expect(health.platform).toBe("x11");
@@ -123,13 +102,13 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     it("asks through the real zenity dialog; clicking Allow grants", async () => {
       const pending = h.call("request_access", { hwnd: entry.hwnd });
-      await clickDialogButton(ZENITY_TITLE, "Allow");
+      await clickDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.isError).toBe(false);
       expect(r.structured.decision).toBe("approved");
       expect(r.structured.source).toBe("dialog");
       const forms2 = h.call("request_access", { hwnd: forms.hwnd });
-      await clickDialogButton(ZENITY_TITLE, "Allow");
+      await clickDialogButton(p, ZENITY_TITLE, "Allow");
       expect((await forms2).structured.decision).toBe("approved");
     });
 

@@ -5,11 +5,13 @@ import { join } from "node:path";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
+  buttonCentre,
+  clickDialogButton,
   pidAlive,
   startApp,
   startSession,
@@ -18,7 +20,6 @@ import {
   X11_AVAILABLE,
   X11_REQUIRED,
   type X11Session,
-  xdotool,
   xwdRoot,
 } from "./support.js";
 
@@ -76,34 +77,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       session?.stop();
     });
 
-    async function clickDialogButton(title: string, name: string): Promise<void> {
-      const w = await waitForWindow(p, title);
-      const { x, y } = await buttonCentre(w, name);
-      xdotool("mousemove", "--sync", String(x), String(y), "click", "1");
-    }
-
-    /** Screen centre of a named button, from an independent AT-SPI walk. */
-    async function buttonCentre(w: WindowInfo, name: string): Promise<{ x: number; y: number }> {
-      const s = await p.accessibility.openSession(w);
-      try {
-        const queue: A11yHandle[] = [await s.root()];
-        while (queue.length > 0) {
-          const node = queue.shift();
-          const f = await s.facts(node);
-          if (f.role === "button" && f.name === name && f.rect && !f.offscreen) {
-            return { x: Math.floor((f.rect[0] + f.rect[2]) / 2), y: Math.floor((f.rect[1] + f.rect[3]) / 2) };
-          }
-          queue.push(...(await s.children(node)));
-        }
-        throw new Error(`no ${name} button`);
-      } finally {
-        await s.dispose();
-      }
-    }
-
     async function approve(m: McpHarness, hwnd: string): Promise<Record<string, unknown>> {
       const pending = m.call("request_access", { hwnd });
-      await clickDialogButton(ZENITY_TITLE, "Allow");
+      await clickDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.isError).toBe(false);
       return r.structured;
@@ -238,7 +214,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         }
         expect(matched).toBe(true);
         // Click the dialog's "Yes" through the input worker process: zenity exits 0.
-        const yes = await buttonCentre(live, "Yes");
+        const yes = await buttonCentre(p, live, "Yes");
         const click = await iso.call("click_window", {
           hwnd: w.hwnd,
           x: yes.x - live.rect[0],

@@ -11,6 +11,7 @@ import { CLI, LOOSE_BUDGETS, McpHarness, type ToolCall } from "../support/mcp.js
 import {
   type App,
   atspiBus,
+  clickDialogButton,
   startApp,
   startSession,
   waitFor,
@@ -104,31 +105,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       return w;
     }
 
-    async function clickDialogButton(name: string): Promise<void> {
-      const w = await win(ZENITY_TITLE);
-      const s = await p.accessibility.openSession(w);
-      try {
-        const queue: A11yHandle[] = [await s.root()];
-        while (queue.length > 0) {
-          const node = queue.shift();
-          const f = await s.facts(node);
-          if (f.role === "button" && f.name === name && f.rect) {
-            const x = Math.floor((f.rect[0] + f.rect[2]) / 2);
-            const y = Math.floor((f.rect[1] + f.rect[3]) / 2);
-            xdotool("mousemove", "--sync", String(x), String(y), "click", "1");
-            return;
-          }
-          queue.push(...(await s.children(node)));
-        }
-        throw new Error(`no ${name} button`);
-      } finally {
-        await s.dispose();
-      }
-    }
-
     async function approve(hwnd: string): Promise<void> {
       const pending = h.call("request_access", { hwnd });
-      await clickDialogButton("Allow");
+      await clickDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.structured.decision).toBe("approved");
     }

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import dbus from "dbus-next";
-import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
 
 /**
  * Shared helpers for the X11 tests: a private Xvfb session per test file (.ci/x11-session.sh),
@@ -141,6 +141,35 @@ export function waitForWindow(p: Platform, title: string, timeoutMs = 30000): Pr
 
 export function xdotool(...args: string[]): string {
   return execFileSync("xdotool", args, { encoding: "utf8", env: process.env }).trim();
+}
+
+/** Screen centre of the visible button called `name` in window `w`, from an AT-SPI walk of its own. */
+export async function buttonCentre(
+  p: Platform,
+  w: WindowInfo,
+  name: string,
+): Promise<{ x: number; y: number }> {
+  const s = await p.accessibility.openSession(w);
+  try {
+    const queue: A11yHandle[] = [await s.root()];
+    while (queue.length > 0) {
+      const node = queue.shift();
+      const f = await s.facts(node);
+      if (f.role === "button" && f.name === name && f.rect && !f.offscreen) {
+        return { x: Math.floor((f.rect[0] + f.rect[2]) / 2), y: Math.floor((f.rect[1] + f.rect[3]) / 2) };
+      }
+      queue.push(...(await s.children(node)));
+    }
+    throw new Error(`no ${name} button`);
+  } finally {
+    await s.dispose();
+  }
+}
+
+/** Clicks the button called `name` of the window titled `title` like a person (xdotool). */
+export async function clickDialogButton(p: Platform, title: string, name: string): Promise<void> {
+  const { x, y } = await buttonCentre(p, await waitForWindow(p, title), name);
+  xdotool("mousemove", "--sync", String(x), String(y), "click", "1");
 }
 
 /** An independent capture of the root window via xwd, as RGBA. */

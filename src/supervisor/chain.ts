@@ -209,7 +209,7 @@ export async function runChain(
 
   // Capability tools need a grant (or, with the lease, the broker's word) for this exact instance.
   if (capability && target && policy && def.capability !== "per_class") {
-    grant = await authorizeCapability(sup, client.hash, target, capability);
+    grant = await authorizeCapability(sup, client.hash, target, capability, policy);
     const token = isProtected(policy, capability) ? presentedToken(sup, args, target, capability) : null;
     charge = takeBudgets(sup, def, args, client.hash, policy, target);
     // Consumed only once the budgets let the call through: a rate-limited call keeps its token.
@@ -308,13 +308,22 @@ export function wasReleased(sup: Supervisor, client: string, instanceKey: string
   return releasedFor(sup).has(`${client}\u0000${instanceKey}`);
 }
 
+/** What an unattended lease can grant under this policy: the lease's capabilities ∩ the policy's. */
+export function leaseCapabilities(lease: LeaseGate, policy: EffectivePolicy): Capability[] {
+  return lease.capabilities().filter((c): c is Capability => policy.allowed_actions.has(c as Capability));
+}
+
 export async function authorizeCapability(
   sup: Supervisor,
   client: string,
   target: ResolvedTarget,
   capability: Capability,
+  policy: EffectivePolicy,
 ): Promise<Grant> {
   if (sup.lease) {
+    // Outside what the lease can carry here: a person must decide; the grant itself stands.
+    if (!leaseCapabilities(sup.lease, policy).includes(capability))
+      throw uiError("consent_required", "The unattended lease does not cover this capability.");
     try {
       await sup.lease.validate(capability, target.instance);
     } catch (e) {
@@ -323,11 +332,12 @@ export async function authorizeCapability(
       sup.sessions.disposeByInstance(target.instanceKey, client);
       throw e;
     }
+    // The lease never reaches past the policy ceiling: the grant holds only what both allow.
     return sup.grants.put({
       client,
       instance: target.instance,
       hwnd: target.window.hwnd,
-      capabilities: sup.lease.capabilities(),
+      capabilities: leaseCapabilities(sup.lease, policy),
     });
   }
   let grant = sup.grants.get(client, target.instanceKey);

@@ -117,7 +117,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         UIINSPECT_LEASE: "broker",
         DESKTOP_AUTOMATION_ALLOWED_TITLES: "uix lease*",
         DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: realpathSync(`/proc/${pid}/exe`),
-        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,click",
+        // hover and text are outside what a lease can carry: the lease grants only the overlap.
+        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,click,hover,text",
         ...LOOSE_BUDGETS,
       };
       for (let i = 0; i < 2; i++)
@@ -144,6 +145,13 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       for (const s of servers) {
         const a = await s.ok("request_access", { title_contains: "uix lease" });
         expect(a).toMatchObject({ decision: "approved", source: "lease" });
+        // Default capabilities under the lease: the policy's ∩ the lease's, nothing beyond either.
+        expect([...(a.capabilities as string[])].sort()).toEqual(["click", "inspect", "observe"]);
+        const held = await s.ok("get_access_state", {});
+        expect(JSON.stringify(held)).not.toMatch(/"(interact|key|hover|text)"/);
+        // Asked for explicitly, a capability the lease cannot carry still needs a person.
+        const text = await s.call("request_access", { title_contains: "uix lease", capabilities: ["text"] });
+        expect(text.code).toBe("consent_required");
         const w = await s.ok("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
         expect(w.changed).toBe(false);
         const health = await s.ok("health_check");

@@ -1,7 +1,14 @@
 import { z } from "zod";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
-import { authorizeCapability, clearReleased, liveWindows, markReleased, wasReleased } from "../chain.js";
+import {
+  authorizeCapability,
+  clearReleased,
+  leaseCapabilities,
+  liveWindows,
+  markReleased,
+  wasReleased,
+} from "../chain.js";
 import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { pickTarget } from "../targets.js";
@@ -33,12 +40,20 @@ export const accessTools = [
       const policy = ctx.policy!;
       const target = ctx.target!;
       const allowed = CAPABILITIES.filter((c) => policy.allowed_actions.has(c));
-      const wanted: Capability[] = args.capabilities ? [...new Set(args.capabilities)] : allowed;
+      // Under the lease the default is what both the policy and the lease allow; a capability
+      // asked for explicitly outside the lease still needs a person (consent_required).
+      const defaults = sup.lease ? leaseCapabilities(sup.lease, policy) : allowed;
+      const wanted: Capability[] = args.capabilities ? [...new Set(args.capabilities)] : defaults;
+      if (sup.lease && !args.capabilities && wanted.length === 0 && allowed.length > 0)
+        throw uiError(
+          "consent_required",
+          "The unattended lease covers none of the actions this policy allows.",
+        );
       if (wanted.length === 0 || wanted.some((c) => !policy.allowed_actions.has(c)))
         throw uiError("action_not_allowed");
       ctx.counters.capabilities = wanted.length;
       if (sup.lease) {
-        for (const c of wanted) await authorizeCapability(sup, ctx.client.hash, target, c);
+        for (const c of wanted) await authorizeCapability(sup, ctx.client.hash, target, c, policy);
         const g = sup.grants.get(ctx.client.hash, target.instanceKey);
         return {
           structured: {
@@ -181,7 +196,7 @@ export const accessTools = [
       if (!policy.allowed_actions.has(args.action_class)) throw uiError("action_not_allowed");
       if (!isProtected(policy, args.action_class))
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
-      await authorizeCapability(sup, ctx.client.hash, t, args.action_class);
+      await authorizeCapability(sup, ctx.client.hash, t, args.action_class, policy);
       if (t.window.iconic) throw uiError("minimized");
       if (!t.window.visible) throw uiError("target_gone");
       const issued = sup.tokens.issue(t.instanceKey, args.action_class, args.ttl_seconds);

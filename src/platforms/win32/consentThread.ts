@@ -1,4 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { choiceEnv } from "../../shared/env.js";
 import * as w from "./ffi.js";
 
 /**
@@ -139,7 +140,10 @@ const init = workerData as Init;
 const port = parentPort;
 if (port) {
   const tid = w.GetCurrentThreadId();
-  const useTaskDialog = process.env.UIINSPECT_WIN32_DIALOG !== "messagebox";
+  // UIINSPECT_WIN32_DIALOG=messagebox skips the TaskDialog; taskdialog, unset or anything else tries it first.
+  const useTaskDialog =
+    choiceEnv(process.env, "UIINSPECT_WIN32_DIALOG", ["taskdialog", "messagebox"] as const, "taskdialog") ===
+    "taskdialog";
   port.postMessage({ type: "thread", tid, kind: useTaskDialog ? "taskdialog" : "messagebox" });
   let answer: "approve" | "deny" | null = useTaskDialog ? taskDialog(init.text, init.title) : null;
   if (answer === null) {

@@ -1,4 +1,5 @@
 import dbus from "dbus-next";
+import { intEnv } from "../../shared/env.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
 import type {
@@ -26,7 +27,8 @@ const EDITABLE_TEXT = "org.a11y.atspi.EditableText";
 const REGISTRY = "org.a11y.atspi.Registry";
 const ROOT_PATH = "/org/a11y/atspi/accessible/root";
 const NULL_PATH = "/org/a11y/atspi/null";
-const CALL_TIMEOUT_MS = Number(process.env.UIINSPECT_ATSPI_CALL_TIMEOUT_MS ?? 3000);
+/** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
+const CALL_TIMEOUT_MS = intEnv(process.env, "UIINSPECT_ATSPI_CALL_TIMEOUT_MS", 3000, 100, 60_000);
 const COORD_SCREEN = 0;
 
 // AtspiStateType bit numbers.

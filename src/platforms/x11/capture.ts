@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { choiceEnv } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
 import type { CapturePort, RawImage } from "../../shared/platform.js";
@@ -27,7 +28,9 @@ export class X11Capture implements CapturePort {
 
   constructor(x: XConnection) {
     this.x = x;
-    this.shmUsable = process.env.UIINSPECT_X11_NO_SHM !== "1" && x.n.XShmQueryExtension(x.dpy) !== 0;
+    // UIINSPECT_X11_NO_SHM=1 forces XGetImage; 0, unset or anything else keeps MIT-SHM when present.
+    const noShm = choiceEnv(process.env, "UIINSPECT_X11_NO_SHM", ["0", "1"] as const, "0") === "1";
+    this.shmUsable = !noShm && x.n.XShmQueryExtension(x.dpy) !== 0;
   }
 
   async captureScreen(rect: Rect): Promise<RawImage> {

@@ -178,6 +178,9 @@ export async function runChain(
   };
 
   input.onContext?.(ctx);
+  // Expired grants end (and their automation sessions with them) before any request is answered,
+  // not only when something happens to look them up.
+  sup.grants.sweepExpired();
   if (def.capability !== "none") {
     policy = requirePolicy(sup);
     if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");

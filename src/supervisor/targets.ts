@@ -66,7 +66,8 @@ export function pickTarget(
   if (args.hwnd !== undefined) {
     window = all.find((w) => w.hwnd === args.hwnd);
     if (!window) throw uiError("target_not_found");
-    // Minimized windows stay targets (restore_window), hidden or unresolvable ones do not.
+    // Minimized windows stay targets (restore_window); a hidden one is found by hwnd so that the
+    // call can say what is wrong with it (verification answers target_gone), never by title.
     if (
       !window.instance ||
       !windowAllowed(policy, { title: window.title, exe_path: window.instance.exe_path })
@@ -74,12 +75,9 @@ export function pickTarget(
       throw uiError("target_not_allowed");
   } else if (args.title_contains !== undefined) {
     const needle = args.title_contains.toLowerCase();
-    const matches = all.filter(
-      (w) =>
-        w.instance !== null &&
-        w.title.toLowerCase().includes(needle) &&
-        windowAllowed(policy, { title: w.title, exe_path: w.instance.exe_path }),
-    );
+    // Among the windows list_windows shows: a hidden window with the same title (common for
+    // real applications) neither matches nor makes the match ambiguous.
+    const matches = allowedWindows(policy, all).filter((w) => w.title.toLowerCase().includes(needle));
     if (matches.length === 0) throw uiError("target_not_found");
     if (matches.length > 1) throw uiError("target_ambiguous");
     window = matches[0];

@@ -44,6 +44,21 @@ describe("grants", () => {
     expect(desk.prompts()).toHaveLength(2);
   });
 
+  it("an expired grant's automation session ends before the next request is answered, whatever it is", async () => {
+    const desk = new Desk([win(1)]);
+    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "1000" } });
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["inspect"] });
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    const uia = async () =>
+      ((await h.ok("health_check")).workers as Array<{ kind: string; sessions?: number }>).find(
+        (w) => w.kind === "uia",
+      )?.sessions;
+    expect(await uia()).toBe(1);
+    await sleep(1300);
+    // health_check looks at no grant itself: the session must be gone anyway.
+    expect(await uia()).toBe(0);
+  });
+
   it("release_access drops the grant: the next action is consent_required and element refs are stale", async () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);

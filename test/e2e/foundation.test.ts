@@ -125,6 +125,13 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
     expect(state).toMatchObject({ visible: true, iconic: false, foreground: true, on_top: false });
     expect((await h.call("get_window_state", { hwnd: 1002 })).code).toBe("target_not_allowed");
     expect((await h.call("get_window_state", { hwnd: 9999 })).code).toBe("target_not_found");
+    // A title match is looked for among listed windows only: the hidden "Ruffle - hidden" of
+    // the same executable neither matches nor makes "ruffle" ambiguous.
+    expect(await h.ok("request_access", { title_contains: "ruffle" })).toMatchObject({
+      decision: "approved",
+    });
+    const held = (await h.ok("get_access_state")).grants as Array<{ hwnd: string }>;
+    expect(held.map((g) => g.hwnd)).toEqual(["1001"]);
     const bounds = await h.ok("get_virtual_screen_bounds");
     expect(bounds.size).toEqual([1920, 1080]);
   });

@@ -216,10 +216,16 @@ export interface ApplicationCharge {
   refund(): void;
 }
 
+export interface ApplicationUsage {
+  actions: Usage;
+  text_chars: Usage;
+  screenshot_pixels: Usage;
+}
+
 export interface BudgetState {
   window_ms: number;
   client: { discovery: Usage; inspection: Usage; action: Usage };
-  application?: { actions: Usage; text_chars: Usage; screenshot_pixels: Usage };
+  application?: ApplicationUsage;
 }
 
 export const DEFAULT_BUDGET_CONFIG: BudgetConfig = {
@@ -351,14 +357,20 @@ export class RateBudgets {
         action: this.action.usage(client),
       },
     };
-    if (app) {
-      out.application = {
-        actions: this.appActions.usage(app.key, app.limits.max_actions_per_minute),
-        text_chars: this.appText.usage(app.key, app.limits.max_text_chars_per_minute),
-        screenshot_pixels: this.appPixels.usage(app.key, app.limits.max_screenshot_pixels_per_minute),
-      };
-    }
+    if (app) out.application = this.applicationState(app.key, app.limits);
     return out;
+  }
+
+  /**
+   * One application's usage (every client's calls on that process instance) against `limits`.
+   * The key only selects; it is never part of the answer.
+   */
+  applicationState(key: string, limits: ApplicationLimits): ApplicationUsage {
+    return {
+      actions: this.appActions.usage(key, limits.max_actions_per_minute),
+      text_chars: this.appText.usage(key, limits.max_text_chars_per_minute),
+      screenshot_pixels: this.appPixels.usage(key, limits.max_screenshot_pixels_per_minute),
+    };
   }
 
   private plan(kind: BudgetKind | null, client: string, app?: ApplicationBudgetRequest): Step[] {

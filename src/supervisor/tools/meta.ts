@@ -9,7 +9,8 @@ export const metaTools = [
   defineTool({
     name: "get_rate_limit_state",
     title: "Rate limit state",
-    description: "This client's rate limits and usage in the sliding 60 s window (never keys or identities).",
+    description:
+      "Rate limits and usage in the sliding 60 s window: this client's budgets, the policy's per-application limits and, for each window this client holds a grant on (by hwnd and pid), that application's usage by all clients. Never keys, titles or other identities.",
     capability: "observe",
     budget: "none",
     target: "none",
@@ -17,16 +18,46 @@ export const metaTools = [
     output: z.object({
       window_ms: z.number(),
       client: z.object({ discovery: Usage, inspection: Usage, action: Usage }),
+      application_limits: z.object({
+        max_actions_per_minute: z.number(),
+        max_text_chars_per_minute: z.number(),
+        max_screenshot_pixels_per_minute: z.number(),
+      }),
+      applications: z.array(
+        z.object({
+          hwnd: z.string(),
+          pid: z.number(),
+          actions: Usage,
+          text_chars: Usage,
+          screenshot_pixels: Usage,
+        }),
+      ),
       memory: z.object({ limit_bytes: z.number(), in_use_bytes: z.number(), peak_bytes: z.number() }),
     }),
     annotations: READ_ONLY,
     handler: async (ctx) => {
+      // "observe" is a capability: the chain has checked that a usable policy is loaded.
+      const { limits } = ctx.policy!;
       const s = ctx.sup.budgets.state(ctx.client.hash);
       const m = ctx.sup.memory;
+      const applications = ctx.sup.grants
+        .listForClient(ctx.client.hash)
+        .map((g) => ({
+          hwnd: g.hwnd,
+          pid: g.instance.pid,
+          ...ctx.sup.budgets.applicationState(g.instanceKey, limits),
+        }))
+        .sort((a, b) => compareHwnd(a.hwnd, b.hwnd) || a.pid - b.pid);
       return {
         structured: {
           window_ms: s.window_ms,
           client: s.client,
+          application_limits: {
+            max_actions_per_minute: limits.max_actions_per_minute,
+            max_text_chars_per_minute: limits.max_text_chars_per_minute,
+            max_screenshot_pixels_per_minute: limits.max_screenshot_pixels_per_minute,
+          },
+          applications,
           memory: { limit_bytes: m.limitBytes, in_use_bytes: m.inUse, peak_bytes: m.peak },
         },
       };
@@ -46,3 +77,8 @@ export const metaTools = [
     handler: async (ctx, args) => ({ structured: { events: ctx.sup.audit.recent(args.limit) } }),
   }),
 ];
+
+/** Shorter first, then by text: numeric order for decimal hwnds, a stable order for any other form. */
+function compareHwnd(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

@@ -1,5 +1,5 @@
 import { UiError, uiError } from "../shared/errors.js";
-import { sameInstance } from "../shared/identity.js";
+import { instanceKey, sameInstance } from "../shared/identity.js";
 import type { WindowInfo } from "../shared/platform.js";
 import type { OpArgs, OpName, OpResult } from "../shared/protocol.js";
 import type { AuditLog } from "./audit.js";
@@ -94,7 +94,58 @@ export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise
     {},
     { deadlineMs: sup.config.workerDeadlineMs, signal },
   );
+  await endExitedInstances(sup, r.windows, signal);
   return r.windows;
+}
+
+/** When each granted instance without a window was last asked about (per supervisor). */
+const aliveCheckedAt = new WeakMap<Supervisor, Map<string, number>>();
+const ALIVE_RECHECK_MS = 1000;
+
+/**
+ * Grants die with their process instance (SPEC §5): a granted instance that no longer shows any
+ * window is asked about (at most once a second); if it has exited, its grants, tokens, sessions
+ * and kept consent decision end now, not at their expiry.
+ */
+async function endExitedInstances(
+  sup: Supervisor,
+  all: readonly WindowInfo[],
+  signal: AbortSignal,
+): Promise<void> {
+  const granted = sup.grants.instances();
+  if (granted.size === 0) return;
+  const shown = new Set<string>();
+  const hwnds = new Set<string>();
+  for (const w of all) {
+    hwnds.add(w.hwnd);
+    if (w.instance) shown.add(instanceKey(w.instance));
+  }
+  let checked = aliveCheckedAt.get(sup);
+  if (!checked) {
+    checked = new Map();
+    aliveCheckedAt.set(sup, checked);
+  }
+  for (const key of checked.keys()) if (!granted.has(key)) checked.delete(key);
+  const now = sup.clock();
+  for (const [key, { instance, hwnds: grantedHwnds }] of granted) {
+    if (shown.has(key) || now - (checked.get(key) ?? -Infinity) < ALIVE_RECHECK_MS) continue;
+    // Its hwnd now shows another instance: a replaced window, which the call targeting it reports
+    // as target_changed (detectInstanceChange); not ours to end quietly here.
+    if ([...grantedHwnds].some((h) => hwnds.has(h))) continue;
+    checked.set(key, now);
+    let alive = true;
+    try {
+      alive = (await sup.workers.capture.call("desktop.alive", { instance }, { deadlineMs: 5000, signal }))
+        .alive;
+    } catch {
+      // A slow or restarting worker is no proof of exit.
+    }
+    if (!alive) {
+      sup.grants.revokeInstance(key, "target_gone");
+      sup.consent.forgetInstance(key);
+      checked.delete(key);
+    }
+  }
 }
 
 /** Drops every grant, token use and automation session of an instance whose identity changed. */

@@ -123,6 +123,18 @@ export class GrantStore {
     return all.length;
   }
 
+  /** Every live grant's process instance (each once, with the hwnds granted), whatever the client. */
+  instances(): Map<string, { instance: Grant["instance"]; hwnds: Set<string> }> {
+    this.sweepExpired();
+    const out = new Map<string, { instance: Grant["instance"]; hwnds: Set<string> }>();
+    for (const g of this.grants.values()) {
+      const e = out.get(g.instanceKey) ?? { instance: g.instance, hwnds: new Set<string>() };
+      e.hwnds.add(g.hwnd);
+      out.set(g.instanceKey, e);
+    }
+    return out;
+  }
+
   /** This client's live grants (expired ones are removed and reported on the way). */
   listForClient(client: string): Grant[] {
     this.sweepExpired();

@@ -59,6 +59,28 @@ describe("grants", () => {
     expect(await uia()).toBe(0);
   });
 
+  it("a grant dies with its process: the next call of any kind ends it; release_access by hwnd works with the window gone", async () => {
+    const desk = new Desk([win(1), win(2), win(3)]);
+    const h = await serve(desk);
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["inspect"] });
+    await h.ok("request_access", { hwnd: 1002, capabilities: ["observe"] });
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    // Process 1 exits: its only window goes away.
+    desk.set({ windows: [win(2), win(3)] });
+    expect((await h.ok("list_windows")).windows).toHaveLength(2);
+    expect((await grants(h)).map((g) => g.hwnd)).toEqual(["1002"]);
+    const uia = (await h.ok("health_check")).workers as Array<{ kind: string; sessions?: number }>;
+    expect(uia.find((w) => w.kind === "uia")?.sessions).toBe(0);
+    const gone = (await audit(h)).filter((e) => e.tool === "revocation");
+    expect(gone).toEqual([expect.objectContaining({ reason: "target_gone", pid: 4001 })]);
+    // Process 2 hides its window but lives: the grant stays, and can still be given up by hwnd.
+    desk.set({ windows: [win(2, { visible: false }), win(3)] });
+    expect((await grants(h)).map((g) => g.hwnd)).toEqual(["1002"]);
+    expect((await h.ok("release_access", { hwnd: 1002 })).released).toBe(true);
+    expect(await grants(h)).toEqual([]);
+    expect((await h.call("release_access", { hwnd: 1009 })).code).toBe("target_not_found");
+  });
+
   it("release_access drops the grant: the next action is consent_required and element refs are stale", async () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);

@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { isUiError, uiError } from "../../shared/errors.js";
-import { sameInstance } from "../../shared/identity.js";
+import { instanceKey, sameInstance } from "../../shared/identity.js";
 import {
   authorizeCapability,
   clearReleased,
   leaseCapabilities,
   liveWindows,
   markReleased,
+  requirePolicy,
   wasReleased,
 } from "../chain.js";
 import { isProtected } from "../policy/match.js";
@@ -153,19 +154,37 @@ export const accessTools = [
   defineTool({
     name: "release_access",
     title: "Release access",
-    description: "Drops this client's grant for the window and ends its automation session.",
-    capability: "consent",
+    description:
+      "Drops this client's grant for the window and ends its automation session; by hwnd it works even after the window is gone.",
+    // Giving up access is always allowed: no policy, grant or live window is needed for it.
+    capability: "none",
     budget: "none",
-    target: "window",
+    target: "none",
     input: withTarget({}),
     output: z.object({ correlation_id: CorrelationId, released: z.boolean() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
-    handler: async (ctx) => {
-      const t = ctx.target!;
-      const released = ctx.sup.grants.release(ctx.client.hash, t.instanceKey);
-      // No silent renewal from the kept decision after this: the client must ask again.
-      markReleased(ctx.sup, ctx.client.hash, t.instanceKey);
-      ctx.sup.sessions.disposeByInstance(t.instanceKey, ctx.client.hash);
+    handler: async (ctx, args) => {
+      const { sup } = ctx;
+      const client = ctx.client.hash;
+      let keys: string[];
+      if (args.hwnd !== undefined) {
+        // This client's grants on that hwnd, live window or not.
+        keys = sup.grants.listForClient(client).flatMap((g) => (g.hwnd === args.hwnd ? [g.instanceKey] : []));
+        if (keys.length === 0) {
+          const live = (await liveWindows(sup, ctx.signal)).find((w) => w.hwnd === args.hwnd);
+          if (!live) throw uiError("target_not_found");
+          keys = live.instance ? [instanceKey(live.instance)] : [];
+        }
+      } else {
+        keys = [pickTarget(requirePolicy(sup), await liveWindows(sup, ctx.signal), args).instanceKey];
+      }
+      let released = false;
+      for (const key of keys) {
+        released = sup.grants.release(client, key) || released;
+        // No silent renewal from the kept decision after this: the client must ask again.
+        markReleased(sup, client, key);
+        sup.sessions.disposeByInstance(key, client);
+      }
       return { structured: { correlation_id: ctx.correlationId, released } };
     },
   }),

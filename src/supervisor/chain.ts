@@ -279,9 +279,21 @@ export async function runChain(
     const result = await def.handler(ctx, args);
     return { result, ctx };
   } catch (e) {
-    // A worker that saw another process instance behind the window: the grant dies now.
-    if (e instanceof UiError && e.code === "target_changed" && target)
-      revokeInstance(sup, target.instanceKey, "target_changed");
+    // The worker refused because the window changed. Another process instance behind it ends
+    // the grant now; a window that only moved or resized between check and effect keeps it
+    // (the call still fails: its coordinates no longer mean what they meant).
+    if (e instanceof UiError && e.code === "target_changed" && target) {
+      const t = target;
+      // Asked even when this call was cancelled: whether the grant ends must not depend on that.
+      const same = await liveWindows(sup, new AbortController().signal).then(
+        (all) => {
+          const w = all.find((x) => x.hwnd === t.window.hwnd);
+          return w?.instance != null && sameInstance(w.instance, t.instance);
+        },
+        () => false,
+      );
+      if (!same) revokeInstance(sup, t.instanceKey, "target_changed");
+    }
     throw e;
   }
 }

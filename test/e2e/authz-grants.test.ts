@@ -81,6 +81,31 @@ describe("grants", () => {
     expect((await h.call("release_access", { hwnd: 1009 })).code).toBe("target_not_found");
   });
 
+  it("a policy may protect observe and inspect: those tools then take a confirmation token like any other", async () => {
+    const desk = new Desk([win(1)]);
+    const h = await serve(desk, { policy: { protected_actions: ["observe", "inspect"] } });
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "inspect"] });
+    const shot = { hwnd: 1001, region_name: "stage" };
+    expect((await h.call("screenshot_window", shot)).code).toBe("confirmation_required");
+    expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("confirmation_required");
+    const token = async (action_class: string) =>
+      String((await h.ok("request_confirmation", { hwnd: 1001, action_class })).token_id);
+    expect(
+      (await h.call("screenshot_window", { ...shot, confirmation_token: await token("observe") })).isError,
+    ).toBe(false);
+    const tree = await h.call("inspect_tree", { hwnd: 1001, confirmation_token: await token("inspect") });
+    expect(tree.isError).toBe(false);
+    // One token, one use; and a token for another class does not fit.
+    const once = await token("observe");
+    expect((await h.call("screenshot_window", { ...shot, confirmation_token: once })).isError).toBe(false);
+    expect((await h.call("screenshot_window", { ...shot, confirmation_token: once })).code).toBe(
+      "confirmation_invalid",
+    );
+    expect(
+      (await h.call("find_elements", { hwnd: 1001, confirmation_token: await token("observe") })).code,
+    ).toBe("confirmation_invalid");
+  });
+
   it("release_access drops the grant: the next action is consent_required and element refs are stale", async () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);

@@ -4,7 +4,7 @@ import { A11yNodeSchema } from "../../shared/protocol.js";
 import type { CallContext } from "../chain.js";
 import { formatElements, formatTree } from "../tree/format.js";
 import { defineTool } from "./define.js";
-import { CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
+import { ConfirmationToken, CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
 
 /** The worker protocol's node schema is the tools' output schema: one definition. */
 const NodeOut = A11yNodeSchema;
@@ -61,6 +61,7 @@ export const a11yTools = [
       max_depth: z.number().int().min(0).max(32).default(8),
       max_nodes: z.number().int().min(1).max(5000).default(500),
       root_ref: Ref.optional(),
+      confirmation_token: ConfirmationToken,
     }),
     output: z.object({
       correlation_id: CorrelationId,
@@ -118,6 +119,7 @@ export const a11yTools = [
       role: z.string().min(1).max(64).optional(),
       automation_id: z.string().min(1).max(256).optional(),
       max_results: z.number().int().min(1).max(500).default(50),
+      confirmation_token: ConfirmationToken,
     }),
     output: z.object({ correlation_id: CorrelationId, elements: z.array(NodeOut), truncated: z.boolean() }),
     annotations: READ_ONLY,

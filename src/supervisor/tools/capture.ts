@@ -3,7 +3,7 @@ import { uiError } from "../../shared/errors.js";
 import { rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
 import { planScreenshot } from "../screenshot/plan.js";
 import { defineTool } from "./define.js";
-import { CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
+import { ConfirmationToken, CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
 
 const Crop = z.number().int().min(0).max(100_000);
 /** PNG compression: 6 is sharp's default balance of size and speed. */
@@ -26,6 +26,7 @@ export const captureTools = [
       crop_bottom: Crop.default(12),
       grid: z.boolean().default(false),
       grid_spacing: z.number().int().min(5).max(2000).default(50),
+      confirmation_token: ConfirmationToken,
     }),
     output: z.object({
       correlation_id: CorrelationId,

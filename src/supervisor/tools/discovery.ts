@@ -12,7 +12,7 @@ import { startLoopDelay } from "../loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
 import { defineTool } from "./define.js";
-import { CorrelationId, READ_ONLY, WindowSummary, withTarget } from "./shapes.js";
+import { ConfirmationToken, CorrelationId, READ_ONLY, WindowSummary, withTarget } from "./shapes.js";
 
 const summary = (w: WindowInfo) => ({
   title: w.title,
@@ -262,6 +262,7 @@ export const discoveryTools = [
     input: withTarget({
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),
       poll_interval_ms: z.number().int().min(50).max(5000).default(200),
+      confirmation_token: ConfirmationToken,
     }),
     output: z.object({
       correlation_id: CorrelationId,

@@ -3,7 +3,7 @@ import { uiError } from "../../shared/errors.js";
 import { isAllowedKey, isSystemChord, MODIFIERS } from "../../shared/keys.js";
 import type { CallContext } from "../chain.js";
 import { defineTool } from "./define.js";
-import { CorrelationId, DESTRUCTIVE, EFFECT, withTarget } from "./shapes.js";
+import { ConfirmationToken, CorrelationId, DESTRUCTIVE, EFFECT, withTarget } from "./shapes.js";
 
 const Coord = z.number().int().min(0).max(65_535);
 const Token = z.string().min(1).max(128);
@@ -309,7 +309,7 @@ export const inputTools = [
     capability: "observe",
     budget: "action",
     target: "window",
-    input: withTarget({}),
+    input: withTarget({ confirmation_token: ConfirmationToken }),
     output: z.object({ correlation_id: CorrelationId, was_minimized: z.boolean() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     handler: async (ctx) => {

@@ -13,7 +13,7 @@ import { CoordinateProfileSchema } from "../profiles/schema.js";
 import type { ScreenshotPlan } from "../screenshot/plan.js";
 import { planReferenceCapture } from "../screenshot/plan.js";
 import { defineTool } from "./define.js";
-import { CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
+import { ConfirmationToken, CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
 
 const ProfilePath = z.string().min(1).max(4096).describe("Path of a coordinate profile JSON file.");
 const Name = z.string().min(1).max(64);
@@ -83,7 +83,7 @@ export const profileTools = [
     capability: "observe",
     budget: "inspection",
     target: "window",
-    input: withTarget({ profile_path: ProfilePath }),
+    input: withTarget({ profile_path: ProfilePath, confirmation_token: ConfirmationToken }),
     output: z.object({
       correlation_id: CorrelationId,
       matches: z.boolean(),
@@ -134,6 +134,7 @@ export const profileTools = [
         .array(z.strictObject({ name: Name, x: z.number().int(), y: z.number().int() }))
         .max(256),
       app_version: z.string().min(1).max(128).optional(),
+      confirmation_token: ConfirmationToken,
     }),
     output: z.object({ correlation_id: CorrelationId, profile: CoordinateProfileSchema }),
     annotations: READ_ONLY,

@@ -4,6 +4,17 @@ import { exactlyOneTarget, TARGET_REFINE_MESSAGE, type TargetArgs, TargetShape }
 
 export const CorrelationId = z.string().regex(/^[0-9a-f]{12}$/);
 
+/**
+ * A token from request_confirmation. Every tool that acts on or reads a window takes one: the
+ * policy may protect any capability (protected_actions only adds), and a protected one needs it.
+ */
+export const ConfirmationToken = z
+  .string()
+  .min(1)
+  .max(128)
+  .optional()
+  .describe("From request_confirmation; needed only when the policy protects this capability.");
+
 /** An object schema plus "exactly one of hwnd / title_contains". */
 export function withTarget<S extends z.ZodRawShape>(shape: S) {
   return z

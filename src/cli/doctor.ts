@@ -17,7 +17,13 @@ export async function runDoctor(): Promise<number> {
     const h = r.structuredContent as {
       status: string;
       platform: string | null;
-      policy: { source: string; status: string; code?: string; policy_id?: string | null };
+      policy: {
+        source: string;
+        status: string;
+        code?: string;
+        policy_id?: string | null;
+        reasons?: string[];
+      };
       versions: Record<string, string>;
       platform_facts: Record<string, unknown>;
       workers: Array<{ kind: string; state: string; isolation: string }>;
@@ -29,8 +35,9 @@ export async function runDoctor(): Promise<number> {
     for (const [k, v] of Object.entries(h.platform_facts)) out(`    ${k}: ${String(v)}`);
     const p = h.policy;
     out(
-      `  policy:    ${p.status === "ok" ? `${p.source} (${p.policy_id ?? "no id"})` : p.status === "none" ? "not configured (only health_check works)" : `error: ${p.code}`}`,
+      `  policy:    ${p.status === "ok" ? `${p.source} (${p.policy_id ?? "no id"})` : p.status === "none" ? "not configured (only health_check works)" : `${p.source}: ${p.code}`}`,
     );
+    for (const r of p.reasons ?? []) out(`    ${r}`);
     out(`  workers:   ${h.workers.map((w) => `${w.kind}=${w.state}/${w.isolation}`).join(", ")}`);
     out(
       `  lease:     ${h.lease.mode}${h.lease.mode === "broker" ? ` (reachable=${h.lease.reachable}, active=${h.lease.active})` : ""}`,

@@ -74,6 +74,13 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
       DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle*",
     });
     expect((await conflict.call("list_windows")).code).toBe("policy_conflict");
+    // health_check names the source(s) configured and why the policy is unusable.
+    expect((await conflict.ok("health_check")).policy).toMatchObject({
+      source: "file+env",
+      status: "error",
+      code: "policy_conflict",
+      reasons: [expect.stringContaining("DESKTOP_AUTOMATION_ALLOWED_TITLES is set together with")],
+    });
     const unreadable = await start({
       UIINSPECT_FAKE_DESKTOP: d.path,
       DESKTOP_AUTOMATION_POLICY_FILE: join(d.dir, "nope.json"),
@@ -82,6 +89,9 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
     const bad = d.writePolicy({ ...filePolicy(), allowed_actions: ["teleport"] }, "bad.json");
     const invalid = await start({ UIINSPECT_FAKE_DESKTOP: d.path, DESKTOP_AUTOMATION_POLICY_FILE: bad });
     expect((await invalid.call("list_windows")).code).toBe("policy_invalid");
+    const why = (await invalid.ok("health_check")).policy as { source: string; reasons: string[] };
+    expect(why.source).toBe("file");
+    expect(why.reasons.join("\n")).toMatch(/allowed_actions/);
     const old = d.writePolicy({ ...filePolicy(), expires_at: "2020-01-01T00:00:00Z" }, "old.json");
     const expired = await start({ UIINSPECT_FAKE_DESKTOP: d.path, DESKTOP_AUTOMATION_POLICY_FILE: old });
     expect((await expired.call("list_windows")).code).toBe("policy_expired");

@@ -58,6 +58,7 @@ describe("sources", () => {
         reasons: [
           `${extra} is set together with DESKTOP_AUTOMATION_POLICY_FILE; use exactly one policy source`,
         ],
+        source: "file+env",
       });
     }
   });
@@ -144,6 +145,7 @@ describe("env mode", () => {
         status: "error",
         code: "policy_invalid",
         reasons: ["DESKTOP_AUTOMATION_MAX_ACTIONS_PER_MINUTE: must be a positive whole number"],
+        source: "env",
       });
     },
   );
@@ -243,6 +245,7 @@ describe("expiry", () => {
       status: "error",
       code: "policy_expired",
       reasons: ["expires_at: the policy expired at 2026-11-30T12:00:00.000Z"],
+      source: "file",
     });
   });
 
@@ -270,7 +273,7 @@ describe("expiry", () => {
     const far = at("2999-01-01T00:00:00Z");
     expect(policyStatusAt({ status: "ok", policy: env }, far).status).toBe("ok");
     expect(policyStatusAt({ status: "none" }, far)).toEqual({ status: "none" });
-    const err: PolicyState = { status: "error", code: "policy_invalid", reasons: ["x"] };
+    const err: PolicyState = { status: "error", code: "policy_invalid", reasons: ["x"], source: "file" };
     expect(policyStatusAt(err, far)).toBe(err);
   });
 });

@@ -32,9 +32,12 @@ export interface EffectivePolicy {
 
 export type PolicyErrorCode = "policy_conflict" | "policy_invalid" | "policy_unreadable" | "policy_expired";
 
+/** Which policy source(s) the operator configured ("file+env" only as a conflict). */
+export type ConfiguredSource = "env" | "file" | "file+env";
+
 export type PolicyState =
   | { status: "none" }
-  | { status: "error"; code: PolicyErrorCode; reasons: string[] }
+  | { status: "error"; code: PolicyErrorCode; reasons: string[]; source: ConfiguredSource }
   | { status: "ok"; policy: EffectivePolicy };
 
 export const ENV = {
@@ -68,7 +71,12 @@ function splitList(value: string, sep: string): string[] {
     .filter((s) => s !== "");
 }
 
-const error = (code: PolicyErrorCode, reasons: string[]): PolicyState => ({ status: "error", code, reasons });
+const error = (code: PolicyErrorCode, reasons: string[], source: ConfiguredSource): PolicyState => ({
+  status: "error",
+  code,
+  reasons,
+  source,
+});
 
 /**
  * Builds the policy from the environment (SPEC §4). Sources are never merged: a policy file
@@ -84,13 +92,14 @@ export function loadPolicy(env: Record<string, string | undefined>, now: () => D
     return error(
       "policy_conflict",
       envPolicyVars.map((n) => `${n} is set together with ${ENV.file}; use exactly one policy source`),
+      "file+env",
     );
   }
   // The env policy exists iff DESKTOP_AUTOMATION_ALLOWED_TITLES is set; without any source there is no policy.
   if (file === undefined && envValue(env, ENV.titles) === undefined) return { status: "none" };
   const limits = envLimits(env);
   if (file === undefined) return fromEnv(env, limits);
-  if (!limits.ok) return error("policy_invalid", limits.reasons);
+  if (!limits.ok) return error("policy_invalid", limits.reasons, "file");
   return policyStatusAt(fromFile(file, limits.value), now);
 }
 
@@ -102,9 +111,11 @@ export function policyStatusAt(state: PolicyState, now: () => Date): PolicyState
   if (state.status !== "ok" || state.policy.expires_at === null) return state;
   const t = now().getTime();
   if (Number.isFinite(t) && t < state.policy.expires_at.getTime()) return state;
-  return error("policy_expired", [
-    `expires_at: the policy expired at ${state.policy.expires_at.toISOString()}`,
-  ]);
+  return error(
+    "policy_expired",
+    [`expires_at: the policy expired at ${state.policy.expires_at.toISOString()}`],
+    state.policy.source,
+  );
 }
 
 type Checked<T> = { ok: true; value: T } | { ok: false; reasons: string[] };
@@ -176,7 +187,7 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
   else if (flag !== undefined && flag !== "false")
     reasons.push(`${ENV.unrestrictedScreenshots}: must be true or false`);
 
-  if (!limits.ok || reasons.length > 0) return error("policy_invalid", reasons);
+  if (!limits.ok || reasons.length > 0) return error("policy_invalid", reasons, "env");
   return {
     status: "ok",
     policy: {
@@ -197,7 +208,7 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
 
 function fromFile(path: string, envDefaults: PolicyLimits): PolicyState {
   const read = readPolicyFile(path);
-  if (!read.ok) return error(read.code, read.reasons);
+  if (!read.ok) return error(read.code, read.reasons, "file");
   return { status: "ok", policy: effectiveFromFile(read.policy, envDefaults) };
 }
 

@@ -46,9 +46,12 @@ const HealthOutput = z.object({
   status: z.enum(["ok", "degraded", "unusable"]),
   platform: z.string().nullable(),
   policy: z.object({
-    source: z.enum(["env", "file", "none"]),
+    /** Which source(s) the operator configured; "file+env" only ever with policy_conflict. */
+    source: z.enum(["env", "file", "file+env", "none"]),
     status: z.enum(["ok", "none", "error"]),
     code: z.string().optional(),
+    /** Why the policy is unusable (at most 5, as validate-policy words them). */
+    reasons: z.array(z.string()).optional(),
     policy_id: z.string().nullable().optional(),
     expires_at: z.string().nullable().optional(),
   }),
@@ -108,7 +111,12 @@ export async function healthFacts(ctx: CallContext): Promise<z.output<typeof Hea
         }
       : state.status === "none"
         ? { source: "none" as const, status: "none" as const }
-        : { source: "none" as const, status: "error" as const, code: state.code };
+        : {
+            source: state.source,
+            status: "error" as const,
+            code: state.code,
+            reasons: state.reasons.slice(0, 5).map((r) => r.slice(0, 300)),
+          };
   const status = !platformOk ? "unusable" : state.status === "ok" ? "ok" : "degraded";
   return {
     status,

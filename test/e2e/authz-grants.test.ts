@@ -106,6 +106,23 @@ describe("grants", () => {
     ).toBe("confirmation_invalid");
   });
 
+  it("request_confirmation checks what the action will: input classes need the window in front (passive focus)", async () => {
+    const desk = new Desk([win(1), win(2)]);
+    const h = await serve(desk);
+    await h.ok("request_access", { hwnd: 1002, capabilities: ["text", "close"] });
+    // 1001 is in front: typing into 1002 would be refused, so no token is issued for it.
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).code).toBe(
+      "not_foreground",
+    );
+    // Closing needs no focus.
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "close" })).isError).toBe(false);
+    const active = await serve(desk, { env: { DESKTOP_AUTOMATION_FOCUS_MODE: "activate" } });
+    await active.ok("request_access", { hwnd: 1002, capabilities: ["text"] });
+    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(
+      false,
+    );
+  });
+
   it("release_access drops the grant: the next action is consent_required and element refs are stale", async () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);

@@ -18,6 +18,9 @@ import { CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
 
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 
+/** Classes whose actions inject input, which the worker refuses unless the window is in front. */
+const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key", "text"]);
+
 export const accessTools = [
   defineTool({
     name: "request_access",
@@ -218,6 +221,10 @@ export const accessTools = [
       await authorizeCapability(sup, ctx.client.hash, t, args.action_class, policy);
       if (t.window.iconic) throw uiError("minimized");
       if (!t.window.visible) throw uiError("target_gone");
+      // As the action itself will check: input needs the window in front, unless the server is
+      // configured to bring it there first (focus mode "activate").
+      if (INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive" && !t.window.foreground)
+        throw uiError("not_foreground");
       const issued = sup.tokens.issue(t.instanceKey, args.action_class, args.ttl_seconds);
       return {
         structured: {

@@ -6,7 +6,7 @@ import {
   type LeaseAuditFields,
   type LeaseAuditSink,
 } from "./audit.js";
-import { buildLeaseDialogContent, selectLeaseDialog } from "./dialog.js";
+import { buildLeaseDialogContent, leaseDialogTimeoutMs, selectLeaseDialog } from "./dialog.js";
 import { type Env, type LeaseScope, resolveScope } from "./endpoint.js";
 import type { InstanceResolver } from "./instance.js";
 import {
@@ -63,12 +63,6 @@ export const BROKER_EXIT = { ok: 0, failed: 2, alreadyRunning: 3 } as const;
 
 const DIALOG_MARGIN_MS = 500;
 const DENIAL_COALESCE_MS = 5000;
-
-/** UIINSPECT_CONSENT_TIMEOUT_MS (default 60000, 1000–600000): how long a lease dialog stays open. */
-export function dialogTimeoutMs(env: Env): number {
-  const n = Number(env.UIINSPECT_CONSENT_TIMEOUT_MS);
-  return Number.isInteger(n) && n >= 1000 && n <= 600_000 ? n : 60_000;
-}
 
 export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandle> {
   const env = opts.env ?? process.env;
@@ -137,7 +131,7 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
       };
     };
 
-    const consentTimeoutMs = dialogTimeoutMs(env);
+    const consentTimeoutMs = leaseDialogTimeoutMs(env);
     const denials = new Map<string, { atMs: number; suppressed: number }>();
     let dialogOpen = false;
     const withDialog = async (

@@ -1,8 +1,18 @@
 import { spawn } from "node:child_process";
+import { intEnv } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
 import type { CapabilityLine } from "../supervisor/consent/prompter.js";
 import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
+
+/**
+ * UIINSPECT_CONSENT_TIMEOUT_MS, as the MCP server reads it (default 60000, 100–600000): how long
+ * a lease dialog stays open. The server refuses to start on a bad value; the broker and the
+ * manager, which a person runs, use the default instead.
+ */
+export function leaseDialogTimeoutMs(env: Env): number {
+  return intEnv(env, "UIINSPECT_CONSENT_TIMEOUT_MS", 60_000, 100, 600_000);
+}
 
 /**
  * The trusted lease dialog, shown by the broker itself (not by whoever asks it): a request

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { isUiError } from "../shared/errors.js";
 import { LeaseClient } from "./client.js";
+import { leaseDialogTimeoutMs } from "./dialog.js";
 import { type Env, resolveScope } from "./endpoint.js";
 import { LEASE_CAPABILITIES, LEASE_HOURS, type LeaseStatus, LeaseStatusSchema } from "./protocol.js";
 
@@ -54,11 +55,6 @@ function parseHours(args: string[]): number | "missing" | "invalid" {
   if (!/^\d{1,2}$/.test(raw)) return "invalid";
   const n = Number(raw);
   return (LEASE_HOURS as readonly number[]).includes(n) ? n : "invalid";
-}
-
-function consentTimeoutMs(env: Env): number {
-  const n = Number(env.UIINSPECT_CONSENT_TIMEOUT_MS);
-  return Number.isInteger(n) && n >= 1000 && n <= 600_000 ? n : 60_000;
 }
 
 function describe(s: LeaseStatus): string {
@@ -172,9 +168,9 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
       verb === "activate"
         ? await c.request(
             { op: "activate", hours, capabilities: [...LEASE_CAPABILITIES] },
-            consentTimeoutMs(env) + 5000,
+            leaseDialogTimeoutMs(env) + 5000,
           )
-        : await c.request({ op: "extend", hours }, consentTimeoutMs(env) + 5000);
+        : await c.request({ op: "extend", hours }, leaseDialogTimeoutMs(env) + 5000);
     const s = LeaseStatusSchema.safeParse(result);
     if (!s.success) {
       io.err("The broker answered something unexpected.\n");

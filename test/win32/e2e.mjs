@@ -89,7 +89,10 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
         expires_at: "2099-01-01T00:00:00Z",
         application: { executable_path: "C:\\windows\\system32\\notepad.exe", title_patterns: ["*Notepad*"] },
         allowed_actions: ["observe", "click", "key", "text", "close", "inspect"],
-        safe_regions: [{ name: "top_left", rect: [0, 0, 300, 200] }],
+        safe_regions: [
+          { name: "top_left", rect: [0, 0, 300, 200] },
+          { name: "bench", rect: [0, 0, 800, 600] },
+        ],
         screenshot_masks: [{ rect: [0, 0, 40, 20] }],
       }),
     );
@@ -198,6 +201,31 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
         eq(r.isError && r.structuredContent?.error?.code, "platform_unavailable", "inspect_tree on Wine 8");
       }
       // close_window: protected, and notepad would ask to save: clear the modified flag first.
+      // Figures (no assertion on time): 800×600 screenshots through the whole server — chain,
+      // capture worker (BitBlt + GetDIBits + verification), masks, sharp PNG, MCP framing.
+      h.resize(n.hwnd, 900, 700);
+      const bench = {
+        hwnd: w.hwnd,
+        region_name: "bench",
+        crop_left: 0,
+        crop_top: 0,
+        crop_right: 0,
+        crop_bottom: 0,
+      };
+      for (let i = 0; i < 2; i++) await call("screenshot_window", bench);
+      const shots = [];
+      for (let i = 0; i < 15; i++) {
+        const t0 = performance.now();
+        const r = await call("screenshot_window", bench);
+        shots.push(performance.now() - t0);
+        if (i === 0)
+          h.bench.mcp_screenshot_800x600_size = r.structuredContent.width * r.structuredContent.height;
+      }
+      shots.sort((a, b) => a - b);
+      h.bench.mcp_screenshot_800x600_ms = {
+        p50: +shots[Math.floor(shots.length / 2)].toFixed(1),
+        max: +shots.at(-1).toFixed(1),
+      };
       h.clearModified(n.edit);
       const ctok = (await call("request_confirmation", { action_class: "close", hwnd: w.hwnd }))
         .structuredContent.token_id;

@@ -738,6 +738,8 @@ registerE2e({
   sleep,
   h: {
     facts,
+    bench,
+    resize: (hw, cx, cy) => t.SetWindowPos(hw, 0, 0, 0, cx, cy, 0x0002 | 0x0004 | 0x0010),
     startNotepad,
     closeNotepad,
     findDialog,

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { uiError } from "../shared/errors.js";
+import { isUiError, uiError } from "../shared/errors.js";
 import type { LeaseScope } from "./endpoint.js";
 import type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./link.js";
 import { FromPipeLinkSchema, type ToPipeLink } from "./linkMessages.js";
@@ -36,10 +36,18 @@ export class WindowsPipeLinkHost implements LinkOpener {
   }
 
   async open(opts: OpenLinkOptions, handlers: LinkHandlers): Promise<{ link: LeaseLink; scope: LeaseScope }> {
+    // The request's own deadline covers a link still starting (prepare() usually started it long ago).
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), opts.timeoutMs);
+    });
     try {
-      await this.boot();
-    } catch {
-      throw uiError("broker_unavailable", "The lease link could not be started.");
+      const r = await Promise.race([this.boot(), late]);
+      if (r === "late") throw uiError("broker_unavailable", "The lease link is still starting.");
+    } catch (e) {
+      throw isUiError(e) ? e : uiError("broker_unavailable", "The lease link could not be started.");
+    } finally {
+      clearTimeout(timer);
     }
     this.end(this.current);
     return new Promise((resolve, reject) => {

@@ -33,6 +33,29 @@ const CreateNamedPipeW = k32.func(
 );
 const CloseHandle = k32.func("int __stdcall CloseHandle(void *h)");
 const ConvertSidToStringSidW = adv.func("int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **s)");
+const ConvertSddl = adv.func(
+  "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(str16 sddl, uint32_t rev, _Out_ void **sd, void *size)",
+);
+const SA = koffi.struct("lease_test_SA", { nLength: "uint32_t", sd: "void *", inherit: "int" });
+const CreatePipeWithSa = k32.func(
+  "void * __stdcall CreateNamedPipeW(str16 n, uint32_t om, uint32_t pm, uint32_t mi, uint32_t o, uint32_t i, uint32_t t, lease_test_SA *sa)",
+);
+
+/** A squatter's pipe instance owned by another principal (here BUILTIN\\Administrators), open to all. */
+function foreignOwnedPipe(name) {
+  const sd = [null];
+  if (!ConvertSddl("O:BAD:(A;;GA;;;WD)", 1, sd, null)) return null;
+  try {
+    const h = CreatePipeWithSa(name, 0x3, 0, 1, 4096, 4096, 0, {
+      nLength: koffi.sizeof(SA),
+      sd: sd[0],
+      inherit: 0,
+    });
+    return h !== null && h !== -1n && h !== 0xffffffffffffffffn ? h : null;
+  } finally {
+    LocalFree(sd[0]);
+  }
+}
 
 function nativeIdentity() {
   const tok = [null];
@@ -337,6 +360,30 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         assert(/pipe exists already/.test(s.stderr()), "and says why");
       } finally {
         CloseHandle(pipe);
+      }
+
+      // A squatter can also try to pass for the broker. Its pipe is owned by someone else (only
+      // the user's own processes can make the user its owner): the client refuses it before
+      // writing a byte, whatever process id the pipe reports.
+      const foreign = await windowsScope(dir, ":foreign");
+      const fake = foreignOwnedPipe(foreign.endpoint);
+      assert(fake, "a pipe owned by Administrators could be created");
+      try {
+        const c = new LeaseClient({ scope: foreign, timeoutMs: 5000 });
+        let err = null;
+        try {
+          await c.statusDetail();
+        } catch (e) {
+          err = e;
+        }
+        await c.close();
+        eq(err?.code, "broker_unavailable", "a pipe owned by another principal is refused");
+        assert(
+          /not served by this user's broker/.test(err?.message ?? ""),
+          `refused by the check: ${err?.message}`,
+        );
+      } finally {
+        CloseHandle(fake);
       }
 
       const scope = await windowsScope(dir, ":inproc");

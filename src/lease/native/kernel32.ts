@@ -64,6 +64,22 @@ export function createManualEvent(): bigint {
   return h;
 }
 
+const STATUS_PENDING = 0x103;
+
+/**
+ * After CancelIoEx: waits (at most `ms`) until the operation on `ov`, if one is still in flight,
+ * has completed, so its OVERLAPPED and buffer may be freed. Returns false when it is still in
+ * flight: the caller must then never free that memory (measured: Wine 8 does not cancel a
+ * pending pipe write, and waiting for it without a bound hung the broker).
+ */
+export function settleCancelled(h: bigint, ov: unknown, event: bigint, ms = 1000): boolean {
+  const o = koffi.decode(ov, OVERLAPPED) as { Internal: number | bigint };
+  if (Number(o.Internal) !== STATUS_PENDING) return true;
+  if (WaitForSingleObject(event, ms) !== WAIT_OBJECT_0) return false;
+  GetOverlappedResult(h, ov, [0], 0);
+  return true;
+}
+
 /** Clears `event` and writes a fresh OVERLAPPED (offset 0) signalling it into `ov`. */
 export function armOverlapped(ov: unknown, event: bigint): void {
   ResetEvent(event);

@@ -31,6 +31,7 @@ import {
   ReadFile,
   ResetEvent,
   SetEvent,
+  settleCancelled,
   validHandle,
   WAIT_OBJECT_0,
   WAIT_TIMEOUT,
@@ -147,6 +148,8 @@ interface Instance {
   /** The overlapped write in flight (its memory lives until it completes or the pipe is buried). */
   writing: { ov: bigint; mem: bigint; len: number } | null;
   writeEvent: bigint;
+  /** An operation the kernel had not finished when the pipe was buried: keep its memory. */
+  inFlight: boolean;
 }
 
 export async function listenWindowsPipe(
@@ -155,7 +158,15 @@ export async function listenWindowsPipe(
   refused: (reason: RefusalReason, peer: { pid?: number }) => void,
 ): Promise<BrokerTransport> {
   const sdOut: Ptr[] = [null];
-  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(`D:P(A;;GA;;;${scope.user})`, 1, sdOut, null)) {
+  // Owned by the user and open to the user only; clients check the owner (see the link worker).
+  if (
+    !ConvertStringSecurityDescriptorToSecurityDescriptorW(
+      `O:${scope.user}D:P(A;;GA;;;${scope.user})`,
+      1,
+      sdOut,
+      null,
+    )
+  ) {
     throw uiError("broker_unavailable", "The pipe's security descriptor cannot be built.");
   }
   const sa = {
@@ -186,6 +197,11 @@ export async function listenWindowsPipe(
     pendingWrites.delete(inst);
     inst.queued = [];
     CancelIoEx(inst.h, null);
+    // The kernel must be done with the OVERLAPPEDs and buffers before the graveyard frees them;
+    // what is still in flight after a bounded wait is never freed (a small, rare leak).
+    inst.inFlight =
+      !settleCancelled(inst.h, inst.ov, inst.event) ||
+      (inst.writing !== null && !settleCancelled(inst.h, inst.writing.ov, inst.writeEvent));
     DisconnectNamedPipe(inst.h);
     CloseHandle(inst.h);
     graveyard.push(inst);
@@ -331,6 +347,7 @@ export async function listenWindowsPipe(
       queuedBytes: 0,
       writing: null,
       writeEvent,
+      inFlight: false,
     };
     armOverlapped(inst.ov, event);
     instances.add(inst);
@@ -358,6 +375,7 @@ export async function listenWindowsPipe(
     for (const g of graveyard.splice(0)) {
       CloseHandle(g.event);
       CloseHandle(g.writeEvent);
+      if (g.inFlight) continue;
       koffi.free(g.ov);
       koffi.free(g.buf);
       if (g.writing) {

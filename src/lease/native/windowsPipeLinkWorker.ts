@@ -25,7 +25,7 @@ import {
   WaitForSingleObject,
   WriteFile,
 } from "./kernel32.js";
-import { currentWindowsIdentity, processSessionId, processUserSid } from "./windowsIdentity.js";
+import { currentWindowsIdentity, objectOwnerSid, processIdentity } from "./windowsIdentity.js";
 
 /**
  * The client end of the lease pipe, in a worker thread that lives as long as its LeaseClient
@@ -54,6 +54,7 @@ const FILE_FLAG_OVERLAPPED = 0x40000000;
 const SECURITY_SQOS_PRESENT = 0x00100000;
 const SECURITY_IDENTIFICATION = 0x00010000;
 const ERROR_PIPE_BUSY = 231;
+const WRITE_WAIT_MS = 2000;
 
 const port = parentPort;
 if (!port) throw new Error("windowsPipeLinkWorker runs as a worker thread");
@@ -95,9 +96,14 @@ function openPipe(name: string, timeoutMs: number): bigint {
 
 /** The server end must be a process of the scope's user in the scope's session. */
 function servedByScope(pipe: bigint, scope: LeaseScope): boolean {
+  // The pipe's owner: the broker sets it to its user's SID, and nobody else can (a process id,
+  // by contrast, can be reused by another user's process after a squatter's creator exited).
+  if (objectOwnerSid(pipe) !== scope.user) return false;
+  // And the process recorded as its server: this user in this session, read from one handle.
   const pid = [0];
   if (!GetNamedPipeServerProcessId(pipe, pid) || !(pid[0]! > 0)) return false;
-  return processUserSid(pid[0]!) === scope.user && processSessionId(pid[0]!) === scope.instance_session;
+  const server = processIdentity(pid[0]!);
+  return server?.sid === scope.user && server.session === scope.instance_session;
 }
 
 const writeEvent = createManualEvent();
@@ -176,7 +182,9 @@ function write(c: Connection, frame: Uint8Array): void {
       return;
     }
     const n = [0];
-    if (WaitForSingleObject(writeEvent, c.timeoutMs) !== WAIT_OBJECT_0) {
+    // A small frame into a 64 KiB pipe completes at once unless the broker stopped reading;
+    // bounded well below the client's close grace, so shutdown never has to terminate us.
+    if (WaitForSingleObject(writeEvent, Math.min(c.timeoutMs, WRITE_WAIT_MS)) !== WAIT_OBJECT_0) {
       // A broker that stopped reading: give up on it rather than block this link.
       CancelIoEx(c.pipe, ov);
       GetOverlappedResult(c.pipe, ov, n, 1);

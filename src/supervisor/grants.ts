@@ -135,6 +135,13 @@ export class GrantStore {
     return out;
   }
 
+  /** Whether a client other than `client` holds a live grant on this instance. */
+  sharedWithOthers(client: string, instanceKey: string): boolean {
+    for (const g of this.grants.values())
+      if (g.instanceKey === instanceKey && g.client !== client && g.expiresAt > this.clock()) return true;
+    return false;
+  }
+
   /** This client's live grants (expired ones are removed and reported on the way). */
   listForClient(client: string): Grant[] {
     this.sweepExpired();

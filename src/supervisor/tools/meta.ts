@@ -28,7 +28,8 @@ export const metaTools = [
           hwnd: z.string(),
           pid: z.number(),
           actions: Usage,
-          text_chars: Usage,
+          /** null while another client also holds a grant here: its typing must not show (lengths). */
+          text_chars: Usage.nullable(),
           screenshot_pixels: Usage,
         }),
       ),
@@ -42,11 +43,16 @@ export const metaTools = [
       const m = ctx.sup.memory;
       const applications = ctx.sup.grants
         .listForClient(ctx.client.hash)
-        .map((g) => ({
-          hwnd: g.hwnd,
-          pid: g.instance.pid,
-          ...ctx.sup.budgets.applicationState(g.instanceKey, limits),
-        }))
+        .map((g) => {
+          const usage = ctx.sup.budgets.applicationState(g.instanceKey, limits);
+          const shared = ctx.sup.grants.sharedWithOthers(ctx.client.hash, g.instanceKey);
+          return {
+            hwnd: g.hwnd,
+            pid: g.instance.pid,
+            ...usage,
+            text_chars: shared ? null : usage.text_chars,
+          };
+        })
         .sort((a, b) => compareHwnd(a.hwnd, b.hwnd) || a.pid - b.pid);
       return {
         structured: {

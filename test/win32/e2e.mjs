@@ -203,6 +203,7 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
       // close_window: protected, and notepad would ask to save: clear the modified flag first.
       // Figures (no assertion on time): 800×600 screenshots through the whole server — chain,
       // capture worker (BitBlt + GetDIBits + verification), masks, sharp PNG, MCP framing.
+      const before = h.windowRect(n.hwnd);
       h.resize(n.hwnd, 900, 700);
       const bench = {
         hwnd: w.hwnd,
@@ -226,6 +227,9 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
         p50: +shots[Math.floor(shots.length / 2)].toFixed(1),
         max: +shots.at(-1).toFixed(1),
       };
+      // Notepad remembers its size at close (registry): put it back, or every later notepad in
+      // this prefix opens at 900×700 and the capture test's region shows only blank edit area.
+      h.resize(n.hwnd, before[2] - before[0], before[3] - before[1]);
       h.clearModified(n.edit);
       const ctok = (await call("request_confirmation", { action_class: "close", hwnd: w.hwnd }))
         .structuredContent.token_id;

@@ -697,17 +697,22 @@ test("consent dialog: own process is never a target; Enter picks the default (De
   eq(await p, "deny", "default button is deny");
 });
 
-test("consent dialog: clicking Approve (SendInput) approves", async () => {
-  const p = showConsentDialog(CONSENT_TEXT, 20000);
-  const dlg = await findDialog();
-  assert(dlg, "dialog shown");
-  const btn = childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && /approve|yes/i.test(c.text));
-  assert(btn, `approve button among ${JSON.stringify(childWindows(Number(dlg.hwnd)).map((c) => c.text))}`);
+/** Clicks the dialog's button whose text matches `re` with real (SendInput) mouse input. */
+async function clickButton(dlg, re) {
+  const btn = childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text));
+  assert(btn, `button ${re} among ${JSON.stringify(childWindows(Number(dlg.hwnd)).map((c) => c.text))}`);
   const r = windowRect(btn.hwnd);
   await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
   await input.buttonDown("left");
   await sleep(50);
   await input.buttonUp("left");
+}
+
+test("consent dialog: clicking Approve (SendInput) approves", async () => {
+  const p = showConsentDialog(CONSENT_TEXT, 20000);
+  const dlg = await findDialog();
+  assert(dlg, "dialog shown");
+  await clickButton(dlg, /approve|yes/i);
   eq(await p, "approve", "approved by a click");
 });
 
@@ -749,15 +754,7 @@ registerE2e({
     isWindow: (hw) => t.IsWindow(hw) !== 0,
     foreground: (w) => t.SetForegroundWindow(Number(w.hwnd)),
     clearModified: (edit) => t.SendMessageTimeoutNum(edit, EM_SETMODIFY, 0, 0, SMTO_ABORTIFHUNG, 1000, null),
-    clickButton: async (dlg, re) => {
-      const btn = childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text));
-      assert(btn, "dialog button");
-      const r = windowRect(btn.hwnd);
-      await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
-      await input.buttonDown("left");
-      await sleep(50);
-      await input.buttonUp("left");
-    },
+    clickButton,
   },
 });
 
@@ -783,15 +780,7 @@ registerLease({
       await input.keyDown("enter");
       await input.keyUp("enter");
     },
-    clickButton: async (w, re) => {
-      const btn = childWindows(Number(w.hwnd)).find((c) => c.cls === "Button" && re.test(c.text));
-      assert(btn, "dialog button");
-      const r = windowRect(btn.hwnd);
-      await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
-      await input.buttonDown("left");
-      await sleep(50);
-      await input.buttonUp("left");
-    },
+    clickButton,
   },
 });
 

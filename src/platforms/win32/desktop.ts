@@ -145,6 +145,9 @@ function describe(
     instance = targetableInstance(pid, guard);
     instances.set(pid, instance);
   }
+  // A process that exited after its window was enumerated leaves no instance: the window went
+  // with it, so it is gone, not an instance-less window (which a call reports as not allowed).
+  if (instance === null && !w.IsWindow(hwnd)) return null;
   const visible = w.IsWindowVisible(hwnd) !== 0 && !isCloaked(hwnd);
   return {
     hwnd: hwndString(hwnd),

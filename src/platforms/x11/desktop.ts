@@ -118,6 +118,10 @@ export class X11Desktop implements DesktopPort {
     const windowClass = klassParts[1] || klassParts[0] || "";
     const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null);
     const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
+    // The properties were read before the PID and the process: a window destroyed in between (its
+    // client killed) has no owner left to name. Gone, then, not an instance-less window, which a
+    // call would report as target_not_allowed.
+    if (instance === null && this.vanished(p.xid)) return null;
     const states = cardinals(results.state.value ?? null);
     const wmState = cardinals(results.wmState.value ?? null)[0];
     const iconic = states.includes(a._NET_WM_STATE_HIDDEN) || wmState === ICONIC_STATE;
@@ -141,6 +145,17 @@ export class X11Desktop implements DesktopPort {
       on_top: states.includes(a._NET_WM_STATE_ABOVE),
       z,
     };
+  }
+
+  /** Whether the window no longer exists now (asked after its other replies were read). */
+  private vanished(xid: number): boolean {
+    try {
+      this.x.getMapState(xid).resolve();
+      return false;
+    } catch (e) {
+      if (isUiError(e) && e.code === "target_gone") return true;
+      throw e;
+    }
   }
 
   /**

@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { X11Desktop } from "../../src/platforms/x11/desktop.js";
+import {
+  ATOM_NAMES,
+  type Pending,
+  type PropertyValue,
+  type XConnection,
+} from "../../src/platforms/x11/xconn.js";
+import { uiError } from "../../src/shared/errors.js";
+
+/**
+ * The listing reads a window's properties first and its owner (X-Resource PID, /proc) after. A
+ * client killed in between leaves a window that was there and an owner that is not: the window
+ * is gone, never an instance-less window (which a call would report as target_not_allowed). CI
+ * caught this once in test/x11/races.test.ts; here the interleaving is forced on a stub
+ * connection, so it runs without an X server.
+ */
+
+const XID = 0x1e00007;
+
+function cardinal32(values: number[]): PropertyValue {
+  const bytes = Buffer.alloc(values.length * 4);
+  for (const [i, v] of values.entries()) bytes.writeUInt32LE(v, i * 4);
+  return { type: 6, format: 32, bytes };
+}
+
+function ok<T>(v: T): Pending<T> {
+  return { resolve: () => v };
+}
+
+/** A connection with one client window; `owner` answers the X-Resource PID query. */
+function stubConnection(opts: { owner: () => number | null; existsAfterOwner: boolean }): XConnection {
+  const atoms = Object.fromEntries(ATOM_NAMES.map((n, i) => [n, 300 + i])) as Record<string, number>;
+  let ownerAsked = false;
+  const stub = {
+    atoms,
+    root: 1,
+    displayName: ":99",
+    hasXRes: true,
+    getProperty(win: number, atom: number): Pending<PropertyValue | null> {
+      if (win === 1 && (atom === atoms._NET_CLIENT_LIST_STACKING || atom === atoms._NET_CLIENT_LIST))
+        return ok(cardinal32([XID]));
+      if (win === XID && atom === atoms._NET_WM_NAME)
+        return ok({ type: atoms.UTF8_STRING, format: 8, bytes: Buffer.from("stub window") });
+      return ok(null);
+    },
+    getMapState(): Pending<{ mapState: number; overrideRedirect: boolean }> {
+      return {
+        resolve: () => {
+          if (ownerAsked && !opts.existsAfterOwner) throw uiError("target_gone");
+          return { mapState: 2, overrideRedirect: false };
+        },
+      };
+    },
+    getGeometry: () => ok({ x: 0, y: 0, width: 200, height: 100, border: 0 }),
+    translateToRoot: () => ok({ x: 10, y: 20 }),
+    clientPid(): number | null {
+      ownerAsked = true;
+      return opts.owner();
+    },
+  };
+  return stub as unknown as XConnection;
+}
+
+describe("x11 window listing when the owner vanishes between the replies and the PID", () => {
+  it("lists the window with its instance while the owner lives (control)", async () => {
+    const d = new X11Desktop(stubConnection({ owner: () => process.pid, existsAfterOwner: true }));
+    const [w] = await d.listWindows();
+    expect(w?.hwnd).toBe(String(XID));
+    expect(w?.instance?.pid).toBe(process.pid);
+  });
+
+  it("keeps a live window whose owner is unknown (a remote client), without an instance", async () => {
+    const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: true }));
+    const all = await d.listWindows();
+    expect(all).toHaveLength(1);
+    expect(all[0]?.instance).toBeNull();
+  });
+
+  it("leaves out a window destroyed together with its client after its properties were read", async () => {
+    const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: false }));
+    expect(await d.listWindows()).toEqual([]);
+    expect(await d.getWindow(String(XID))).toBeNull();
+  });
+
+  it("leaves it out too when the PID was read but the process had already exited", async () => {
+    // A PID no process has (above pid_max): /proc knows nothing, as after the client's exit.
+    const d = new X11Desktop(stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: false }));
+    expect(await d.listWindows()).toEqual([]);
+  });
+});

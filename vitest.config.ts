@@ -3,8 +3,9 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Generous: a limit only catches hangs, and a loaded CI machine runs the X11 and Wine suites several times slower.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: "forks",
     fileParallelism: true,
     maxWorkers: 2,

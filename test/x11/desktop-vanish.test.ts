@@ -10,10 +10,10 @@ import { uiError } from "../../src/shared/errors.js";
 
 /**
  * The listing reads a window's properties first and its owner (X-Resource PID, /proc) after. A
- * client killed in between leaves a window that was there and an owner that is not: the window
- * is gone, never an instance-less window (which a call would report as target_not_allowed). CI
- * caught this once in test/x11/races.test.ts; here the interleaving is forced on a stub
- * connection, so it runs without an X server.
+ * window torn down with its client is gone, never an instance-less window (which a call would
+ * report as target_not_allowed), in either order: the client killed between the two reads (CI
+ * caught this once in test/x11/races.test.ts), or the process exited before the X server closed
+ * its connection. The interleavings are forced on a stub connection: no X server needed.
  */
 
 const XID = 0x1e00007;
@@ -81,6 +81,11 @@ describe("x11 window listing when the owner vanishes between the replies and the
     const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: false }));
     expect(await d.listWindows()).toEqual([]);
     expect(await d.getWindow(String(XID))).toBeNull();
+  });
+
+  it("leaves out a window that outlives its exited process (the X server has not yet closed the client)", async () => {
+    const d = new X11Desktop(stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: true }));
+    expect(await d.listWindows()).toEqual([]);
   });
 
   it("leaves it out too when the PID was read but the process had already exited", async () => {

@@ -69,7 +69,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         }),
       );
       h = await McpHarness.start({ ...LOOSE_BUDGETS, DESKTOP_AUTOMATION_POLICY_FILE: policy });
-    }, 60_000);
+    }, 180_000);
 
     afterAll(async () => {
       await h?.close();

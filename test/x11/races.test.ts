@@ -144,17 +144,17 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     /**
      * Starts `call`, waits until the pointer reaches (sx, sy) — the worker moved and is now in its
-     * settle — stops the server, runs `change`, resumes it. Returns null when this process was
-     * itself descheduled for so long that the settle may already have ended (then the attempt
-     * proves nothing and is repeated). `pressed` is whether any pointer button went down at any
-     * moment of the call.
+     * settle — stops the server, runs `change`, resumes it. `late` says this process was itself
+     * descheduled for so long that the settle may already have ended (then a change proves
+     * nothing and the attempt is repeated). `pressed` is whether any pointer button went down at
+     * any moment of the call.
      */
     async function duringSettle(
       call: () => Promise<ToolCall>,
       sx: number,
       sy: number,
       change: () => Promise<void>,
-    ): Promise<{ r: ToolCall; pressed: boolean } | null> {
+    ): Promise<{ r: ToolCall; pressed: boolean; late: boolean }> {
       // Park the pointer somewhere else first so its arrival is the worker's move.
       xdotool("mousemove", "--sync", "1275", "795");
       let pressed = false;
@@ -200,9 +200,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       // Keep watching the buttons a little after the answer (a press follows the settle at once).
       await new Promise((res) => setTimeout(res, 100));
       done = true;
-      // A settle is 150 ms; a stop later than 100 ms after the last poll may have missed it.
-      if (lateMs > 100) return null;
-      return { r, pressed };
+      // A settle is at least 150 ms after the move, which came after the last poll that saw the
+      // pointer away: a stop within 140 ms of that poll is inside it.
+      return { r, pressed, late: lateMs > 140 };
     }
 
     async function raceUntilCaught(
@@ -223,7 +223,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
           change,
         );
         await restore();
-        if (out) return { ...out, before, after: await checkStates() };
+        if (!out.late) return { ...out, before, after: await checkStates() };
       }
       throw new Error("the settle was never caught (this process was descheduled every time)");
     }
@@ -286,7 +286,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       if (!pid) throw new Error("no server pid");
       serverPid = pid;
       await approve(factory.hwnd);
-    }, 90_000);
+    }, 180_000);
 
     afterAll(async () => {
       // Never leave the server stopped, whatever failed.
@@ -315,8 +315,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         pt.sy,
         async () => {},
       );
-      expect(out?.r.isError).toBe(false);
-      expect(out?.pressed).toBe(true);
+      // Nothing is changed during the settle, so a late stop matters not.
+      expect(out.r.isError).toBe(false);
+      expect(out.pressed).toBe(true);
       const expected = [...before];
       expected[1] = !expected[1];
       await waitFor("the check button toggled", async () =>
@@ -404,10 +405,13 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     });
 
     it("the target destroyed (XKillClient) during the settle: target_gone, nothing pressed, the server keeps serving", async () => {
-      const victim = startApp("xterm", ["-T", "uix races victim", "-geometry", "40x10+300+200"]);
-      const w = await win("uix races victim");
-      await approve(w.hwnd);
-      {
+      // A missed settle cannot be repeated on the same window (it is gone either way): a late
+      // attempt is redone once with a new victim. Two victims and the factory stay within the
+      // three dialogs a client may open per minute.
+      for (let attempt = 1; ; attempt++) {
+        const victim = startApp("xterm", ["-T", "uix races victim", "-geometry", "40x10+300+200"]);
+        const w = await win("uix races victim");
+        await approve(w.hwnd);
         await bringToFront(w.hwnd);
         const lw = await live(w.hwnd);
         const x = 60;
@@ -423,17 +427,18 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
             );
           },
         );
-        // A missed settle cannot be repeated: the window is gone either way.
-        if (!out) throw new Error("the settle was not caught (this process was descheduled)");
+        await victim.exited;
+        if (out.late && attempt < 2) continue;
+        if (out.late) throw new Error("the settle was not caught twice (this process was descheduled)");
         expect(out.r.code).toBe("target_gone");
         expect(out.pressed).toBe(false);
+        const again = await h.call("click_window", { hwnd: w.hwnd, x: 10, y: 10 });
+        expect(["target_gone", "target_not_found"]).toContain(again.code);
+        const list = (await h.ok("list_windows")).windows as Array<{ hwnd: string }>;
+        expect(list.map((x) => x.hwnd)).toContain(factory.hwnd);
+        expect(list.map((x) => x.hwnd)).not.toContain(w.hwnd);
+        break;
       }
-      await victim.exited;
-      const again = await h.call("click_window", { hwnd: w.hwnd, x: 10, y: 10 });
-      expect(["target_gone", "target_not_found"]).toContain(again.code);
-      const list = (await h.ok("list_windows")).windows as Array<{ hwnd: string }>;
-      expect(list.map((x) => x.hwnd)).toContain(factory.hwnd);
-      expect(list.map((x) => x.hwnd)).not.toContain(w.hwnd);
     });
 
     it("the target destroyed while screenshots are in flight: each answers pixels or target_gone, the server keeps serving", async () => {

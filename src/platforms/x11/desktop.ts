@@ -3,7 +3,7 @@ import { isUiError, uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
 import type { DesktopPort, WindowInfo } from "../../shared/platform.js";
-import { resolveInstance } from "./proc.js";
+import { processExited, resolveInstance } from "./proc.js";
 import {
   cardinals,
   type Pending,
@@ -118,10 +118,11 @@ export class X11Desktop implements DesktopPort {
     const windowClass = klassParts[1] || klassParts[0] || "";
     const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null);
     const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
-    // The properties were read before the PID and the process: a window destroyed in between (its
-    // client killed) has no owner left to name. Gone, then, not an instance-less window, which a
-    // call would report as target_not_allowed.
-    if (instance === null && this.vanished(p.xid)) return null;
+    // A window being torn down with its client is gone, not an instance-less window (which a call
+    // would report as target_not_allowed). Either order happens: the client killed after its
+    // properties were read (the window no longer exists now), or the process exited before the X
+    // server noticed its closed connection (the window lingers, its owner has no process).
+    if (instance === null && (this.vanished(p.xid) || (pid > 0 && processExited(pid)))) return null;
     const states = cardinals(results.state.value ?? null);
     const wmState = cardinals(results.wmState.value ?? null)[0];
     const iconic = states.includes(a._NET_WM_STATE_HIDDEN) || wmState === ICONIC_STATE;

@@ -38,6 +38,20 @@ export function startTicks(pid: number): number | null {
   }
 }
 
+/** True when the process no longer runs: no /proc entry, or a zombie waiting to be reaped. */
+export function processExited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state === "Z" || state === "X";
+  } catch (e) {
+    // Only a missing entry counts (EACCES is a process we may not look at). Under hidepid=2
+    // another user's process has none either; its windows are never targets, so leaving them
+    // out of the listing changes no decision.
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
 export function exePath(pid: number): string | null {
   try {
     return realpathSync(`/proc/${pid}/exe`);

@@ -10,16 +10,18 @@ import {
   type App,
   atspiBus,
   atspiText,
-  clickDialogButton,
+  parseXwd,
+  pressDialogButton,
   startApp,
   startSession,
   waitFor,
+  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
   type X11Session,
   xdotool,
-  xwdRoot,
+  xwdRootRaw,
 } from "./support.js";
 
 /**
@@ -78,8 +80,11 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         ...LOOSE_BUDGETS,
         DESKTOP_AUTOMATION_POLICY_FILE: policy,
         UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
+        // The input worker restores a remapped spare keycode after this settle time; GTK on a loaded
+        // machine may translate the key later than the default 300 ms and drop —, ✓ or 😀.
+        UIINSPECT_X11_REMAP_SETTLE_MS: "1500",
       });
-    });
+    }, 120_000);
 
     afterAll(async () => {
       await h?.close();
@@ -102,14 +107,17 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     it("asks through the real zenity dialog; clicking Allow grants", async () => {
       const pending = h.call("request_access", { hwnd: entry.hwnd });
-      await clickDialogButton(p, ZENITY_TITLE, "Allow");
+      await pressDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.isError).toBe(false);
       expect(r.structured.decision).toBe("approved");
       expect(r.structured.source).toBe("dialog");
+      // The answered dialog's window outlives its process briefly: never click it for the next one.
+      await waitForNoWindow(p, ZENITY_TITLE);
       const forms2 = h.call("request_access", { hwnd: forms.hwnd });
-      await clickDialogButton(p, ZENITY_TITLE, "Allow");
+      await pressDialogButton(p, ZENITY_TITLE, "Allow");
       expect((await forms2).structured.decision).toBe("approved");
+      await waitForNoWindow(p, ZENITY_TITLE);
     });
 
     it("screenshots a window with a mask; unmasked pixels equal an independent root capture", async () => {
@@ -119,10 +127,13 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       // A caret or focus ring may change a few pixels between two captures: compare against xwd
       // taken just before and just after, over a few attempts. Wrong pixels fail every attempt.
       let last = "";
-      for (let attempt = 0; attempt < 4; attempt++) {
-        const before = xwdRoot();
+      for (let attempt = 0; attempt < 6; attempt++) {
+        if (attempt > 0) await new Promise((r) => setTimeout(r, 250));
+        const beforeRaw = xwdRootRaw();
         const r = await h.call("screenshot_window", { hwnd: entry.hwnd, region_name: "body" });
-        const after = xwdRoot();
+        const afterRaw = xwdRootRaw();
+        const before = parseXwd(beforeRaw);
+        const after = parseXwd(afterRaw);
         expect(r.structured.error ?? null).toBeNull();
         const img = r.content.find((c) => c.type === "image")!;
         const png = PNG.sync.read(Buffer.from(img.data!, "base64"));
@@ -251,6 +262,11 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       const r = await h.call("close_window", { hwnd: forms.hwnd, confirmation_token: token.token_id });
       expect(r.isError).toBe(false);
       await formsApp.exited;
+      // zenity exits without destroying its window: it lives until the X server processes the
+      // closed connection.
+      await waitFor("forms window gone", async () =>
+        (await p.desktop.getWindow(forms.hwnd)) === null ? true : null,
+      );
       const again = await h.call("get_window_state", { hwnd: forms.hwnd });
       expect(again.isError).toBe(true);
       expect(["target_gone", "target_not_found"]).toContain(again.code);

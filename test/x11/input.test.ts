@@ -48,6 +48,10 @@ describe.skipIf(!X11_AVAILABLE)("x11 input port (XTest) into a GTK entry, read b
 
   beforeAll(async () => {
     session = startSession();
+    // The input port restores a temporarily remapped spare keycode after this settle time, read
+    // when src/platforms/x11/input.ts loads (the import below). A loaded machine may run GTK late
+    // enough that it translates the key after the default 300 ms, dropping é, €, 😀 … Give it more.
+    process.env.UIINSPECT_X11_REMAP_SETTLE_MS = "1500";
     const { createX11Platform } = await import("../../src/platforms/x11/index.js");
     p = await createX11Platform({ workerKind: "input" });
   });
@@ -60,6 +64,12 @@ describe.skipIf(!X11_AVAILABLE)("x11 input port (XTest) into a GTK entry, read b
   it("clicks into the entry, types ASCII, shifted, non-ASCII and astral text, uses modifiers and keys", async () => {
     const app = startApp("zenity", ["--entry", "--title=uix input", "--text=Type"]);
     const w = await waitForWindow(p, "uix input");
+    // Keys go to the focused window: wait until the dialog is in front before clicking and typing.
+    await waitFor("entry dialog in front", async () => {
+      if ((await p.desktop.getWindow(w.hwnd))?.foreground) return true;
+      await p.desktop.activateWindow(w.hwnd);
+      return null;
+    });
     const s = await p.accessibility.openSession(w);
     const entry = await findNode(s, (f) => f.role === "edit");
     expect(entry).not.toBeNull();

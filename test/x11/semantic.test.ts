@@ -6,14 +6,15 @@ import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   atspiBus,
+  clickAt,
   startApp,
   startSession,
   waitFor,
+  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
   type X11Session,
-  xdotool,
 } from "./support.js";
 
 /**
@@ -87,8 +88,12 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         const pending = h.call("request_access", { hwnd: w.hwnd });
         await clickDialogButton("Allow");
         expect((await pending).structured.decision).toBe("approved");
+        // The answered dialog's window outlives its process briefly: never click it for the next one.
+        await waitForNoWindow(p, ZENITY_TITLE);
       }
-    }, 90_000);
+      // Starting both GTK demos, the server and two consent dialogs, each button found by a full
+      // AT-SPI walk, takes well over a minute on a loaded 2-core machine.
+    }, 180_000);
 
     afterAll(async () => {
       await h?.close();
@@ -121,7 +126,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       const node = (await walk(w)).find((n) => n.f.role === "button" && n.f.name === name && n.f.rect);
       if (!node?.f.rect) throw new Error(`no ${name} button`);
       const r = node.f.rect;
-      xdotool("mousemove", "--sync", String((r[0] + r[2]) >> 1), String((r[1] + r[3]) >> 1), "click", "1");
+      clickAt((r[0] + r[2]) >> 1, (r[1] + r[3]) >> 1);
     }
 
     async function states(node: Node["h"]): Promise<Set<number>> {

@@ -174,7 +174,16 @@ export async function clickDialogButton(p: Platform, title: string, name: string
 
 /** An independent capture of the root window via xwd, as RGBA. */
 export function xwdRoot(): { width: number; height: number; rgba: Uint8Array } {
-  const buf = execFileSync("xwd", ["-root", "-silent"], { env: process.env, maxBuffer: 64 * 1024 * 1024 });
+  return parseXwd(xwdRootRaw());
+}
+
+/** The raw xwd dump of the root window (parse it later with parseXwd, to keep a capture bracket short). */
+export function xwdRootRaw(): Buffer {
+  return execFileSync("xwd", ["-root", "-silent"], { env: process.env, maxBuffer: 64 * 1024 * 1024 });
+}
+
+/** An xwd dump as RGBA. */
+export function parseXwd(buf: Buffer): { width: number; height: number; rgba: Uint8Array } {
   const u = (i: number) => buf.readUInt32BE(i * 4);
   const headerSize = u(0);
   const width = u(4);
@@ -248,4 +257,31 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Waits until no listed window carries `title` (e.g. a dialog whose process exited is torn down). */
+export function waitForNoWindow(p: Platform, title: string, timeoutMs = 15000): Promise<true> {
+  return waitFor(
+    `no window "${title}"`,
+    async () => ((await p.desktop.listWindows()).some((w) => w.title === title) ? null : true),
+    timeoutMs,
+  );
+}
+
+/**
+ * Clicks button 1 at a screen point like a person. `xdotool mousemove --sync` to the point the
+ * pointer is already on waits about 15 s (xdotool 3.20160805) for a motion that never comes, so
+ * the pointer is only moved (and synced) when it is elsewhere.
+ */
+export function clickAt(x: number, y: number): void {
+  const loc = xdotool("getmouselocation", "--shell");
+  const at = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(loc)?.[1]);
+  if (at("X") !== x || at("Y") !== y) xdotool("mousemove", "--sync", String(x), String(y));
+  xdotool("click", "1");
+}
+
+/** clickDialogButton through clickAt: no stall when the pointer is still on the spot of a previous click. */
+export async function pressDialogButton(p: Platform, title: string, name: string): Promise<void> {
+  const { x, y } = await buttonCentre(p, await waitForWindow(p, title), name);
+  clickAt(x, y);
 }

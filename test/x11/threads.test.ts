@@ -1,9 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO, startApp, startSession, X11_AVAILABLE, type X11Session } from "./support.js";
+import { REPO, startApp, startSession, waitFor, X11_AVAILABLE, type X11Session, xdotool } from "./support.js";
 
 /**
  * Several workers load the X11 platform in one process (thread isolation). The Xlib error
@@ -35,6 +36,19 @@ parentPort.on("message", async (msg) => {
 });
 post({ ready: true });
 `;
+
+/** Whether a window titled `title` is mapped and managed (in openbox's _NET_CLIENT_LIST). */
+function managed(title: string): boolean {
+  let ids: string[];
+  try {
+    ids = xdotool("search", "--onlyvisible", "--name", `^${title}$`).split("\n").filter(Boolean);
+  } catch {
+    return false; // xdotool search exits 1 when nothing matches
+  }
+  const list = execFileSync("xprop", ["-root", "_NET_CLIENT_LIST"], { encoding: "utf8", env: process.env });
+  const listed = new Set((list.match(/0x[0-9a-f]+/gi) ?? []).map((h) => Number.parseInt(h, 16)));
+  return ids.some((id) => listed.has(Number(id)));
+}
 
 function ask(w: Worker, msg: string): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
@@ -77,7 +91,9 @@ describe.skipIf(!X11_AVAILABLE)("x11 platform in several worker threads of one p
       .replace(/from "dbus-next"/g, `from ${JSON.stringify(join(REPO, "node_modules/dbus-next/index.js"))}`);
     writeFileSync(join(dir, "platform.mjs"), text);
     writeFileSync(join(dir, "worker.mjs"), WORKER_SRC);
-  });
+    // The workers' listings are checked for it: the window must exist and be managed first.
+    await waitFor("xterm window managed", async () => managed("uix threads") || null, 30_000);
+  }, 120_000);
 
   afterAll(() => session?.stop());
 

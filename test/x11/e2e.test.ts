@@ -10,8 +10,8 @@ import {
   type App,
   atspiBus,
   atspiText,
+  clickDialogButton,
   parseXwd,
-  pressDialogButton,
   startApp,
   startSession,
   waitFor,
@@ -107,7 +107,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     it("asks through the real zenity dialog; clicking Allow grants", async () => {
       const pending = h.call("request_access", { hwnd: entry.hwnd });
-      await pressDialogButton(p, ZENITY_TITLE, "Allow");
+      await clickDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.isError).toBe(false);
       expect(r.structured.decision).toBe("approved");
@@ -115,7 +115,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       // The answered dialog's window outlives its process briefly: never click it for the next one.
       await waitForNoWindow(p, ZENITY_TITLE);
       const forms2 = h.call("request_access", { hwnd: forms.hwnd });
-      await pressDialogButton(p, ZENITY_TITLE, "Allow");
+      await clickDialogButton(p, ZENITY_TITLE, "Allow");
       expect((await forms2).structured.decision).toBe("approved");
       await waitForNoWindow(p, ZENITY_TITLE);
     });

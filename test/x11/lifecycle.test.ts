@@ -16,6 +16,7 @@ import {
   startApp,
   startSession,
   waitFor,
+  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -82,6 +83,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await clickDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.isError).toBe(false);
+      // The answered dialog may still be listed for a moment: the next approval must not click it.
+      await waitForNoWindow(p, ZENITY_TITLE);
       return r.structured;
     }
 

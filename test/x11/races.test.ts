@@ -15,6 +15,7 @@ import {
   startApp,
   startSession,
   waitFor,
+  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -110,6 +111,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await clickDialogButton(p, ZENITY_TITLE, "Allow");
       const r = await pending;
       expect(r.structured.decision).toBe("approved");
+      // The answered dialog may still be listed for a moment: the next approval must not click it.
+      await waitForNoWindow(p, ZENITY_TITLE);
     }
 
     async function bringToFront(hwnd: string): Promise<void> {

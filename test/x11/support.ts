@@ -169,7 +169,7 @@ export async function buttonCentre(
 /** Clicks the button called `name` of the window titled `title` like a person (xdotool). */
 export async function clickDialogButton(p: Platform, title: string, name: string): Promise<void> {
   const { x, y } = await buttonCentre(p, await waitForWindow(p, title), name);
-  xdotool("mousemove", "--sync", String(x), String(y), "click", "1");
+  clickAt(x, y);
 }
 
 /** An independent capture of the root window via xwd, as RGBA. */
@@ -278,10 +278,4 @@ export function clickAt(x: number, y: number): void {
   const at = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(loc)?.[1]);
   if (at("X") !== x || at("Y") !== y) xdotool("mousemove", "--sync", String(x), String(y));
   xdotool("click", "1");
-}
-
-/** clickDialogButton through clickAt: no stall when the pointer is still on the spot of a previous click. */
-export async function pressDialogButton(p: Platform, title: string, name: string): Promise<void> {
-  const { x, y } = await buttonCentre(p, await waitForWindow(p, title), name);
-  clickAt(x, y);
 }

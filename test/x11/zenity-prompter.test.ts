@@ -4,6 +4,8 @@ import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import type { ConsentDialogContent } from "../../src/supervisor/consent/prompter.js";
 import { ZENITY_TITLE, ZenityPrompter, zenityArgs } from "../../src/supervisor/consent/zenityPrompter.js";
 import {
+  buttonCentre,
+  clickAt,
   pidAlive,
   startSession,
   waitFor,
@@ -56,24 +58,8 @@ describe.skipIf(!X11_AVAILABLE)("zenity consent prompter on Xvfb", () => {
   });
 
   async function clickButton(w: WindowInfo, name: string): Promise<void> {
-    const s = await p.accessibility.openSession(w);
-    try {
-      const queue = [await s.root()];
-      while (queue.length > 0) {
-        const h = queue.shift();
-        const f = await s.facts(h);
-        if (f.role === "button" && f.name === name && f.rect) {
-          const x = Math.floor((f.rect[0] + f.rect[2]) / 2);
-          const y = Math.floor((f.rect[1] + f.rect[3]) / 2);
-          xdotool("mousemove", "--sync", String(x), String(y), "click", "1");
-          return;
-        }
-        queue.push(...(await s.children(h)));
-      }
-      throw new Error(`no ${name} button`);
-    } finally {
-      await s.dispose();
-    }
+    const { x, y } = await buttonCentre(p, w, name);
+    clickAt(x, y);
   }
 
   it("approves when the person clicks Allow", async () => {

@@ -316,11 +316,16 @@ describe("accessibility over stdio", () => {
     const h = await start({
       UIINSPECT_FAKE_DESKTOP: d.path,
       DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-      UIINSPECT_GRANT_TTL_MS: "1000",
+      // Long enough for inspect_tree → invoke_element on a loaded machine; the wait below runs
+      // only to the grant's own expiry.
+      UIINSPECT_GRANT_TTL_MS: "4000",
     });
     await h.ok("request_access", { hwnd: 1001 });
     const play = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "play");
-    await new Promise((r) => setTimeout(r, 1300));
+    // The live grant's expiry (inspect_tree may have renewed it).
+    const held = (await h.ok("get_access_state")).grants as Array<{ expires_at: string }>;
+    expect(held).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, Date.parse(held[0].expires_at) - Date.now() + 300));
     expect((await h.call("invoke_element", { ref: play.ref })).code).toBe("element_stale");
     const next = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "play");
     expect(next.ref).not.toBe(play.ref);

@@ -46,7 +46,9 @@ describe("grants", () => {
 
   it("an expired grant's automation session ends before the next request is answered, whatever it is", async () => {
     const desk = new Desk([win(1)]);
-    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "1000" } });
+    // The TTL must outlast request_access → inspect_tree (a new uia worker) → health_check on a
+    // loaded machine; the wait below then runs only to the grant's own expiry.
+    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "4000" } });
     await h.ok("request_access", { hwnd: 1001, capabilities: ["inspect"] });
     await h.ok("inspect_tree", { hwnd: 1001 });
     const uia = async () =>
@@ -54,7 +56,10 @@ describe("grants", () => {
         (w) => w.kind === "uia",
       )?.sessions;
     expect(await uia()).toBe(1);
-    await sleep(1300);
+    // The live grant's expiry (inspect_tree may have renewed it), read before health_check is asked again.
+    const held = await grants(h);
+    expect(held).toHaveLength(1);
+    await sleep(Date.parse(String(held[0].expires_at)) - Date.now() + 300);
     // health_check looks at no grant itself: the session must be gone anyway.
     expect(await uia()).toBe(0);
   });

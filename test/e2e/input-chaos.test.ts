@@ -203,7 +203,8 @@ describe("chaos between the legs of a drag and the steps of a key sequence (pass
       h,
       d,
       "send_key_sequence",
-      { hwnd: 1001, keys: [{ key: "a", modifiers: ["alt"] }, "b", "c"], hold_ms: 600 },
+      // The focus change must land within the hold (the test sees key_down "a", then rewrites).
+      { hwnd: 1001, keys: [{ key: "a", modifiers: ["alt"] }, "b", "c"], hold_ms: 1500 },
       (e) => e.type === "key_down" && e.key === "a",
       () => scenario([ruffleWindow(), other()], 2002),
     );
@@ -317,8 +318,11 @@ describe("worker deadline during a long hold", () => {
     const from = d.effectsLog().length;
     const call = h.call("send_key", { hwnd: 1001, key: "a", modifiers: ["shift"], hold_ms: 3000 });
     await waitForEffect(d, from, (e) => e.type === "activate");
-    // Key down between 0.5 s (else the hold would end before the deadline) and 2 s (activation gives up).
-    await new Promise((r) => setTimeout(r, 1000));
+    // Key down between 0.5 s (else the hold would end before the deadline) and 2 s (activation gives up),
+    // both counted from the activation at the latest (the deadline started before it): waiting 700 ms
+    // after seeing it keeps the first bound whatever the delays, and leaves ~1.3 s for this write and
+    // the worker's next foreground poll to beat the second.
+    await new Promise((r) => setTimeout(r, 700));
     d.write(scenario([ruffleWindow({ z: 0 }), other({ z: 1 })], 1001));
     const r = await call;
     const fx = strip(d.effectsLog().slice(from));
@@ -422,7 +426,10 @@ describe("worker deadline during a long hold", () => {
       if (!drag) throw new Error("no handler");
       const from = d.effectsLog().length;
       const points = Array.from({ length: 18 }, (_, i) => ({ x: 10 + i * 10, y: 10 }));
-      const code = await codeOf(drag({ target, points, focus_mode: "passive" }, ctx(platform, 300)));
+      // The abort must fall after check, move, 150 ms settle, check and button_down, and before the
+      // drag ends. Its waits alone (150 ms + 17 legs × 50 ms) keep it running past 1 s, so an abort
+      // due at 800 ms always lands inside it and leaves ~650 ms for the steps before button_down.
+      const code = await codeOf(drag({ target, points, focus_mode: "passive" }, ctx(platform, 800)));
       expect(code).toBe("worker_timeout");
       const fx = strip(d.effectsLog().slice(from));
       expect(fx[1]).toEqual({ type: "button_down", button: "left" });

@@ -19,7 +19,9 @@ closeServersAfterEach();
 
 describe("process-instance identity across the lifecycle", () => {
   it("changes while the dialog is up (before vs after the prompt): target_changed, nothing granted", async () => {
-    const desk = new Desk([win(1)], { answer: "approve", delay_ms: 1500 });
+    // The dialog stays up 5 s so that the change surely comes before the answer; the liveness poll
+    // (every 500 ms) ends the dialog soon after it, so the test does not wait the 5 s out.
+    const desk = new Desk([win(1)], { answer: "approve", delay_ms: 5000 });
     const h = await serve(desk);
     const pending = h.call("request_access", { hwnd: 1001 });
     await until(() => desk.prompts().length === 1, "the dialog");
@@ -36,7 +38,8 @@ describe("process-instance identity across the lifecycle", () => {
   it("the window passes to another process while the approved one lives on: the post-prompt check refuses", async () => {
     // The old instance keeps a second window, so the dialog's liveness poll sees it alive and the
     // approval arrives; only the identity re-resolved after the prompt can catch the change.
-    const desk = new Desk([win(1), win(5, { pid: 4001 })], { answer: "approve", delay_ms: 1500 });
+    // The dialog stays up 5 s so that the change surely comes before the approval, even on a loaded machine.
+    const desk = new Desk([win(1), win(5, { pid: 4001 })], { answer: "approve", delay_ms: 5000 });
     const h = await serve(desk);
     const pending = h.call("request_access", { hwnd: 1001 });
     await until(() => desk.prompts().length === 1, "the dialog");

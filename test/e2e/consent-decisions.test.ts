@@ -49,8 +49,9 @@ describe("kept consent decisions", () => {
     );
     expect(desk.prompts()).toHaveLength(1);
 
-    // A wider request joining a pending dialog gets the ceiling of the dialog it joined.
-    desk.set({ consent: { answer: "approve", delay_ms: 1500 } });
+    // A wider request joining a pending dialog gets the ceiling of the dialog it joined. The dialog
+    // stays up 5 s so that the wider request surely arrives before the answer, even on a loaded machine.
+    desk.set({ consent: { answer: "approve", delay_ms: 5000 } });
     const narrow = h.call("request_access", { hwnd: 1002, capabilities: ["observe"] });
     await until(() => desk.prompts().length === 2, "the second dialog");
     const wide = await h.call("request_access", { hwnd: 1002, capabilities: ["observe", "click"] });

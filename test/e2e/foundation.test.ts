@@ -187,9 +187,13 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
     );
     setTimeout(() => ac.abort(), 300);
     await expect(p).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 200));
-    const events = (await h.ok("get_audit_events", { limit: 5 })).events as Array<Record<string, unknown>>;
-    const wait = events.find((e) => e.tool === "wait_for_window");
+    // The server records the call once its handler has stopped: poll the audit (bounded) for it.
+    let wait: Record<string, unknown> | undefined;
+    for (const end = Date.now() + 5000; !wait && Date.now() < end; ) {
+      const events = (await h.ok("get_audit_events", { limit: 5 })).events as Array<Record<string, unknown>>;
+      wait = events.find((e) => e.tool === "wait_for_window");
+      if (!wait) await new Promise((r) => setTimeout(r, 50));
+    }
     expect(wait?.reason).toBe("cancelled");
     expect(Number(wait?.duration_ms)).toBeLessThan(5000);
   });
@@ -202,20 +206,31 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
       ...LOOSE_BUDGETS,
     });
     await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
-    setTimeout(
-      () =>
-        d.write({ session: 1, foreground: 1001, windows: [ruffleWindow({ title: "Ruffle - level2.swf" })] }),
-      400,
+    // Each change is made at the first progress notification, i.e. once the server holds the
+    // call's starting title (a change before that would be the starting title itself).
+    const once = (change: () => void) => {
+      let done = false;
+      return () => {
+        if (!done) change();
+        done = true;
+      };
+    };
+    const retitle = once(() =>
+      d.write({ session: 1, foreground: 1001, windows: [ruffleWindow({ title: "Ruffle - level2.swf" })] }),
     );
-    const r = await h.ok("wait_for_title_change", { hwnd: 1001, timeout_ms: 5000, poll_interval_ms: 100 });
-    expect(r).toMatchObject({ changed: true, title: "Ruffle - level2.swf" });
-    setTimeout(() => d.write({ session: 1, foreground: null, windows: [] }), 300);
+    const r = await h.call(
+      "wait_for_title_change",
+      { hwnd: 1001, timeout_ms: 5000, poll_interval_ms: 100 },
+      { onprogress: retitle },
+    );
+    expect(r.structured).toMatchObject({ changed: true, title: "Ruffle - level2.swf" });
+    const leave = once(() => d.write({ session: 1, foreground: null, windows: [] }));
     const started = Date.now();
-    const gone = await h.call("wait_for_title_change", {
-      hwnd: 1001,
-      timeout_ms: 20_000,
-      poll_interval_ms: 100,
-    });
+    const gone = await h.call(
+      "wait_for_title_change",
+      { hwnd: 1001, timeout_ms: 20_000, poll_interval_ms: 100 },
+      { onprogress: leave },
+    );
     expect(gone.code).toBe("target_gone");
     expect(Date.now() - started).toBeLessThan(10_000);
   });

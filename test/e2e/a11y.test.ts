@@ -234,24 +234,25 @@ describe("accessibility over stdio", () => {
   });
 
   it("a slow provider is cut at UIINSPECT_TREE_DEADLINE_MS: truncated, never a hang", async () => {
-    const wide = (depth: number, prefix: string): Record<string, unknown> => ({
+    // A chain: each level waits for the one above, so no parallelism in the walk can beat
+    // 31 × 100 ms against a 1500 ms deadline, however slow or fast the machine is.
+    const chain = (depth: number): Record<string, unknown> => ({
       role: depth === 0 ? "button" : "group",
-      name: prefix,
-      automation_id: prefix,
-      children: depth === 0 ? [] : Array.from({ length: 5 }, (_, i) => wide(depth - 1, `${prefix}.${i}`)),
+      name: `n${depth}`,
+      automation_id: `n${depth}`,
+      children: depth === 0 ? [] : [chain(depth - 1)],
     });
-    const d = new FakeDesktop(scenario([main({ tree: wide(3, "n"), a11y_delay_ms: 100 })]));
+    const d = new FakeDesktop(scenario([main({ tree: chain(30), a11y_delay_ms: 100 })]));
     const h = await start({
       UIINSPECT_FAKE_DESKTOP: d.path,
       DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-      UIINSPECT_TREE_DEADLINE_MS: "700",
+      UIINSPECT_TREE_DEADLINE_MS: "1500",
     });
     await h.ok("request_access", { hwnd: 1001 });
-    const r = await h.ok("inspect_tree", { hwnd: 1001, max_depth: 8, max_nodes: 500 });
-    // 1 + 5 + 25 + 125 nodes exist; at 100 ms per provider call the deadline cuts the walk.
+    const r = await h.ok("inspect_tree", { hwnd: 1001, max_depth: 32, max_nodes: 500 });
     expect(r.truncated).toBe(true);
     expect(r.node_count).toBeGreaterThanOrEqual(1);
-    expect(r.node_count).toBeLessThan(156);
+    expect(r.node_count).toBeLessThan(31);
     expect(flatten(r.root as Node)).toHaveLength(r.node_count as number);
     const f = await h.ok("find_elements", { hwnd: 1001, role: "button" });
     expect(f.truncated).toBe(true);

@@ -141,6 +141,9 @@ describe("chaos between the legs of a drag and the steps of a key sequence (pass
   for (const c of CHANGES) {
     it(`drag: the window ${c.name} after the button went down → button_up, ${c.code}`, async () => {
       const tok = String((await h.ok("request_confirmation", { hwnd: 1001, action_class: "drag" })).token_id);
+      // A slow input path (17 legs × ≥ 250 ms): the change lands mid-drag however slowly this
+      // process is scheduled, not only when it reacts within the drag's normal ~850 ms.
+      d.write({ ...calm(), input_delay_ms: 200 });
       const path = Array.from({ length: 16 }, (_, i) => ({ x: 300 + i * 10, y: 300 + i * 5 }));
       const { r, fx } = await interrupt(
         h,
@@ -175,7 +178,8 @@ describe("chaos between the legs of a drag and the steps of a key sequence (pass
         h,
         d,
         "send_key_sequence",
-        { hwnd: 1001, keys: steps, hold_ms: 120 },
+        // 10 steps × ≥ 300 ms: room to make the change between steps on a loaded machine.
+        { hwnd: 1001, keys: steps, hold_ms: 300 },
         (e) => e.type === "key_down" && e.key === "a",
         c.scenario,
       );

@@ -73,4 +73,17 @@ describe("input port", () => {
     await p.input.moveTo(3, 4);
     expect(f.effects()).toEqual([]);
   });
+
+  it("input_delay_ms: each event is logged first, then the call takes at least that long", async () => {
+    f = fixture();
+    const p = platform(f, "input");
+    f.write({ ...clone(f.scenario), input_delay_ms: 120 });
+    const started = Date.now();
+    const moving = p.input.moveTo(5, 6);
+    // Logged before the delay: a test watching effects_log sees the event while the call waits.
+    await new Promise((r) => setTimeout(r, 40));
+    expect(f.effects().map((e) => e.type)).toEqual(["move"]);
+    await moving;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(110);
+  });
 });

@@ -18,37 +18,50 @@ export class FakeInput implements InputPort {
     this.x = x;
     this.y = y;
     this.ctx.effects.append({ type: "move", x, y });
+    await this.slowPath();
   }
 
   async buttonDown(button: MouseButton): Promise<void> {
     await this.touchCursor();
     this.ctx.effects.append({ type: "button_down", button });
+    await this.slowPath();
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
     await this.touchCursor();
     this.ctx.effects.append({ type: "button_up", button });
+    await this.slowPath();
   }
 
   async wheel(notches: number): Promise<void> {
     await this.touchCursor();
     this.ctx.effects.append({ type: "wheel", notches });
+    await this.slowPath();
   }
 
   async keyDown(key: LogicalKey): Promise<void> {
     await this.touchForeground();
     this.ctx.effects.append({ type: "key_down", key });
+    await this.slowPath();
   }
 
   async keyUp(key: LogicalKey): Promise<void> {
     await this.touchForeground();
     this.ctx.effects.append({ type: "key_up", key });
+    await this.slowPath();
   }
 
   async typeText(hwnd: string, text: string, mode: TextMode): Promise<void> {
     const w = requireWindow(this.ctx.scenario(), hwnd);
     await this.ctx.touch(w);
     this.ctx.effects.append({ type: "text", hwnd: String(w.hwnd), text, mode });
+    await this.slowPath();
+  }
+
+  /** The scenario's input_delay_ms: room for a test to act between the events of a gesture. */
+  private async slowPath(): Promise<void> {
+    const ms = this.ctx.scenario().input_delay_ms ?? 0;
+    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   }
 
   private async touchCursor(): Promise<void> {

@@ -115,6 +115,8 @@ export const ScenarioSchema = z
     consent: ConsentScriptSchema.optional(),
     /** JSONL file of emitted effects; relative to the scenario file's folder. */
     effects_log: z.string().min(1).optional(),
+    /** A slow input path: each input event takes this long after it is logged. */
+    input_delay_ms: z.number().int().nonnegative().max(10_000).optional(),
   })
   .superRefine((s, ctx) => {
     const seen = new Set<number>();

@@ -22,7 +22,6 @@ import {
 } from "./helpers.js";
 
 // A real broker process, the real manager, the real zenity dialog answered with xdotool under Xvfb.
-const DISPLAY_NUMBER = 142;
 const OTHER_UID = 4242;
 
 let x: Xvfb;
@@ -47,7 +46,7 @@ function isAlive(pid: number): boolean {
 
 beforeAll(async () => {
   buildLease();
-  x = await startXvfb(DISPLAY_NUMBER);
+  x = await startXvfb();
   sb = sandbox(x.display);
   target = spawn("sleep", ["600"], { stdio: "ignore" });
   await sleep(100);
@@ -144,7 +143,11 @@ describe("lease manager and broker (real processes, Linux)", () => {
     expect(
       await c.ask({ capability: "inspect", instance: { ...targetInstance, exe_path: "/usr/bin/true" } }),
     ).toEqual({ ok: false, code: "target_changed" });
-    expect(await c.ask({ capability: "inspect", instance: { ...targetInstance, session: ":9:0" } })).toEqual({
+    // Another display of the same user (ours is whichever Xvfb picked).
+    const otherSession = `:${Number(x.display.slice(1)) + 1}:${process.getuid!()}`;
+    expect(
+      await c.ask({ capability: "inspect", instance: { ...targetInstance, session: otherSession } }),
+    ).toEqual({
       ok: false,
       code: "target_changed",
     });

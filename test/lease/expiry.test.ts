@@ -21,7 +21,7 @@ let now = Date.parse("2026-11-30T10:00:00Z");
 const audit = new MemoryLeaseAudit();
 
 beforeAll(async () => {
-  x = await startXvfb(143);
+  x = await startXvfb();
   sb = sandbox(x.display);
   const scope = resolveLinuxScope(sb.env);
   broker = await startBroker({ env: sb.env, scope, clock: () => now, audit });

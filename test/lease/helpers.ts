@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlink
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
@@ -42,12 +43,40 @@ export interface Xvfb {
   stop(): void;
 }
 
-export async function startXvfb(n: number): Promise<Xvfb> {
-  const child = spawn("Xvfb", [`:${n}`, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], {
-    stdio: "ignore",
+/**
+ * A private Xvfb on a display it picks itself (-displayfd): a fixed number could already belong
+ * to another run, whose server the test would then silently share. Fails if Xvfb exits or does
+ * not report a display within 20 s.
+ */
+export function startXvfb(): Promise<Xvfb> {
+  const child = spawn(
+    "Xvfb",
+    ["-displayfd", "3", "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset"],
+    { stdio: ["ignore", "ignore", "ignore", "pipe"] },
+  );
+  const fd3 = child.stdio[3] as Readable;
+  return new Promise<Xvfb>((res, rej) => {
+    let text = "";
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      fd3.destroy();
+      child.kill("SIGKILL");
+      rej(new Error(`Xvfb ${why}`));
+    };
+    const timer = setTimeout(() => fail("reported no display within 20 s"), 20_000);
+    child.once("error", (e) => fail(`could not start (${e.message})`));
+    child.once("exit", (code, signal) => fail(`exited (${signal ?? code}) before reporting a display`));
+    fd3.on("data", (c: Buffer) => {
+      text += c.toString();
+      const m = /^(\d+)\n/.exec(text);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners("exit");
+      child.removeAllListeners("error");
+      fd3.destroy();
+      res({ display: `:${m[1]}`, stop: () => child.kill("SIGTERM") });
+    });
   });
-  await waitFor(() => existsSync(`/tmp/.X11-unix/X${n}`), 10_000, "Xvfb");
-  return { display: `:${n}`, stop: () => child.kill("SIGTERM") };
 }
 
 export interface Sandbox {
@@ -84,28 +113,73 @@ function xdotool(display: string, args: string[], timeoutMs = 10_000): Promise<s
   });
 }
 
+/** The visible lease dialogs' window ids; null when xdotool could not tell (e.g. it timed out). */
+async function dialogIds(display: string): Promise<string[] | null> {
+  try {
+    return (await xdotool(display, ["search", "--onlyvisible", "--name", DIALOG_TITLE]))
+      .split("\n")
+      .filter(Boolean);
+  } catch (e) {
+    // xdotool search exits 1 when no window matches.
+    return (e as { code?: unknown }).code === 1 ? [] : null;
+  }
+}
+
 /**
  * Answers the real zenity lease dialog like a person: Enter (the default button is Deny) to
  * deny; a mouse click on Allow (bottom-right button) to approve. Without a window manager the
  * keyboard focus of a new dialog is not dependable, a click is.
+ *
+ * An input event sent while the dialog is still settling can be lost, so the answer is repeated
+ * about every second until that dialog (the window id found first) is gone, at most `timeoutMs`.
+ * It returns only once the window is gone: no repeated event can reach a later dialog. The click
+ * is placed relative to that window (xdotool stops the chain if it no longer exists).
  */
-export async function answerDialog(display: string, answer: "approve" | "deny"): Promise<void> {
+export async function answerDialog(
+  display: string,
+  answer: "approve" | "deny",
+  timeoutMs = 20_000,
+): Promise<void> {
   const ids = await xdotool(display, ["search", "--sync", "--onlyvisible", "--name", DIALOG_TITLE], 15_000);
   const wid = ids.trim().split("\n").at(-1)!;
-  await sleep(400);
-  if (answer === "deny") {
-    await xdotool(display, ["windowfocus", "--sync", wid]);
-    await sleep(200);
-    await xdotool(display, ["key", "Return"]);
-    return;
+  const open = async () => (await dialogIds(display))?.includes(wid) ?? true;
+  const deadline = Date.now() + timeoutMs;
+  await sleep(300);
+  for (let tries = 1; ; tries++) {
+    try {
+      if (answer === "deny") {
+        await xdotool(display, ["windowfocus", "--sync", wid]);
+        await sleep(200);
+        await xdotool(display, ["key", "Return"]);
+      } else {
+        const geo = await xdotool(display, ["getwindowgeometry", "--shell", wid]);
+        const v = (k: string) => {
+          const m = new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo);
+          if (!m) throw new Error("no window geometry");
+          return Number(m[1]);
+        };
+        await xdotool(display, [
+          "mousemove",
+          "--window",
+          wid,
+          String(v("WIDTH") - 50),
+          String(v("HEIGHT") - 24),
+          "sleep",
+          "0.1",
+          "click",
+          "1",
+        ]);
+      }
+    } catch {
+      // The window went away (or xdotool was slow): whether it is still open decides below.
+    }
+    const next = Date.now() + 1000;
+    while (Date.now() < next) {
+      if (!(await open())) return;
+      await sleep(100);
+    }
+    if (Date.now() > deadline) throw new Error(`the lease dialog was still open after ${tries} answers`);
   }
-  const geo = await xdotool(display, ["getwindowgeometry", "--shell", wid]);
-  const v = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)![1]);
-  const x = v("X") + v("WIDTH") - 50;
-  const y = v("Y") + v("HEIGHT") - 24;
-  await xdotool(display, ["mousemove", String(x), String(y)]);
-  await sleep(100);
-  await xdotool(display, ["click", "1"]);
 }
 
 export interface RunResult {

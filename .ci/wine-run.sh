@@ -4,6 +4,8 @@
 # Usage: .ci/wine-run.sh            (needs .ci/wine-setup.sh once; builds dist/ if missing)
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# A display the caller names is used as is; otherwise this run starts its own (below).
+given_display="${WINE_CI_DISPLAY:-}"
 # shellcheck source=wine-env.sh
 source "$here/wine-env.sh"
 cd "$WINE_CI_ROOT"
@@ -20,16 +22,62 @@ if [ ! -f "$outdir/platforms/win32/index.js" ] || [ "${WINE_CI_BUILD:-1}" = 1 ];
 fi
 # The build reads ../../package.json relative to its files (dist/supervisor/…).
 if [ "$outdir" != dist ]; then cp package.json "$(dirname "$outdir")/package.json" 2>/dev/null || true; fi
+
+no_display() {
+  echo "win32 (wine): $1; Xvfb log:"
+  tail -n 20 "$WINE_CI_DIR/xvfb.log" 2>/dev/null
+  echo "0 passed, 1 failed"
+  exit 1
+}
+# Alive and not a zombie (an exited child stays a zombie until this shell reaps it).
+alive() {
+  local st
+  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  st="${st##*) }"
+  [ "${st%% *}" != Z ]
+}
+# The X display, before any Wine process starts (Wine's processes take DISPLAY from the
+# environment). By default a private Xvfb on a display it picks itself (-displayfd), stopped at
+# the end: a fixed number may already be another run's server, and the tests would silently
+# share its screen. WINE_CI_DISPLAY=:N uses that display, starting Xvfb there if it is not up.
+# WINE_CI_KEEP_SERVER=1 keeps the wineserver (and its desktop on this display) for the next run,
+# so it uses wine-env.sh's fixed display.
+if [ -z "$given_display" ] && [ "${WINE_CI_KEEP_SERVER:-0}" = 1 ]; then given_display="$WINE_CI_DISPLAY"; fi
+xvfb_pid=""
+# An Xvfb started here is stopped on exit, unless the kept wineserver's desktop lives on it.
+trap '[ -n "$xvfb_pid" ] && [ "${WINE_CI_KEEP_SERVER:-0}" != 1 ] && kill "$xvfb_pid" 2>/dev/null' EXIT
+xvfb_args=(-screen 0 1280x800x24 -nolisten tcp -noreset)
+if [ -z "$given_display" ]; then
+  fdfile="$WINE_CI_DIR/xvfb.displayfd.$$"
+  : >"$fdfile"
+  Xvfb -displayfd 3 "${xvfb_args[@]}" </dev/null >"$WINE_CI_DIR/xvfb.log" 2>&1 3>"$fdfile" &
+  xvfb_pid=$!
+  deadline=$((SECONDS + 20))
+  until [ -s "$fdfile" ]; do
+    alive "$xvfb_pid" || no_display "Xvfb exited before reporting a display"
+    ((SECONDS < deadline)) || no_display "Xvfb reported no display within 20 s"
+    sleep 0.1
+  done
+  WINE_CI_DISPLAY=":$(head -n1 "$fdfile" | tr -dc '0-9')"
+  rm -f "$fdfile"
+elif ! xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; then
+  Xvfb "$WINE_CI_DISPLAY" "${xvfb_args[@]}" </dev/null >"$WINE_CI_DIR/xvfb.log" 2>&1 &
+  xvfb_pid=$!
+  echo "$xvfb_pid" >"$WINE_CI_DIR/xvfb.pid"
+fi
+export WINE_CI_DISPLAY DISPLAY="$WINE_CI_DISPLAY"
+deadline=$((SECONDS + 20))
+until xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; do
+  if [ -n "$xvfb_pid" ] && ! alive "$xvfb_pid"; then no_display "Xvfb for $WINE_CI_DISPLAY exited"; fi
+  ((SECONDS < deadline)) || no_display "display $WINE_CI_DISPLAY not ready within 20 s"
+  sleep 0.1
+done
+
 export UIINSPECT_WIN32_DIST
 UIINSPECT_WIN32_DIST="$(winepath -w "$(cd "$outdir" && pwd)" 2>/dev/null)"
-if ! xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; then
-  nohup Xvfb "$WINE_CI_DISPLAY" -screen 0 1280x800x24 -nolisten tcp >"$WINE_CI_DIR/xvfb.log" 2>&1 &
-  echo $! >"$WINE_CI_DIR/xvfb.pid"
-  for _ in $(seq 1 50); do xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1 && break; sleep 0.1; done
-fi
 wineserver -p >/dev/null 2>&1 || true
 t0=$(date +%s)
-timeout -k 10 "${WINE_CI_TIMEOUT:-300}" wine "$WINE_CI_NODE_EXE" --import ./test/win32/loader.mjs \
+timeout -k 10 "${WINE_CI_TIMEOUT:-600}" wine "$WINE_CI_NODE_EXE" --import ./test/win32/loader.mjs \
   test/win32/runner.mjs "$(winepath -w "$results" 2>/dev/null)" </dev/null >"$log" 2>&1
 rc=$?
 elapsed=$(( $(date +%s) - t0 ))

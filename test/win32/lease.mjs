@@ -16,6 +16,9 @@ import koffi from "koffi";
 import { serveTransport } from "./e2e.mjs";
 
 const loader = new URL("./loader.mjs", import.meta.url).href;
+// Deadline of the test's LeaseClients where an answer is expected: it includes starting the
+// client's link worker, which alone takes seconds under Wine on a loaded machine.
+const LINK_MS = 15000;
 const brokerEntry = fileURLToPath(new URL("./leaseBroker.mjs", import.meta.url));
 
 // The test's own bindings: our user SID and session, read from our token and ProcessIdToSessionId.
@@ -170,7 +173,12 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     );
     for (let i = 0; i < 4; i++) {
       await sleep(300);
-      await act(box);
+      try {
+        await act(box);
+      } catch (e) {
+        // A repeat may find the box already gone (answered, the reply still on its way).
+        if (i === 0) throw e;
+      }
       const r = await Promise.race([settled, sleep(2500).then(() => null)]);
       if (r) {
         if ("e" in r) throw r.e;
@@ -203,7 +211,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       if (codeB === "still running") b.child.kill();
       eq(codeB, 3, `second broker for the same scope exits 3 (${b.stderr().slice(-300)})`);
 
-      client = new LeaseClient({ scope, timeoutMs: 5000 });
+      client = new LeaseClient({ scope, timeoutMs: LINK_MS });
       const st = await client.status();
       eq(st, { reachable: true, active: false, expires_at: null, capabilities: [] }, "status over the pipe");
       const detail = await client.statusDetail();
@@ -274,8 +282,9 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       }
       eq(code, "lease_revoked", "validate after revoke");
 
-      // The request's deadline closes the MessageBox (PostMessageW IDNO) and fails closed.
-      const pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 3000));
+      // The request's deadline closes the MessageBox (PostMessageW IDNO) and fails closed. The
+      // deadline leaves a loaded machine time to show the box before it is closed again.
+      const pending = codeOf(client.request({ op: "activate", hours: 1, capabilities: caps }, 8000));
       assert(await findBox(a.child.pid), "lease MessageBox shown for the short request");
       eq(await pending, "consent_timeout", "deadline: consent_timeout");
       const closed = await waitFor(
@@ -309,7 +318,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
           20000,
         );
         assert(upC, `broker C did not start after A died: ${c.stderr().slice(-400)}`);
-        client = new LeaseClient({ scope, timeoutMs: 5000 });
+        client = new LeaseClient({ scope, timeoutMs: LINK_MS });
         eq((await client.statusDetail()).broker_pid, c.child.pid, "broker C answers");
         // Fill every connection slot (62), let them all go, and the broker must listen again.
         // close() resolves once the link worker has closed its pipe handle.
@@ -327,7 +336,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         eq(socks.filter((x) => !x.destroyed).length, 62, "62 connections accepted at once");
         for (const sock of socks) sock.destroy();
         await sleep(500);
-        client = new LeaseClient({ scope, timeoutMs: 5000 });
+        client = new LeaseClient({ scope, timeoutMs: LINK_MS });
         eq((await client.status()).reachable, true, "the broker listens again after a full house");
       } finally {
         c.child.kill();
@@ -369,7 +378,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       const fake = foreignOwnedPipe(foreign.endpoint);
       assert(fake, "a pipe owned by Administrators could be created");
       try {
-        const c = new LeaseClient({ scope: foreign, timeoutMs: 5000 });
+        const c = new LeaseClient({ scope: foreign, timeoutMs: LINK_MS });
         let err = null;
         try {
           await c.statusDetail();
@@ -392,7 +401,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
           scope,
           env: { ...process.env, UIINSPECT_LEASE_DIALOG: "messagebox" },
         });
-        const client = new LeaseClient({ scope, timeoutMs: 5000 });
+        const client = new LeaseClient({ scope, timeoutMs: LINK_MS });
         try {
           eq(
             (await client.statusDetail()).broker_pid,
@@ -440,7 +449,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       eq(auditEvents(dir)[0].scope, scope.hash.slice(0, 12), "the broker derived the same scope");
 
       // No scope given: the link worker derives it from its own token, as an MCP server does.
-      client = new LeaseClient({ env, timeoutMs: 5000 });
+      client = new LeaseClient({ env, timeoutMs: LINK_MS });
       eq((await client.statusDetail()).broker_pid, broker.child.pid, "default-scope client reaches it");
 
       // The client checks who serves the pipe: another user's or another session's is refused.
@@ -448,7 +457,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         ["user", { ...scope, user: "S-1-5-21-1111111111-2222222222-3333333333-1001" }],
         ["session", { ...scope, instance_session: String(Number(scope.instance_session) + 7) }],
       ]) {
-        const c = new LeaseClient({ env, scope: wrong, timeoutMs: 3000 });
+        const c = new LeaseClient({ env, scope: wrong, timeoutMs: LINK_MS });
         let code = null;
         try {
           await c.statusDetail();
@@ -566,7 +575,12 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
         const r = await mcp.callTool({ name, arguments: args });
         return r.isError ? { error: r.structuredContent?.error?.code ?? "unknown" } : r.structuredContent;
       };
-      const health = await call("health_check");
+      // The server starts its link worker at start-up; until it runs, the lease fails closed.
+      const health =
+        (await waitFor(async () => {
+          const hc = await call("health_check");
+          return hc.lease?.reachable ? hc : null;
+        }, 20000)) ?? (await call("health_check"));
       eq(
         [health.lease?.mode, health.lease?.reachable, health.lease?.active],
         ["broker", true, true],

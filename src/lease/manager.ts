@@ -66,38 +66,51 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-async function reachable(env: Env): Promise<boolean> {
-  const c = new LeaseClient({ env, timeoutMs: 1000 });
+/**
+ * How long one manager request may take. It includes starting the connection (on Windows a link
+ * worker, ~2 s under load), so it is generous: a running broker answers in milliseconds and a
+ * missing one fails as soon as the connection is tried.
+ */
+const MANAGER_REQUEST_MS = 15_000;
+
+async function answers(probe: LeaseClient): Promise<boolean> {
   try {
-    await c.statusDetail();
+    await probe.statusDetail();
     return true;
   } catch {
     return false;
-  } finally {
-    await c.close();
   }
 }
 
 async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
-  if (await reachable(env)) return true;
-  const cmd = opts.brokerCommand ?? [
-    process.execPath,
-    fileURLToPath(new URL("./brokerMain.js", import.meta.url)),
-  ];
-  const child = spawn(cmd[0]!, cmd.slice(1), {
-    detached: true,
-    stdio: "ignore",
-    env: { ...env } as NodeJS.ProcessEnv,
-    windowsHide: true,
-  });
-  child.on("error", () => {});
-  child.unref();
-  const until = Date.now() + (opts.brokerStartTimeoutMs ?? 5000);
-  while (Date.now() < until) {
-    await sleep(100);
-    if (await reachable(env)) return true;
+  // One client for every probe: its connection groundwork (the Windows link worker) starts once.
+  const probe = new LeaseClient({ env, timeoutMs: MANAGER_REQUEST_MS });
+  probe.prepare();
+  try {
+    if (await answers(probe)) return true;
+    // The manager's own Node options (e.g. --import hooks) carry over, as with child_process.fork.
+    const cmd = opts.brokerCommand ?? [
+      process.execPath,
+      ...process.execArgv,
+      fileURLToPath(new URL("./brokerMain.js", import.meta.url)),
+    ];
+    const child = spawn(cmd[0]!, cmd.slice(1), {
+      detached: true,
+      stdio: "ignore",
+      env: { ...env } as NodeJS.ProcessEnv,
+      windowsHide: true,
+    });
+    child.on("error", () => {});
+    child.unref();
+    const until = Date.now() + (opts.brokerStartTimeoutMs ?? 15_000);
+    while (Date.now() < until) {
+      await sleep(100);
+      if (await answers(probe)) return true;
+    }
+    return false;
+  } finally {
+    await probe.close();
   }
-  return false;
 }
 
 export async function runManager(argv: string[], opts: ManagerOptions = {}): Promise<number> {
@@ -136,7 +149,7 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
   }
 
   if (verb === "status" || verb === "revoke") {
-    const c = new LeaseClient({ env, timeoutMs: 3000 });
+    const c = new LeaseClient({ env, timeoutMs: MANAGER_REQUEST_MS });
     try {
       if (verb === "status") {
         io.out(describe(await c.statusDetail()));

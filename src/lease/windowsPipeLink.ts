@@ -82,12 +82,21 @@ export class WindowsPipeLinkHost implements LinkOpener {
     this.worker = null;
     this.booting = null;
     if (!w) return;
+    // Referenced while it shuts down: an idle link is unref'd, and a caller awaiting this with
+    // nothing else pending (the manager CLI between its probe and its request) would otherwise
+    // see the process exit in the middle, silently, with code 0.
+    w.ref();
     const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
     w.postMessage({ t: "shutdown" } satisfies ToPipeLink);
-    const grace = new Promise<"late">((resolve) =>
-      setTimeout(() => resolve("late"), SHUTDOWN_GRACE_MS).unref(),
-    );
-    if ((await Promise.race([exited, grace])) === "late") await w.terminate();
+    let graceTimer: NodeJS.Timeout | undefined;
+    const grace = new Promise<"late">((resolve) => {
+      graceTimer = setTimeout(() => resolve("late"), SHUTDOWN_GRACE_MS);
+    });
+    try {
+      if ((await Promise.race([exited, grace])) === "late") await w.terminate();
+    } finally {
+      clearTimeout(graceTimer);
+    }
   }
 
   private post(m: ToPipeLink): void {

@@ -427,7 +427,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     }
   }, 60000);
 
-  test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; the manager CLI sees and revokes the lease; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
+  test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; the manager CLI sees the lease, activates it through the broker's MessageBox and revokes it; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
     const { LeaseClient } = await imp("lease/client.js");
     const { resolveScope, windowsScope } = await imp("lease/endpoint.js");
     const { encodeFrame } = await imp("lease/protocol.js");
@@ -601,12 +601,24 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       eq([rv.code, /was revoked/.test(rv.out)], [0, true], `manager lease revoke (${rv.out.slice(-300)})`);
       eq((await call("screenshot_window", shotArgs)).error, "lease_revoked", "next operation after revoke");
 
+      // Activation again, this time through `manager lease activate` in its own node.exe: it
+      // finds the running broker (one probe client, its link worker started once) and waits for
+      // the answer in the broker's MessageBox.
+      const activating = runCli(["manager", "lease", "activate", "--hours", "1"], env);
       const again = await answerBox(
         broker.child.pid,
-        client.request({ op: "activate", hours: 1, capabilities: caps }, 30000),
+        activating,
         (box) => h.clickButton(box, /yes/i),
+        () =>
+          `(the manager CLI: ${JSON.stringify(
+            auditEvents(dir)
+              .slice(-2)
+              .map((e) => e.event),
+          )})`,
       );
-      eq(again.active, true, "lease active again");
+      eq(again.code, 0, `manager lease activate exits 0 (${again.out.slice(-300)})`);
+      assert(/Unattended lease active until \S+ for: /.test(again.out), `activate: ${again.out.slice(-300)}`);
+      eq((await client.statusDetail()).active, true, "lease active again");
       eq((await call("request_access", { hwnd })).source, "lease", "access again under the new lease");
       broker.child.kill();
       await broker.exited;

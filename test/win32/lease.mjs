@@ -638,4 +638,41 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 150000);
+
+  test("manager lease activate with no broker running starts one (detached, its own node.exe), activates through its MessageBox; the broker outlives the manager", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
+    const env = { ...process.env, LOCALAPPDATA: dir };
+    let brokerPid = null;
+    try {
+      const activating = runCli(["manager", "lease", "activate", "--hours", "1"], env);
+      const up = await waitFor(() => auditEvents(dir).find((e) => e.event === "broker_start") ?? null, 25000);
+      assert(up, "the manager started a broker");
+      brokerPid = up.broker_pid;
+      const r = await answerBox(brokerPid, activating, (box) => h.clickButton(box, /yes/i));
+      eq(r.code, 0, `manager lease activate exits 0 (${r.out.slice(-300)})`);
+      assert(/Unattended lease active until \S+ for: /.test(r.out), `activate: ${r.out.slice(-300)}`);
+      // The manager has exited; the broker it started still holds the lease.
+      const st = await runCli(["manager", "lease", "status"], env);
+      assert(
+        /Unattended lease active until/.test(st.out),
+        `status after the manager exited: ${st.out.slice(-300)}`,
+      );
+      const rv = await runCli(["manager", "lease", "revoke"], env);
+      assert(/was revoked/.test(rv.out), `revoke: ${rv.out.slice(-300)}`);
+      eq(
+        auditEvents(dir).map((e) => e.event),
+        ["broker_start", "activate", "revoke"],
+        "the broker's audit",
+      );
+    } finally {
+      if (brokerPid !== null) {
+        try {
+          process.kill(brokerPid);
+        } catch {
+          // already gone
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120000);
 }

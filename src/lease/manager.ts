@@ -88,10 +88,11 @@ async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
   probe.prepare();
   try {
     if (await answers(probe)) return true;
-    // The manager's own Node options (e.g. --import hooks) carry over, as with child_process.fork.
+    // The manager's own Node options (e.g. --import hooks) carry over, as with child_process.fork,
+    // except a debugger: the broker holds the lease and must never open an inspector port.
     const cmd = opts.brokerCommand ?? [
       process.execPath,
-      ...process.execArgv,
+      ...process.execArgv.filter((a) => !/^--(inspect|debug)/.test(a)),
       fileURLToPath(new URL("./brokerMain.js", import.meta.url)),
     ];
     const child = spawn(cmd[0]!, cmd.slice(1), {

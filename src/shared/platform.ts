@@ -27,6 +27,11 @@ export const WindowInfoSchema = z.object({
   on_top: z.boolean(),
   /** Position in the stacking order, 0 = topmost. */
   z: z.number().int().nonnegative(),
+  /**
+   * The window still exists but the process that owns it has exited (it is being torn down):
+   * never a target (calls answer target_gone), yet still listed, since it still covers others.
+   */
+  owner_exited: z.boolean().optional(),
 });
 export type WindowInfo = z.infer<typeof WindowInfoSchema>;
 

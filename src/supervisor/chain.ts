@@ -117,6 +117,8 @@ async function endExitedInstances(
   const shown = new Set<string>();
   const hwnds = new Set<string>();
   for (const w of all) {
+    // A window whose owner exited shows no instance; its hwnd is not another instance's either.
+    if (w.owner_exited) continue;
     hwnds.add(w.hwnd);
     if (w.instance) shown.add(instanceKey(w.instance));
   }
@@ -250,7 +252,8 @@ export async function runChain(
     const session = sup.sessions.lookupRef(String(args.ref ?? ""), client.hash);
     const all = await liveWindows(sup, signal);
     const live = all.find((w) => w.hwnd === session.hwnd);
-    if (!live) {
+    // Gone, or still on screen while its owner has exited (being torn down).
+    if (!live || live.owner_exited) {
       sup.sessions.disposeByInstance(session.instanceKey, client.hash);
       throw uiError("target_gone");
     }

@@ -66,6 +66,7 @@ export function pickTarget(
   if (args.hwnd !== undefined) {
     window = all.find((w) => w.hwnd === args.hwnd);
     if (!window) throw uiError("target_not_found");
+    if (window.owner_exited) throw uiError("target_gone");
     // Minimized windows stay targets (restore_window); a hidden one is found by hwnd so that the
     // call can say what is wrong with it (verification answers target_gone), never by title.
     if (

@@ -30,7 +30,7 @@ export async function verifyTarget(
 ): Promise<VerifiedTarget> {
   const all = await desktop.listWindows();
   const window = all.find((w) => w.hwnd === expected.hwnd);
-  if (!window) throw uiError("target_gone");
+  if (!window || window.owner_exited) throw uiError("target_gone");
   if (!window.instance || !sameInstance(window.instance, expected.instance)) throw uiError("target_changed");
   if (window.iconic) throw uiError("minimized");
   if (!window.visible) throw uiError("target_gone", "The target window is not visible.");

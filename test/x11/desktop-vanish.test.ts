@@ -10,10 +10,10 @@ import { uiError } from "../../src/shared/errors.js";
 
 /**
  * The listing reads a window's properties first and its owner (X-Resource PID, /proc) after. A
- * window torn down with its client is gone, never an instance-less window (which a call would
- * report as target_not_allowed), in either order: the client killed between the two reads (CI
- * caught this once in test/x11/races.test.ts), or the process exited before the X server closed
- * its connection. The interleavings are forced on a stub connection: no X server needed.
+ * window torn down with its client must never look like an instance-less window (which a call
+ * would report as target_not_allowed): killed between the two reads (CI caught this once in
+ * test/x11/races.test.ts), it is left out; outliving its exited process, it stays listed (it still
+ * covers what is under it) flagged owner_exited. Forced on a stub connection: no X server needed.
  */
 
 const XID = 0x1e00007;
@@ -83,9 +83,24 @@ describe("x11 window listing when the owner vanishes between the replies and the
     expect(await d.getWindow(String(XID))).toBeNull();
   });
 
-  it("leaves out a window that outlives its exited process (the X server has not yet closed the client)", async () => {
+  it("keeps a window that outlives its exited process listed (it still covers others), flagged owner_exited", async () => {
+    // A PID no process has (above pid_max), as after the client's exit and reaping.
     const d = new X11Desktop(stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: true }));
-    expect(await d.listWindows()).toEqual([]);
+    const all = await d.listWindows();
+    expect(all).toHaveLength(1);
+    expect(all[0]).toMatchObject({ hwnd: String(XID), instance: null, owner_exited: true });
+  });
+
+  it("does not flag a live owner it may not look at, nor an unknown one", async () => {
+    // PID 1 exists; whether /proc lets us read its exe or not, it has not exited.
+    const init = await new X11Desktop(
+      stubConnection({ owner: () => 1, existsAfterOwner: true }),
+    ).listWindows();
+    expect(init[0]?.owner_exited).toBeUndefined();
+    const remote = await new X11Desktop(
+      stubConnection({ owner: () => null, existsAfterOwner: true }),
+    ).listWindows();
+    expect(remote[0]?.owner_exited).toBeUndefined();
   });
 
   it("leaves it out too when the PID was read but the process had already exited", async () => {

@@ -118,11 +118,13 @@ export class X11Desktop implements DesktopPort {
     const windowClass = klassParts[1] || klassParts[0] || "";
     const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null);
     const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
-    // A window being torn down with its client is gone, not an instance-less window (which a call
-    // would report as target_not_allowed). Either order happens: the client killed after its
-    // properties were read (the window no longer exists now), or the process exited before the X
-    // server noticed its closed connection (the window lingers, its owner has no process).
-    if (instance === null && (this.vanished(p.xid) || (pid > 0 && processExited(pid)))) return null;
+    // A window torn down with its client is gone, not an instance-less window (which a call would
+    // report as target_not_allowed). Either order happens: the client killed after its properties
+    // were read (the window no longer exists now: left out), or the process exited before the X
+    // server noticed its closed connection (the window lingers: still listed, because it still
+    // covers what is under it, but flagged so that calls on it answer target_gone).
+    if (instance === null && this.vanished(p.xid)) return null;
+    const ownerExited = instance === null && pid > 0 && processExited(pid);
     const states = cardinals(results.state.value ?? null);
     const wmState = cardinals(results.wmState.value ?? null)[0];
     const iconic = states.includes(a._NET_WM_STATE_HIDDEN) || wmState === ICONIC_STATE;
@@ -145,17 +147,20 @@ export class X11Desktop implements DesktopPort {
       foreground: active !== 0 && active === p.xid,
       on_top: states.includes(a._NET_WM_STATE_ABOVE),
       z,
+      ...(ownerExited ? { owner_exited: true } : {}),
     };
   }
 
-  /** Whether the window no longer exists now (asked after its other replies were read). */
+  /**
+   * Whether the window no longer exists now (asked after its other replies were read). Any other
+   * failure keeps it listed: a window wrongly left out would stop counting as covering others.
+   */
   private vanished(xid: number): boolean {
     try {
       this.x.getMapState(xid).resolve();
       return false;
     } catch (e) {
-      if (isUiError(e) && e.code === "target_gone") return true;
-      throw e;
+      return isUiError(e) && e.code === "target_gone";
     }
   }
 

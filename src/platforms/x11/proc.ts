@@ -38,17 +38,22 @@ export function startTicks(pid: number): number | null {
   }
 }
 
-/** True when the process no longer runs: no /proc entry, or a zombie waiting to be reaped. */
+/**
+ * True when the process no longer runs: no such PID (kill 0 → ESRCH), or a zombie waiting to be
+ * reaped. Another user's process (EPERM, or unreadable under hidepid) counts as running.
+ */
 export function processExited(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ESRCH") return true;
+  }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
     const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
     return state === "Z" || state === "X";
-  } catch (e) {
-    // Only a missing entry counts (EACCES is a process we may not look at). Under hidepid=2
-    // another user's process has none either; its windows are never targets, so leaving them
-    // out of the listing changes no decision.
-    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  } catch {
+    return false;
   }
 }
 

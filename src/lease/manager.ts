@@ -69,13 +69,14 @@ function sleep(ms: number): Promise<void> {
 /**
  * How long one manager request may take. It includes starting the connection (on Windows a link
  * worker, ~2 s under load), so it is generous: a running broker answers in milliseconds and a
- * missing one fails as soon as the connection is tried.
+ * missing one fails as soon as the connection is tried; only a broker that accepts and never
+ * answers (or a pipe whose every instance is busy) costs the whole wait.
  */
 const MANAGER_REQUEST_MS = 15_000;
 
-async function answers(probe: LeaseClient): Promise<boolean> {
+async function answers(probe: LeaseClient, timeoutMs: number): Promise<boolean> {
   try {
-    await probe.statusDetail();
+    await probe.statusDetail(timeoutMs);
     return true;
   } catch {
     return false;
@@ -87,7 +88,7 @@ async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
   const probe = new LeaseClient({ env, timeoutMs: MANAGER_REQUEST_MS });
   probe.prepare();
   try {
-    if (await answers(probe)) return true;
+    if (await answers(probe, MANAGER_REQUEST_MS)) return true;
     // The manager's own Node options (e.g. --import hooks) carry over, as with child_process.fork,
     // except a debugger: the broker holds the lease and must never open an inspector port.
     const cmd = opts.brokerCommand ?? [
@@ -106,7 +107,9 @@ async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
     const until = Date.now() + (opts.brokerStartTimeoutMs ?? 15_000);
     while (Date.now() < until) {
       await sleep(100);
-      if (await answers(probe)) return true;
+      // Within the start wait: a broker that accepts but never answers cannot stretch it.
+      const left = until - Date.now();
+      if (left > 0 && (await answers(probe, Math.min(MANAGER_REQUEST_MS, left)))) return true;
     }
     return false;
   } finally {

@@ -74,6 +74,7 @@ export class WindowsPipeLinkHost implements LinkOpener {
   /**
    * Closes the connection and stops the worker. The worker closes the pipe itself: handles are
    * process-wide, so terminating the thread would leave the connection open until process exit.
+   * Bounded: a booting worker ≤ 20 s, then ≤ 3 s grace before it is terminated.
    */
   async dispose(): Promise<void> {
     this.disposed = true;

@@ -1,3 +1,4 @@
+import inspector from "node:inspector";
 import { isUiError, type UiError, uiError } from "../shared/errors.js";
 import { sameInstance } from "../shared/identity.js";
 import {
@@ -379,6 +380,12 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
  */
 export async function runBroker(opts: BrokerOptions = {}): Promise<number> {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // An inspector port is reachable by every local user: whoever attaches runs code in the
+  // process that holds the lease. The broker never runs with one open.
+  if (inspector.url() !== undefined) {
+    log("uiinspect lease broker: refusing to run with the Node inspector open (--inspect).");
+    return BROKER_EXIT.failed;
+  }
   let broker: BrokerHandle;
   try {
     broker = await startBroker({ ...opts, log });

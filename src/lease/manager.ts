@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { isUiError } from "../shared/errors.js";
+import { brokerEnv, inheritedNodeOptions } from "./brokerNodeOptions.js";
 import { LeaseClient } from "./client.js";
 import { leaseDialogTimeoutMs } from "./dialog.js";
 import { type Env, resolveScope } from "./endpoint.js";
@@ -89,17 +90,15 @@ async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
   probe.prepare();
   try {
     if (await answers(probe, MANAGER_REQUEST_MS)) return true;
-    // The manager's own Node options (e.g. --import hooks) carry over, as with child_process.fork,
-    // except a debugger: the broker holds the lease and must never open an inspector port.
     const cmd = opts.brokerCommand ?? [
       process.execPath,
-      ...process.execArgv.filter((a) => !/^--(inspect|debug)/.test(a)),
+      ...inheritedNodeOptions(process.execArgv),
       fileURLToPath(new URL("./brokerMain.js", import.meta.url)),
     ];
     const child = spawn(cmd[0]!, cmd.slice(1), {
       detached: true,
       stdio: "ignore",
-      env: { ...env } as NodeJS.ProcessEnv,
+      env: brokerEnv(env) as NodeJS.ProcessEnv,
       windowsHide: true,
     });
     child.on("error", () => {});

@@ -320,4 +320,12 @@ describe("lease manager and broker (real processes, Linux)", () => {
     expect(m.code).toBe(3);
     rmSync(bad.root, { recursive: true, force: true });
   });
+  it("a broker refuses to run with the Node inspector open (whoever attaches would hold the lease)", async () => {
+    const other = sandbox(x.display);
+    const r = await run(["--inspect=127.0.0.1:0", join(OUT, "lease", "brokerMain.js")], other.env, 20_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("inspector");
+    expect(auditEvents(other.auditPath)).toEqual([]);
+    rmSync(other.root, { recursive: true, force: true });
+  });
 });

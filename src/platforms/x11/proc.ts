@@ -24,18 +24,22 @@ function bootTime(): number | null {
   return bootTimeS;
 }
 
-/** Start time in clock ticks since boot, or null when the process does not exist. */
-export function startTicks(pid: number): number | null {
+/** Fields 3… of /proc/PID/stat (rest[0] = field 3, the state), or null when unreadable. */
+function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
     // comm (field 2) may contain spaces and parentheses: split after the last ")".
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // rest[0] is field 3 (state); field 22 is rest[19].
-    const ticks = Number(rest[19]);
-    return Number.isFinite(ticks) ? ticks : null;
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
+}
+
+/** Start time in clock ticks since boot, or null when the process does not exist. */
+export function startTicks(pid: number): number | null {
+  // Field 22 is rest[19].
+  const ticks = Number(statFields(pid)?.[19]);
+  return Number.isFinite(ticks) ? ticks : null;
 }
 
 /**
@@ -48,13 +52,8 @@ export function processExited(pid: number): boolean {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ESRCH") return true;
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state === "Z" || state === "X";
-  } catch {
-    return false;
-  }
+  const state = statFields(pid)?.[0];
+  return state === "Z" || state === "X";
 }
 
 export function exePath(pid: number): string | null {

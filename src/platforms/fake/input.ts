@@ -1,5 +1,6 @@
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { type FakeContext, requireWindow } from "./context.js";
+import type { Effect } from "./effects.js";
 import { topWindowAt } from "./render.js";
 
 /**
@@ -17,49 +18,46 @@ export class FakeInput implements InputPort {
     await this.ctx.touch(topWindowAt(this.ctx.scenario(), x, y));
     this.x = x;
     this.y = y;
-    this.ctx.effects.append({ type: "move", x, y });
-    await this.slowPath();
+    await this.emit({ type: "move", x, y });
   }
 
   async buttonDown(button: MouseButton): Promise<void> {
     await this.touchCursor();
-    this.ctx.effects.append({ type: "button_down", button });
-    await this.slowPath();
+    await this.emit({ type: "button_down", button });
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
     await this.touchCursor();
-    this.ctx.effects.append({ type: "button_up", button });
-    await this.slowPath();
+    await this.emit({ type: "button_up", button });
   }
 
   async wheel(notches: number): Promise<void> {
     await this.touchCursor();
-    this.ctx.effects.append({ type: "wheel", notches });
-    await this.slowPath();
+    await this.emit({ type: "wheel", notches });
   }
 
   async keyDown(key: LogicalKey): Promise<void> {
     await this.touchForeground();
-    this.ctx.effects.append({ type: "key_down", key });
-    await this.slowPath();
+    await this.emit({ type: "key_down", key });
   }
 
   async keyUp(key: LogicalKey): Promise<void> {
     await this.touchForeground();
-    this.ctx.effects.append({ type: "key_up", key });
-    await this.slowPath();
+    await this.emit({ type: "key_up", key });
   }
 
   async typeText(hwnd: string, text: string, mode: TextMode): Promise<void> {
     const w = requireWindow(this.ctx.scenario(), hwnd);
     await this.ctx.touch(w);
-    this.ctx.effects.append({ type: "text", hwnd: String(w.hwnd), text, mode });
-    await this.slowPath();
+    await this.emit({ type: "text", hwnd: String(w.hwnd), text, mode });
   }
 
-  /** The scenario's input_delay_ms: room for a test to act between the events of a gesture. */
-  private async slowPath(): Promise<void> {
+  /**
+   * Logs one effect, then takes the scenario's input_delay_ms (a slow input path: room for a
+   * test to act between the events of a gesture).
+   */
+  private async emit(effect: Effect): Promise<void> {
+    this.ctx.effects.append(effect);
     const ms = this.ctx.scenario().input_delay_ms ?? 0;
     if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   }

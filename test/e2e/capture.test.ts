@@ -262,17 +262,22 @@ describe("screenshot_window limits", () => {
   });
 });
 
+/** A server whose application may capture two 320×240 stages per minute; observe granted. */
+async function twoStageCapturesPerMinute() {
+  const d = new FakeDesktop(scenario([paintedRuffle()]));
+  const h = await start({
+    UIINSPECT_FAKE_DESKTOP: d.path,
+    DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
+      filePolicy({ limits: { max_screenshot_pixels_per_minute: 2 * 320 * 240 } }),
+    ),
+  });
+  await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+  return { d, h };
+}
+
 describe("failing captures give their pixels back", () => {
   it("covered or minimized windows do not use up the application's pixel budget", async () => {
-    const d = new FakeDesktop(scenario([paintedRuffle()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      // Two 320×240 stage captures per minute.
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
-        filePolicy({ limits: { max_screenshot_pixels_per_minute: 2 * 320 * 240 } }),
-      ),
-    });
-    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+    const { d, h } = await twoStageCapturesPerMinute();
     const grab = () => h.call("screenshot_window", { hwnd: 1001, region_name: "stage" });
     // The worker refuses each of these after the chain took the pixels (the chain does not
     // judge occlusion or minimized windows); without the refund the third would be rate_limited.
@@ -290,15 +295,7 @@ describe("failing captures give their pixels back", () => {
 
 describe("coordinate-profile captures are budgeted like screenshots", () => {
   it("record and check count screenshot pixels per application", async () => {
-    const d = new FakeDesktop(scenario([paintedRuffle()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      // Two 320×240 stage captures per minute.
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
-        filePolicy({ limits: { max_screenshot_pixels_per_minute: 2 * 320 * 240 } }),
-      ),
-    });
-    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+    const { h } = await twoStageCapturesPerMinute();
     const record = () =>
       h.call("record_coordinate_profile", {
         hwnd: 1001,

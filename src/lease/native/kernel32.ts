@@ -52,6 +52,7 @@ export const ERROR_IO_INCOMPLETE = 996;
 export const WAIT_OBJECT_0 = 0;
 export const WAIT_TIMEOUT = 258;
 export const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
+export const FILE_FLAG_OVERLAPPED = 0x40000000;
 
 export function validHandle(h: Ptr): h is bigint {
   return h !== null && h !== 0n && h !== -1n && h !== 0xffffffffffffffffn;

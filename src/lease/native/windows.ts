@@ -20,6 +20,7 @@ import {
   createManualEvent,
   ERROR_IO_INCOMPLETE,
   ERROR_IO_PENDING,
+  FILE_FLAG_OVERLAPPED,
   GetLastError,
   GetOverlappedResult,
   LocalFree,
@@ -96,7 +97,6 @@ const PostMessageW = u32.func(
 );
 
 const PIPE_ACCESS_DUPLEX = 0x3;
-const FILE_FLAG_OVERLAPPED = 0x40000000;
 const FILE_FLAG_FIRST_PIPE_INSTANCE = 0x00080000;
 const PIPE_REJECT_REMOTE_CLIENTS = 0x8;
 const PIPE_UNLIMITED_INSTANCES = 255;

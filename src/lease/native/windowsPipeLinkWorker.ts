@@ -16,6 +16,7 @@ import {
   CloseHandle,
   createManualEvent,
   ERROR_IO_PENDING,
+  FILE_FLAG_OVERLAPPED,
   GetLastError,
   GetOverlappedResult,
   OVERLAPPED,
@@ -49,7 +50,6 @@ const GetNamedPipeServerProcessId = k32.func(
 const GENERIC_READ = 0x80000000;
 const GENERIC_WRITE = 0x40000000;
 const OPEN_EXISTING = 3;
-const FILE_FLAG_OVERLAPPED = 0x40000000;
 // The server may learn who we are, never act as us (a squatter gains nothing from impersonation).
 const SECURITY_SQOS_PRESENT = 0x00100000;
 const SECURITY_IDENTIFICATION = 0x00010000;

@@ -115,6 +115,18 @@ export class GrantStore {
     return n;
   }
 
+  /** Ends every grant one client holds (its credential was revoked). */
+  revokeClient(client: string, reason: RevokeReason): number {
+    let n = 0;
+    for (const [k, g] of this.grants)
+      if (g.client === client) {
+        this.grants.delete(k);
+        this.emit(g, reason);
+        n++;
+      }
+    return n;
+  }
+
   /** Ends everything (server shutdown, broker loss). */
   revokeAll(reason: RevokeReason): number {
     const all = [...this.grants.values()];

@@ -1,0 +1,473 @@
+import { randomBytes } from "node:crypto";
+import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import type { AddressInfo, Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
+import type { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { newCorrelationId } from "../supervisor/audit.js";
+import type { Supervisor } from "../supervisor/chain.js";
+import { ClientIdentity } from "../supervisor/clientIdentity.js";
+import type { Logger } from "../supervisor/log.js";
+import { endClient, narrowPolicy, supervisorFor } from "../supervisor/multiSession.js";
+import type { Capability } from "../supervisor/policy/schema.js";
+import { checkPeer, type PeerCheck, tlsServerOptions } from "./mtls.js";
+import { BearerVerifier, protectedResourceMetadata, wwwAuthenticate } from "./oauth.js";
+import { checkRemoteOptions, isLoopbackHost, type RemoteOptions } from "./options.js";
+import { type CredentialIds, RevocationList } from "./revocation.js";
+
+/** A running `serve --http`; close() is the one way to stop it (signals are the caller's business). */
+export interface RemoteServer {
+  /** The MCP endpoint, e.g. https://127.0.0.1:8765/mcp. */
+  readonly url: string;
+  sessionCount(): number;
+  /** Closes every session, stops listening, drops every connection. Does not close the supervisor. */
+  close(): Promise<void>;
+}
+
+export interface RemoteDeps {
+  /** The one shared supervisor; every session gets a view of it. */
+  supervisor: Supervisor;
+  /** Builds an MCP server for one session's view (createMcpServer in production). */
+  createServer: (view: Supervisor) => McpServer;
+  log: Logger;
+  clock?: () => number;
+}
+
+const METADATA_PATH = "/.well-known/oauth-protected-resource";
+const MCP_PATH = "/mcp";
+const MAX_REMEMBERED_CREDENTIALS = 4096;
+const MAX_JTIS_PER_SESSION = 256;
+
+interface Session {
+  id: string | undefined;
+  identity: ClientIdentity;
+  scope: Set<Capability> | null;
+  view: Supervisor;
+  transport: StreamableHTTPServerTransport;
+  server: McpServer;
+  lastActive: number;
+  inflight: number;
+  fingerprint: string | undefined;
+  jtis: Set<string>;
+  closed: boolean;
+}
+
+type Authenticated = {
+  ok: true;
+  identity: ClientIdentity;
+  scope: Set<Capability> | null;
+  ids: CredentialIds;
+};
+type Refused = {
+  ok: false;
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+  code?: string;
+};
+
+/** A JSON-RPC error envelope, so MCP clients can show what went wrong; data.code is a stable UiError code when one fits. */
+function refuse(res: ServerResponse, r: Omit<Refused, "ok"> & { retryAfterMs?: number }): void {
+  if (res.headersSent) return;
+  const data: Record<string, unknown> = {};
+  if (r.code) data.code = r.code;
+  if (r.retryAfterMs !== undefined) data.retry_after_ms = Math.ceil(r.retryAfterMs);
+  const headers: Record<string, string> = { "content-type": "application/json", ...(r.headers ?? {}) };
+  if (r.retryAfterMs !== undefined)
+    headers["retry-after"] = String(Math.max(1, Math.ceil(r.retryAfterMs / 1000)));
+  res.writeHead(r.status, headers);
+  res.end(
+    JSON.stringify({
+      jsonrpc: "2.0",
+      error: { code: -32000, message: r.message, ...(Object.keys(data).length ? { data } : {}) },
+      id: null,
+    }),
+  );
+}
+
+const PEER_MESSAGES: Record<Exclude<PeerCheck, { ok: true }>["reason"], string> = {
+  no_certificate: "A client certificate is required.",
+  not_authorized: "The client certificate does not chain to the configured CA.",
+  too_long_lived:
+    "The client certificate is valid for longer than this server accepts; use a short-lived one.",
+  unparseable: "The client certificate cannot be read.",
+};
+
+/**
+ * `uiinspect-mcp serve --http`: MCP Streamable HTTP at /mcp, one MCP session per client
+ * (session ids from the CSPRNG), every request authenticated (mTLS and/or OAuth Bearer),
+ * checked against the revocation list, Host/Origin-validated, body-capped and counted
+ * against global caps on sessions and in-flight requests. Sessions are bound to the identity
+ * that opened them: another identity presenting the id gets "not found".
+ */
+export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps): Promise<RemoteServer> {
+  const problem = checkRemoteOptions(options);
+  if (problem) throw new Error(problem);
+  const clock = deps.clock ?? Date.now;
+  const shared = deps.supervisor;
+  const scheme = options.tls ? "https" : "http";
+  const maxValidityMs = options.maxCertValidityDays * 86_400_000;
+  const bearer = options.oauth ? new BearerVerifier(options.oauth) : null;
+  const sessions = new Map<string, Session>();
+  let pendingInits = 0;
+  let inFlight = 0;
+  let port = options.port;
+  const tlsSockets = new Set<TLSSocket>();
+  const peerChecks = new WeakMap<Socket, PeerCheck>();
+  /** Which identity each credential (fingerprint / jti) was last seen proving, for revocation. */
+  const owners = new Map<string, ClientIdentity>();
+
+  const remember = (id: string | undefined, who: ClientIdentity) => {
+    if (id === undefined) return;
+    owners.delete(id);
+    owners.set(id, who);
+    if (owners.size > MAX_REMEMBERED_CREDENTIALS) owners.delete(owners.keys().next().value as string);
+  };
+
+  const closeSession = (s: Session) => {
+    if (s.closed) return;
+    s.closed = true;
+    if (s.id) sessions.delete(s.id);
+    void s.server.close().catch(() => undefined);
+  };
+
+  const onRevoked = (added: ReadonlySet<string>) => {
+    const ended = new Map<string, { identity: ClientIdentity; sessions: number }>();
+    const note = (who: ClientIdentity, closed: number) => {
+      const e = ended.get(who.hash) ?? { identity: who, sessions: 0 };
+      e.sessions += closed;
+      ended.set(who.hash, e);
+    };
+    for (const id of added) {
+      const owner = owners.get(id);
+      if (owner) note(owner, 0);
+      // A certificate identity is known from its fingerprint alone, seen or not.
+      if (/^[0-9a-f]{64}$/.test(id) && options.clientCaFile && !options.oauth)
+        note(ClientIdentity.verified({ method: "mtls", fingerprint: id }, null), 0);
+    }
+    for (const s of [...sessions.values()]) {
+      const hit =
+        (s.fingerprint !== undefined && added.has(s.fingerprint)) || [...s.jtis].some((j) => added.has(j));
+      if (!hit) continue;
+      closeSession(s);
+      note(s.identity, 1);
+    }
+    for (const sock of tlsSockets) {
+      const c = peerChecks.get(sock);
+      if (c?.ok && added.has(c.fingerprint)) sock.destroy();
+    }
+    const policyId = shared.policyState.status === "ok" ? shared.policyState.policy.policy_id : null;
+    for (const { identity, sessions: closed } of ended.values()) {
+      const r = endClient(shared, identity.hash);
+      if (closed + r.grants + r.tokens + r.decisions === 0) continue;
+      shared.audit.record({
+        correlation_id: newCorrelationId(),
+        client: identity.auditId,
+        policy_id: policyId,
+        action: "none",
+        tool: "credential_revocation",
+        outcome: "deny",
+        reason: "credential_revoked",
+        duration_ms: 0,
+        pid: null,
+        process_start: null,
+        counters: { sessions: closed, grants: r.grants, tokens: r.tokens, decisions: r.decisions },
+      });
+    }
+  };
+  const revoked = options.revokedFile ? new RevocationList(options.revokedFile, onRevoked) : null;
+
+  const metadataUrl = (req: IncomingMessage) =>
+    `${scheme}://${req.headers.host ?? `${options.host}:${port}`}${METADATA_PATH}`;
+
+  const loopbackHosts = () => {
+    const set = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+    set.add(options.host.includes(":") ? `[${options.host}]:${port}` : `${options.host}:${port}`);
+    return set;
+  };
+  const ownOrigins = () => {
+    const out = new Set(options.allowedOrigins);
+    const hosts = isLoopbackHost(options.host) ? loopbackHosts() : new Set([`${options.host}:${port}`]);
+    for (const h of hosts) out.add(`${scheme}://${h}`);
+    return out;
+  };
+
+  async function authenticate(req: IncomingMessage): Promise<Authenticated | Refused> {
+    let fingerprint: string | undefined;
+    let certName: string | null = null;
+    if (options.clientCaFile) {
+      const sock = req.socket as TLSSocket;
+      let check = peerChecks.get(sock);
+      if (!check) {
+        check = checkPeer(sock, maxValidityMs);
+        peerChecks.set(sock, check);
+      }
+      if (!check.ok)
+        return {
+          ok: false,
+          status: check.reason === "too_long_lived" ? 403 : 401,
+          message: PEER_MESSAGES[check.reason],
+        };
+      if (check.notAfter <= clock())
+        return { ok: false, status: 401, message: "The client certificate has expired." };
+      fingerprint = check.fingerprint;
+      certName = check.commonName;
+    }
+    if (bearer) {
+      const r = await bearer.verify(req.headers.authorization);
+      const challenge = (error: Parameters<typeof wwwAuthenticate>[1]) => ({
+        "www-authenticate": wwwAuthenticate(metadataUrl(req), error),
+      });
+      if (!r.ok) return { ok: false, status: 401, message: r.description, headers: challenge(r) };
+      if (revoked?.isRevoked({ fingerprint, jti: r.jti }))
+        return {
+          ok: false,
+          status: 401,
+          code: "credential_revoked",
+          message: "This credential was revoked.",
+          headers: challenge({ error: "invalid_token", description: "This credential was revoked." }),
+        };
+      const identity = ClientIdentity.verified({ method: "oauth", fingerprint: r.fingerprint }, r.subject);
+      return { ok: true, identity, scope: new Set(r.scopes), ids: { fingerprint, jti: r.jti } };
+    }
+    if (fingerprint === undefined) return { ok: false, status: 401, message: PEER_MESSAGES.no_certificate };
+    if (revoked?.isRevoked({ fingerprint }))
+      return {
+        ok: false,
+        status: 403,
+        code: "credential_revoked",
+        message: "This client certificate was revoked.",
+      };
+    return {
+      ok: true,
+      identity: ClientIdentity.verified({ method: "mtls", fingerprint }, certName),
+      scope: null,
+      ids: { fingerprint },
+    };
+  }
+
+  async function readBody(req: IncomingMessage, res: ServerResponse): Promise<unknown | typeof TOO_LARGE> {
+    const declared = Number(req.headers["content-length"] ?? "0");
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes) return TOO_LARGE;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > options.maxBodyBytes) return TOO_LARGE;
+      chunks.push(chunk);
+    }
+    if (res.destroyed) return TOO_LARGE;
+    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+  }
+
+  function retryAfterForSessions(): number {
+    const now = clock();
+    let soonest = options.idleTimeoutMs;
+    for (const s of sessions.values())
+      if (s.inflight === 0)
+        soonest = Math.min(soonest, Math.max(1000, s.lastActive + options.idleTimeoutMs - now));
+    return soonest;
+  }
+
+  async function openSession(req: IncomingMessage, res: ServerResponse, auth: Authenticated, body: unknown) {
+    const view = supervisorFor(shared, auth.identity, auth.scope);
+    const server = deps.createServer(view);
+    const s: Session = {
+      id: undefined,
+      identity: auth.identity,
+      scope: auth.scope,
+      view,
+      server,
+      transport: new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomBytes(32).toString("base64url"),
+        onsessioninitialized: (id) => {
+          s.id = id;
+          sessions.set(id, s);
+        },
+      }),
+      lastActive: clock(),
+      inflight: 1,
+      fingerprint: auth.ids.fingerprint,
+      jtis: new Set(auth.ids.jti ? [auth.ids.jti] : []),
+      closed: false,
+    };
+    s.transport.onclose = () => closeSession(s);
+    pendingInits++;
+    try {
+      await server.connect(s.transport);
+      await s.transport.handleRequest(req, res, body);
+    } finally {
+      pendingInits--;
+      s.inflight--;
+      if (!s.id) closeSession(s);
+    }
+  }
+
+  async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const auth = await authenticate(req);
+    if (!auth.ok) return refuse(res, auth);
+    remember(auth.ids.fingerprint, auth.identity);
+    remember(auth.ids.jti, auth.identity);
+    const isPost = req.method === "POST";
+    if (isPost) {
+      if (inFlight >= options.maxInFlight)
+        return refuse(res, {
+          status: 429,
+          code: "rate_limited",
+          message: "Too many requests in flight.",
+          retryAfterMs: 1000,
+        });
+      inFlight++;
+      res.once("close", () => inFlight--);
+    }
+    let body: unknown;
+    if (isPost) {
+      try {
+        body = await readBody(req, res);
+      } catch {
+        return refuse(res, {
+          status: 400,
+          code: "invalid_argument",
+          message: "The request body is not JSON.",
+        });
+      }
+      if (body === TOO_LARGE) {
+        refuse(res, {
+          status: 413,
+          code: "invalid_argument",
+          message: `Request bodies are capped at ${options.maxBodyBytes} bytes.`,
+        });
+        req.destroy();
+        return;
+      }
+    }
+    const sid = req.headers["mcp-session-id"];
+    if (typeof sid === "string") {
+      const s = sessions.get(sid);
+      // Another identity's session id is as unknown as a made-up one.
+      if (!s || s.closed || s.identity.hash !== auth.identity.hash)
+        return refuse(res, { status: 404, message: "Session not found." });
+      s.lastActive = clock();
+      if (auth.ids.jti) {
+        s.jtis.add(auth.ids.jti);
+        if (s.jtis.size > MAX_JTIS_PER_SESSION) s.jtis.delete(s.jtis.values().next().value as string);
+      }
+      if (auth.scope) {
+        // A later token can only narrow what the session may do, never widen it.
+        const scope: Set<Capability> = new Set(
+          [...(s.scope ?? auth.scope)].filter((c) => auth.scope?.has(c)),
+        );
+        s.scope = scope;
+        s.view.policyState = narrowPolicy(shared.policyState, scope);
+      }
+      s.inflight++;
+      try {
+        await s.transport.handleRequest(req, res, body);
+      } finally {
+        s.inflight--;
+        s.lastActive = clock();
+      }
+      return;
+    }
+    const initializing =
+      isPost && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
+    if (!initializing) return refuse(res, { status: 400, message: "No session: send initialize first." });
+    if (sessions.size + pendingInits >= options.maxSessions)
+      return refuse(res, {
+        status: 429,
+        code: "rate_limited",
+        message: "This server has as many sessions as it serves.",
+        retryAfterMs: retryAfterForSessions(),
+      });
+    await openSession(req, res, auth, body);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // DNS-rebinding defence: on loopback the Host must be a loopback name, and a browser's
+    // Origin must be one of ours (or allowed by the operator). Clients without Origin pass.
+    if (isLoopbackHost(options.host) && !loopbackHosts().has(String(req.headers.host ?? "")))
+      return refuse(res, { status: 403, message: "Host not allowed." });
+    const origin = req.headers.origin;
+    if (origin !== undefined && !ownOrigins().has(origin))
+      return refuse(res, { status: 403, message: "Origin not allowed." });
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === METADATA_PATH || path === `${METADATA_PATH}${MCP_PATH}`) {
+      if (!options.oauth || req.method !== "GET") return refuse(res, { status: 404, message: "Not found." });
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "max-age=300" });
+      res.end(JSON.stringify(protectedResourceMetadata(options.oauth)));
+      return;
+    }
+    if (path !== MCP_PATH) return refuse(res, { status: 404, message: "Not found." });
+    await handleMcp(req, res);
+  }
+
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch(() => {
+      // Never the exception's text: it can carry request content.
+      deps.log.error({}, "http_request_failed");
+      refuse(res, { status: 500, message: "Internal error." });
+    });
+  };
+  const server = options.tls
+    ? createTlsServer(
+        tlsServerOptions({
+          certFile: options.tls.certFile,
+          keyFile: options.tls.keyFile,
+          clientCaFile: options.clientCaFile,
+        }),
+        listener,
+      )
+    : createPlainServer(listener);
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 0; // SSE streams stay open; idle sessions are ended by the sweeper
+  if (options.tls) {
+    server.on("secureConnection", (sock: TLSSocket) => {
+      tlsSockets.add(sock);
+      sock.once("close", () => tlsSockets.delete(sock));
+    });
+    // Handshake failures (no certificate, another CA) are the client's; keep them out of the log's error level.
+    server.on("tlsClientError", () => deps.log.debug({}, "tls_client_refused"));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+
+  const sweep = setInterval(
+    () => {
+      const now = clock();
+      for (const s of [...sessions.values()])
+        if (s.inflight === 0 && now - s.lastActive >= options.idleTimeoutMs) closeSession(s);
+    },
+    Math.max(250, Math.min(options.idleTimeoutMs / 2, 30_000)),
+  );
+  sweep.unref();
+
+  const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `${scheme}://${hostForUrl}:${port}${MCP_PATH}`,
+    sessionCount: () => sessions.size,
+    close: () => {
+      closing ??= (async () => {
+        clearInterval(sweep);
+        revoked?.close();
+        for (const s of [...sessions.values()]) closeSession(s);
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      })();
+      return closing;
+    },
+  };
+}
+
+const TOO_LARGE: unique symbol = Symbol("too large");

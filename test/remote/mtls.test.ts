@@ -171,7 +171,7 @@ describe("mTLS remote mode", () => {
     const events = auditLines();
     const rev = events.find((e) => e.tool === "credential_revocation");
     expect(rev).toMatchObject({ outcome: "deny", reason: "credential_revoked", action: "none" });
-    expect((rev?.counters as Record<string, number>).grants).toBe(1);
+    expect(rev?.counters).toMatchObject({ grants: 1, sessions: 1 });
     const grantEnd = events.find((e) => e.tool === "revocation" && e.reason === "credential_revoked");
     expect(grantEnd).toMatchObject({ client: rev?.client, pid: 4002 });
     // Others are untouched.

@@ -1,0 +1,329 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Desk, until, win } from "../support/consent.js";
+import {
+  AUDIENCE,
+  ISSUER,
+  makeIssuer,
+  RemoteClient,
+  type RemoteServerProc,
+  rawInitialize,
+  runCli,
+  startRemote,
+} from "../support/remote.js";
+
+// OAuth 2.1 resource-server mode on plain loopback HTTP: Bearer JWTs signed at test time with
+// jose, verified against a JWKS file; scopes narrow the policy; refusals are 401 + challenge.
+
+let dir: string;
+let desk: Desk;
+let remote: RemoteServerProc;
+let sign: Awaited<ReturnType<typeof makeIssuer>>["sign"];
+let jwksFile: string;
+let revokedFile: string;
+const open: RemoteClient[] = [];
+const FULL = "uiinspect:observe uiinspect:inspect uiinspect:click uiinspect:text";
+
+async function connect(token: string): Promise<RemoteClient> {
+  const c = await RemoteClient.connect(remote.url, { token });
+  open.push(c);
+  return c;
+}
+const now = () => Math.floor(Date.now() / 1000);
+const oauthArgs = () => ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE, "--oauth-jwks", jwksFile];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "uiinspect-oauth-"));
+  ({ sign, jwksFile } = await makeIssuer(dir));
+  revokedFile = join(dir, "revoked.txt");
+  writeFileSync(revokedFile, "");
+  desk = new Desk([win(1), win(2)]);
+  remote = await startRemote(desk, [...oauthArgs(), "--revoked", revokedFile]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(open.map((c) => c.close()));
+  await remote?.stop();
+});
+
+async function expect401(r: Response, error?: string): Promise<void> {
+  expect(r.status).toBe(401);
+  const challenge = r.headers.get("www-authenticate") ?? "";
+  expect(challenge).toMatch(/^Bearer /);
+  expect(challenge).toContain(
+    `resource_metadata="${remote.url.replace(/\/mcp$/, "")}/.well-known/oauth-protected-resource"`,
+  );
+  if (error) expect(challenge).toContain(`error="${error}"`);
+  else expect(challenge).not.toContain("error=");
+}
+
+describe("OAuth resource-server mode", () => {
+  it("a valid token lists the tools", async () => {
+    const c = await connect(await sign({ scope: FULL }));
+    const { tools } = await c.client.listTools();
+    expect(tools.length).toBeGreaterThan(10);
+    expect((await c.ok("list_windows")).windows).toHaveLength(2);
+  });
+
+  it("publishes RFC 9728 protected-resource metadata", async () => {
+    const r = await fetch(remote.url.replace(/\/mcp$/, "/.well-known/oauth-protected-resource"));
+    expect(r.status).toBe(200);
+    const doc = (await r.json()) as Record<string, unknown>;
+    expect(doc).toMatchObject({
+      resource: AUDIENCE,
+      authorization_servers: [ISSUER],
+      bearer_methods_supported: ["header"],
+    });
+    expect(doc.scopes_supported).toContain("uiinspect:click");
+  });
+
+  it("no token, wrong audience, wrong issuer, expired, over-long, no jti, no scope, revoked jti → 401 with a challenge", async () => {
+    await expect401(await rawInitialize(remote.url));
+    const bearer = async (claims: Parameters<typeof sign>[0]) =>
+      rawInitialize(remote.url, { authorization: `Bearer ${await sign(claims)}` });
+    await expect401(await bearer({ aud: "https://someone-else.invalid" }), "invalid_token");
+    await expect401(await bearer({ iss: "https://other-idp.invalid" }), "invalid_token");
+    await expect401(await bearer({ iat: now() - 1200, exp: now() - 600 }), "invalid_token");
+    await expect401(await bearer({ exp: now() + 7200 }), "invalid_token");
+    await expect401(await bearer({ nbf: now() + 600, exp: now() + 900 }), "invalid_token");
+    await expect401(await bearer({ jti: null }), "invalid_token");
+    await expect401(await bearer({ scope: "openid profile" }), "insufficient_scope");
+    await expect401(await rawInitialize(remote.url, { authorization: "Bearer not.a.jwt" }), "invalid_token");
+    writeFileSync(revokedFile, "jti-revoked-1\n");
+    await expect401(await bearer({ jti: "jti-revoked-1" }), "invalid_token");
+  });
+
+  it("a token passed as a tool argument or in the body is not a credential", async () => {
+    const full = await sign({ scope: FULL });
+    // In the initialize request itself, without the header: refused.
+    await expect401(
+      await rawInitialize(remote.url, {}, { authorization: `Bearer ${full}`, access_token: full }),
+    );
+    // Inside a session of a narrower token: strict schemas refuse the extra argument, and the
+    // session keeps the narrower token's scope.
+    const c = await connect(await sign({ scope: "uiinspect:observe" }));
+    expect((await c.call("list_windows", { access_token: full })).code).toBe("invalid_argument");
+    expect(
+      (await c.call("request_access", { hwnd: 1001, capabilities: ["click"], authorization: full })).code,
+    ).toBe("invalid_argument");
+    expect((await c.call("request_access", { hwnd: 1001, capabilities: ["click"] })).code).toBe(
+      "action_not_allowed",
+    );
+  });
+
+  it("scopes only narrow the policy: an observe-only token cannot get click", async () => {
+    const c = await connect(await sign({ sub: "observer", scope: "uiinspect:observe" }));
+    const r = await c.ok("request_access", { hwnd: 1002 });
+    expect(r).toMatchObject({ decision: "approved", capabilities: ["observe"] });
+    expect((await c.call("click_window", { hwnd: 1002, x: 40, y: 80 })).code).toBe("action_not_allowed");
+  });
+
+  it("Origin and Host are validated (DNS rebinding)", async () => {
+    const token = await sign({ scope: FULL });
+    const port = new URL(remote.url).port;
+    // fetch decides Host and Origin itself; node:http sends what a rebinding browser would.
+    const post = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const body = JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-06-18",
+            capabilities: {},
+            clientInfo: { name: "raw", version: "1" },
+          },
+        });
+        const req = httpRequest(
+          remote.url,
+          {
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${token}`,
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              ...headers,
+            },
+          },
+          (res) => {
+            res.destroy();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      });
+    expect(await post({ origin: "http://evil.example" })).toBe(403);
+    expect(await post({ host: `evil.example:${port}`, origin: `http://evil.example:${port}` })).toBe(403);
+    expect(await post({ host: `evil.example:${port}` })).toBe(403);
+    expect(await post({ origin: `http://127.0.0.1:${port}` })).toBe(200);
+    expect(await post({ origin: `http://localhost:${port}` })).toBe(200);
+  });
+
+  it("request bodies are capped", async () => {
+    const token = await sign({ scope: FULL });
+    const r = await fetch(remote.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { pad: "x".repeat(2 * 1024 * 1024) },
+      }),
+    }).catch((e: unknown) => e);
+    // Either the 413 arrives or the server cut the upload off: never a session.
+    if (r instanceof Response) expect(r.status).toBe(413);
+    else expect(r).toBeInstanceOf(Error);
+  });
+
+  it("revoking a jti closes the sessions that used it and ends the identity's grants", async () => {
+    const jti = "jti-live-2";
+    const c = await connect(await sign({ sub: "to-revoke", scope: FULL, jti }));
+    await c.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
+    const other = await connect(await sign({ sub: "bystander", scope: FULL }));
+    writeFileSync(revokedFile, `jti-revoked-1\n${jti}\n`);
+    await expect(
+      (async () => {
+        // The session is closed server-side: the next call fails (404 → the SDK throws).
+        for (let i = 0; i < 200; i++) {
+          await c.call("list_windows");
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })(),
+    ).rejects.toThrow();
+    // A fresh token for the same subject starts over: no grant survived, a new dialog is needed.
+    const again = await connect(await sign({ sub: "to-revoke", scope: FULL }));
+    expect((await again.ok("get_access_state")).grants).toEqual([]);
+    // The same identity reads its own audit: the credential's revocation and its grant's end.
+    const events = (await again.ok("get_audit_events", { limit: 100 })).events as Array<
+      Record<string, unknown>
+    >;
+    expect(events.find((e) => e.tool === "credential_revocation")).toMatchObject({
+      reason: "credential_revoked",
+      counters: { sessions: 1, grants: 1 },
+    });
+    expect(events.find((e) => e.tool === "revocation")).toMatchObject({
+      reason: "credential_revoked",
+      pid: 4001,
+    });
+    // The bystander sees none of it.
+    const theirs = (await other.ok("get_audit_events", { limit: 100 })).events as Array<
+      Record<string, unknown>
+    >;
+    expect(theirs.some((e) => e.tool === "credential_revocation" || e.tool === "request_access")).toBe(false);
+    expect((await other.ok("list_windows")).windows).toHaveLength(2);
+  });
+
+  it("a global cap on sessions answers rate_limited with retry_after_ms; idle sessions expire", async () => {
+    const small = await startRemote(desk, [...oauthArgs(), "--max-sessions", "2", "--idle-timeout", "2"]);
+    try {
+      const token = await sign({ sub: "crowd", scope: FULL });
+      const init = () => rawInitialize(small.url, { authorization: `Bearer ${token}` });
+      const first = await init();
+      const second = await init();
+      expect([first.status, second.status]).toEqual([200, 200]);
+      await Promise.all([first.body?.cancel(), second.body?.cancel()]);
+      const limited = await init();
+      expect(limited.status).toBe(429);
+      const body = (await limited.json()) as { error: { data: { code: string; retry_after_ms: number } } };
+      expect(body.error.data.code).toBe("rate_limited");
+      expect(body.error.data.retry_after_ms).toBeGreaterThan(0);
+      expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+      // Idle sessions expire and free their slots.
+      const sid = String(first.headers.get("mcp-session-id"));
+      let later = 429;
+      for (let i = 0; i < 200 && later === 429; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const r = await init();
+        later = r.status;
+        await r.body?.cancel();
+      }
+      expect(later).toBe(200);
+      const stale = await fetch(small.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${token}`,
+          "mcp-session-id": sid,
+          "mcp-protocol-version": "2025-06-18",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
+      });
+      expect(stale.status).toBe(404);
+    } finally {
+      await small.stop();
+    }
+  });
+});
+
+describe("in-flight cap", () => {
+  it("a request over the global in-flight cap is answered rate_limited with retry_after_ms", async () => {
+    // The consent dialog waits 4 s, holding the first request in flight.
+    const slow = new Desk([win(1)], { answer: "approve", delay_ms: 4000 });
+    const srv = await startRemote(slow, [...oauthArgs(), "--max-inflight", "1"]);
+    try {
+      const c = await RemoteClient.connect(srv.url, { token: await sign({ sub: "busy", scope: FULL }) });
+      const pending = c.call("request_access", { hwnd: 1001, capabilities: ["observe"] });
+      await until(() => slow.prompts().length === 1, "the dialog to open");
+      const over = await rawInitialize(srv.url, {
+        authorization: `Bearer ${await sign({ sub: "late", scope: FULL })}`,
+      });
+      expect(over.status).toBe(429);
+      const body = (await over.json()) as { error: { data: { code: string; retry_after_ms: number } } };
+      expect(body.error.data).toMatchObject({ code: "rate_limited" });
+      expect(body.error.data.retry_after_ms).toBeGreaterThan(0);
+      expect((await pending).structured).toMatchObject({ decision: "approved" });
+      await c.close();
+    } finally {
+      await srv.stop();
+    }
+  });
+});
+
+describe("refusing to start", () => {
+  it("a non-loopback host without TLS refuses to start with a clear message (nothing is bound)", async () => {
+    const r = await runCli(["serve", "--http", "0.0.0.0:0", ...oauthArgs()]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/not loopback, without TLS/);
+  });
+
+  it("HTTP mode without any authenticator refuses to start", async () => {
+    const r = await runCli(["serve", "--http", "127.0.0.1:0"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/only authenticated clients/);
+  });
+
+  it("a JWKS with private key material refuses to start", async () => {
+    const { generateKeyPair, exportJWK } = await import("jose");
+    const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+    const bad = join(dir, "private-jwks.json");
+    writeFileSync(bad, JSON.stringify({ keys: [await exportJWK(privateKey)] }));
+    const r = await runCli(
+      [
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-audience",
+        AUDIENCE,
+        "--oauth-jwks",
+        bad,
+      ],
+      {
+        UIINSPECT_FAKE_DESKTOP: desk.fake.path,
+      },
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/private key material/);
+  });
+});

@@ -45,14 +45,29 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /** "HOST:PORT", "[v6]:PORT", ":PORT" or "PORT" (host defaults to 127.0.0.1). */
-export function parseHostPort(s: string): { host: string; port: number } | null {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*))?:?(\d{1,5})$/.exec(s.trim());
-  if (!m) return null;
-  const host = m[1] ?? (m[2] !== undefined && m[2] !== "" ? m[2] : REMOTE_DEFAULTS.host);
-  const port = Number(m[3]);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return null;
-  if (m[1] !== undefined && isIP(m[1]) !== 6) return null;
-  return { host, port };
+export function parseHostPort(raw: string): { host: string; port: number } | null {
+  const s = raw.trim();
+  let host: string;
+  let portText: string;
+  if (/^\d+$/.test(s)) {
+    host = REMOTE_DEFAULTS.host;
+    portText = s;
+  } else if (s.startsWith("[")) {
+    const m = /^\[([^\]]+)\]:(\d+)$/.exec(s);
+    if (!m?.[1] || !m[2] || isIP(m[1]) !== 6) return null;
+    host = m[1];
+    portText = m[2];
+  } else {
+    const at = s.lastIndexOf(":");
+    if (at < 0) return null;
+    host = s.slice(0, at) === "" ? REMOTE_DEFAULTS.host : s.slice(0, at);
+    portText = s.slice(at + 1);
+    // A bare IPv6 address is ambiguous without brackets.
+    if (host.includes(":") || !/^[A-Za-z0-9.-]+$/.test(host)) return null;
+  }
+  if (!/^\d{1,5}$/.test(portText)) return null;
+  const port = Number(portText);
+  return port <= 65535 ? { host, port } : null;
 }
 
 function positive(raw: string | undefined, name: string, fallback: number, max: number): number | string {

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { CLI, RUFFLE } from "./lib/mcp.mjs";
+import { CLI, call, cleanEnv, LOOSE, RUFFLE } from "./lib/mcp.mjs";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 120);
@@ -86,11 +86,7 @@ writeFileSync(
   }),
 );
 
-const env = Object.fromEntries(
-  Object.entries(process.env).filter(
-    ([k]) => !k.startsWith("UIINSPECT_") && !k.startsWith("DESKTOP_AUTOMATION_"),
-  ),
-);
+const env = cleanEnv();
 const server = spawn(
   process.execPath,
   [CLI, "serve", "--http", "127.0.0.1:0", "--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE].concat([
@@ -105,8 +101,7 @@ const server = spawn(
       UIINSPECT_PLATFORM: "fake",
       UIINSPECT_FAKE_DESKTOP: desktop,
       DESKTOP_AUTOMATION_POLICY_FILE: policy,
-      UIINSPECT_MAX_INSPECTIONS_PER_MINUTE: "100000",
-      UIINSPECT_MAX_DISCOVERY_PER_MINUTE: "100000",
+      ...LOOSE,
       UIINSPECT_LOG_LEVEL: "error",
     },
     stdio: ["ignore", "ignore", "pipe"],
@@ -137,12 +132,6 @@ async function connect(i) {
   await client.connect(transport);
   return client;
 }
-async function call(client, name, args) {
-  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
-  if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
-  return r;
-}
-
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0;
@@ -162,7 +151,7 @@ try {
   await Promise.all(clients.map((c, i) => call(c, "inspect_tree", { hwnd: 1001 + (i % WINDOWS) })));
   const rssIdleStart = rssMb();
   await new Promise((r) => setTimeout(r, IDLE_S * 1000));
-  const idle = (await call(clients[0], "health_check", {})).structuredContent.event_loop;
+  const idle = (await call(clients[0], "health_check", {})).event_loop;
   const idleAt = sinceStart();
   const rssIdle = rssMb();
 
@@ -193,7 +182,7 @@ try {
   );
   const wall = (performance.now() - t0) / 1000;
   clearInterval(rssTimer);
-  const loaded = (await call(clients[0], "health_check", {})).structuredContent.event_loop;
+  const loaded = (await call(clients[0], "health_check", {})).event_loop;
   const all = [...lat.inspect_tree, ...lat.screenshot_window];
   const out = {
     bench: "remote",

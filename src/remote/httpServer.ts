@@ -362,6 +362,9 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
         s.scope = scope;
         s.view.policyState = narrowPolicy(shared.policyState, scope);
       }
+      // Only POSTs keep a session alive: an open GET stream alone is idle (a client that went
+      // away without closing its TCP connection must not hold a session slot for ever).
+      if (!isPost) return s.transport.handleRequest(req, res, body);
       s.inflight++;
       try {
         await s.transport.handleRequest(req, res, body);

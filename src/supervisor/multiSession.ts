@@ -15,26 +15,8 @@ export function supervisorFor(
   identity: ClientIdentity,
   scope: ReadonlySet<Capability> | null,
 ): Supervisor {
-  const { config, clock, log, audit, budgets, memory, grants, tokens, consent, sessions } = shared;
-  const { workers, lease, startedAt, version } = shared;
-  return {
-    config,
-    policyState: narrowPolicy(shared.policyState, scope),
-    clock,
-    log,
-    audit,
-    budgets,
-    memory,
-    grants,
-    tokens,
-    consent,
-    sessions,
-    workers,
-    lease,
-    client: () => identity,
-    startedAt,
-    version,
-  };
+  // Everything else is the shared supervisor's own objects, whatever fields it grows.
+  return { ...shared, policyState: narrowPolicy(shared.policyState, scope), client: () => identity };
 }
 
 /**

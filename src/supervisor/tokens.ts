@@ -101,20 +101,18 @@ export class ConfirmationTokenStore {
 
   /** Drops every token for an instance (its grant was revoked or it changed identity). */
   revokeInstance(instanceKey: string): number {
-    let n = 0;
-    for (const [k, r] of this.records)
-      if (r.instanceKey === instanceKey) {
-        this.records.delete(k);
-        n++;
-      }
-    return n;
+    return this.dropWhere((r) => r.instanceKey === instanceKey);
   }
 
   /** Drops every token issued to a client (its credential was revoked). */
   revokeClient(client: string): number {
+    return this.dropWhere((r) => r.client === client);
+  }
+
+  private dropWhere(match: (r: TokenRecord) => boolean): number {
     let n = 0;
     for (const [k, r] of this.records)
-      if (r.client === client) {
+      if (match(r)) {
         this.records.delete(k);
         n++;
       }

@@ -10,7 +10,9 @@ import {
   opensslSpkiFingerprint,
   RemoteClient,
   type RemoteServerProc,
+  sessionRequest,
   startRemote,
+  tlsFetch,
 } from "../support/remote.js";
 
 // mTLS remote mode on 127.0.0.1 with an openssl-made PKI: who connects is the key of a
@@ -144,17 +146,7 @@ describe("mTLS remote mode", () => {
     const a = await connect(alice);
     const sid = a.sessionId;
     expect(sid).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const { tlsFetch } = await import("../support/remote.js");
-    const r = await tlsFetch(tls(bob))(remote.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-session-id": String(sid),
-        "mcp-protocol-version": "2025-06-18",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list", params: {} }),
-    });
+    const r = await sessionRequest(remote.url, String(sid), {}, tlsFetch(tls(bob)));
     expect(r.status).toBe(404);
   });
 

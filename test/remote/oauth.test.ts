@@ -6,12 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Desk, until, win } from "../support/consent.js";
 import {
   AUDIENCE,
+  expectRateLimited,
   ISSUER,
+  initializeMessage,
   makeIssuer,
+  postJsonRpc,
   RemoteClient,
   type RemoteServerProc,
   rawInitialize,
   runCli,
+  sessionRequest,
   startRemote,
 } from "../support/remote.js";
 
@@ -127,16 +131,7 @@ describe("OAuth resource-server mode", () => {
     // fetch decides Host and Origin itself; node:http sends what a rebinding browser would.
     const post = (headers: Record<string, string>) =>
       new Promise<number>((resolve, reject) => {
-        const body = JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: {
-            protocolVersion: "2025-06-18",
-            capabilities: {},
-            clientInfo: { name: "raw", version: "1" },
-          },
-        });
+        const body = JSON.stringify(initializeMessage());
         const req = httpRequest(
           remote.url,
           {
@@ -165,20 +160,10 @@ describe("OAuth resource-server mode", () => {
 
   it("request bodies are capped", async () => {
     const token = await sign({ scope: FULL });
-    const r = await fetch(remote.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        authorization: `Bearer ${token}`,
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { pad: "x".repeat(2 * 1024 * 1024) },
-      }),
-    }).catch((e: unknown) => e);
+    const big = initializeMessage({ pad: "x".repeat(2 * 1024 * 1024) });
+    const r = await postJsonRpc(remote.url, big, { authorization: `Bearer ${token}` }).catch(
+      (e: unknown) => e,
+    );
     // Either the 413 arrives or the server cut the upload off: never a session.
     if (r instanceof Response) expect(r.status).toBe(413);
     else expect(r).toBeInstanceOf(Error);
@@ -231,12 +216,7 @@ describe("OAuth resource-server mode", () => {
       const second = await init();
       expect([first.status, second.status]).toEqual([200, 200]);
       await Promise.all([first.body?.cancel(), second.body?.cancel()]);
-      const limited = await init();
-      expect(limited.status).toBe(429);
-      const body = (await limited.json()) as { error: { data: { code: string; retry_after_ms: number } } };
-      expect(body.error.data.code).toBe("rate_limited");
-      expect(body.error.data.retry_after_ms).toBeGreaterThan(0);
-      expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+      await expectRateLimited(await init());
       // Idle sessions expire and free their slots.
       const sid = String(first.headers.get("mcp-session-id"));
       let later = 429;
@@ -247,17 +227,7 @@ describe("OAuth resource-server mode", () => {
         await r.body?.cancel();
       }
       expect(later).toBe(200);
-      const stale = await fetch(small.url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          authorization: `Bearer ${token}`,
-          "mcp-session-id": sid,
-          "mcp-protocol-version": "2025-06-18",
-        },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
-      });
+      const stale = await sessionRequest(small.url, sid, { authorization: `Bearer ${token}` });
       expect(stale.status).toBe(404);
     } finally {
       await small.stop();
@@ -274,13 +244,9 @@ describe("in-flight cap", () => {
       const c = await RemoteClient.connect(srv.url, { token: await sign({ sub: "busy", scope: FULL }) });
       const pending = c.call("request_access", { hwnd: 1001, capabilities: ["observe"] });
       await until(() => slow.prompts().length === 1, "the dialog to open");
-      const over = await rawInitialize(srv.url, {
-        authorization: `Bearer ${await sign({ sub: "late", scope: FULL })}`,
-      });
-      expect(over.status).toBe(429);
-      const body = (await over.json()) as { error: { data: { code: string; retry_after_ms: number } } };
-      expect(body.error.data).toMatchObject({ code: "rate_limited" });
-      expect(body.error.data.retry_after_ms).toBeGreaterThan(0);
+      await expectRateLimited(
+        await rawInitialize(srv.url, { authorization: `Bearer ${await sign({ sub: "late", scope: FULL })}` }),
+      );
       expect((await pending).structured).toMatchObject({ decision: "approved" });
       await c.close();
     } finally {

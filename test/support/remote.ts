@@ -6,8 +6,9 @@ import { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
+import { expect } from "vitest";
 import type { Desk } from "./consent.js";
-import { CLI, LOOSE_BUDGETS, type ToolCall } from "./mcp.js";
+import { CLI, callToolOn, LOOSE_BUDGETS, okOn, type ToolCall } from "./mcp.js";
 
 /** Helpers for the remote-mode tests: openssl PKI, jose tokens, the built CLI on 127.0.0.1. */
 
@@ -18,40 +19,21 @@ export interface CertFiles {
   key: string;
 }
 
+/** `openssl req` with a new P-256 key `name.key`, subject CN=name, writing `out`. */
+function newKeyRequest(name: string, out: string, extra: string[]): string[] {
+  const key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`];
+  return ["req", ...extra, ...key, "-out", out, "-subj", `/CN=${name}`];
+}
+
 /** A CA (P-256) in `dir` with its name as file prefix. */
 export function makeCa(dir: string, name: string): CertFiles {
-  openssl(
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      `${name}.key`,
-    ].concat(["-out", `${name}.crt`, "-days", "3", "-subj", `/CN=${name}`]),
-    dir,
-  );
+  openssl(newKeyRequest(name, `${name}.crt`, ["-x509", "-days", "3"]), dir);
   return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
 }
 
 /** A leaf signed by `ca`, valid for `days`; `ext` adds x509v3 extensions (e.g. the server's SAN). */
 export function makeLeaf(dir: string, ca: CertFiles, name: string, days: number, ext?: string): CertFiles {
-  openssl(
-    [
-      "req",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      `${name}.key`,
-    ].concat(["-out", `${name}.csr`, "-subj", `/CN=${name}`]),
-    dir,
-  );
+  openssl(newKeyRequest(name, `${name}.csr`, []), dir);
   const extArgs: string[] = [];
   if (ext) {
     writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
@@ -202,23 +184,12 @@ export class RemoteClient {
     return this.transport.sessionId;
   }
 
-  async call(name: string, args: Record<string, unknown> = {}): Promise<ToolCall> {
-    const r = await this.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
-    const structured = (r.structuredContent ?? {}) as Record<string, unknown>;
-    const err = structured.error as { code?: string } | undefined;
-    return {
-      isError: r.isError === true,
-      structured,
-      content: r.content as ToolCall["content"],
-      meta: r._meta as Record<string, unknown> | undefined,
-      code: r.isError ? err?.code : undefined,
-    };
+  call(name: string, args: Record<string, unknown> = {}): Promise<ToolCall> {
+    return callToolOn(this.client, name, args);
   }
 
-  async ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    const r = await this.call(name, args);
-    if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structured)}`);
-    return r.structured;
+  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    return okOn(this.client, name, args);
   }
 
   async close(): Promise<void> {
@@ -266,29 +237,68 @@ export interface TokenClaims {
 export const ISSUER = "https://idp.test.invalid";
 export const AUDIENCE = "https://uiinspect.test.invalid/mcp";
 
-/** A raw initialize POST, to see the HTTP status and headers an MCP client would get. */
-export async function rawInitialize(
+/** What an MCP client sends first; `params` extra fields merged in. */
+export function initializeMessage(params: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "raw", version: "1" },
+      ...params,
+    },
+  };
+}
+
+/** A raw JSON-RPC POST, to see the HTTP status and headers an MCP client would get. */
+export function postJsonRpc(
   url: string,
+  message: unknown,
   headers: Record<string, string> = {},
-  params: Record<string, unknown> = {},
+  fetchImpl: typeof fetch = fetch,
 ): Promise<Response> {
-  return fetch(url, {
+  return fetchImpl(url, {
     method: "POST",
     headers: {
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       ...headers,
     },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: {},
-        clientInfo: { name: "raw", version: "1" },
-        ...params,
-      },
-    }),
+    body: JSON.stringify(message),
   });
+}
+
+/** A later request of session `sid` (tools/list). */
+export function sessionRequest(
+  url: string,
+  sid: string,
+  headers: Record<string, string> = {},
+  fetchImpl: typeof fetch = fetch,
+): Promise<Response> {
+  const message = { jsonrpc: "2.0", id: 9, method: "tools/list", params: {} };
+  return postJsonRpc(
+    url,
+    message,
+    { "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18", ...headers },
+    fetchImpl,
+  );
+}
+
+export function rawInitialize(
+  url: string,
+  headers: Record<string, string> = {},
+  params: Record<string, unknown> = {},
+): Promise<Response> {
+  return postJsonRpc(url, initializeMessage(params), headers);
+}
+
+/** A 429 whose JSON-RPC error carries rate_limited and a positive retry_after_ms, with Retry-After. */
+export async function expectRateLimited(r: Response): Promise<void> {
+  expect(r.status).toBe(429);
+  const body = (await r.json()) as { error: { data: { code: string; retry_after_ms: number } } };
+  expect(body.error.data.code).toBe("rate_limited");
+  expect(body.error.data.retry_after_ms).toBeGreaterThan(0);
+  expect(r.headers.get("retry-after")).toMatch(/^\d+$/);
 }

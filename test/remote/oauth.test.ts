@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,6 +28,9 @@ let remote: RemoteServerProc;
 let sign: Awaited<ReturnType<typeof makeIssuer>>["sign"];
 let jwksFile: string;
 let revokedFile: string;
+let auditFile: string;
+/** Every token signed for the main server, to prove none of them is ever written anywhere. */
+const issued: string[] = [];
 const open: RemoteClient[] = [];
 const FULL = "uiinspect:observe uiinspect:inspect uiinspect:click uiinspect:text";
 
@@ -41,16 +44,33 @@ const oauthArgs = () => ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE,
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "uiinspect-oauth-"));
-  ({ sign, jwksFile } = await makeIssuer(dir));
+  const issuer = await makeIssuer(dir);
+  jwksFile = issuer.jwksFile;
+  sign = async (claims) => {
+    const t = await issuer.sign(claims);
+    issued.push(t);
+    return t;
+  };
   revokedFile = join(dir, "revoked.txt");
   writeFileSync(revokedFile, "");
   desk = new Desk([win(1), win(2)]);
-  remote = await startRemote(desk, [...oauthArgs(), "--revoked", revokedFile]);
+  auditFile = join(dir, "audit.jsonl");
+  remote = await startRemote(desk, [...oauthArgs(), "--revoked", revokedFile], {
+    UIINSPECT_LOG_LEVEL: "debug",
+    UIINSPECT_AUDIT_FILE: auditFile,
+  });
 }, 60_000);
 
 afterAll(async () => {
   await Promise.all(open.map((c) => c.close()));
   await remote?.stop();
+  // Tokens are never logged or audited (debug logging on): not the token, not its signature.
+  const written = `${remote?.stderr.join("") ?? ""}\n${existsSync(auditFile) ? readFileSync(auditFile, "utf8") : ""}`;
+  expect(issued.length).toBeGreaterThan(10);
+  for (const t of issued) {
+    expect(written).not.toContain(t);
+    expect(written).not.toContain(t.split(".")[2]);
+  }
 });
 
 async function expect401(r: Response, error?: string): Promise<void> {
@@ -231,6 +251,36 @@ describe("OAuth resource-server mode", () => {
       expect(stale.status).toBe(404);
     } finally {
       await small.stop();
+    }
+  });
+});
+
+describe("per-identity limits", () => {
+  it("the per-client rate budget holds per identity across its sessions, and not across identities", async () => {
+    const srv = await startRemote(desk, oauthArgs(), { UIINSPECT_MAX_DISCOVERY_PER_MINUTE: "3" });
+    const clients: RemoteClient[] = [];
+    try {
+      const as = async (sub: string) => {
+        const c = await RemoteClient.connect(srv.url, { token: await sign({ sub, scope: FULL }) });
+        clients.push(c);
+        return c;
+      };
+      const x1 = await as("x");
+      const x2 = await as("x");
+      const y = await as("y");
+      await x1.ok("list_windows");
+      await x2.ok("list_windows");
+      await x1.ok("list_windows");
+      const limited = await x2.call("list_windows");
+      expect(limited.code).toBe("rate_limited");
+      expect(
+        Number((limited.structured.error as { retry_after_ms?: number }).retry_after_ms),
+      ).toBeGreaterThan(0);
+      // Another identity has its own budget.
+      expect((await y.call("list_windows")).isError).toBe(false);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await srv.stop();
     }
   });
 });

@@ -111,7 +111,8 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
   const maxValidityMs = options.maxCertValidityDays * 86_400_000;
   const bearer = options.oauth ? new BearerVerifier(options.oauth) : null;
   const sessions = new Map<string, Session>();
-  let pendingInits = 0;
+  /** Sessions whose initialize is being answered (they have no id yet). */
+  const pending = new Set<Session>();
   let inFlight = 0;
   let port = options.port;
   const tlsSockets = new Set<TLSSocket>();
@@ -262,10 +263,11 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
   }
 
-  function retryAfterForSessions(): number {
+  /** When the first of these sessions would expire if it stays idle (at least 1 s). */
+  function retryAfterForSessions(candidates: Iterable<Session>): number {
     const now = clock();
     let soonest = options.idleTimeoutMs;
-    for (const s of sessions.values())
+    for (const s of candidates)
       if (s.inflight === 0)
         soonest = Math.min(soonest, Math.max(1000, s.lastActive + options.idleTimeoutMs - now));
     return soonest;
@@ -294,12 +296,12 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
       closed: false,
     };
     s.transport.onclose = () => closeSession(s);
-    pendingInits++;
+    pending.add(s);
     try {
       await server.connect(s.transport);
       await s.transport.handleRequest(req, res, body);
     } finally {
-      pendingInits--;
+      pending.delete(s);
       s.inflight--;
       if (!s.id) closeSession(s);
     }
@@ -377,12 +379,21 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     const initializing =
       isPost && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
     if (!initializing) return refuse(res, { status: 400, message: "No session: send initialize first." });
-    if (sessions.size + pendingInits >= options.maxSessions)
+    if (sessions.size + pending.size >= options.maxSessions)
       return refuse(res, {
         status: 429,
         code: "rate_limited",
         message: "This server has as many sessions as it serves.",
-        retryAfterMs: retryAfterForSessions(),
+        retryAfterMs: retryAfterForSessions(sessions.values()),
+      });
+    // One identity cannot take every slot from the others.
+    const own = [...sessions.values(), ...pending].filter((x) => x.identity.hash === auth.identity.hash);
+    if (own.length >= options.maxSessionsPerIdentity)
+      return refuse(res, {
+        status: 429,
+        code: "rate_limited",
+        message: "This identity has as many sessions as one identity may have.",
+        retryAfterMs: retryAfterForSessions(own),
       });
     await openSession(req, res, auth, body);
   }

@@ -21,6 +21,8 @@ export interface RemoteOptions {
   maxBodyBytes: number;
   idleTimeoutMs: number;
   maxSessions: number;
+  /** Sessions one identity may hold at once, so it cannot take every slot. */
+  maxSessionsPerIdentity: number;
   maxInFlight: number;
 }
 
@@ -31,6 +33,7 @@ export const REMOTE_DEFAULTS = {
   maxBodyBytes: 1024 * 1024,
   idleTimeoutMs: 15 * 60_000,
   maxSessions: 64,
+  maxSessionsPerIdentity: 16,
   maxInFlight: 256,
 } as const;
 
@@ -103,6 +106,7 @@ export function parseRemoteFlags(argv: string[]): ParsedRemoteFlags {
         revoked: { type: "string" },
         "allow-origin": { type: "string", multiple: true },
         "max-sessions": { type: "string" },
+        "max-sessions-per-identity": { type: "string" },
         "max-inflight": { type: "string" },
         "idle-timeout": { type: "string" },
       },
@@ -134,6 +138,12 @@ export function parseRemoteFlags(argv: string[]): ParsedRemoteFlags {
       86_400,
     ),
     maxSessions: positive(str("max-sessions"), "max-sessions", REMOTE_DEFAULTS.maxSessions, 10_000),
+    maxSessionsPerIdentity: positive(
+      str("max-sessions-per-identity"),
+      "max-sessions-per-identity",
+      REMOTE_DEFAULTS.maxSessionsPerIdentity,
+      10_000,
+    ),
     maxInFlight: positive(str("max-inflight"), "max-inflight", REMOTE_DEFAULTS.maxInFlight, 100_000),
     idleTimeoutSeconds: positive(
       str("idle-timeout"),
@@ -169,6 +179,7 @@ export function parseRemoteFlags(argv: string[]): ParsedRemoteFlags {
     maxBodyBytes: REMOTE_DEFAULTS.maxBodyBytes,
     idleTimeoutMs: n.idleTimeoutSeconds * 1000,
     maxSessions: n.maxSessions,
+    maxSessionsPerIdentity: n.maxSessionsPerIdentity,
     maxInFlight: n.maxInFlight,
   };
   const problem = checkRemoteOptions(options);

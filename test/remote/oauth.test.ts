@@ -227,16 +227,32 @@ describe("OAuth resource-server mode", () => {
     expect((await other.ok("list_windows")).windows).toHaveLength(2);
   });
 
-  it("a global cap on sessions answers rate_limited with retry_after_ms; idle sessions expire", async () => {
-    const small = await startRemote(desk, [...oauthArgs(), "--max-sessions", "2", "--idle-timeout", "2"]);
+  it("caps sessions per identity and globally with rate_limited + retry_after_ms; idle sessions expire", async () => {
+    const small = await startRemote(desk, [
+      ...oauthArgs(),
+      "--max-sessions",
+      "3",
+      "--max-sessions-per-identity",
+      "2",
+      "--idle-timeout",
+      "2",
+    ]);
     try {
       const token = await sign({ sub: "crowd", scope: FULL });
       const init = () => rawInitialize(small.url, { authorization: `Bearer ${token}` });
+      const initAs = async (sub: string) =>
+        rawInitialize(small.url, { authorization: `Bearer ${await sign({ sub, scope: FULL })}` });
       const first = await init();
       const second = await init();
       expect([first.status, second.status]).toEqual([200, 200]);
       await Promise.all([first.body?.cancel(), second.body?.cancel()]);
+      // The crowd's third session is refused; another identity still gets in…
       await expectRateLimited(await init());
+      const loner = await initAs("loner");
+      expect(loner.status).toBe(200);
+      await loner.body?.cancel();
+      // …until the server as a whole is full.
+      await expectRateLimited(await initAs("late"));
       // Idle sessions expire and free their slots.
       const sid = String(first.headers.get("mcp-session-id"));
       let later = 429;

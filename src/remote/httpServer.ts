@@ -180,8 +180,22 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
   };
   const revoked = options.revokedFile ? new RevocationList(options.revokedFile, onRevoked) : null;
 
-  const metadataUrl = (req: IncomingMessage) =>
-    `${scheme}://${req.headers.host ?? `${options.host}:${port}`}${METADATA_PATH}`;
+  const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
+  /**
+   * Where the RFC 9728 metadata of this resource is: derived from the audience when it is a URL
+   * (the resource identifier clients were told), else from a well-formed Host header, else the
+   * bound address. Never a Host header as given: it would be client text in our challenge.
+   */
+  const metadataUrl = (req: IncomingMessage): string => {
+    const audience = options.oauth?.audience ?? "";
+    if (/^https?:\/\//i.test(audience)) {
+      const u = new URL(audience);
+      return `${u.origin}${METADATA_PATH}${u.pathname === "/" ? "" : u.pathname}`;
+    }
+    const host = req.headers.host ?? "";
+    const wellFormed = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/.test(host);
+    return `${scheme}://${wellFormed ? host : `${hostForUrl}:${port}`}${METADATA_PATH}`;
+  };
 
   const loopbackHosts = () => {
     const set = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
@@ -464,7 +478,6 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
   );
   sweep.unref();
 
-  const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
   let closing: Promise<void> | null = null;
   return {
     url: `${scheme}://${hostForUrl}:${port}${MCP_PATH}`,

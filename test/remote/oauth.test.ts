@@ -77,8 +77,9 @@ async function expect401(r: Response, error?: string): Promise<void> {
   expect(r.status).toBe(401);
   const challenge = r.headers.get("www-authenticate") ?? "";
   expect(challenge).toMatch(/^Bearer /);
+  // The audience is the resource identifier (a URL here), so the metadata lives under its origin.
   expect(challenge).toContain(
-    `resource_metadata="${remote.url.replace(/\/mcp$/, "")}/.well-known/oauth-protected-resource"`,
+    `resource_metadata="https://uiinspect.test.invalid/.well-known/oauth-protected-resource/mcp"`,
   );
   if (error) expect(challenge).toContain(`error="${error}"`);
   else expect(challenge).not.toContain("error=");
@@ -102,6 +103,9 @@ describe("OAuth resource-server mode", () => {
       bearer_methods_supported: ["header"],
     });
     expect(doc.scopes_supported).toContain("uiinspect:click");
+    // RFC 9728 §3.1: the path-suffixed location of a resource with a path serves the same document.
+    const suffixed = await fetch(remote.url.replace(/\/mcp$/, "/.well-known/oauth-protected-resource/mcp"));
+    expect(await suffixed.json()).toEqual(doc);
   });
 
   it("no token, wrong audience, wrong issuer, expired, over-long, no jti, no scope, revoked jti → 401 with a challenge", async () => {

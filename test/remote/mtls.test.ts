@@ -171,3 +171,45 @@ describe("mTLS remote mode", () => {
     expect((await a.ok("list_windows")).windows).toHaveLength(3);
   });
 });
+
+describe("mTLS and OAuth together", () => {
+  it("needs both: the certificate gates the connection, the token's subject is the identity", async () => {
+    const { makeIssuer, ISSUER, AUDIENCE } = await import("../support/remote.js");
+    const issuer = await makeIssuer(dir);
+    const both = await startRemote(desk, [
+      "--tls-cert",
+      server.cert,
+      "--tls-key",
+      server.key,
+      "--client-ca",
+      ca.cert,
+      "--oauth-issuer",
+      ISSUER,
+      "--oauth-audience",
+      AUDIENCE,
+      "--oauth-jwks",
+      issuer.jwksFile,
+    ]);
+    const clients: RemoteClient[] = [];
+    try {
+      const token = await issuer.sign({ sub: "agent-both", scope: "uiinspect:observe" });
+      // Certificate without a token: 401.
+      await expect(RemoteClient.connect(both.url, { tls: tls(alice) })).rejects.toThrow(/401|Bearer/);
+      // Token without a certificate: the handshake refuses.
+      await expect(RemoteClient.connect(both.url, { tls: tls(), token })).rejects.toThrow();
+      // Both: the dialog shows the token's subject as verified by OAuth.
+      const c = await RemoteClient.connect(both.url, { tls: tls(alice), token });
+      clients.push(c);
+      const before = desk.prompts().length;
+      await c.ok("request_access", { hwnd: 1002 });
+      expect(desk.prompts()[before]).toMatchObject({
+        client_label: "agent-both",
+        client_label_self_reported: false,
+        client_verified: { method: "oauth" },
+      });
+    } finally {
+      await Promise.all(clients.map((x) => x.close()));
+      await both.stop();
+    }
+  });
+});

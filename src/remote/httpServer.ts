@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -12,10 +12,11 @@ import { ClientIdentity } from "../supervisor/clientIdentity.js";
 import type { Logger } from "../supervisor/log.js";
 import { endClient, narrowPolicy, supervisorFor } from "../supervisor/multiSession.js";
 import type { Capability } from "../supervisor/policy/schema.js";
-import { checkPeer, type PeerCheck, tlsServerOptions } from "./mtls.js";
-import { BearerVerifier, protectedResourceMetadata, wwwAuthenticate } from "./oauth.js";
+import { type Authenticated, METADATA_PATH, type Refused, RequestAuthenticator } from "./authenticate.js";
+import { tlsServerOptions } from "./mtls.js";
+import { protectedResourceMetadata } from "./oauth.js";
 import { checkRemoteOptions, isLoopbackHost, type RemoteOptions } from "./options.js";
-import { type CredentialIds, RevocationList } from "./revocation.js";
+import { RevocationList } from "./revocation.js";
 
 /** A running `serve --http`; close() is the one way to stop it (signals are the caller's business). */
 export interface RemoteServer {
@@ -35,7 +36,6 @@ export interface RemoteDeps {
   clock?: () => number;
 }
 
-const METADATA_PATH = "/.well-known/oauth-protected-resource";
 const MCP_PATH = "/mcp";
 const MAX_REMEMBERED_CREDENTIALS = 4096;
 const MAX_JTIS_PER_SESSION = 256;
@@ -53,20 +53,6 @@ interface Session {
   jtis: Set<string>;
   closed: boolean;
 }
-
-type Authenticated = {
-  ok: true;
-  identity: ClientIdentity;
-  scope: Set<Capability> | null;
-  ids: CredentialIds;
-};
-type Refused = {
-  ok: false;
-  status: number;
-  message: string;
-  headers?: Record<string, string>;
-  code?: string;
-};
 
 /** A JSON-RPC error envelope, so MCP clients can show what went wrong; data.code is a stable UiError code when one fits. */
 function refuse(res: ServerResponse, r: Omit<Refused, "ok"> & { retryAfterMs?: number }): void {
@@ -87,14 +73,6 @@ function refuse(res: ServerResponse, r: Omit<Refused, "ok"> & { retryAfterMs?: n
   );
 }
 
-const PEER_MESSAGES: Record<Exclude<PeerCheck, { ok: true }>["reason"], string> = {
-  no_certificate: "A client certificate is required.",
-  not_authorized: "The client certificate does not chain to the configured CA.",
-  too_long_lived:
-    "The client certificate is valid for longer than this server accepts; use a short-lived one.",
-  unparseable: "The client certificate cannot be read.",
-};
-
 /**
  * `uiinspect-mcp serve --http`: MCP Streamable HTTP at /mcp, one MCP session per client
  * (session ids from the CSPRNG), every request authenticated (mTLS and/or OAuth Bearer),
@@ -108,15 +86,12 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
   const clock = deps.clock ?? Date.now;
   const shared = deps.supervisor;
   const scheme = options.tls ? "https" : "http";
-  const maxValidityMs = options.maxCertValidityDays * 86_400_000;
-  const bearer = options.oauth ? new BearerVerifier(options.oauth) : null;
   const sessions = new Map<string, Session>();
   /** Sessions whose initialize is being answered (they have no id yet). */
   const pending = new Set<Session>();
   let inFlight = 0;
   let port = options.port;
   const tlsSockets = new Set<TLSSocket>();
-  const peerChecks = new WeakMap<Socket, PeerCheck>();
   /** Which identity each credential (fingerprint / jti) was last seen proving, for revocation. */
   const owners = new Map<string, ClientIdentity>();
 
@@ -156,8 +131,8 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
       note(s.identity, 1);
     }
     for (const sock of tlsSockets) {
-      const c = peerChecks.get(sock);
-      if (c?.ok && added.has(c.fingerprint)) sock.destroy();
+      const fp = auth.fingerprintOf(sock);
+      if (fp !== undefined && added.has(fp)) sock.destroy();
     }
     const policyId = shared.policyState.status === "ok" ? shared.policyState.policy.policy_id : null;
     for (const { identity, sessions: closed } of ended.values()) {
@@ -179,23 +154,11 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     }
   };
   const revoked = options.revokedFile ? new RevocationList(options.revokedFile, onRevoked) : null;
-
-  const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
-  /**
-   * Where the RFC 9728 metadata of this resource is: derived from the audience when it is a URL
-   * (the resource identifier clients were told), else from a well-formed Host header, else the
-   * bound address. Never a Host header as given: it would be client text in our challenge.
-   */
-  const metadataUrl = (req: IncomingMessage): string => {
-    const audience = options.oauth?.audience ?? "";
-    if (/^https?:\/\//i.test(audience)) {
-      const u = new URL(audience);
-      return `${u.origin}${METADATA_PATH}${u.pathname === "/" ? "" : u.pathname}`;
-    }
-    const host = req.headers.host ?? "";
-    const wellFormed = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/.test(host);
-    return `${scheme}://${wellFormed ? host : `${hostForUrl}:${port}`}${METADATA_PATH}`;
-  };
+  const auth = new RequestAuthenticator(options, {
+    clock,
+    isRevoked: (ids) => revoked?.isRevoked(ids) ?? false,
+    port: () => port,
+  });
 
   const loopbackHosts = () => {
     const set = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
@@ -208,60 +171,6 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     for (const h of hosts) out.add(`${scheme}://${h}`);
     return out;
   };
-
-  async function authenticate(req: IncomingMessage): Promise<Authenticated | Refused> {
-    let fingerprint: string | undefined;
-    let certName: string | null = null;
-    if (options.clientCaFile) {
-      const sock = req.socket as TLSSocket;
-      let check = peerChecks.get(sock);
-      if (!check) {
-        check = checkPeer(sock, maxValidityMs);
-        peerChecks.set(sock, check);
-      }
-      if (!check.ok)
-        return {
-          ok: false,
-          status: check.reason === "too_long_lived" ? 403 : 401,
-          message: PEER_MESSAGES[check.reason],
-        };
-      if (check.notAfter <= clock())
-        return { ok: false, status: 401, message: "The client certificate has expired." };
-      fingerprint = check.fingerprint;
-      certName = check.commonName;
-    }
-    if (bearer) {
-      const r = await bearer.verify(req.headers.authorization);
-      const challenge = (error: Parameters<typeof wwwAuthenticate>[1]) => ({
-        "www-authenticate": wwwAuthenticate(metadataUrl(req), error),
-      });
-      if (!r.ok) return { ok: false, status: 401, message: r.description, headers: challenge(r) };
-      if (revoked?.isRevoked({ fingerprint, jti: r.jti }))
-        return {
-          ok: false,
-          status: 401,
-          code: "credential_revoked",
-          message: "This credential was revoked.",
-          headers: challenge({ error: "invalid_token", description: "This credential was revoked." }),
-        };
-      const identity = ClientIdentity.verified({ method: "oauth", fingerprint: r.fingerprint }, r.subject);
-      return { ok: true, identity, scope: new Set(r.scopes), ids: { fingerprint, jti: r.jti } };
-    }
-    if (fingerprint === undefined) return { ok: false, status: 401, message: PEER_MESSAGES.no_certificate };
-    if (revoked?.isRevoked({ fingerprint }))
-      return {
-        ok: false,
-        status: 403,
-        code: "credential_revoked",
-        message: "This client certificate was revoked.",
-      };
-    return {
-      ok: true,
-      identity: ClientIdentity.verified({ method: "mtls", fingerprint }, certName),
-      scope: null,
-      ids: { fingerprint },
-    };
-  }
 
   async function readBody(req: IncomingMessage, res: ServerResponse): Promise<unknown | typeof TOO_LARGE> {
     const declared = Number(req.headers["content-length"] ?? "0");
@@ -322,10 +231,10 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const auth = await authenticate(req);
-    if (!auth.ok) return refuse(res, auth);
-    remember(auth.ids.fingerprint, auth.identity);
-    remember(auth.ids.jti, auth.identity);
+    const who = await auth.authenticate(req);
+    if (!who.ok) return refuse(res, who);
+    remember(who.ids.fingerprint, who.identity);
+    remember(who.ids.jti, who.identity);
     const isPost = req.method === "POST";
     if (isPost) {
       if (inFlight >= options.maxInFlight)
@@ -350,31 +259,30 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
         });
       }
       if (body === TOO_LARGE) {
-        refuse(res, {
+        // The rest of the body is never read: the connection closes after the answer, so no
+        // client reuses a socket whose request was cut off.
+        return refuse(res, {
           status: 413,
           code: "invalid_argument",
           message: `Request bodies are capped at ${options.maxBodyBytes} bytes.`,
+          headers: { connection: "close" },
         });
-        req.destroy();
-        return;
       }
     }
     const sid = req.headers["mcp-session-id"];
     if (typeof sid === "string") {
       const s = sessions.get(sid);
       // Another identity's session id is as unknown as a made-up one.
-      if (!s || s.closed || s.identity.hash !== auth.identity.hash)
+      if (!s || s.closed || s.identity.hash !== who.identity.hash)
         return refuse(res, { status: 404, message: "Session not found." });
       s.lastActive = clock();
-      if (auth.ids.jti) {
-        s.jtis.add(auth.ids.jti);
+      if (who.ids.jti) {
+        s.jtis.add(who.ids.jti);
         if (s.jtis.size > MAX_JTIS_PER_SESSION) s.jtis.delete(s.jtis.values().next().value as string);
       }
-      if (auth.scope) {
+      if (who.scope) {
         // A later token can only narrow what the session may do, never widen it.
-        const scope: Set<Capability> = new Set(
-          [...(s.scope ?? auth.scope)].filter((c) => auth.scope?.has(c)),
-        );
+        const scope: Set<Capability> = new Set([...(s.scope ?? who.scope)].filter((c) => who.scope?.has(c)));
         s.scope = scope;
         s.view.policyState = narrowPolicy(shared.policyState, scope);
       }
@@ -401,7 +309,7 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
         retryAfterMs: retryAfterForSessions(sessions.values()),
       });
     // One identity cannot take every slot from the others.
-    const own = [...sessions.values(), ...pending].filter((x) => x.identity.hash === auth.identity.hash);
+    const own = [...sessions.values(), ...pending].filter((x) => x.identity.hash === who.identity.hash);
     if (own.length >= options.maxSessionsPerIdentity)
       return refuse(res, {
         status: 429,
@@ -409,7 +317,7 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
         message: "This identity has as many sessions as one identity may have.",
         retryAfterMs: retryAfterForSessions(own),
       });
-    await openSession(req, res, auth, body);
+    await openSession(req, res, who, body);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -480,7 +388,7 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
 
   let closing: Promise<void> | null = null;
   return {
-    url: `${scheme}://${hostForUrl}:${port}${MCP_PATH}`,
+    url: `${scheme}://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}${MCP_PATH}`,
     sessionCount: () => sessions.size,
     close: () => {
       closing ??= (async () => {

@@ -18,6 +18,7 @@ const SCRIPTS = [
   ["mcp-a11y", "tree nodes per second through MCP, event-loop delay under 32 concurrent walks"],
   ["a11y", "tree walk in the uia handler alone"],
   ["lease", "lease validation round trip, 8 concurrent clients"],
+  ["remote", "remote mode: 32 authenticated HTTP sessions, inspect_tree + screenshots for 2 min"],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
 ];
 

@@ -4,6 +4,7 @@
 const USAGE = `usage: uiinspect-mcp [command]
 
   serve                      run the MCP server on stdio (default)
+  serve --http HOST:PORT     authenticated remote mode (mTLS and/or OAuth), see docs/remote.md
   demo                       walk the simulated desktop with a built-in MCP client
   doctor                     print what health_check says, for a person (exit 1 when unusable)
   validate-policy FILE       check a policy file (exit 0 valid, 1 invalid)
@@ -16,7 +17,7 @@ async function main(argv: string[]): Promise<number> {
   const [verb = "serve", ...rest] = argv;
   switch (verb) {
     case "serve":
-      return (await import("./cli/serve.js")).serve();
+      return (await import("./cli/serve.js")).serve(rest);
     case "demo":
       return (await import("./cli/demo.js")).runDemo(rest);
     case "doctor":

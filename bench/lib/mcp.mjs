@@ -26,12 +26,17 @@ export function scratch(scenario, policy) {
   return { dir, scenarioPath, policyPath, write };
 }
 
-export async function startServer(env) {
-  const clean = Object.fromEntries(
+/** The bench's own environment without any UIINSPECT_/DESKTOP_AUTOMATION_ setting leaking in. */
+export function cleanEnv() {
+  return Object.fromEntries(
     Object.entries(process.env).filter(
       ([k]) => !k.startsWith("UIINSPECT_") && !k.startsWith("DESKTOP_AUTOMATION_"),
     ),
   );
+}
+
+export async function startServer(env) {
+  const clean = cleanEnv();
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, "serve"],

@@ -1,12 +1,22 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { parseRemoteFlags, type RemoteOptions } from "../remote/options.js";
 import { UiError } from "../shared/errors.js";
 import { buildSupervisor } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/server.js";
 
-/** `uiinspect-mcp serve`: one MCP connection over stdio until stdin closes or a signal arrives. */
-export async function serve(): Promise<number> {
+/**
+ * `uiinspect-mcp serve [--http HOST:PORT …]`: one MCP connection over stdio until stdin closes
+ * or a signal arrives; with --http, authenticated remote mode (src/remote) instead.
+ */
+export async function serve(argv: string[] = []): Promise<number> {
+  const flags = parseRemoteFlags(argv);
+  if (!flags.ok) {
+    process.stderr.write(`uiinspect-mcp: ${flags.message}\n`);
+    return 2;
+  }
+  if (flags.options) return serveHttp(flags.options);
   let sup: ReturnType<typeof buildSupervisor>;
   try {
     sup = buildSupervisor();
@@ -43,6 +53,28 @@ export async function serve(): Promise<number> {
   await server.connect(transport);
   log.info({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
   await done;
+  log.flush();
+  return 0;
+}
+
+/** Remote mode until SIGINT/SIGTERM; the listening URL goes to stderr (stdout carries nothing here). */
+async function serveHttp(options: RemoteOptions): Promise<number> {
+  const { startRemote } = await import("../remote/serve.js");
+  let running: Awaited<ReturnType<typeof startRemote>>;
+  try {
+    running = await startRemote(options);
+  } catch (e) {
+    const message = e instanceof Error ? e.message : "failed to start";
+    process.stderr.write(`uiinspect-mcp: ${message}\n`);
+    return 2;
+  }
+  process.stderr.write(`uiinspect-mcp: listening on ${running.server.url}\n`);
+  log.info({ transport: "http" }, "server_started");
+  await new Promise<void>((resolve) => {
+    const stop = () => void running.close().then(resolve, resolve);
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
   log.flush();
   return 0;
 }

@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   "worker_timeout",
   "broker_unavailable",
   "lease_revoked",
+  "credential_revoked",
   "platform_unavailable",
   "cancelled",
 ] as const;
@@ -111,6 +112,7 @@ export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
   worker_timeout: "A platform worker did not answer in time; the request failed.",
   broker_unavailable: "The lease broker is unavailable.",
   lease_revoked: "The unattended lease was revoked or expired.",
+  credential_revoked: "The client's credential was revoked; everything it held has ended.",
   platform_unavailable: "The platform backend is unavailable.",
   cancelled: "The request was cancelled.",
 };

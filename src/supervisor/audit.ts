@@ -174,12 +174,13 @@ export class AuditLog {
   }
 
   /** Newest first, at most `limit` (clamped to 0..capacity). */
-  recent(limit = 20): AuditEvent[] {
+  recent(limit = 20, client?: string): AuditEvent[] {
     const n = Math.max(0, Math.min(Math.floor(Number.isFinite(limit) ? limit : 0), this.count));
     const out: AuditEvent[] = [];
-    for (let i = 1; i <= n; i++) {
+    // Newest first; with `client`, only that client's events (the ring is shared by all of them).
+    for (let i = 1; i <= this.count && out.length < n; i++) {
       const ev = this.ring[(this.next - i + this.capacity) % this.capacity];
-      if (ev) out.push(ev);
+      if (ev && (client === undefined || ev.client === client)) out.push(ev);
     }
     return out;
   }

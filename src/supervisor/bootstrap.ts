@@ -4,7 +4,7 @@ import type { WorkerKind } from "../shared/protocol.js";
 import { AuditLog } from "./audit.js";
 import { budgetConfigFromEnv, MemoryBudget, memoryBudgetBytesFromEnv, RateBudgets } from "./budgets.js";
 import type { Supervisor, Workers } from "./chain.js";
-import { ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
+import { auditIdOf, ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
 import { loadConfig, type ServerConfig } from "./config.js";
 import { ConsentBroker } from "./consent/broker.js";
 import { FakePrompter } from "./consent/fakePrompter.js";
@@ -108,7 +108,7 @@ export function buildSupervisor(
     if (e.reason !== "released" && e.reason !== "expired")
       audit.record({
         correlation_id: "000000000000",
-        client: e.grant.client,
+        client: auditIdOf(e.grant.client),
         policy_id: policyState.status === "ok" ? policyState.policy.policy_id : null,
         action: "none",
         tool: "revocation",

@@ -26,7 +26,11 @@ export interface Workers {
   input: WorkerHost;
 }
 
-/** Everything the supervisor owns. Built once per server (one MCP connection over stdio). */
+/**
+ * Everything the supervisor owns. Built once per server; over stdio one MCP connection uses it,
+ * over HTTP every session gets a view of it (src/supervisor/multiSession.ts) that differs only
+ * in `client` and, for narrowing OAuth scopes, `policyState`.
+ */
 export interface Supervisor {
   config: ServerConfig;
   policyState: PolicyState;
@@ -98,8 +102,11 @@ export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise
   return r.windows;
 }
 
-/** When each granted instance without a window was last asked about (per supervisor). */
-const aliveCheckedAt = new WeakMap<Supervisor, Map<string, number>>();
+/**
+ * When each granted instance without a window was last asked about. Keyed by the grant store,
+ * which every session's view of one supervisor shares (remote mode: one supervisor, many sessions).
+ */
+const aliveCheckedAt = new WeakMap<GrantStore, Map<string, number>>();
 const ALIVE_RECHECK_MS = 1000;
 
 /**
@@ -122,10 +129,10 @@ async function endExitedInstances(
     hwnds.add(w.hwnd);
     if (w.instance) shown.add(instanceKey(w.instance));
   }
-  let checked = aliveCheckedAt.get(sup);
+  let checked = aliveCheckedAt.get(sup.grants);
   if (!checked) {
     checked = new Map();
-    aliveCheckedAt.set(sup, checked);
+    aliveCheckedAt.set(sup.grants, checked);
   }
   for (const key of checked.keys()) if (!granted.has(key)) checked.delete(key);
   const now = sup.clock();
@@ -267,10 +274,12 @@ export async function runChain(
   // Capability tools need a grant (or, with the lease, the broker's word) for this exact instance.
   if (capability && target && policy && def.capability !== "per_class") {
     grant = await authorizeCapability(sup, client.hash, target, capability, policy);
-    const token = isProtected(policy, capability) ? presentedToken(sup, args, target, capability) : null;
+    const token = isProtected(policy, capability)
+      ? presentedToken(sup, args, client.hash, target, capability)
+      : null;
     charge = takeBudgets(sup, def, args, client.hash, policy, target);
     // Consumed only once the budgets let the call through: a rate-limited call keeps its token.
-    if (token !== null && sup.tokens.consume(token, target.instanceKey, capability) !== "ok") {
+    if (token !== null && sup.tokens.consume(token, client.hash, target.instanceKey, capability) !== "ok") {
       charge?.refund();
       throw uiError("confirmation_invalid");
     }
@@ -305,12 +314,14 @@ export async function runChain(
 function presentedToken(
   sup: Supervisor,
   args: Record<string, unknown>,
+  client: string,
   target: ResolvedTarget,
   capability: Capability,
 ): string {
   const token = typeof args.confirmation_token === "string" ? args.confirmation_token : "";
   if (!token) throw uiError("confirmation_required");
-  if (sup.tokens.check(token, target.instanceKey, capability) !== "ok") throw uiError("confirmation_invalid");
+  if (sup.tokens.check(token, client, target.instanceKey, capability) !== "ok")
+    throw uiError("confirmation_invalid");
   return token;
 }
 
@@ -354,13 +365,13 @@ function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedT
  * decision no longer renews a grant silently: actions are consent_required until the client
  * asks again with request_access (answered from the kept decision, without a new dialog).
  */
-const released = new WeakMap<Supervisor, Set<string>>();
+const released = new WeakMap<GrantStore, Set<string>>();
 
 function releasedFor(sup: Supervisor): Set<string> {
-  let set = released.get(sup);
+  let set = released.get(sup.grants);
   if (!set) {
     set = new Set();
-    released.set(sup, set);
+    released.set(sup.grants, set);
   }
   return set;
 }

@@ -72,18 +72,39 @@ export function sanitizeLabel(raw: unknown, fallback = "unnamed client"): string
   return cut === "" ? fallback : cut;
 }
 
+/** How a remote identity was proven; absent for stdio, whose clientInfo is only claimed. */
+export interface VerifiedBy {
+  method: "mtls" | "oauth";
+  /**
+   * mtls: SHA-256 (hex) of the client certificate's SubjectPublicKeyInfo. oauth: SHA-256 (hex)
+   * of issuer and subject. Shown abbreviated in the consent dialog; never a secret.
+   */
+  fingerprint: string;
+}
+
 /**
- * Who is asking, as far as the server can tell: a hash of the self-asserted MCP clientInfo
- * and a per-connection salt. Names prove nothing, so the label is for the consent dialog
- * only and the hash is what grants, decisions and audit key on.
+ * Who is asking, as far as the server can tell. Over stdio: a hash of the self-asserted MCP
+ * clientInfo and a per-connection salt, so names prove nothing and the label is for the
+ * consent dialog only. Over authenticated HTTP: a hash of what the credential proves (the
+ * certificate's key, or the token's issuer and subject), the same for every session of that
+ * identity, so its grants, decisions and budgets follow it and nobody else.
  */
 export class ClientIdentity {
   private constructor(
-    /** 12 hex of SHA-256(salt || canonical JSON of clientInfo). */
+    /**
+     * The key grants, decisions, tokens, sessions and budgets use: 12 hex (stdio) or 32 hex
+     * (verified: 128 bits, so no other key pair or subject can be ground to collide with it).
+     */
     readonly hash: string,
-    /** The self-reported name, sanitized, for the dialog only. */
+    /** The self-reported name (stdio) or the certificate CN / token subject (verified), sanitized. */
     readonly label: string,
+    readonly verified: VerifiedBy | null = null,
   ) {}
+
+  /** The 12 hex audit events carry (SPEC §8): the key's prefix. */
+  get auditId(): string {
+    return this.hash.slice(0, 12);
+  }
 
   static fromClientInfo(info: unknown, salt: Buffer = newConnectionSalt()): ClientIdentity {
     const hash = createHash("sha256")
@@ -94,4 +115,18 @@ export class ClientIdentity {
     const name = info !== null && typeof info === "object" && "name" in info ? info.name : undefined;
     return new ClientIdentity(hash, sanitizeLabel(name));
   }
+
+  /** An identity a credential proved; `label` is still sanitized before it reaches a dialog. */
+  static verified(by: VerifiedBy, label: unknown): ClientIdentity {
+    const hash = createHash("sha256")
+      .update(`uiinspect-identity\u0000${by.method}\u0000${by.fingerprint}`, "utf8")
+      .digest("hex")
+      .slice(0, 32);
+    return new ClientIdentity(hash, sanitizeLabel(label, "unnamed identity"), Object.freeze({ ...by }));
+  }
+}
+
+/** The audit id of a key (a ClientIdentity.hash), for events recorded without the identity at hand. */
+export function auditIdOf(clientKey: string): string {
+  return clientKey.slice(0, 12);
 }

@@ -105,14 +105,12 @@ export class GrantStore {
 
   /** Ends every client's grant on an instance (target_changed, target_gone, lease loss). */
   revokeInstance(instanceKey: string, reason: RevokeReason): number {
-    let n = 0;
-    for (const [k, g] of this.grants)
-      if (g.instanceKey === instanceKey) {
-        this.grants.delete(k);
-        this.emit(g, reason);
-        n++;
-      }
-    return n;
+    return this.revokeWhere((g) => g.instanceKey === instanceKey, reason);
+  }
+
+  /** Ends every grant one client holds (its credential was revoked). */
+  revokeClient(client: string, reason: RevokeReason): number {
+    return this.revokeWhere((g) => g.client === client, reason);
   }
 
   /** Ends everything (server shutdown, broker loss). */
@@ -171,6 +169,17 @@ export class GrantStore {
     return () => {
       this.listeners.delete(listener);
     };
+  }
+
+  private revokeWhere(match: (g: Grant) => boolean, reason: RevokeReason): number {
+    let n = 0;
+    for (const [k, g] of this.grants)
+      if (match(g)) {
+        this.grants.delete(k);
+        this.emit(g, reason);
+        n++;
+      }
+    return n;
   }
 
   private emit(grant: Grant, reason: RevokeReason): void {

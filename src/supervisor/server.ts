@@ -166,7 +166,7 @@ export async function callTool(
       const t = ctx?.target ?? null;
       sup.audit.record({
         correlation_id: correlationId,
-        client: sup.client().hash,
+        client: sup.client().auditId,
         policy_id: ctx?.policy?.policy_id ?? null,
         action: auditAction(def, ctx),
         tool: def.name,
@@ -197,6 +197,7 @@ const DENIALS = new Set([
   "rate_limited",
   "memory_budget_exceeded",
   "lease_revoked",
+  "credential_revoked",
 ]);
 const isDenial = (code: string) => DENIALS.has(code);
 

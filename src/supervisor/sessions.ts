@@ -126,6 +126,14 @@ export class A11ySessions {
     }
   }
 
+  /** Ends every automation session (and so every ref) of one client, whatever the instance. */
+  disposeByClient(client: string): void {
+    const instances = new Set(
+      [...this.grants.values()].filter((g) => g.client === client).map((g) => g.instanceKey),
+    );
+    for (const ik of instances) this.disposeByInstance(ik, client);
+  }
+
   /** All grant workers together, for health_check. */
   stats(): WorkerStats & { sessions: number } {
     const live = [...this.grants.values()].map((g) => g.host.stats());

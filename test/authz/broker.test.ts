@@ -374,3 +374,49 @@ describe("consent broker: client names are labels only", () => {
     ]);
   });
 });
+
+describe("consent broker: a revoked client", () => {
+  it("forgetClient closes its open dialog, fails its waiters and forgets its decisions, and only its", async () => {
+    const { broker, prompter, time } = setup();
+    const OTHER = "bbbbbbbbbbbb";
+    // A kept approval for pid 1, a dialog open for pid 2; another client's approval for pid 1.
+    const kept = ask(broker, ["inspect"], { pid: 1 });
+    await time.advance(0);
+    prompter.last().answer("approve");
+    await kept;
+    const theirs = ask(broker, ["inspect"], { pid: 1, client: OTHER });
+    await time.advance(0);
+    prompter.last().answer("approve");
+    await theirs;
+    const pending = ask(broker, ["click"], { pid: 2 });
+    await time.advance(0);
+    const dialog = prompter.last();
+    expect(broker.forgetClient(CLIENT, "credential_revoked")).toBe(2);
+    expect(await outcome(pending)).toBe("credential_revoked");
+    expect(dialog.signal.aborted).toBe(true);
+    expect(broker.keptDecision(CLIENT, instanceKey(instance(1)))).toBeUndefined();
+    expect(broker.keptDecision(OTHER, instanceKey(instance(1)))).toMatchObject({ decision: "approved" });
+  });
+
+  it("verified identities are shown as verified in the dialog, never as self-reported", async () => {
+    const { broker, prompter, time } = setup();
+    const who = ClientIdentity.verified({ method: "mtls", fingerprint: "ab".repeat(32) }, "agent-7");
+    const p = broker.request({
+      clientHash: who.hash,
+      clientLabel: who.label,
+      clientVerified: who.verified,
+      instance: instance(9),
+      capabilities: ["observe"],
+    });
+    await time.advance(0);
+    const content = prompter.last().content;
+    expect(content.client_label_self_reported).toBe(false);
+    expect(content.client_verified).toEqual({ method: "mtls", fingerprint: "ab".repeat(32) });
+    expect(content.text).toContain(
+      "Client: agent-7 (verified: client certificate key SHA-256 abababababababab…)",
+    );
+    expect(content.text).not.toContain("self-reported");
+    prompter.last().answer("deny");
+    await p;
+  });
+});

@@ -14,6 +14,40 @@ export interface ToolCall {
   code: string | undefined;
 }
 
+/** One tool call through any connected SDK client, its result unpacked for assertions. */
+export async function callToolOn(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+  opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
+): Promise<ToolCall> {
+  const r = await client.callTool({ name, arguments: args }, undefined, {
+    signal: opts.signal,
+    onprogress: opts.onprogress,
+    timeout: 120_000,
+  });
+  const structured = (r.structuredContent ?? {}) as Record<string, unknown>;
+  const err = structured.error as { code?: string } | undefined;
+  return {
+    isError: r.isError === true,
+    structured,
+    content: r.content as ToolCall["content"],
+    meta: r._meta as Record<string, unknown> | undefined,
+    code: r.isError ? err?.code : undefined,
+  };
+}
+
+/** A tool call that must succeed; its structured result. */
+export async function okOn(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
+  const r = await callToolOn(client, name, args);
+  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structured)}`);
+  return r.structured;
+}
+
 /** The built CLI as a child process, driven by the SDK's own Client over stdio. */
 export class McpHarness {
   readonly client: Client;
@@ -45,31 +79,16 @@ export class McpHarness {
     return h;
   }
 
-  async call(
+  call(
     name: string,
     args: Record<string, unknown> = {},
     opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
   ): Promise<ToolCall> {
-    const r = await this.client.callTool({ name, arguments: args }, undefined, {
-      signal: opts.signal,
-      onprogress: opts.onprogress,
-      timeout: 120_000,
-    });
-    const structured = (r.structuredContent ?? {}) as Record<string, unknown>;
-    const err = structured.error as { code?: string } | undefined;
-    return {
-      isError: r.isError === true,
-      structured,
-      content: r.content as ToolCall["content"],
-      meta: r._meta as Record<string, unknown> | undefined,
-      code: r.isError ? err?.code : undefined,
-    };
+    return callToolOn(this.client, name, args, opts);
   }
 
-  async ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    const r = await this.call(name, args);
-    if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structured)}`);
-    return r.structured;
+  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    return okOn(this.client, name, args);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { type DenyReason, uiError } from "../../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
 import { type Clock, MINUTE_MS, readIntEnv, SlidingWindowLimiter } from "../budgets.js";
+import type { VerifiedBy } from "../clientIdentity.js";
 import { DEFAULT_GRANT_TTL_MS } from "../grants.js";
 import type { Capability } from "../policy/schema.js";
 import { buildDialogContent, orderCapabilities } from "./content.js";
@@ -26,8 +27,9 @@ export interface ConsentBrokerOptions {
 
 export interface ConsentRequest {
   clientHash: string;
-  /** ClientIdentity.label: shown as self-reported, never used for a decision. */
+  /** ClientIdentity.label: shown as self-reported (or verified, with how), never used for a decision. */
   clientLabel: string;
+  clientVerified?: VerifiedBy | null;
   instance: ProcessInstance;
   capabilities: readonly string[];
   signal?: AbortSignal;
@@ -165,6 +167,22 @@ export class ConsentBroker {
       if (e.instanceKey === instanceKey && e.kind !== "pending") this.entries.delete(k);
   }
 
+  /**
+   * Ends everything one client holds here (its credential was revoked): open dialogs close and
+   * their waiters fail with `code`; kept decisions are forgotten, so a new credential for the
+   * same identity faces a new dialog.
+   */
+  forgetClient(clientHash: string, code: DenyReason): number {
+    let n = 0;
+    for (const [k, e] of [...this.entries]) {
+      if (!k.startsWith(`${clientHash}\u0000`)) continue;
+      n++;
+      if (e.kind === "pending") this.settle(e.flight, { kind: "fail", code });
+      this.entries.delete(k);
+    }
+    return n;
+  }
+
   /** Closes every open dialog and fails its waiters with cancelled (server shutdown). */
   dispose(): void {
     for (const e of [...this.entries.values()])
@@ -195,6 +213,7 @@ export class ConsentBroker {
       instance: req.instance,
       capabilities: requested,
       clientLabel: req.clientLabel,
+      clientVerified: req.clientVerified ?? null,
       expiresAt: now + this.timeoutMs + this.grantTtlMs,
     });
     const flight: Flight = {

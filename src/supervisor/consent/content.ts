@@ -1,14 +1,16 @@
 import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
-import { sanitizeLabel } from "../clientIdentity.js";
+import { sanitizeLabel, type VerifiedBy } from "../clientIdentity.js";
 import { CAPABILITIES, CAPABILITY_DESCRIPTIONS, type Capability, isCapability } from "../policy/schema.js";
 import type { CapabilityLine, ConsentDialogContent } from "./prompter.js";
 
 export interface DialogContentInput {
   instance: ProcessInstance;
   capabilities: readonly string[];
-  /** The client's self-reported name (ClientIdentity.label). */
+  /** The client's self-reported name, or its certificate CN / token subject (ClientIdentity.label). */
   clientLabel: string;
+  /** How the identity was proven (remote mode); absent: the label is only self-reported. */
+  clientVerified?: VerifiedBy | null;
   /** Latest time a grant from this decision first expires, ms since the epoch. */
   expiresAt: number;
 }
@@ -35,7 +37,8 @@ export function orderCapabilities(caps: readonly string[]): Capability[] {
 /**
  * The consent dialog, built only from OS facts about the process instance plus our own
  * words: never a window title or any other text the target controls. The client label is
- * marked self-reported because any program can claim any name.
+ * marked self-reported because any program can claim any name, unless an authenticated
+ * transport proved it: then the line says how, with the key or subject fingerprint.
  */
 export function buildDialogContent(input: DialogContentInput): ConsentDialogContent {
   const caps = orderCapabilities(input.capabilities);
@@ -51,7 +54,7 @@ export function buildDialogContent(input: DialogContentInput): ConsentDialogCont
     `Program: ${exe}`,
     `Process ID: ${input.instance.pid}`,
     `Process started: ${start}`,
-    `Client: ${label} (self-reported: any program can claim any name)`,
+    clientLine(label, input.clientVerified ?? null),
     "",
     "It asks to:",
     ...lines.map((l) => `  - ${l.name}: ${l.description}`),
@@ -68,9 +71,26 @@ export function buildDialogContent(input: DialogContentInput): ConsentDialogCont
     process_start: start,
     capabilities: lines,
     client_label: label,
-    client_label_self_reported: true,
+    client_label_self_reported: !input.clientVerified,
+    ...(input.clientVerified
+      ? {
+          client_verified: {
+            method: input.clientVerified.method,
+            fingerprint: input.clientVerified.fingerprint,
+          },
+        }
+      : {}),
     expires_at: expires,
     default_button: "deny",
     text,
   };
+}
+
+const VERIFIED_BY = { mtls: "client certificate key", oauth: "OAuth token subject" } as const;
+
+function clientLine(label: string, verified: VerifiedBy | null): string {
+  if (!verified) return `Client: ${label} (self-reported: any program can claim any name)`;
+  // Hex only (checked), so nothing a client chose beyond the sanitized label reaches the text.
+  const fp = /^[0-9a-f]{16,}$/.test(verified.fingerprint) ? verified.fingerprint.slice(0, 16) : "invalid";
+  return `Client: ${label} (verified: ${VERIFIED_BY[verified.method]} SHA-256 ${fp}…)`;
 }

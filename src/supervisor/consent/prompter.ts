@@ -19,9 +19,11 @@ export interface ConsentDialogContent {
   /** RFC 3339. */
   process_start: string;
   capabilities: CapabilityLine[];
-  /** The MCP client's self-asserted name; always shown marked as self-reported. */
+  /** The MCP client's self-asserted name, or the CN / subject an authenticated transport proved. */
   client_label: string;
-  client_label_self_reported: true;
+  /** True unless a certificate or token proved the identity (client_verified says how). */
+  client_label_self_reported: boolean;
+  client_verified?: { method: "mtls" | "oauth"; fingerprint: string };
   /** RFC 3339: when a grant from this decision first expires (renewed silently while it stands). */
   expires_at: string;
   default_button: "deny";

@@ -74,6 +74,7 @@ export const accessTools = [
         decision = await sup.consent.request({
           clientHash: ctx.client.hash,
           clientLabel: ctx.client.label,
+          clientVerified: ctx.client.verified,
           instance: target.instance,
           capabilities: wanted,
           signal: ctx.signal,
@@ -225,7 +226,7 @@ export const accessTools = [
       // configured to bring it there first (focus mode "activate").
       if (INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive" && !t.window.foreground)
         throw uiError("not_foreground");
-      const issued = sup.tokens.issue(t.instanceKey, args.action_class, args.ttl_seconds);
+      const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
       return {
         structured: {
           correlation_id: ctx.correlationId,
@@ -258,7 +259,7 @@ export const accessTools = [
       const policy = ctx.policy!;
       const t = ctx.target!;
       const requires = isProtected(policy, args.action_class);
-      const hasToken = sup.tokens.hasValid(t.instanceKey, args.action_class);
+      const hasToken = sup.tokens.hasValid(ctx.client.hash, t.instanceKey, args.action_class);
       let reason = "ok";
       if (!policy.allowed_actions.has(args.action_class)) reason = "action_not_allowed";
       else {

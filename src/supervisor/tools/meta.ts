@@ -73,14 +73,18 @@ export const metaTools = [
   defineTool({
     name: "get_audit_events",
     title: "Audit events",
-    description: "The newest audit events of this server, redacted by construction (codes and counts only).",
+    description:
+      "The newest audit events of this client on this server, redacted by construction (codes and counts only).",
     capability: "observe",
     budget: "none",
     target: "none",
     input: z.strictObject({ limit: z.number().int().min(1).max(1000).default(20) }),
     output: z.object({ events: z.array(AuditEventSchema) }),
     annotations: READ_ONLY,
-    handler: async (ctx, args) => ({ structured: { events: ctx.sup.audit.recent(args.limit) } }),
+    // Only the caller's own events: in remote mode one server serves several identities.
+    handler: async (ctx, args) => ({
+      structured: { events: ctx.sup.audit.recent(args.limit, ctx.client.auditId) },
+    }),
   }),
 ];
 

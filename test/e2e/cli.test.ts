@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -58,7 +58,9 @@ describe("the CLI verbs", () => {
       DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
     });
     expect(ok.status, ok.stderr).toBe(0);
-    expect(ok.stdout).toContain("platform:  fake");
+    expect(ok.stdout).toMatch(/doctor: USABLE/);
+    expect(ok.stdout).toMatch(/ok +platform +fake/);
+    expect(ok.stdout).toMatch(/ok +policy_matches +matches 1 of the 3 windows now/);
     expect(ok.stdout).not.toContain("Ruffle - game.swf");
     const broken = run(["doctor"], {
       UIINSPECT_PLATFORM: "fake",
@@ -66,6 +68,136 @@ describe("the CLI verbs", () => {
     });
     expect(broken.status).toBe(1);
     expect(broken.stdout).toContain("UNUSABLE");
+    expect(broken.stdout).toMatch(/fail +settings +UIINSPECT_MAX_DISCOVERY_PER_MINUTE/);
+  });
+
+  it("doctor --json: a broken policy, a missing policy file and no policy are each unusable, naming the path", () => {
+    const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
+    const fake = {
+      UIINSPECT_PLATFORM: "fake",
+      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
+    };
+    const broken = join(dir, "broken.json");
+    writeFileSync(broken, "{ not json");
+    const missing = join(dir, "absent.yaml");
+    for (const [args, expected] of [
+      [["--policy", broken], `file ${broken}: policy_invalid`],
+      [["--policy", missing], `file ${missing}: policy_unreadable`],
+      [[], "no policy"],
+    ] as const) {
+      const r = run(["doctor", "--json", ...args], fake);
+      expect(r.status, r.stderr).toBe(1);
+      const report = JSON.parse(r.stdout) as {
+        status: string;
+        checks: { id: string; status: string; summary: string; fix?: string }[];
+      };
+      expect(report.status).toBe("unusable");
+      const policy = report.checks.find((c) => c.id === "policy");
+      expect(policy?.status).toBe("fail");
+      expect(policy?.summary).toContain(expected);
+      expect(policy?.fix).toContain("--policy FILE");
+    }
+  });
+
+  it("doctor warns when the policy matches no window, and when a policy file is writable by others", () => {
+    const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
+    const policy = join(dir, "p.json");
+    writeFileSync(
+      policy,
+      JSON.stringify({
+        schema_version: 1,
+        policy_id: "nothing",
+        application: { executable_path: "/usr/bin/none", title_patterns: ["never *"] },
+        allowed_actions: ["observe"],
+      }),
+      { mode: 0o666 },
+    );
+    chmodSync(policy, 0o666);
+    const r = run(["doctor", "--json", "--platform", "fake", "--policy", policy], {
+      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
+    });
+    expect(r.status, r.stdout).toBe(0);
+    const checks = (JSON.parse(r.stdout) as { checks: { id: string; status: string; summary: string }[] })
+      .checks;
+    const byId = (id: string) => checks.find((c) => c.id === id);
+    expect(byId("policy_matches")).toMatchObject({
+      status: "warn",
+      summary: "matches none of the 3 windows now",
+    });
+    expect(byId("policy_permissions")?.status).toBe("warn");
+    expect(byId("policy_regions")?.status).toBe("warn");
+  });
+
+  it("doctor checks the audit file's folder", () => {
+    const r = run(["doctor", "--json", "--audit-file", "/nonexistent-dir/audit.jsonl"], {
+      UIINSPECT_PLATFORM: "fake",
+      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
+      DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
+    });
+    expect(r.status).toBe(1);
+    const checks = (JSON.parse(r.stdout) as { checks: { id: string; status: string; summary: string }[] })
+      .checks;
+    expect(checks.find((c) => c.id === "audit_file")).toMatchObject({ status: "fail" });
+  });
+
+  it("--version, --help and per-verb help; unknown flags and bad values exit 2 naming the flag", () => {
+    const pkg = JSON.parse(readFileSync(resolve(import.meta.dirname, "../../package.json"), "utf8")) as {
+      version: string;
+    };
+    const v = run(["--version"]);
+    expect(v.status).toBe(0);
+    expect(v.stdout.trim()).toBe(pkg.version);
+    const help = run(["--help"]);
+    expect(help.status).toBe(0);
+    for (const verb of ["serve", "doctor", "validate-policy", "manager"]) expect(help.stdout).toContain(verb);
+    for (const args of [
+      ["serve", "--help"],
+      ["help", "serve"],
+    ]) {
+      const r = run(args);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain("usage: uiinspect-mcp serve");
+      expect(r.stdout).toContain("--policy FILE");
+      expect(r.stdout).toContain("DESKTOP_AUTOMATION_POLICY_FILE");
+    }
+    for (const [args, named] of [
+      [["serve", "--port", "8931", "--bogus"], "--port"],
+      [["serve", "--bogus"], "--bogus"],
+      [["doctor", "--isolation", "fork"], "--isolation must be one of thread, process"],
+      [["doctor", "--log-level", "loud"], "--log-level"],
+      [["validate-policy", "a", "b"], 'unexpected argument "b"'],
+      [["manager", "lease", "status", "--force"], "--force"],
+    ] as const) {
+      const r = run([...args]);
+      expect(r.status, args.join(" ")).toBe(2);
+      expect(r.stderr).toContain(named);
+      expect(r.stdout).toBe("");
+    }
+  });
+
+  it("a flag wins over its environment variable", () => {
+    const r = run(["doctor", "--json", "--platform", "fake", "--isolation", "process"], {
+      UIINSPECT_WORKER_ISOLATION: "thread",
+      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
+      DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
+    });
+    expect(r.status, r.stdout).toBe(0);
+    expect(r.stdout).toContain("isolation process");
+  });
+
+  it("a closed stdout (doctor | head -1) ends the verb quietly", () => {
+    const r = spawnSync(
+      "sh",
+      ["-c", `"${process.execPath}" "${CLI}" doctor --platform fake | true; exit 0`],
+      {
+        encoding: "utf8",
+        env: { ...process.env, UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json") },
+        timeout: 120_000,
+      },
+    );
+    expect(r.status).toBe(0);
+    expect(r.stderr).not.toContain("EPIPE");
+    expect(r.stderr).not.toContain("Error");
   });
 
   it("demo walks list → consent (simulated) → inspect → screenshot → invoke → click → key", () => {
@@ -87,6 +219,15 @@ describe("the CLI verbs", () => {
   it("an unknown verb prints the usage and exits 2", () => {
     const r = run(["frobnicate"]);
     expect(r.status).toBe(2);
+    expect(r.stderr).toContain('unknown verb "frobnicate"');
     expect(r.stderr).toContain("usage: uiinspect-mcp");
+  });
+
+  it("the example policies for Linux and Windows validate", () => {
+    for (const f of ["policy.linux.example.yaml", "policy.windows.example.json"]) {
+      const r = run(["validate-policy", join(examples, f)]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/safe regions: [1-9], screenshot masks: [1-9]/);
+    }
   });
 });

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI } from "../support/mcp.js";
+import { CLI, McpHarness } from "../support/mcp.js";
 
 const examples = resolve(import.meta.dirname, "../../schema/examples");
 
@@ -221,6 +221,23 @@ describe("the CLI verbs", () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('unknown verb "frobnicate"');
     expect(r.stderr).toContain("usage: uiinspect-mcp");
+  });
+
+  it("serve at the default log level writes nothing to stderr on a normal start and call", async () => {
+    const h = await McpHarness.start({
+      UIINSPECT_LOG_LEVEL: "info",
+      UIINSPECT_PLATFORM: "fake",
+      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
+      DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
+    });
+    try {
+      expect((await h.ok("health_check")).status).toBe("ok");
+      expect((await h.ok("list_windows")).windows).toHaveLength(1);
+    } finally {
+      await h.close();
+    }
+    // Clients show a server's stderr lines as errors: the start-up line is debug-level.
+    expect(h.stderr.join("")).toBe("");
   });
 
   it("the example policies for Linux and Windows validate", () => {

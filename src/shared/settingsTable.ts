@@ -44,24 +44,29 @@ export const GENERATED_BLOCKS = {
 
 export type GeneratedBlock = keyof typeof GENERATED_BLOCKS;
 
-/** The text between a block's markers, or null when the document has no such block. */
-export function generatedBlock(doc: string, name: GeneratedBlock): string | null {
+/** Where a block's content starts and ends in the document, or null when it has none. */
+function blockSpan(doc: string, name: GeneratedBlock): { start: number; end: number } | null {
   const open = `<!-- generated:${name} -->\n`;
-  const close = `\n<!-- /generated:${name} -->`;
   const a = doc.indexOf(open);
-  const b = doc.indexOf(close, a + open.length);
-  return a < 0 || b < 0 ? null : doc.slice(a + open.length, b);
+  if (a < 0) return null;
+  const start = a + open.length;
+  const b = doc.indexOf(`<!-- /generated:${name} -->`, start);
+  return b < 0 ? null : { start, end: b };
+}
+
+/** The text between a block's markers (without its last newline), or null when there is no block. */
+export function generatedBlock(doc: string, name: GeneratedBlock): string | null {
+  const span = blockSpan(doc, name);
+  return span === null ? null : doc.slice(span.start, span.end).replace(/\n$/, "");
 }
 
 /** The document with every block it has regenerated. */
 export function regenerate(doc: string): string {
   let out = doc;
   for (const [name, render] of Object.entries(GENERATED_BLOCKS) as [GeneratedBlock, () => string][]) {
-    const old = generatedBlock(out, name);
-    if (old === null) continue;
-    const open = `<!-- generated:${name} -->\n`;
-    const at = out.indexOf(open) + open.length;
-    out = out.slice(0, at) + render() + out.slice(at + old.length);
+    const span = blockSpan(out, name);
+    if (span === null) continue;
+    out = `${out.slice(0, span.start)}${render()}\n${out.slice(span.end)}`;
   }
   return out;
 }

@@ -90,6 +90,13 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
     return [fail("platform", `${config.platform}: the backend did not start (${facts.error})`, fix)];
   }
   const f = facts as Facts;
+  if (config.platform === "win32")
+    return [
+      ok(
+        "platform",
+        `win32, DPI awareness ${String(f.win32_dpi_process)} (thread ${String(f.win32_dpi_thread)}), integrity RID ${String(f.win32_integrity_rid)}`,
+      ),
+    ];
   const out: Check[] = [ok("platform", `${config.platform}`)];
   if (config.platform !== "x11") return out;
   out.push(

@@ -152,7 +152,7 @@ export class ZenityLeaseDialog implements LeaseDialog {
  */
 export async function selectLeaseDialog(env: Env = process.env): Promise<LeaseDialog> {
   const wanted =
-    env.UIINSPECT_LEASE_DIALOG?.trim() || (process.platform === "win32" ? "messagebox" : "zenity");
+    env[SETTINGS.leaseDialog.env]?.trim() || (process.platform === "win32" ? "messagebox" : "zenity");
   if (wanted === "zenity") return new ZenityLeaseDialog(env);
   if (wanted === "messagebox" && process.platform === "win32") {
     const { WindowsMessageBoxDialog } = await import("./native/windows.js");

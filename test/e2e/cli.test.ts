@@ -128,6 +128,22 @@ describe("the CLI verbs", () => {
     expect(byId("policy_regions")?.status).toBe("warn");
   });
 
+  it("doctor fails the lease check when the lease is on but no broker answers", () => {
+    const r = run(["doctor", "--json"], {
+      UIINSPECT_PLATFORM: "fake",
+      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
+      DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
+      UIINSPECT_LEASE: "broker",
+      XDG_RUNTIME_DIR: mkdtempSync(join(tmpdir(), "uiinspect-nobroker-")),
+    });
+    expect(r.status, r.stdout).toBe(1);
+    const checks = (JSON.parse(r.stdout) as { checks: { id: string; status: string; fix?: string }[] })
+      .checks;
+    const lease = checks.find((c) => c.id === "lease_broker");
+    expect(lease?.status).toBe("fail");
+    expect(lease?.fix).toContain("manager lease activate");
+  });
+
   it("doctor checks the audit file's folder", () => {
     const r = run(["doctor", "--json", "--audit-file", "/nonexistent-dir/audit.jsonl"], {
       UIINSPECT_PLATFORM: "fake",

@@ -35,72 +35,43 @@ interface VerbSpec {
 
 const HELP: Options = { help: { type: "boolean", short: "h" } };
 
+/** A verb without flags or positionals of its own, unless `spec` says otherwise. */
+const verbSpec = (synopsis: string, summary: string, spec: Partial<VerbSpec> = {}): VerbSpec => ({
+  synopsis,
+  summary,
+  options: {},
+  optionHelp: {},
+  settings: false,
+  positionals: { min: 0, max: 0 },
+  ...spec,
+});
+
 export const VERBS: Record<VerbName, VerbSpec> = {
-  serve: {
-    synopsis: "[flags]",
-    summary: "run the MCP server on stdio (the default verb)",
-    // serve's own flags (transport and the like) go here, beside the settings flags.
-    options: {},
-    optionHelp: {},
-    settings: true,
-    positionals: { min: 0, max: 0 },
-  },
-  doctor: {
-    synopsis: "[--json] [flags]",
-    summary: "check every part the server needs; exit 0 usable, 1 unusable",
+  // serve's own flags (transport and the like) go in its `options`, beside the settings flags.
+  serve: verbSpec("[flags]", "run the MCP server on stdio (the default verb)", { settings: true }),
+  doctor: verbSpec("[--json] [flags]", "check every part the server needs; exit 0 usable, 1 unusable", {
     options: { json: { type: "boolean" } },
     optionHelp: { json: "print the checks as one JSON object" },
     settings: true,
-    positionals: { min: 0, max: 0 },
-  },
-  demo: {
-    synopsis: "",
-    summary: "walk the simulated desktop with a built-in MCP client",
-    options: {},
-    optionHelp: {},
-    settings: false,
-    positionals: { min: 0, max: 0 },
-  },
-  "validate-policy": {
-    synopsis: "FILE",
-    summary: "check a policy file (exit 0 valid, 1 invalid)",
-    options: {},
-    optionHelp: {},
-    settings: false,
+  }),
+  demo: verbSpec("", "walk the simulated desktop with a built-in MCP client"),
+  "validate-policy": verbSpec("FILE", "check a policy file (exit 0 valid, 1 invalid)", {
     positionals: { min: 1, max: 1 },
-  },
-  "validate-profile": {
-    synopsis: "FILE",
-    summary: "check a coordinate profile (exit 0 valid, 1 invalid)",
-    options: {},
-    optionHelp: {},
-    settings: false,
+  }),
+  "validate-profile": verbSpec("FILE", "check a coordinate profile (exit 0 valid, 1 invalid)", {
     positionals: { min: 1, max: 1 },
-  },
-  manager: {
-    synopsis: "lease activate --hours N | lease extend --hours N | lease status | lease revoke",
-    summary: "ask the lease broker for an unattended lease (docs/lease.md)",
-    options: { hours: { type: "string" } },
-    optionHelp: { hours: "lease length in hours (activate, extend)" },
-    settings: false,
-    positionals: { min: 2, max: 2 },
-  },
-  broker: {
-    synopsis: "",
-    summary: "the unattended-lease broker (started by the manager)",
-    options: {},
-    optionHelp: {},
-    settings: false,
-    positionals: { min: 0, max: 0 },
-  },
-  help: {
-    synopsis: "[VERB]",
-    summary: "this text, or one verb's",
-    options: {},
-    optionHelp: {},
-    settings: false,
-    positionals: { min: 0, max: 1 },
-  },
+  }),
+  manager: verbSpec(
+    "lease activate --hours N | lease extend --hours N | lease status | lease revoke",
+    "ask the lease broker for an unattended lease (docs/lease.md)",
+    {
+      options: { hours: { type: "string" } },
+      optionHelp: { hours: "lease length in hours (activate, extend)" },
+      positionals: { min: 2, max: 2 },
+    },
+  ),
+  broker: verbSpec("", "the unattended-lease broker (started by the manager)"),
+  help: verbSpec("[VERB]", "this text, or one verb's", { positionals: { min: 0, max: 1 } }),
 };
 
 const isVerb = (s: string): s is VerbName => Object.hasOwn(VERBS, s);

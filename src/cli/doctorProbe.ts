@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { parentPort } from "node:worker_threads";
 import dbus from "dbus-next";
+import { withTimeout } from "../shared/timeout.js";
 
 /**
  * doctor's probes that load modules the supervisor thread must not (native addons) or that can
@@ -71,21 +72,7 @@ function packageVersion(entry: string, name: string): string | null {
   return null;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
-}
+const timedOut = () => Object.assign(new Error("timeout"), { code: "ETIMEDOUT" });
 
 /** A bus whose connection errors reject the first call instead of being thrown as events. */
 function openBus(open: () => dbus.MessageBus): { bus: dbus.MessageBus; failed: Promise<never> } {
@@ -102,8 +89,26 @@ async function call(
   msg: ConstructorParameters<typeof dbus.Message>[0],
   ms: number,
 ): Promise<unknown[]> {
-  const reply = await withTimeout(Promise.race([bus.bus.call(new dbus.Message(msg)), bus.failed]), ms);
+  const reply = await withTimeout(
+    Promise.race([bus.bus.call(new dbus.Message(msg)), bus.failed]),
+    ms,
+    timedOut,
+  );
   return reply?.body ?? [];
+}
+
+/** The bus daemon's own GetId: answers iff the connection works. */
+function ping(bus: ReturnType<typeof openBus>, ms: number): Promise<unknown[]> {
+  return call(
+    bus,
+    {
+      destination: "org.freedesktop.DBus",
+      path: "/org/freedesktop/DBus",
+      interface: "org.freedesktop.DBus",
+      member: "GetId",
+    },
+    ms,
+  );
 }
 
 async function probeBus(ms: number): Promise<BusProbe> {
@@ -120,16 +125,7 @@ async function probeBus(ms: number): Promise<BusProbe> {
   try {
     try {
       session = openBus(() => dbus.sessionBus());
-      await call(
-        session,
-        {
-          destination: "org.freedesktop.DBus",
-          path: "/org/freedesktop/DBus",
-          interface: "org.freedesktop.DBus",
-          member: "GetId",
-        },
-        ms,
-      );
+      await ping(session, ms);
       out.session_bus = true;
     } catch (e) {
       out.session_error = errorCode(e);
@@ -169,16 +165,7 @@ async function probeBus(ms: number): Promise<BusProbe> {
     }
     try {
       a11y = openBus(() => dbus.sessionBus({ busAddress: address }));
-      await call(
-        a11y,
-        {
-          destination: "org.freedesktop.DBus",
-          path: "/org/freedesktop/DBus",
-          interface: "org.freedesktop.DBus",
-          member: "GetId",
-        },
-        ms,
-      );
+      await ping(a11y, ms);
       out.atspi_bus = true;
     } catch (e) {
       out.atspi_error = errorCode(e);

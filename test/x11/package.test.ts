@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -43,13 +43,30 @@ function userEnv(over: Record<string, string | undefined> = {}): Record<string, 
   return out;
 }
 
-function run(cmd: string, args: string[], cwd: string, env = userEnv(), timeout = 300_000): Run {
-  const r = spawnSync(cmd, args, { cwd, env, encoding: "utf8", timeout, maxBuffer: 64 * 1024 * 1024 });
-  return { status: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+/**
+ * Runs a command without blocking this worker's event loop: a long spawnSync (npm install)
+ * starves vitest's own RPC and fails the run with "Timeout calling onTaskUpdate".
+ */
+function run(cmd: string, args: string[], cwd: string, env = userEnv(), timeout = 300_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      cmd,
+      args,
+      { cwd, env, encoding: "utf8", timeout, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error && typeof error.code === "number" ? error.code : error ? null : 0;
+        resolve({ status: code, stdout: stdout ?? "", stderr: stderr ?? "" });
+      },
+    );
+  });
 }
 
-function doctor(bin: string, cwd: string, env: Record<string, string>): { r: Run; report: DoctorReport } {
-  const r = run(bin, ["doctor", "--json"], cwd, env, 120_000);
+async function doctor(
+  bin: string,
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ r: Run; report: DoctorReport }> {
+  const r = await run(bin, ["doctor", "--json"], cwd, env, 120_000);
   return { r, report: JSON.parse(r.stdout) as DoctorReport };
 }
 
@@ -64,17 +81,17 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
   const version = (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string })
     .version;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     session = startSession();
     work = mkdtempSync(join(tmpdir(), "uiinspect-pkg-"));
     // dist/ was built by `npm test`; --ignore-scripts keeps prepack from rebuilding it under
     // the other test files that are running the CLI right now.
-    const packed = run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], REPO);
+    const packed = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], REPO);
     expect(packed.status, packed.stderr).toBe(0);
     const name = (JSON.parse(packed.stdout) as { filename: string }[])[0].filename;
     tarball = join(work, name);
     const prefix = join(work, "prefix");
-    const inst = run(
+    const inst = await run(
       "npm",
       ["install", "--prefix", prefix, "--no-audit", "--no-fund", "--prefer-offline", tarball],
       work,
@@ -107,32 +124,38 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
     );
   });
 
-  it("npm publish --dry-run is clean", () => {
-    const r = run("npm", ["publish", "--dry-run", "--ignore-scripts"], REPO, userEnv(), 120_000);
+  it("npm publish --dry-run is clean", async () => {
+    const r = await run("npm", ["publish", "--dry-run", "--ignore-scripts"], REPO, userEnv(), 120_000);
     expect(r.status, r.stderr).toBe(0);
     // Only the login notice of a dry run may warn; nothing about the package itself.
     const warnings = r.stderr.split("\n").filter((l) => /npm warn/i.test(l) && !/logged in/.test(l));
     expect(warnings).toEqual([]);
-  });
+  }, 600_000);
 
-  it("--version from the installed bin and from `npx TARBALL`, outside the checkout", () => {
-    const v = run(bin, ["--version"], work);
+  it("--version from the installed bin and from `npx TARBALL`, outside the checkout", async () => {
+    const v = await run(bin, ["--version"], work);
     expect(v.status, v.stderr).toBe(0);
     expect(v.stdout.trim()).toBe(version);
     // Relative, as a user types it: npx runs an absolute path that exists as a command itself.
-    const npx = run("npx", ["--yes", `./${basename(tarball)}`, "--version"], work);
+    const npx = await run("npx", ["--yes", `./${basename(tarball)}`, "--version"], work);
     expect(npx.status, npx.stderr).toBe(0);
     expect(npx.stdout.trim()).toBe(version);
-  });
+  }, 600_000);
 
   it("doctor --json: usable on the X11 session with the shipped Linux policy and its app running", async () => {
     startApp("xterm", ["-T", TITLE]);
     await waitFor("the xterm window", async () => {
-      const r = run("xdotool", ["search", "--onlyvisible", "--name", `^${TITLE}$`], work, userEnv(), 10_000);
+      const r = await run(
+        "xdotool",
+        ["search", "--onlyvisible", "--name", `^${TITLE}$`],
+        work,
+        userEnv(),
+        10_000,
+      );
       return r.status === 0 && r.stdout.trim() !== "";
     });
     const env = userEnv({ DESKTOP_AUTOMATION_POLICY_FILE: policy });
-    const { r, report } = doctor(bin, work, env);
+    const { r, report } = await doctor(bin, work, env);
     expect(r.status, r.stdout).toBe(0);
     expect(report.status).toBe("usable");
     expect(failed(report)).toEqual([]);
@@ -152,8 +175,8 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
     expect(r.stdout).not.toContain(TITLE);
   });
 
-  it("doctor --json: exit 1 naming DISPLAY without one (a client that clears the environment)", () => {
-    const { r, report } = doctor(
+  it("doctor --json: exit 1 naming DISPLAY without one (a client that clears the environment)", async () => {
+    const { r, report } = await doctor(
       bin,
       work,
       userEnv({ DISPLAY: undefined, DESKTOP_AUTOMATION_POLICY_FILE: policy }),
@@ -165,9 +188,9 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
     expect(display?.fix).toContain("env_vars");
   });
 
-  it("doctor --json: exit 1 naming D-Bus with a dead session bus address", () => {
+  it("doctor --json: exit 1 naming D-Bus with a dead session bus address", async () => {
     const dead = `unix:path=${join(work, "no-bus-here")}`;
-    const { r, report } = doctor(
+    const { r, report } = await doctor(
       bin,
       work,
       userEnv({ DBUS_SESSION_BUS_ADDRESS: dead, DESKTOP_AUTOMATION_POLICY_FILE: policy }),
@@ -177,13 +200,13 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
     expect(failed(report)[0].summary).toMatch(/^D-Bus session bus unreachable/);
   });
 
-  it("serve --bogus exits 2 naming the flag", () => {
-    const r = run(bin, ["serve", "--bogus"], work, userEnv(), 60_000);
+  it("serve --bogus exits 2 naming the flag", async () => {
+    const r = await run(bin, ["serve", "--bogus"], work, userEnv(), 60_000);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("--bogus");
   });
 
-  it("the MCP Inspector's CLI lists the tools and the allowed window from the installed copy", () => {
+  it("the MCP Inspector's CLI lists the tools and the allowed window from the installed copy", async () => {
     const inspector = (method: string, ...rest: string[]) =>
       run(
         "npx",
@@ -202,14 +225,14 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
         ],
         work,
       );
-    const tools = inspector("tools/list");
+    const tools = await inspector("tools/list");
     expect(tools.status, tools.stderr).toBe(0);
     const names = (JSON.parse(tools.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
     for (const t of ["health_check", "list_windows", "request_access", "screenshot_window", "click_window"])
       expect(names).toContain(t);
-    const windows = inspector("tools/call", "--tool-name", "list_windows");
+    const windows = await inspector("tools/call", "--tool-name", "list_windows");
     expect(windows.status, windows.stderr).toBe(0);
     const listed = JSON.parse(windows.stdout) as { structuredContent: { windows: { title: string }[] } };
     expect(listed.structuredContent.windows.map((w) => w.title)).toEqual([TITLE]);
-  });
+  }, 600_000);
 });

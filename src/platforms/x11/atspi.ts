@@ -11,6 +11,7 @@ import type {
   WindowInfo,
 } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { withTimeout as rejectAfter } from "../../shared/timeout.js";
 import { mapAtspiRole } from "./roles.js";
 
 /**
@@ -177,22 +178,9 @@ export class AtspiBus {
 }
 
 function withTimeout<T>(p: Promise<T>, ms = CALL_TIMEOUT_MS): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(
-      () => reject(uiError("platform_unavailable", "The accessibility provider did not answer in time.")),
-      ms,
-    );
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
+  return rejectAfter(p, ms, () =>
+    uiError("platform_unavailable", "The accessibility provider did not answer in time."),
+  );
 }
 
 function refs(body: unknown[]): Array<{ bus: string; path: string }> {

@@ -150,7 +150,9 @@ export function busChecks(config: ServerConfig, probe: ProbeResult | null): Chec
     out.push(
       fail(
         "dbus_session",
-        `D-Bus session bus unreachable (${bus.address_source === "env" ? "DBUS_SESSION_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS unset"}: ${bus.session_error})`,
+        bus.address_source === "env"
+          ? `D-Bus session bus unreachable at DBUS_SESSION_BUS_ADDRESS (${bus.session_error})`
+          : "D-Bus session bus unreachable: DBUS_SESSION_BUS_ADDRESS is not set and no default bus answers",
         "run inside the desktop session, or pass DBUS_SESSION_BUS_ADDRESS (Codex: env_vars); without one: eval $(dbus-launch --sh-syntax)",
       ),
     );

@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { DoctorReport } from "../../src/cli/doctor.js";
 import { CLI, McpHarness } from "../support/mcp.js";
 
 const examples = resolve(import.meta.dirname, "../../schema/examples");
@@ -18,6 +19,11 @@ function run(args: string[], env: Record<string, string> = {}) {
     env: { ...base, ...env },
     timeout: 120_000,
   });
+}
+
+/** doctor --json's report; the DoctorReport type comes from the code it tests. */
+function doctorJson(stdout: string): DoctorReport {
+  return JSON.parse(stdout) as DoctorReport;
 }
 
 describe("the CLI verbs", () => {
@@ -87,10 +93,7 @@ describe("the CLI verbs", () => {
     ] as const) {
       const r = run(["doctor", "--json", ...args], fake);
       expect(r.status, r.stderr).toBe(1);
-      const report = JSON.parse(r.stdout) as {
-        status: string;
-        checks: { id: string; status: string; summary: string; fix?: string }[];
-      };
+      const report = doctorJson(r.stdout);
       expect(report.status).toBe("unusable");
       const policy = report.checks.find((c) => c.id === "policy");
       expect(policy?.status).toBe("fail");
@@ -117,8 +120,7 @@ describe("the CLI verbs", () => {
       UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
     });
     expect(r.status, r.stdout).toBe(0);
-    const checks = (JSON.parse(r.stdout) as { checks: { id: string; status: string; summary: string }[] })
-      .checks;
+    const checks = doctorJson(r.stdout).checks;
     const byId = (id: string) => checks.find((c) => c.id === id);
     expect(byId("policy_matches")).toMatchObject({
       status: "warn",
@@ -137,8 +139,7 @@ describe("the CLI verbs", () => {
       XDG_RUNTIME_DIR: mkdtempSync(join(tmpdir(), "uiinspect-nobroker-")),
     });
     expect(r.status, r.stdout).toBe(1);
-    const checks = (JSON.parse(r.stdout) as { checks: { id: string; status: string; fix?: string }[] })
-      .checks;
+    const checks = doctorJson(r.stdout).checks;
     const lease = checks.find((c) => c.id === "lease_broker");
     expect(lease?.status).toBe("fail");
     expect(lease?.fix).toContain("manager lease activate");
@@ -151,8 +152,7 @@ describe("the CLI verbs", () => {
       DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
     });
     expect(r.status).toBe(1);
-    const checks = (JSON.parse(r.stdout) as { checks: { id: string; status: string; summary: string }[] })
-      .checks;
+    const checks = doctorJson(r.stdout).checks;
     expect(checks.find((c) => c.id === "audit_file")).toMatchObject({ status: "fail" });
   });
 

@@ -43,8 +43,7 @@ async function run(cl: Extract<CommandLine, { kind: "run" }>): Promise<number> {
     }
     case "manager": {
       const { runManager } = await import("./lease/manager.js");
-      const hours = cl.values.hours;
-      return runManager([...cl.positionals, ...(typeof hours === "string" ? ["--hours", hours] : [])]);
+      return runManager([...cl.positionals, ...cl.forwarded]);
     }
     case "broker": {
       const { runBroker } = await import("./lease/broker.js");

@@ -31,6 +31,11 @@ interface VerbSpec {
   /** Whether the settings flags (--policy, --audit-file, …) apply. */
   settings: boolean;
   positionals: { min: number; max: number };
+  /**
+   * The verb's own flags are handed on as argv to its runner, which parses them itself
+   * (manager's --hours; serve's transport flags belong here too once serve takes them).
+   */
+  forward?: boolean;
 }
 
 const HELP: Options = { help: { type: "boolean", short: "h" } };
@@ -68,6 +73,7 @@ export const VERBS: Record<VerbName, VerbSpec> = {
       options: { hours: { type: "string" } },
       optionHelp: { hours: "lease length in hours (activate, extend)" },
       positionals: { min: 2, max: 2 },
+      forward: true,
     },
   ),
   broker: verbSpec("", "the unattended-lease broker (started by the manager)"),
@@ -142,11 +148,27 @@ export type CommandLine =
   | {
       kind: "run";
       verb: Exclude<VerbName, "help">;
-      values: Record<string, string | boolean | undefined>;
+      values: Record<string, string | boolean | string[] | undefined>;
       positionals: string[];
       /** Environment variables the settings flags set (already checked). */
       env: Record<string, string>;
+      /** The verb's own flags again as argv, for a verb with `forward` (else empty). */
+      forwarded: string[];
     };
+
+/** A `forward` verb's own flags as `--name value` pairs (a repeated flag once per value). */
+function forwardedArgs(spec: VerbSpec, values: Record<string, unknown>): string[] {
+  if (!spec.forward) return [];
+  const out: string[] = [];
+  for (const name of Object.keys(spec.options)) {
+    const v = values[name];
+    for (const one of Array.isArray(v) ? v : [v]) {
+      if (one === true) out.push(`--${name}`);
+      else if (typeof one === "string") out.push(`--${name}`, one);
+    }
+  }
+  return out;
+}
 
 /** Parses argv (without node and the script). Never throws. */
 export function parseCommandLine(argv: string[]): CommandLine {
@@ -171,7 +193,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
     const first = e instanceof Error ? e.message.split(". ")[0] : "bad arguments";
     return { kind: "usage_error", message: first, verb };
   }
-  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
   if (values.help) return { kind: "help", text: verbUsage(verb) };
   if (verb === "help") {
     const about = parsed.positionals[0];
@@ -200,5 +222,12 @@ export function parseCommandLine(argv: string[]): CommandLine {
       env[s.env] = s.kind === "text" ? resolve(v.trim()) : v.trim().toLowerCase();
     }
   }
-  return { kind: "run", verb, values, positionals: parsed.positionals, env };
+  return {
+    kind: "run",
+    verb,
+    values,
+    positionals: parsed.positionals,
+    env,
+    forwarded: forwardedArgs(spec, values),
+  };
 }

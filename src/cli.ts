@@ -1,36 +1,41 @@
 #!/usr/bin/env node
 // Every verb loads only its own modules: `manager` and `broker` start without the server stack.
+import { createRequire } from "node:module";
+import { type CommandLine, parseCommandLine, usage, verbUsage } from "./cli/args.js";
 
-const USAGE = `usage: uiinspect-mcp [command]
+function packageVersion(): string {
+  return (createRequire(import.meta.url)("../package.json") as { version: string }).version;
+}
 
-  serve                      run the MCP server on stdio (default)
-  serve --http HOST:PORT     authenticated remote mode (mTLS and/or OAuth), see docs/remote.md
-  demo                       walk the simulated desktop with a built-in MCP client
-  doctor                     print what health_check says, for a person (exit 1 when unusable)
-  validate-policy FILE       check a policy file (exit 0 valid, 1 invalid)
-  validate-profile FILE      check a coordinate profile (exit 0 valid, 1 invalid)
-  manager lease activate --hours N | status | revoke | extend --hours N
-  broker                     the unattended-lease broker (started by the manager)
-`;
+/**
+ * A reader that closed the pipe (`doctor | head -1`) ends the verb quietly. serve is left out:
+ * its stdout is the MCP connection, and its own shutdown handles a client that went away.
+ */
+function quietOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EPIPE") process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
+}
 
-async function main(argv: string[]): Promise<number> {
-  const [verb = "serve", ...rest] = argv;
-  switch (verb) {
+async function run(cl: Extract<CommandLine, { kind: "run" }>): Promise<number> {
+  // Flags win over the environment; setting them here reaches the workers and dialogs too.
+  Object.assign(process.env, cl.env);
+  if (cl.verb !== "serve") quietOnClosedPipe();
+  switch (cl.verb) {
     case "serve":
-      return (await import("./cli/serve.js")).serve(rest);
+      return (await import("./cli/serve.js")).serve(cl.forwarded);
     case "demo":
-      return (await import("./cli/demo.js")).runDemo(rest);
+      return (await import("./cli/demo.js")).runDemo([]);
     case "doctor":
-      return (await import("./cli/doctor.js")).runDoctor();
+      return (await import("./cli/doctor.js")).runDoctor({ json: cl.values.json === true });
     case "validate-policy":
     case "validate-profile": {
-      const file = rest[0];
-      if (!file || rest.length !== 1) {
-        process.stderr.write(`usage: uiinspect-mcp ${verb} FILE\n`);
-        return 2;
-      }
+      const file = cl.positionals[0];
       const r =
-        verb === "validate-policy"
+        cl.verb === "validate-policy"
           ? (await import("./supervisor/policy/validateCli.js")).validatePolicyFile(file)
           : (await import("./supervisor/profiles/profile.js")).validateProfileFile(file);
       for (const line of r.lines) (r.ok ? process.stdout : process.stderr).write(`${line}\n`);
@@ -38,20 +43,30 @@ async function main(argv: string[]): Promise<number> {
     }
     case "manager": {
       const { runManager } = await import("./lease/manager.js");
-      return runManager(rest);
+      return runManager([...cl.positionals, ...cl.forwarded]);
     }
     case "broker": {
       const { runBroker } = await import("./lease/broker.js");
       return runBroker();
     }
-    case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(USAGE);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const cl = parseCommandLine(argv);
+  switch (cl.kind) {
+    case "version":
+      process.stdout.write(`${packageVersion()}\n`);
       return 0;
-    default:
-      process.stderr.write(USAGE);
+    case "help":
+      quietOnClosedPipe();
+      process.stdout.write(cl.text);
+      return 0;
+    case "usage_error":
+      process.stderr.write(`uiinspect-mcp: ${cl.message}\n\n${cl.verb ? verbUsage(cl.verb) : usage()}`);
       return 2;
+    case "run":
+      return run(cl);
   }
 }
 

@@ -51,7 +51,8 @@ export async function serve(argv: string[] = []): Promise<number> {
     process.on("SIGTERM", () => void shutdown());
   });
   await server.connect(transport);
-  log.info({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
+  // Debug, not info: clients show any stderr line of a server as an error (Claude Code: [ERROR]).
+  log.debug({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
   await done;
   log.flush();
   return 0;

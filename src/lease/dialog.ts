@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
-import { intEnv } from "../shared/env.js";
+import { intSetting } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
+import { SETTINGS } from "../shared/settings.js";
 import type { CapabilityLine } from "../supervisor/consent/prompter.js";
 import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
@@ -11,7 +12,7 @@ import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
  * manager, which a person runs, use the default instead.
  */
 export function leaseDialogTimeoutMs(env: Env): number {
-  return intEnv(env, "UIINSPECT_CONSENT_TIMEOUT_MS", 60_000, 100, 600_000);
+  return intSetting(env, SETTINGS.consentTimeoutMs);
 }
 
 /**
@@ -151,7 +152,7 @@ export class ZenityLeaseDialog implements LeaseDialog {
  */
 export async function selectLeaseDialog(env: Env = process.env): Promise<LeaseDialog> {
   const wanted =
-    env.UIINSPECT_LEASE_DIALOG?.trim() || (process.platform === "win32" ? "messagebox" : "zenity");
+    env[SETTINGS.leaseDialog.env]?.trim() || (process.platform === "win32" ? "messagebox" : "zenity");
   if (wanted === "zenity") return new ZenityLeaseDialog(env);
   if (wanted === "messagebox" && process.platform === "win32") {
     const { WindowsMessageBoxDialog } = await import("./native/windows.js");

@@ -37,6 +37,34 @@ export const REMOTE_DEFAULTS = {
   maxInFlight: 256,
 } as const;
 
+/** serve's remote-mode flags with their help lines: the one list both parsers (ours and the CLI's) use. */
+export const REMOTE_FLAGS = {
+  http: "serve MCP Streamable HTTP at HOST:PORT/mcp instead of stdio (docs/remote.md)",
+  "tls-cert": "server certificate (PEM); required off loopback",
+  "tls-key": "server private key (PEM)",
+  "client-ca": "mTLS: only clients whose certificate chains to this CA connect",
+  "max-cert-days": `refuse client certificates valid longer than this (default ${REMOTE_DEFAULTS.maxCertValidityDays})`,
+  "oauth-issuer": "OAuth: the issuer (iss) Bearer tokens must name",
+  "oauth-audience": "OAuth: the audience (aud) of this resource",
+  "oauth-jwks": "OAuth: a JWKS file with the issuer's public keys",
+  "oauth-max-lifetime": `OAuth: longest token lifetime accepted, seconds (default ${REMOTE_DEFAULTS.maxLifetimeSeconds})`,
+  revoked: "a file of revoked SPKI fingerprints or jti values, one per line (re-read on change)",
+  "allow-origin": "another Origin allowed to send requests (repeatable)",
+  "max-sessions": `cap on MCP sessions (default ${REMOTE_DEFAULTS.maxSessions})`,
+  "max-sessions-per-identity": `cap on one identity's sessions (default ${REMOTE_DEFAULTS.maxSessionsPerIdentity})`,
+  "max-inflight": `cap on requests in flight (default ${REMOTE_DEFAULTS.maxInFlight})`,
+  "idle-timeout": "idle session expiry, ms",
+} as const;
+
+export const REMOTE_FLAG_OPTIONS: Record<keyof typeof REMOTE_FLAGS, { type: "string"; multiple?: boolean }> =
+  {
+    ...(Object.fromEntries(Object.keys(REMOTE_FLAGS).map((k) => [k, { type: "string" }])) as Record<
+      keyof typeof REMOTE_FLAGS,
+      { type: "string" }
+    >),
+    "allow-origin": { type: "string", multiple: true },
+  };
+
 export type ParsedRemoteFlags = { ok: true; options: RemoteOptions | null } | { ok: false; message: string };
 
 /** Loopback by address, never by resolving a name: "localhost" is the one name taken on trust. */
@@ -93,23 +121,7 @@ export function parseRemoteFlags(argv: string[]): ParsedRemoteFlags {
       args: argv,
       strict: true,
       allowPositionals: false,
-      options: {
-        http: { type: "string" },
-        "tls-cert": { type: "string" },
-        "tls-key": { type: "string" },
-        "client-ca": { type: "string" },
-        "max-cert-days": { type: "string" },
-        "oauth-issuer": { type: "string" },
-        "oauth-audience": { type: "string" },
-        "oauth-jwks": { type: "string" },
-        "oauth-max-lifetime": { type: "string" },
-        revoked: { type: "string" },
-        "allow-origin": { type: "string", multiple: true },
-        "max-sessions": { type: "string" },
-        "max-sessions-per-identity": { type: "string" },
-        "max-inflight": { type: "string" },
-        "idle-timeout": { type: "string" },
-      },
+      options: REMOTE_FLAG_OPTIONS,
     }));
   } catch (e) {
     return { ok: false, message: e instanceof Error ? e.message : "invalid arguments" };

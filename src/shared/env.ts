@@ -5,6 +5,8 @@
  * starting. The supervisor's own settings are strict instead (src/supervisor/config.ts).
  */
 
+import type { ChoiceSetting, IntSetting } from "./settings.js";
+
 export type Env = Record<string, string | undefined>;
 
 /** A whole decimal number in [min, max] (surrounding blanks allowed); anything else is `def`. */
@@ -23,4 +25,14 @@ export function choiceEnv<T extends string>(env: Env, name: string, values: read
   if (raw === undefined) return def;
   const v = raw.trim().toLowerCase();
   return (values as readonly string[]).includes(v) ? (v as T) : def;
+}
+
+/** intEnv with the range and default of a settings-table entry (src/shared/settings.ts). */
+export function intSetting(env: Env, s: IntSetting): number {
+  return intEnv(env, s.env, s.default, s.min, s.max);
+}
+
+/** choiceEnv with the words and default of a settings-table entry. */
+export function choiceSetting<T extends string>(env: Env, s: ChoiceSetting<T>): T {
+  return choiceEnv(env, s.env, s.values, s.default);
 }

@@ -1,4 +1,5 @@
 import { uiError } from "../shared/errors.js";
+import { type IntSetting, SETTINGS } from "../shared/settings.js";
 
 /** Milliseconds since the epoch; injected so every budget is testable without waiting. */
 export type Clock = () => number;
@@ -229,9 +230,9 @@ export interface BudgetState {
 }
 
 export const DEFAULT_BUDGET_CONFIG: BudgetConfig = {
-  discoveryPerMinute: 30,
-  inspectionsPerMinute: 60,
-  clientActionsPerMinute: 10,
+  discoveryPerMinute: SETTINGS.maxDiscoveryPerMinute.default,
+  inspectionsPerMinute: SETTINGS.maxInspectionsPerMinute.default,
+  clientActionsPerMinute: SETTINGS.maxClientActionsPerMinute.default,
 };
 
 interface Step {
@@ -437,30 +438,17 @@ export function readIntEnv(env: Env, name: string, def: number, min: number, max
   return n;
 }
 
+/** A strict integer setting with its range and default from the settings table. */
+export function readSettingInt(env: Env, s: IntSetting): number {
+  return readIntEnv(env, s.env, s.default, s.min, s.max);
+}
+
 /** Client budgets from UIINSPECT_MAX_*; each 1..100000 per minute. Throws invalid_argument (see readIntEnv). */
 export function budgetConfigFromEnv(env: Env): BudgetConfig {
   return {
-    discoveryPerMinute: readIntEnv(
-      env,
-      "UIINSPECT_MAX_DISCOVERY_PER_MINUTE",
-      DEFAULT_BUDGET_CONFIG.discoveryPerMinute,
-      1,
-      100_000,
-    ),
-    inspectionsPerMinute: readIntEnv(
-      env,
-      "UIINSPECT_MAX_INSPECTIONS_PER_MINUTE",
-      DEFAULT_BUDGET_CONFIG.inspectionsPerMinute,
-      1,
-      100_000,
-    ),
-    clientActionsPerMinute: readIntEnv(
-      env,
-      "UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE",
-      DEFAULT_BUDGET_CONFIG.clientActionsPerMinute,
-      1,
-      100_000,
-    ),
+    discoveryPerMinute: readSettingInt(env, SETTINGS.maxDiscoveryPerMinute),
+    inspectionsPerMinute: readSettingInt(env, SETTINGS.maxInspectionsPerMinute),
+    clientActionsPerMinute: readSettingInt(env, SETTINGS.maxClientActionsPerMinute),
   };
 }
 
@@ -479,9 +467,9 @@ interface Waiter {
 }
 
 export const MIB = 1024 * 1024;
-export const DEFAULT_MEMORY_BUDGET_BYTES = 128 * MIB;
-export const MIN_MEMORY_BUDGET_BYTES = MIB;
-export const MAX_MEMORY_BUDGET_BYTES = 2 * 1024 * MIB;
+export const DEFAULT_MEMORY_BUDGET_BYTES = SETTINGS.screenshotMemoryBudgetBytes.default;
+export const MIN_MEMORY_BUDGET_BYTES = SETTINGS.screenshotMemoryBudgetBytes.min;
+export const MAX_MEMORY_BUDGET_BYTES = SETTINGS.screenshotMemoryBudgetBytes.max;
 
 /**
  * Process-wide byte budget for image work. Waiters are served strictly first in, first out:
@@ -579,13 +567,7 @@ export class MemoryBudget {
 
 /** DESKTOP_AUTOMATION_SCREENSHOT_MEMORY_BUDGET_BYTES (default 128 MiB, 1 MiB..2 GiB); throws invalid_argument. */
 export function memoryBudgetBytesFromEnv(env: Env): number {
-  return readIntEnv(
-    env,
-    "DESKTOP_AUTOMATION_SCREENSHOT_MEMORY_BUDGET_BYTES",
-    DEFAULT_MEMORY_BUDGET_BYTES,
-    MIN_MEMORY_BUDGET_BYTES,
-    MAX_MEMORY_BUDGET_BYTES,
-  );
+  return readSettingInt(env, SETTINGS.screenshotMemoryBudgetBytes);
 }
 
 /** The process-wide budget, read once at start-up (later env changes have no effect). */

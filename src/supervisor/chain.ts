@@ -50,7 +50,8 @@ export interface Supervisor {
   version: string;
 }
 
-export type ProgressReporter = (progress: number, total?: number) => Promise<void>;
+/** Sends notifications/progress when the client asked for it (a progressToken); else nothing. */
+export type ProgressReporter = (progress: number, total?: number, message?: string) => Promise<void>;
 
 /** What a tool handler gets once the chain let it through. */
 export interface CallContext {

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { PlatformName } from "../shared/platform.js";
+import { type ChoiceSetting, type IntSetting, SETTINGS } from "../shared/settings.js";
 import type { Isolation } from "./workerHost.js";
 
 type Env = Record<string, string | undefined>;
@@ -24,28 +25,29 @@ export interface ServerConfig {
 
 export class ConfigError extends Error {}
 
-function int(env: Env, name: string, def: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return def;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer`);
+/** Range and default from the settings table (src/shared/settings.ts); a bad value is a ConfigError. */
+function int(env: Env, s: IntSetting): number {
+  const raw = env[s.env];
+  if (raw === undefined || raw === "") return s.default;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${s.env} must be an integer`);
   const n = Number(raw.trim());
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
+  if (n < s.min || n > s.max) throw new ConfigError(`${s.env} must be between ${s.min} and ${s.max}`);
   return n;
 }
 
-function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return def;
+function oneOf<T extends string>(env: Env, s: ChoiceSetting<T>): T {
+  const raw = env[s.env];
+  if (raw === undefined || raw === "") return s.default;
   const v = raw.trim().toLowerCase();
-  if (!(values as readonly string[]).includes(v))
-    throw new ConfigError(`${name} must be one of ${values.join(", ")}`);
+  if (!(s.values as readonly string[]).includes(v))
+    throw new ConfigError(`${s.env} must be one of ${s.values.join(", ")}`);
   return v as T;
 }
 
 export function platformFor(env: Env, os: NodeJS.Platform = process.platform): PlatformName | null {
-  const forced = env.UIINSPECT_PLATFORM?.trim().toLowerCase();
+  const forced = env[SETTINGS.platform.env]?.trim().toLowerCase();
   if (forced === "fake" || forced === "x11" || forced === "win32") return forced;
-  if (forced) throw new ConfigError("UIINSPECT_PLATFORM must be fake, x11 or win32");
+  if (forced) throw new ConfigError(`${SETTINGS.platform.env} must be fake, x11 or win32`);
   // A real backend never falls back to the simulated desktop.
   if (os === "win32") return "win32";
   if (os === "linux" || os === "freebsd" || os === "openbsd") return "x11";
@@ -54,19 +56,20 @@ export function platformFor(env: Env, os: NodeJS.Platform = process.platform): P
 
 export function loadConfig(env: Env = process.env): ServerConfig {
   const platform = platformFor(env);
-  const fake = env.UIINSPECT_FAKE_DESKTOP?.trim();
+  const fake = env[SETTINGS.fakeDesktop.env]?.trim();
+  const audit = env[SETTINGS.auditFile.env]?.trim();
   return {
     platform,
     fakeDesktop: platform === "fake" && fake ? resolve(fake) : null,
-    consentTimeoutMs: int(env, "UIINSPECT_CONSENT_TIMEOUT_MS", 60_000, 100, 600_000),
-    grantTtlMs: int(env, "UIINSPECT_GRANT_TTL_MS", 300_000, 1000, 86_400_000),
-    treeDeadlineMs: int(env, "UIINSPECT_TREE_DEADLINE_MS", 5000, 50, 60_000),
-    isolation: oneOf(env, "UIINSPECT_WORKER_ISOLATION", ["thread", "process"] as const, "thread"),
-    focusMode: oneOf(env, "DESKTOP_AUTOMATION_FOCUS_MODE", ["passive", "activate"] as const, "passive"),
-    textMode: oneOf(env, "DESKTOP_AUTOMATION_TEXT_MODE", ["sendinput", "wm_char"] as const, "sendinput"),
-    auditFile: env.UIINSPECT_AUDIT_FILE?.trim() ? resolve(env.UIINSPECT_AUDIT_FILE.trim()) : null,
-    lease: oneOf(env, "UIINSPECT_LEASE", ["off", "broker"] as const, "off"),
-    logLevel: env.UIINSPECT_LOG_LEVEL?.trim() || "info",
-    workerDeadlineMs: int(env, "UIINSPECT_WORKER_DEADLINE_MS", 15_000, 500, 120_000),
+    consentTimeoutMs: int(env, SETTINGS.consentTimeoutMs),
+    grantTtlMs: int(env, SETTINGS.grantTtlMs),
+    treeDeadlineMs: int(env, SETTINGS.treeDeadlineMs),
+    isolation: oneOf(env, SETTINGS.isolation),
+    focusMode: oneOf(env, SETTINGS.focusMode),
+    textMode: oneOf(env, SETTINGS.textMode),
+    auditFile: audit ? resolve(audit) : null,
+    lease: oneOf(env, SETTINGS.lease),
+    logLevel: oneOf(env, SETTINGS.logLevel),
+    workerDeadlineMs: int(env, SETTINGS.workerDeadlineMs),
   };
 }

@@ -1,10 +1,11 @@
 import type { DenyReason } from "../shared/errors.js";
 import { uiError } from "../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../shared/identity.js";
+import { SETTINGS } from "../shared/settings.js";
 import type { Clock } from "./budgets.js";
-import { readIntEnv } from "./budgets.js";
+import { readSettingInt } from "./budgets.js";
 
-export const DEFAULT_GRANT_TTL_MS = 300_000;
+export const DEFAULT_GRANT_TTL_MS = SETTINGS.grantTtlMs.default;
 
 export interface Grant {
   readonly client: string;
@@ -218,5 +219,5 @@ function mapKey(client: string, instanceKey: string): string {
 
 /** UIINSPECT_GRANT_TTL_MS: default 300000, allowed 1000..86400000; throws invalid_argument. */
 export function grantTtlFromEnv(env: Record<string, string | undefined>): number {
-  return readIntEnv(env, "UIINSPECT_GRANT_TTL_MS", DEFAULT_GRANT_TTL_MS, 1000, 86_400_000);
+  return readSettingInt(env, SETTINGS.grantTtlMs);
 }

@@ -1,11 +1,14 @@
 import { pino } from "pino";
+import { choiceSetting } from "../shared/env.js";
+import { SETTINGS } from "../shared/settings.js";
 
 /**
  * Diagnostics go to stderr only: stdout carries MCP frames. Log calls pass fixed
  * event names and numeric/boolean fields, never UI content.
  */
 export const log = pino(
-  { level: process.env.UIINSPECT_LOG_LEVEL ?? "info", base: { svc: "uiinspect-mcp" } },
+  // Lenient here (a typo must not crash the import); loadConfig rejects a bad level with a clear error.
+  { level: choiceSetting(process.env, SETTINGS.logLevel), base: { svc: "uiinspect-mcp" } },
   pino.destination({ fd: 2, sync: false }),
 );
 

@@ -104,7 +104,7 @@ function auditAction(def: ToolDef, ctx: CallContext | null): AuditAction {
 export interface CallExtra {
   signal: AbortSignal;
   progressToken?: string | number | undefined;
-  sendProgress?: (progress: number, total?: number) => Promise<void>;
+  sendProgress?: (progress: number, total?: number, message?: string) => Promise<void>;
 }
 
 /** Validates, authorizes, runs and audits one tool call. Never throws. */
@@ -124,8 +124,9 @@ export async function callTool(
     if (!def) throw uiError("invalid_argument", "Unknown tool.");
     const parsed = def.input.safeParse(rawArgs ?? {});
     if (!parsed.success) throw uiError("invalid_argument", zodMessage(parsed.error));
-    const progress = async (p: number, total?: number) => {
-      if (extra.progressToken !== undefined && extra.sendProgress) await extra.sendProgress(p, total);
+    const progress = async (p: number, total?: number, message?: string) => {
+      if (extra.progressToken !== undefined && extra.sendProgress)
+        await extra.sendProgress(p, total, message);
     };
     const run = await runChain(sup, {
       def,
@@ -219,11 +220,16 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
     return callTool(sup, request.params.name, request.params.arguments, {
       signal: extra.signal,
       progressToken,
-      sendProgress: async (progress, total) => {
+      sendProgress: async (progress, total, message) => {
         if (progressToken === undefined) return;
         await extra.sendNotification({
           method: "notifications/progress",
-          params: { progressToken, progress, ...(total !== undefined ? { total } : {}) },
+          params: {
+            progressToken,
+            progress,
+            ...(total !== undefined ? { total } : {}),
+            ...(message !== undefined ? { message } : {}),
+          },
         });
       },
     });

@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import koffi from "koffi";
 import { createComDouble } from "./comDouble.mjs";
 
@@ -264,6 +264,32 @@ test("list_windows: notepad with pid, creation time, path, class, z-order, foreg
   eq(await desktop.getWindow(w.hwnd), w, "getWindow agrees with listWindows");
   assert((await desktop.getWindow("4294967294")) === null, "unknown hwnd is null");
   np1.info = w;
+});
+
+test("doctor on Windows: usable with the shipped Notepad policy, which matches the running notepad", async () => {
+  assert(np1, "needs notepad");
+  const { doctorReport } = await imp("cli/doctor.js");
+  const policy = fileURLToPath(new URL("../../schema/examples/policy.windows.example.json", import.meta.url));
+  const r = await doctorReport({ ...process.env, DESKTOP_AUTOMATION_POLICY_FILE: policy });
+  const failed = r.checks.filter((c) => c.status === "fail").map((c) => `${c.id}: ${c.summary}`);
+  eq(failed.join("; "), "", "no check fails");
+  eq(r.status, "usable", "doctor status");
+  const byId = (id) => r.checks.find((c) => c.id === id);
+  for (const id of [
+    "windows_session",
+    "platform",
+    "consent_dialog",
+    "policy",
+    "module_koffi",
+    "module_sharp",
+  ])
+    eq(byId(id)?.status, "ok", id);
+  assert(
+    /^matches [1-9]\d* of the \d+ windows now$/.test(byId("policy_matches")?.summary ?? ""),
+    "policy matches notepad",
+  );
+  assert(!r.checks.some((c) => c.id === "display" || c.id.startsWith("dbus")), "no X11 checks on Windows");
+  facts.doctor = r.checks.map((c) => `${c.status} ${c.id}`);
 });
 
 test("click + SendInput text (with a surrogate pair and a newline) verified by WM_GETTEXT", async () => {

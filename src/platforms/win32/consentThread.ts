@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { choiceEnv } from "../../shared/env.js";
+import { choiceSetting } from "../../shared/env.js";
+import { SETTINGS } from "../../shared/settings.js";
 import * as w from "./ffi.js";
 
 /**
@@ -141,9 +142,7 @@ const port = parentPort;
 if (port) {
   const tid = w.GetCurrentThreadId();
   // UIINSPECT_WIN32_DIALOG=messagebox skips the TaskDialog; taskdialog, unset or anything else tries it first.
-  const useTaskDialog =
-    choiceEnv(process.env, "UIINSPECT_WIN32_DIALOG", ["taskdialog", "messagebox"] as const, "taskdialog") ===
-    "taskdialog";
+  const useTaskDialog = choiceSetting(process.env, SETTINGS.win32Dialog) === "taskdialog";
   port.postMessage({ type: "thread", tid, kind: useTaskDialog ? "taskdialog" : "messagebox" });
   let answer: "approve" | "deny" | null = useTaskDialog ? taskDialog(init.text, init.title) : null;
   if (answer === null) {

@@ -1,5 +1,5 @@
 import dbus from "dbus-next";
-import { intEnv } from "../../shared/env.js";
+import { intSetting } from "../../shared/env.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
 import type {
@@ -10,6 +10,8 @@ import type {
   SemanticAction,
   WindowInfo,
 } from "../../shared/platform.js";
+import { SETTINGS } from "../../shared/settings.js";
+import { withTimeout as rejectAfter } from "../../shared/timeout.js";
 import { mapAtspiRole } from "./roles.js";
 
 /**
@@ -28,7 +30,7 @@ const REGISTRY = "org.a11y.atspi.Registry";
 const ROOT_PATH = "/org/a11y/atspi/accessible/root";
 const NULL_PATH = "/org/a11y/atspi/null";
 /** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
-const CALL_TIMEOUT_MS = intEnv(process.env, "UIINSPECT_ATSPI_CALL_TIMEOUT_MS", 3000, 100, 60_000);
+const CALL_TIMEOUT_MS = intSetting(process.env, SETTINGS.atspiCallTimeoutMs);
 const COORD_SCREEN = 0;
 
 // AtspiStateType bit numbers.
@@ -176,22 +178,9 @@ export class AtspiBus {
 }
 
 function withTimeout<T>(p: Promise<T>, ms = CALL_TIMEOUT_MS): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(
-      () => reject(uiError("platform_unavailable", "The accessibility provider did not answer in time.")),
-      ms,
-    );
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
+  return rejectAfter(p, ms, () =>
+    uiError("platform_unavailable", "The accessibility provider did not answer in time."),
+  );
 }
 
 function refs(body: unknown[]): Array<{ bus: string; path: string }> {

@@ -1,7 +1,8 @@
 import koffi from "koffi";
-import { intEnv } from "../../shared/env.js";
+import { intSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import { SETTINGS } from "../../shared/settings.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
 
@@ -16,7 +17,7 @@ const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
  * Time given to clients to read a remapped key before the mapping is restored; 10..5000 ms,
  * anything else is the default 300.
  */
-const REMAP_SETTLE_MS = intEnv(process.env, "UIINSPECT_X11_REMAP_SETTLE_MS", 300, 10, 5000);
+const REMAP_SETTLE_MS = intSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
 interface Keymap {

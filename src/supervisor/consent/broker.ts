@@ -1,13 +1,14 @@
 import { type DenyReason, uiError } from "../../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
-import { type Clock, MINUTE_MS, readIntEnv, SlidingWindowLimiter } from "../budgets.js";
+import { SETTINGS } from "../../shared/settings.js";
+import { type Clock, MINUTE_MS, readSettingInt, SlidingWindowLimiter } from "../budgets.js";
 import type { VerifiedBy } from "../clientIdentity.js";
 import { DEFAULT_GRANT_TTL_MS } from "../grants.js";
 import type { Capability } from "../policy/schema.js";
 import { buildDialogContent, orderCapabilities } from "./content.js";
 import type { ConsentAnswer, ConsentPrompter } from "./prompter.js";
 
-export const DEFAULT_CONSENT_TIMEOUT_MS = 60_000;
+export const DEFAULT_CONSENT_TIMEOUT_MS = SETTINGS.consentTimeoutMs.default;
 
 export interface ConsentBrokerOptions {
   prompter: ConsentPrompter;
@@ -343,5 +344,5 @@ function mapKey(clientHash: string, instanceKey: string): string {
 
 /** UIINSPECT_CONSENT_TIMEOUT_MS: default 60000, allowed 100..600000 (as config.ts); throws invalid_argument. */
 export function consentTimeoutFromEnv(env: Record<string, string | undefined>): number {
-  return readIntEnv(env, "UIINSPECT_CONSENT_TIMEOUT_MS", DEFAULT_CONSENT_TIMEOUT_MS, 100, 600_000);
+  return readSettingInt(env, SETTINGS.consentTimeoutMs);
 }

@@ -1,4 +1,5 @@
 import { isWindowsStylePath, normalizeExecutablePath } from "../../shared/identity.js";
+import { SETTINGS } from "../../shared/settings.js";
 import { readPolicyFile } from "./parse.js";
 import { BUILTIN_PROTECTED, CAPABILITIES, type Capability, isCapability, type PolicyFile } from "./schema.js";
 
@@ -40,22 +41,23 @@ export type PolicyState =
   | { status: "error"; code: PolicyErrorCode; reasons: string[]; source: ConfiguredSource }
   | { status: "ok"; policy: EffectivePolicy };
 
+/** The policy's variables, named by the settings table (src/shared/settings.ts). */
 export const ENV = {
-  titles: "DESKTOP_AUTOMATION_ALLOWED_TITLES",
-  processPaths: "DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS",
-  actions: "DESKTOP_AUTOMATION_ALLOWED_ACTIONS",
-  file: "DESKTOP_AUTOMATION_POLICY_FILE",
-  unrestrictedScreenshots: "DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS",
-  maxActions: "DESKTOP_AUTOMATION_MAX_ACTIONS_PER_MINUTE",
-  maxTextChars: "DESKTOP_AUTOMATION_MAX_TEXT_CHARS_PER_MINUTE",
-  maxScreenshotPixels: "DESKTOP_AUTOMATION_MAX_SCREENSHOT_PIXELS_PER_MINUTE",
+  titles: SETTINGS.allowedTitles.env,
+  processPaths: SETTINGS.allowedProcessPaths.env,
+  actions: SETTINGS.allowedActions.env,
+  file: SETTINGS.policyFile.env,
+  unrestrictedScreenshots: SETTINGS.allowUnrestrictedScreenshots.env,
+  maxActions: SETTINGS.maxActionsPerMinute.env,
+  maxTextChars: SETTINGS.maxTextCharsPerMinute.env,
+  maxScreenshotPixels: SETTINGS.maxScreenshotPixelsPerMinute.env,
 } as const;
 
 export const DEFAULT_LIMITS: Readonly<PolicyLimits> = {
   max_png_bytes: 8 * 1024 * 1024,
-  max_actions_per_minute: 120,
-  max_text_chars_per_minute: 20_000,
-  max_screenshot_pixels_per_minute: 4 * 16 * 1024 * 1024,
+  max_actions_per_minute: SETTINGS.maxActionsPerMinute.default,
+  max_text_chars_per_minute: SETTINGS.maxTextCharsPerMinute.default,
+  max_screenshot_pixels_per_minute: SETTINGS.maxScreenshotPixelsPerMinute.default,
 };
 
 /** A variable counts as set only when it holds something other than blanks. */

@@ -10,6 +10,7 @@ import {
   requirePolicy,
   wasReleased,
 } from "../chain.js";
+import { withWaitProgress } from "../consent/progress.js";
 import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { pickTarget } from "../targets.js";
@@ -71,14 +72,19 @@ export const accessTools = [
       }
       let decision: Awaited<ReturnType<typeof sup.consent.request>>;
       try {
-        decision = await sup.consent.request({
-          clientHash: ctx.client.hash,
-          clientLabel: ctx.client.label,
-          clientVerified: ctx.client.verified,
-          instance: target.instance,
-          capabilities: wanted,
-          signal: ctx.signal,
-        });
+        // Clients that show progress can say "waiting for approval" while the dialog is open.
+        decision = await withWaitProgress(
+          sup.consent.request({
+            clientHash: ctx.client.hash,
+            clientLabel: ctx.client.label,
+            clientVerified: ctx.client.verified,
+            instance: target.instance,
+            capabilities: wanted,
+            signal: ctx.signal,
+          }),
+          ctx.progress,
+          { totalMs: sup.config.consentTimeoutMs },
+        );
       } catch (e) {
         // The instance left during the prompt. If another process now owns the window (PID
         // reuse), the identity before and after the prompt differs: that is target_changed.

@@ -1,0 +1,319 @@
+/**
+ * Every setting the operator can give, in one table: the environment variable, the CLI flag
+ * (when there is one), the allowed range or words, the default and the line of documentation.
+ * The readers (src/supervisor/config.ts, budgets.ts, policy/load.ts, src/shared/env.ts for the
+ * workers), the CLI's flags and the generated tables in README.md and docs/reference.md all come
+ * from here, so code and documentation cannot drift apart (test/unit/settings.test.ts).
+ *
+ * Pure data: no I/O, importable from every thread.
+ */
+
+/** Who reads a setting, and so how a bad value is treated. */
+export type SettingScope =
+  /** The supervisor at start-up: a bad value stops the server (exit 2, doctor says UNUSABLE). */
+  | "server"
+  /** Part of the environment policy: a bad value makes the policy policy_invalid. */
+  | "policy"
+  /** Platform code inside the workers: a bad value is ignored and the default applies. */
+  | "worker";
+
+interface Common {
+  env: string;
+  /** Long CLI flag (without "--") that sets this variable for the verb; the env var is the fallback. */
+  flag?: string;
+  scope: SettingScope;
+  /** The default as the documentation shows it (when the raw default alone says too little). */
+  defaultDoc?: string;
+  doc: string;
+}
+
+export interface IntSetting extends Common {
+  kind: "int";
+  default: number;
+  min: number;
+  max: number;
+}
+
+export interface ChoiceSetting<T extends string = string> extends Common {
+  kind: "choice";
+  values: readonly T[];
+  default: T;
+}
+
+/** Free text (a path, a list): `null` default = unset. */
+export interface TextSetting extends Common {
+  kind: "text";
+  default: null;
+  /** For flags: the placeholder shown in help ("FILE"). */
+  placeholder?: string;
+}
+
+export type Setting = IntSetting | ChoiceSetting | TextSetting;
+
+const int = (s: Omit<IntSetting, "kind">): IntSetting => ({ kind: "int", ...s });
+const choice = <const T extends string>(s: Omit<ChoiceSetting<T>, "kind">): ChoiceSetting<T> => ({
+  kind: "choice",
+  ...s,
+});
+const text = (s: Omit<TextSetting, "kind" | "default">): TextSetting => ({
+  kind: "text",
+  default: null,
+  ...s,
+});
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+export const SETTINGS = {
+  platform: choice({
+    env: "UIINSPECT_PLATFORM",
+    flag: "platform",
+    scope: "server",
+    values: ["x11", "win32", "fake"],
+    // The default is chosen from the OS; "x11" only stands for the type.
+    default: "x11",
+    defaultDoc: "from the OS",
+    doc: "`x11`, `win32` or `fake`; a real backend never falls back to `fake`",
+  }),
+  fakeDesktop: text({
+    env: "UIINSPECT_FAKE_DESKTOP",
+    flag: "fake-desktop",
+    placeholder: "FILE",
+    scope: "server",
+    doc: "scenario JSON of the simulated desktop (fake only; re-read on change; see docs/reference.md)",
+  }),
+  policyFile: text({
+    env: "DESKTOP_AUTOMATION_POLICY_FILE",
+    flag: "policy",
+    placeholder: "FILE",
+    scope: "policy",
+    doc: "policy file (JSON or a narrow YAML subset, ≤ 1 MiB, `schema/policy.schema.json`)",
+  }),
+  allowedTitles: text({
+    env: "DESKTOP_AUTOMATION_ALLOWED_TITLES",
+    scope: "policy",
+    doc: "env policy: comma-separated, case-insensitive title globs (`*`, `?`)",
+  }),
+  allowedProcessPaths: text({
+    env: "DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS",
+    scope: "policy",
+    defaultDoc: "— (any)",
+    doc: "env policy: `;`-separated absolute executable paths",
+  }),
+  allowedActions: text({
+    env: "DESKTOP_AUTOMATION_ALLOWED_ACTIONS",
+    scope: "policy",
+    defaultDoc: "— (none)",
+    doc: "env policy: comma-separated capabilities; unset allows discovery only",
+  }),
+  allowUnrestrictedScreenshots: choice({
+    env: "DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS",
+    scope: "policy",
+    values: ["true", "false"],
+    default: "false",
+    doc: "env policy only: allow crop-path screenshots",
+  }),
+  focusMode: choice({
+    env: "DESKTOP_AUTOMATION_FOCUS_MODE",
+    scope: "server",
+    values: ["passive", "activate"],
+    default: "passive",
+    doc: "`activate` brings the target forward for up to ~2 s before input",
+  }),
+  textMode: choice({
+    env: "DESKTOP_AUTOMATION_TEXT_MODE",
+    scope: "server",
+    values: ["sendinput", "wm_char"],
+    default: "sendinput",
+    doc: "`wm_char` posts characters to the focused control (Win32)",
+  }),
+  maxActionsPerMinute: int({
+    env: "DESKTOP_AUTOMATION_MAX_ACTIONS_PER_MINUTE",
+    scope: "policy",
+    default: 120,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    doc: "per application",
+  }),
+  maxTextCharsPerMinute: int({
+    env: "DESKTOP_AUTOMATION_MAX_TEXT_CHARS_PER_MINUTE",
+    scope: "policy",
+    default: 20_000,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    doc: "per application",
+  }),
+  maxScreenshotPixelsPerMinute: int({
+    env: "DESKTOP_AUTOMATION_MAX_SCREENSHOT_PIXELS_PER_MINUTE",
+    scope: "policy",
+    default: 4 * 16 * 1024 * 1024,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    defaultDoc: "`67108864` (4 × 16 MP)",
+    doc: "per application",
+  }),
+  screenshotMemoryBudgetBytes: int({
+    env: "DESKTOP_AUTOMATION_SCREENSHOT_MEMORY_BUDGET_BYTES",
+    scope: "server",
+    default: 128 * 1024 * 1024,
+    min: 1024 * 1024,
+    max: 2 * 1024 * 1024 * 1024,
+    defaultDoc: "`134217728` (128 MiB)",
+    doc: "process-wide image memory, 1 MiB–2 GiB, read once",
+  }),
+  maxDiscoveryPerMinute: int({
+    env: "UIINSPECT_MAX_DISCOVERY_PER_MINUTE",
+    scope: "server",
+    default: 30,
+    min: 1,
+    max: 100_000,
+    doc: "per client",
+  }),
+  maxInspectionsPerMinute: int({
+    env: "UIINSPECT_MAX_INSPECTIONS_PER_MINUTE",
+    scope: "server",
+    default: 60,
+    min: 1,
+    max: 100_000,
+    doc: "per client (tree, find, screenshots, profile checks)",
+  }),
+  maxClientActionsPerMinute: int({
+    env: "UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE",
+    scope: "server",
+    default: 10,
+    min: 1,
+    max: 100_000,
+    doc: "per client (every effect)",
+  }),
+  consentTimeoutMs: int({
+    env: "UIINSPECT_CONSENT_TIMEOUT_MS",
+    scope: "server",
+    default: 60_000,
+    min: 100,
+    max: 600_000,
+    doc: "100–600000 ms; the dialog (consent or lease) closes and fails closed after this",
+  }),
+  grantTtlMs: int({
+    env: "UIINSPECT_GRANT_TTL_MS",
+    scope: "server",
+    default: 300_000,
+    min: 1000,
+    max: 86_400_000,
+    doc: "grant lifetime, 1000–86400000 ms; renewed silently from the kept decision",
+  }),
+  treeDeadlineMs: int({
+    env: "UIINSPECT_TREE_DEADLINE_MS",
+    scope: "server",
+    default: 5000,
+    min: 50,
+    max: 60_000,
+    doc: "wall-clock cap of one tree walk, 50–60000 ms (truncates, never hangs)",
+  }),
+  workerDeadlineMs: int({
+    env: "UIINSPECT_WORKER_DEADLINE_MS",
+    scope: "server",
+    default: 15_000,
+    min: 500,
+    max: 120_000,
+    doc: "per-request worker deadline, 500–120000 ms; a silent worker is torn down",
+  }),
+  isolation: choice({
+    env: "UIINSPECT_WORKER_ISOLATION",
+    flag: "isolation",
+    scope: "server",
+    values: ["thread", "process"],
+    default: "thread",
+    doc: "`process` hosts workers in child processes (a native crash kills only that worker)",
+  }),
+  auditFile: text({
+    env: "UIINSPECT_AUDIT_FILE",
+    flag: "audit-file",
+    placeholder: "FILE",
+    scope: "server",
+    doc: "append-only JSONL audit sink, created 0600",
+  }),
+  logLevel: choice({
+    env: "UIINSPECT_LOG_LEVEL",
+    flag: "log-level",
+    scope: "server",
+    values: LOG_LEVELS,
+    default: "info",
+    doc: "pino level (`fatal` … `trace`, `silent`); logs go to stderr only",
+  }),
+  lease: choice({
+    env: "UIINSPECT_LEASE",
+    scope: "server",
+    values: ["off", "broker"],
+    default: "off",
+    doc: "`broker` enables the unattended lease (see `docs/lease.md`)",
+  }),
+  leaseDialog: choice({
+    env: "UIINSPECT_LEASE_DIALOG",
+    scope: "server",
+    values: ["zenity", "messagebox"],
+    default: "zenity",
+    defaultDoc: "`zenity` / `messagebox`",
+    doc: "the lease broker's trusted dialog (Linux / Windows)",
+  }),
+  atspiCallTimeoutMs: int({
+    env: "UIINSPECT_ATSPI_CALL_TIMEOUT_MS",
+    scope: "worker",
+    default: 3000,
+    min: 100,
+    max: 60_000,
+    doc: "X11: timeout of one AT-SPI D-Bus call (then `platform_unavailable`); 100–60000",
+  }),
+  x11RemapSettleMs: int({
+    env: "UIINSPECT_X11_REMAP_SETTLE_MS",
+    scope: "worker",
+    default: 300,
+    min: 10,
+    max: 5000,
+    doc: "X11: wait before a remapped spare keycode is restored or reused; 10–5000",
+  }),
+  x11NoShm: choice({
+    env: "UIINSPECT_X11_NO_SHM",
+    scope: "worker",
+    values: ["0", "1"],
+    default: "0",
+    doc: "X11: `1` captures with `XGetImage` instead of MIT-SHM",
+  }),
+  win32Dialog: choice({
+    env: "UIINSPECT_WIN32_DIALOG",
+    scope: "worker",
+    values: ["taskdialog", "messagebox"],
+    default: "taskdialog",
+    doc: "Win32 consent dialog: `messagebox` uses `MessageBoxW` only",
+  }),
+} as const satisfies Record<string, Setting>;
+
+export type SettingKey = keyof typeof SETTINGS;
+
+/** The settings that have a CLI flag, in table order. */
+export function flaggedSettings(): Array<Setting & { flag: string }> {
+  const all: Setting[] = Object.values(SETTINGS);
+  return all.filter((s): s is Setting & { flag: string } => s.flag !== undefined);
+}
+
+/** What the value may be, for errors and help: "100–600000", "one of thread, process". */
+export function settingRange(s: Setting): string {
+  if (s.kind === "int") return `a whole number from ${s.min} to ${s.max}`;
+  if (s.kind === "choice") return `one of ${s.values.join(", ")}`;
+  return "text";
+}
+
+/**
+ * Checks a flag's value as the reader of its variable would; returns an error line or null.
+ * Text values are checked by their readers (a missing policy file is a policy finding).
+ */
+export function checkSettingValue(s: Setting, raw: string): string | null {
+  const v = raw.trim();
+  if (s.kind === "int") {
+    const n = Number(v);
+    return /^\d+$/.test(v) && Number.isSafeInteger(n) && n >= s.min && n <= s.max
+      ? null
+      : `must be ${settingRange(s)}`;
+  }
+  if (s.kind === "choice")
+    return (s.values as readonly string[]).includes(v.toLowerCase()) ? null : `must be ${settingRange(s)}`;
+  return v === "" ? "must not be empty" : null;
+}

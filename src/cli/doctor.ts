@@ -28,6 +28,7 @@ export async function runDoctor(): Promise<number> {
       platform_facts: Record<string, unknown>;
       workers: Array<{ kind: string; state: string; isolation: string }>;
       lease: { mode: string; active: boolean; reachable: boolean; expires_at: string | null };
+      consent_dialog: { mechanism: string; program: string | null; warning?: string };
     };
     const out = (s: string) => process.stdout.write(`${s}\n`);
     out(`uiinspect-mcp ${h.versions.server} — ${h.status.toUpperCase()}`);
@@ -42,6 +43,9 @@ export async function runDoctor(): Promise<number> {
     out(
       `  lease:     ${h.lease.mode}${h.lease.mode === "broker" ? ` (reachable=${h.lease.reachable}, active=${h.lease.active})` : ""}`,
     );
+    out(`  consent:   ${h.consent_dialog.mechanism}`);
+    if (h.consent_dialog.program) out(`    program: ${h.consent_dialog.program}`);
+    if (h.consent_dialog.warning) out(`  !!! ${h.consent_dialog.warning}`);
     out(`  node ${h.versions.node}, MCP SDK ${h.versions.mcp_sdk}`);
     return h.status === "unusable" ? 1 : 0;
   } finally {

@@ -166,6 +166,23 @@ export async function buttonCentre(
   }
 }
 
+/** The title of our consent dialog: tests find it by title with xdotool; the server never does. */
+export const CONSENT_TITLE = "uiinspect-mcp: access request";
+
+/**
+ * Server environment for tests that approve a dialog: Xvfb has only XTEST devices, which the
+ * dialog ignores by default. Unsafe by name; tests of the default leave it out.
+ */
+export const UNSAFE_XTEST: Record<string, string> = { UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1" };
+
+/** Approves our consent dialog with xdotool (needs UNSAFE_XTEST); returns once the window is gone. */
+export async function approveConsentDialog(): Promise<void> {
+  const display = process.env.DISPLAY;
+  if (!display) throw new Error("no DISPLAY");
+  const { answerDialog } = await import("../lease/helpers.js");
+  await answerDialog(display, "approve", 30_000, CONSENT_TITLE);
+}
+
 /** Clicks the button called `name` of the window titled `title` like a person (xdotool). */
 export async function clickDialogButton(p: Platform, title: string, name: string): Promise<void> {
   const { x, y } = await buttonCentre(p, await waitForWindow(p, title), name);

@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { dialogGate } from "../../shared/dialogGate.js";
 import { intEnv } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
@@ -133,6 +134,8 @@ export class X11Input implements InputPort {
   }
 
   private tap(kc: number, shift: boolean, shiftKc: number): void {
+    // Before each character: a dialog of ours that opened mid-text gets none of it.
+    dialogGate.assertNoDialog();
     const n = this.x.n;
     if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 1, 0);
     n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);

@@ -57,6 +57,7 @@ export class DialogGate {
 export class DialogGateView {
   private cell: Int32Array | null = null;
   private messaged = 0;
+  private readonly sources: Array<() => boolean> = [];
 
   /** Thread isolation: the supervisor's SharedArrayBuffer. */
   attach(buffer: SharedArrayBuffer): void {
@@ -68,10 +69,18 @@ export class DialogGateView {
     this.messaged = open;
   }
 
+  /**
+   * A platform's own way to learn of dialogs this supervisor did not open (X11: a lease dialog
+   * of the broker, or another server's consent dialog); it must answer in microseconds.
+   */
+  addSource(isOpen: () => boolean): void {
+    this.sources.push(isOpen);
+  }
+
   /** The one check every per-event loop of the input worker and the platform input ports makes. */
   assertNoDialog(): void {
     const open = this.cell ? Atomics.load(this.cell, OPEN) : this.messaged;
-    if (open > 0) throw uiError("consent_pending");
+    if (open > 0 || this.sources.some((isOpen) => isOpen())) throw uiError("consent_pending");
   }
 }
 

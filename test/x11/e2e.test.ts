@@ -105,7 +105,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       expect(list.find((w) => w.title === "uix e2e entry")?.pid).toBe(entryApp.child.pid);
     });
 
-    it("asks through the real zenity dialog; clicking Allow grants", async () => {
+    it("asks through our own consent dialog; clicking Allow grants", async () => {
       const pending = h.call("request_access", { hwnd: entry.hwnd });
       await approveConsentDialog();
       const r = await pending;

@@ -10,6 +10,7 @@ import {
   type App,
   startApp,
   startSession,
+  UNSAFE_XTEST,
   waitFor,
   waitForWindow,
   X11_AVAILABLE,
@@ -19,7 +20,7 @@ import {
 
 /**
  * UIINSPECT_LEASE=broker end to end: the real manager (`cli.js manager lease …`), the real
- * broker it starts, its real zenity dialog answered by a click, and two MCP servers (built CLI
+ * broker it starts, its own dialog answered by a click, and two MCP servers (built CLI
  * over stdio, X11 backend) validating every operation against it and failing closed.
  */
 const HAVE_CLI = existsSync(CLI);
@@ -39,7 +40,7 @@ function cli(args: string[], env: Record<string, string>): Promise<{ code: numbe
 }
 
 /**
- * Clicks Allow (the bottom-right button) of the broker's real zenity dialog like a person, placed
+ * Clicks Allow (the bottom-right button) of the broker's own dialog like a person, placed
  * relative to the dialog (under a window manager it is reparented), repeated until it is gone.
  */
 function approveLeaseDialog(): Promise<void> {
@@ -98,6 +99,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         HOME: root,
         XDG_RUNTIME_DIR: run,
         XDG_STATE_HOME: join(root, "state"),
+        // The broker's dialog ignores XTest (all Xvfb has) unless this unsafe test setting is on.
+        ...UNSAFE_XTEST,
       };
       const pid = term.child.pid;
       if (pid === undefined) throw new Error("xterm did not start");

@@ -3,6 +3,7 @@ import { dialogGate } from "../../shared/dialogGate.js";
 import { intEnv } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
 
@@ -39,6 +40,9 @@ export class X11Input implements InputPort {
     if (x.n.XTestQueryExtension(x.dpy, zero(), zero(), zero(), zero()) === 0) {
       throw uiError("platform_unavailable", "The XTest extension is not available.");
     }
+    // Dialogs of ours this supervisor did not open (the lease broker's, another server's).
+    const dir = presenceDir(process.env);
+    if (dir) dialogGate.addSource(() => announcedDialogOpen(dir));
   }
 
   private flush(): void {

@@ -27,6 +27,8 @@ async function ensureForeground(
   signal: AbortSignal,
   points: ReadonlyArray<{ x: number; y: number }> = [],
 ): Promise<void> {
+  // A dialog of ours that took the focus is the reason, not the lost focus.
+  dialogGate.assertNoDialog();
   const w = await desktop.getWindow(target.hwnd);
   if (!w) throw uiError("target_gone");
   if (w.foreground || mode === "passive") return;

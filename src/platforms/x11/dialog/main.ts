@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { announceDialog } from "./presence.js";
 import { ConsentWindow } from "./window.js";
 
 /**
@@ -40,14 +41,23 @@ async function main(): Promise<void> {
   process.stdin.once("close", () => stop.abort());
   process.stdin.resume();
   process.once("SIGTERM", () => stop.abort());
-  const w = new ConsentWindow({
-    title: req.title,
-    text: req.text,
-    timeoutMs: req.timeout_ms,
-    allowInjected: req.allow_injected,
-  });
-  const answer = await w.run(stop.signal);
-  process.stdout.write(`${JSON.stringify({ answer, ignored: w.ignored })}\n`);
+  const unannounce = announceDialog(process.env);
+  process.once("exit", unannounce);
+  let answer: string;
+  let ignored: unknown;
+  try {
+    const w = new ConsentWindow({
+      title: req.title,
+      text: req.text,
+      timeoutMs: req.timeout_ms,
+      allowInjected: req.allow_injected,
+    });
+    answer = await w.run(stop.signal);
+    ignored = w.ignored;
+  } finally {
+    unannounce();
+  }
+  process.stdout.write(`${JSON.stringify({ answer, ignored })}\n`);
 }
 
 main().then(

@@ -51,32 +51,38 @@ describe("no input of ours while a consent dialog is open", () => {
     expect(after.isError, JSON.stringify(after.structured)).toBe(false);
   });
 
-  it("a key sequence in flight stops before its next key once a dialog opens, every key released", async () => {
-    const desk = new Desk([win(1), win(2)], { answer: "approve", delay_ms: 0 });
-    const h = await serve(desk);
-    await h.ok("request_access", { hwnd: 1001 });
-    desk.set({ consent: { answer: "deny", delay_ms: 3000 } });
-    const from = desk.effects().length;
-    const keys = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
-    const sequence = h.call("send_key_sequence", { hwnd: 1001, keys, hold_ms: 400 });
-    // The dialog opens while the sequence holds its first keys.
-    await until(
-      () =>
-        desk
-          .effects()
-          .slice(from)
-          .some((e) => e.type === "key_down"),
-      "the first key",
-    );
-    const access = h.call("request_access", { hwnd: 1002, capabilities: ["observe"] });
-    await until(() => desk.prompts().length === 2, "the dialog");
-    const r = await sequence;
-    expect(r.code, JSON.stringify(r.structured)).toBe("consent_pending");
-    const fx = desk.effects().slice(from);
-    expect(fx.filter((e) => e.type === "key_down").length).toBeLessThan(keys.length);
-    expect(allReleased(fx)).toBe(true);
-    expect((await access).structured.decision).toBe("denied");
-  });
+  it.each([
+    ["thread", "shared memory"],
+    ["process", "dialog_state messages"],
+  ])(
+    "a key sequence in flight stops before its next key once a dialog opens, every key released (%s workers: %s)",
+    async (isolation) => {
+      const desk = new Desk([win(1), win(2)], { answer: "approve", delay_ms: 0 });
+      const h = await serve(desk, { env: { UIINSPECT_WORKER_ISOLATION: isolation } });
+      await h.ok("request_access", { hwnd: 1001 });
+      desk.set({ consent: { answer: "deny", delay_ms: 3000 } });
+      const from = desk.effects().length;
+      const keys = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+      const sequence = h.call("send_key_sequence", { hwnd: 1001, keys, hold_ms: 400 });
+      // The dialog opens while the sequence holds its first keys.
+      await until(
+        () =>
+          desk
+            .effects()
+            .slice(from)
+            .some((e) => e.type === "key_down"),
+        "the first key",
+      );
+      const access = h.call("request_access", { hwnd: 1002, capabilities: ["observe"] });
+      await until(() => desk.prompts().length === 2, "the dialog");
+      const r = await sequence;
+      expect(r.code, JSON.stringify(r.structured)).toBe("consent_pending");
+      const fx = desk.effects().slice(from);
+      expect(fx.filter((e) => e.type === "key_down").length).toBeLessThan(keys.length);
+      expect(allReleased(fx)).toBe(true);
+      expect((await access).structured.decision).toBe("denied");
+    },
+  );
 
   it("one client's concurrent gestures run one after the other, never interleaved", async () => {
     const desk = new Desk([win(1)], { answer: "approve", delay_ms: 0 });

@@ -1,26 +1,19 @@
-import { execFileSync, spawn } from "node:child_process";
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
-import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
   approveConsentDialog,
   CONSENT_TITLE,
   clickAt,
+  runCli,
   startApp,
   startSession,
+  stopOwnBroker,
   UNSAFE_XTEST,
   waitFor,
   waitForWindow,
@@ -346,7 +339,7 @@ describe.skipIf(!X11_AVAILABLE)("our dialogs take only a person's input (x11, bu
     const status = await runCli(["manager", "lease", "status"], managerEnv);
     expect(status.out).toMatch(/no unattended lease is active/i);
     expect(existsSync(marker)).toBe(false);
-    stopBroker(join(root, "state"));
+    stopOwnBroker(leaseEnv);
     // The dialog gone, input works again.
     await waitFor("lease dialog closed", async () => (windowIds(LEASE_TITLE).length === 0 ? true : null));
     await toFront(hwndA);
@@ -374,32 +367,4 @@ function coveredBy(wid: string, cover: string): boolean {
     frame = String(Number.parseInt(parent, 16));
   }
   return kids.includes(frame) && kids.indexOf(cover) > kids.indexOf(frame);
-}
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString("utf8");
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString("utf8");
-    });
-    child.on("close", (code) => done({ code, out }));
-  });
-}
-
-/** Stops this test's own broker by the PID its audit file names (never by name). */
-function stopBroker(stateHome: string): void {
-  try {
-    const lines = readFileSync(join(stateHome, "uiinspect-mcp/audit/unattended-approval.jsonl"), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { event?: string; broker_pid?: number });
-    const pid = lines.filter((e) => e.event === "broker_start").at(-1)?.broker_pid;
-    if (pid) process.kill(pid, "SIGTERM");
-  } catch {
-    // No broker, or already gone.
-  }
 }

@@ -26,13 +26,15 @@ export function isOwnDialogProcess(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   entry ??= real(dialogEntryPath());
   node ??= real(process.execPath);
+  // The executable first: most windows belong to other programs, whose arguments we never resolve.
+  if (exePath(pid) !== node) return false;
   let argv: string[];
   try {
     argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\u0000");
   } catch {
     return false;
   }
-  return argv[1] !== undefined && real(argv[1]) === entry && exePath(pid) === node;
+  return argv[1] !== undefined && real(argv[1]) === entry;
 }
 
 /**

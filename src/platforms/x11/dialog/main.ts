@@ -44,7 +44,6 @@ async function main(): Promise<void> {
   const unannounce = announceDialog(process.env);
   process.once("exit", unannounce);
   let answer: string;
-  let ignored: unknown;
   try {
     const w = new ConsentWindow({
       title: req.title,
@@ -53,11 +52,10 @@ async function main(): Promise<void> {
       allowInjected: req.allow_injected,
     });
     answer = await w.run(stop.signal);
-    ignored = w.ignored;
   } finally {
     unannounce();
   }
-  process.stdout.write(`${JSON.stringify({ answer, ignored })}\n`);
+  process.stdout.write(`${JSON.stringify({ answer })}\n`);
 }
 
 main().then(

@@ -26,15 +26,6 @@ export function dialogEntryPath(): string {
   return here.replace(/\/src\/platforms\/x11\/dialog\/main\.js$/, "/dist/platforms/x11/dialog/main.js");
 }
 
-/** What health_check and doctor say about the dialog (no secrets, no content). */
-export function describeX11Dialog(env: Record<string, string | undefined>): Record<string, string | boolean> {
-  return {
-    consent_dialog: "own X11 window (XInput2; XTEST and synthetic input ignored; 1 s security delay)",
-    consent_dialog_program: `${process.execPath} ${dialogEntryPath()}`,
-    unsafe_allow_xtest_consent: unsafeXtestConsent(env),
-  };
-}
-
 export interface TrustedDialogRequest {
   title: string;
   text: string;

@@ -3,7 +3,6 @@ import { type DialogNative, dialogNative, type Ptr, type Xid } from "./native.js
 import {
   isXtestDeviceName,
   PersonInputFilter,
-  type Verdict,
   XI_FLOATING_SLAVE,
   XI_SLAVE_KEYBOARD,
   XI_SLAVE_POINTER,
@@ -30,9 +29,6 @@ export interface DialogRequest {
 }
 
 export type DialogAnswer = "approve" | "deny";
-
-/** Why input was ignored, counted for the caller's diagnostics (numbers only). */
-export type IgnoredCounts = Record<Exclude<Verdict, "accept">, number>;
 
 const EXPOSE = 12;
 const FOCUS_IN = 9;
@@ -139,7 +135,6 @@ export class ConsentWindow {
   private drawnArmed = false;
   private lastOrigin: string | null = null;
   private answer: DialogAnswer | null = null;
-  readonly ignored: IgnoredCounts = { too_soon: 0, synthetic: 0, injected: 0, overlapped: 0 };
 
   constructor(private readonly req: DialogRequest) {
     this.n = dialogNative();
@@ -300,7 +295,6 @@ export class ConsentWindow {
         overlapped: this.overlapped(),
       });
       if (verdict !== "accept") {
-        this.ignored[verdict] += 1;
         this.pressed = null;
         if (verdict === "overlapped") this.paint();
         return;

@@ -1,8 +1,10 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
+import { UNSAFE_XTEST_SETTING } from "../platforms/x11/dialog/spawn.js";
 import type { Supervisor } from "../supervisor/chain.js";
 import type { ServerConfig } from "../supervisor/config.js";
+import { describeConsentDialog } from "../supervisor/consent/dialogInfo.js";
 import type { PolicyState } from "../supervisor/policy/load.js";
 import { allowedWindows } from "../supervisor/targets.js";
 import type { ProbeRequest, ProbeResult } from "./doctorProbe.js";
@@ -190,15 +192,14 @@ export function busChecks(config: ServerConfig, probe: ProbeResult | null): Chec
 
 /** The consent dialog program for this platform: the one place to update when the dialog changes. */
 export function consentDialogCheck(config: ServerConfig, env: Env): Check {
+  const dialog = describeConsentDialog(config.platform, env);
+  // The unsafe test setting makes every dialog answerable by any local program: never a quiet "ok".
+  if (dialog.warning) return warn("consent_dialog", `!!! ${dialog.warning}`, `unset ${UNSAFE_XTEST_SETTING}`);
   switch (config.platform) {
-    case "x11": {
-      const zenity = findOnPath("zenity", env);
-      return zenity
-        ? ok("consent_dialog", `zenity (${zenity})`)
-        : fail("consent_dialog", "zenity is not on PATH: no access can be approved", "apt install zenity");
-    }
+    case "x11":
+      return ok("consent_dialog", `${dialog.mechanism} (${dialog.program})`);
     case "win32":
-      return ok("consent_dialog", "built in (user32 TaskDialog / MessageBox)");
+      return ok("consent_dialog", dialog.mechanism);
     case "fake":
       return config.fakeDesktop
         ? ok("consent_dialog", "scripted by the simulated desktop (consent.answer)")

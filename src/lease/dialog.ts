@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { intSetting } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
 import { SETTINGS } from "../shared/settings.js";
@@ -96,67 +95,42 @@ export function buildLeaseDialogContent(
   };
 }
 
-/** zenity --question with Cancel ("Deny") as the default button; any exit but 0 is a denial. */
-export class ZenityLeaseDialog implements LeaseDialog {
-  readonly kind = "zenity";
+/**
+ * Linux: our own X11 window (src/platforms/x11/dialog), shown by the broker's own child process,
+ * never a program found on PATH. Deny is focused by default; only a person's input counts (no
+ * XTEST, no synthetic events, a 1 s security delay, nothing while another window covers it).
+ * Closing or timing out is a denial.
+ */
+export class X11LeaseDialog implements LeaseDialog {
+  readonly kind = "x11";
   constructor(private readonly env: Env = process.env) {}
 
-  prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer> {
-    return new Promise<LeaseDialogAnswer>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(uiError("consent_timeout"));
-        return;
-      }
-      const child = spawn(
-        "zenity",
-        [
-          "--question",
-          "--default-cancel",
-          "--no-markup",
-          "--no-wrap",
-          `--title=${content.title}`,
-          `--text=${content.text}`,
-          "--ok-label=Allow",
-          "--cancel-label=Deny",
-          "--icon-name=dialog-warning",
-        ],
-        { stdio: "ignore", env: { ...this.env } as NodeJS.ProcessEnv },
+  async prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer> {
+    const { showTrustedDialog } = await import("../platforms/x11/dialog/spawn.js");
+    try {
+      return await showTrustedDialog(
+        { title: content.title, text: content.text, timeoutMs: leaseDialogTimeoutMs(this.env) + 5000 },
+        this.env,
+        signal,
       );
-      let settled = false;
-      const onAbort = () => {
-        if (settled) return;
-        settled = true;
-        child.kill("SIGTERM");
-        reject(uiError("consent_timeout"));
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      child.on("error", () => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener("abort", onAbort);
-        reject(uiError("consent_denied", "The lease dialog could not be shown."));
-      });
-      child.on("exit", (code) => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener("abort", onAbort);
-        resolve(code === 0 ? "approve" : "deny");
-      });
-    });
+    } catch {
+      if (signal.aborted) throw uiError("consent_timeout");
+      throw uiError("consent_denied", "The lease dialog could not be shown.");
+    }
   }
 }
 
 /**
- * Picks the dialog from UIINSPECT_LEASE_DIALOG: "zenity" (Linux default) or "messagebox"
+ * Picks the dialog from UIINSPECT_LEASE_DIALOG: "x11" (Linux default) or "messagebox"
  * (Windows default). Nothing else is accepted, and there is no value that answers by itself.
  */
 export async function selectLeaseDialog(env: Env = process.env): Promise<LeaseDialog> {
   const wanted =
-    env[SETTINGS.leaseDialog.env]?.trim() || (process.platform === "win32" ? "messagebox" : "zenity");
-  if (wanted === "zenity") return new ZenityLeaseDialog(env);
+    env[SETTINGS.leaseDialog.env]?.trim() || (process.platform === "win32" ? "messagebox" : "x11");
+  if (wanted === "x11" && process.platform !== "win32") return new X11LeaseDialog(env);
   if (wanted === "messagebox" && process.platform === "win32") {
     const { WindowsMessageBoxDialog } = await import("./native/windows.js");
     return new WindowsMessageBoxDialog();
   }
-  throw uiError("invalid_argument", "UIINSPECT_LEASE_DIALOG must be zenity (Linux) or messagebox (Windows).");
+  throw uiError("invalid_argument", "UIINSPECT_LEASE_DIALOG must be x11 (Linux) or messagebox (Windows).");
 }

@@ -57,10 +57,22 @@ export function isAllowedKey(key: string): boolean {
   return ALLOWED_KEYS.has(key);
 }
 
+const ARROWS: ReadonlySet<string> = new Set(["left", "right", "up", "down"]);
+
 export function isSystemChord(mods: readonly Modifier[], key: string): boolean {
   const set = new Set(mods);
   // Ctrl+Alt+F1..F12 switch virtual terminals on Linux.
   if (set.has("ctrl") && set.has("alt") && /^f\d+$/.test(key)) return true;
+  // Desktop-shell launchers and run-command dialogs (GNOME/KDE/Xfce/openbox: Alt+F1 menu, Alt+F2
+  // run dialog, Alt+F3 app finder), with or without more modifiers: the text typed next would go
+  // to a shell prompt, not to the target.
+  if (set.has("alt") && (key === "f1" || key === "f2" || key === "f3")) return true;
+  // Alt+F7/F8 move/resize the window in most window managers (the pointer then drags it).
+  if (set.has("alt") && (key === "f7" || key === "f8")) return true;
+  // Shift+Alt+arrows (and Ctrl+Shift+Alt+arrows) move windows between workspaces/monitors.
+  if (set.has("alt") && set.has("shift") && ARROWS.has(key)) return true;
+  // Windows: Ctrl+Shift+Esc (task manager) is listed below; Win-key chords (Win+R run dialog,
+  // Win+X) cannot be expressed at all: the Windows/Super key is not on the allow-list.
   return SYSTEM_CHORDS.some(
     (c) => c.key === key && c.mods.length === set.size && c.mods.every((m) => set.has(m)),
   );

@@ -260,9 +260,19 @@ export const CancelMessageSchema = z.object({
   reason: z.enum(["deadline", "client"]),
 });
 
+/**
+ * Process isolation only (threads share the gate's SharedArrayBuffer instead): how many of our
+ * consent/lease dialogs are open, sent whenever the number changes (src/shared/dialogGate.ts).
+ */
+export const DialogStateMessageSchema = z.object({
+  type: z.literal("dialog_state"),
+  open: z.number().int().nonnegative(),
+});
+
 export const SupervisorToWorkerSchema = z.discriminatedUnion("type", [
   RequestMessageSchema,
   CancelMessageSchema,
+  DialogStateMessageSchema,
 ]);
 export type SupervisorToWorker = z.infer<typeof SupervisorToWorkerSchema>;
 

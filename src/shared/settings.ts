@@ -249,10 +249,10 @@ export const SETTINGS = {
   leaseDialog: choice({
     env: "UIINSPECT_LEASE_DIALOG",
     scope: "server",
-    values: ["zenity", "messagebox"],
-    default: "zenity",
-    defaultDoc: "`zenity` / `messagebox`",
-    doc: "the lease broker's trusted dialog (Linux / Windows)",
+    values: ["x11", "messagebox"],
+    default: "x11",
+    defaultDoc: "`x11` / `messagebox`",
+    doc: "the lease broker's trusted dialog: our own X11 window (Linux) or MessageBox (Windows)",
   }),
   atspiCallTimeoutMs: int({
     env: "UIINSPECT_ATSPI_CALL_TIMEOUT_MS",
@@ -276,6 +276,13 @@ export const SETTINGS = {
     values: ["0", "1"],
     default: "0",
     doc: "X11: `1` captures with `XGetImage` instead of MIT-SHM",
+  }),
+  unsafeAllowXtestConsent: choice({
+    env: "UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT",
+    scope: "server",
+    values: ["0", "1"],
+    default: "0",
+    doc: "UNSAFE, tests under Xvfb only: `1` lets XTest input (any local program) answer consent and lease dialogs; health_check and doctor say so loudly",
   }),
   win32Dialog: choice({
     env: "UIINSPECT_WIN32_DIALOG",

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
 import { AuditLog } from "./audit.js";
@@ -7,10 +8,13 @@ import type { Supervisor, Workers } from "./chain.js";
 import { auditIdOf, ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
 import { loadConfig, type ServerConfig } from "./config.js";
 import { ConsentBroker } from "./consent/broker.js";
+import { describeConsentDialog } from "./consent/dialogInfo.js";
 import { FakePrompter } from "./consent/fakePrompter.js";
+import { GatedPrompter } from "./consent/gatedPrompter.js";
 import type { ConsentPrompter } from "./consent/prompter.js";
-import { ZenityPrompter } from "./consent/zenityPrompter.js";
+import { X11Prompter } from "./consent/x11Prompter.js";
 import { GrantStore } from "./grants.js";
+import { InputLane } from "./inputLane.js";
 import type { LeaseGate } from "./leaseGate.js";
 import { createLeaseGate } from "./leaseGateImpl.js";
 import { log as defaultLog, type Logger } from "./log.js";
@@ -32,13 +36,17 @@ class UnavailablePrompter implements ConsentPrompter {
   }
 }
 
-function prompterFor(config: ServerConfig, workers: Workers): ConsentPrompter {
+function prompterFor(
+  config: ServerConfig,
+  workers: Workers,
+  env: Record<string, string | undefined>,
+): ConsentPrompter {
   switch (config.platform) {
     case "fake":
       // The scripted consent answer exists only on the simulated desktop.
       return config.fakeDesktop ? new FakePrompter(config.fakeDesktop) : new UnavailablePrompter();
     case "x11":
-      return new ZenityPrompter();
+      return new X11Prompter(env, config.consentTimeoutMs);
     case "win32":
       return new WorkerDialogPrompter(workers.input);
     default:
@@ -70,6 +78,7 @@ export function buildSupervisor(
   const clock = opts.clock ?? Date.now;
   const config = loadConfig(env);
   const policyState = loadPolicy(env, () => new Date(clock()));
+  const dialogs = new DialogGate();
   const makeHost = (kind: WorkerKind) =>
     new WorkerHost({
       init: {
@@ -80,13 +89,15 @@ export function buildSupervisor(
       },
       isolation: config.isolation,
       logger,
+      // Only the input worker injects events; it checks the gate before each one.
+      ...(kind === "input" ? { dialogGate: dialogs } : {}),
     });
   const workers: Workers = { capture: makeHost("capture"), input: makeHost("input") };
   const grants = new GrantStore(clock, config.grantTtlMs);
   const salt = newConnectionSalt();
   let client = ClientIdentity.fromClientInfo(null, salt);
   const consent = new ConsentBroker({
-    prompter: prompterFor(config, workers),
+    prompter: new GatedPrompter(prompterFor(config, workers, env), dialogs),
     clock,
     timeoutMs: config.consentTimeoutMs,
     grantTtlMs: config.grantTtlMs,
@@ -142,6 +153,9 @@ export function buildSupervisor(
     sessions,
     workers,
     lease,
+    dialogs,
+    inputLane: new InputLane(),
+    consentDialog: describeConsentDialog(config.platform, env),
     client: () => client,
     startedAt: clock(),
     version: serverVersion(),

@@ -1,3 +1,4 @@
+import type { DialogGate } from "../shared/dialogGate.js";
 import { UiError, uiError } from "../shared/errors.js";
 import { instanceKey, sameInstance } from "../shared/identity.js";
 import type { WindowInfo } from "../shared/platform.js";
@@ -8,7 +9,9 @@ import type { ApplicationCharge, MemoryBudget, RateBudgets } from "./budgets.js"
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { ServerConfig } from "./config.js";
 import type { ConsentBroker } from "./consent/broker.js";
+import type { ConsentDialogFacts } from "./consent/dialogInfo.js";
 import type { Grant, GrantStore } from "./grants.js";
+import type { InputLane } from "./inputLane.js";
 import type { LeaseGate } from "./leaseGate.js";
 import type { Logger } from "./log.js";
 import type { EffectivePolicy, PolicyState } from "./policy/load.js";
@@ -45,6 +48,12 @@ export interface Supervisor {
   sessions: A11ySessions;
   workers: Workers;
   lease: LeaseGate | null;
+  /** How many of our consent/lease dialogs are open (input is refused while any is). */
+  dialogs: DialogGate;
+  /** Serializes each client's input effects. */
+  inputLane: InputLane;
+  /** The consent dialog's mechanism and unsafe settings, for health_check and doctor. */
+  consentDialog: ConsentDialogFacts;
   client: () => ClientIdentity;
   startedAt: number;
   version: string;
@@ -232,7 +241,14 @@ export async function runChain(
     call: (op, a, deadlineMs) => {
       const host = workerFor(sup, op);
       // "activate" focus mode's wait (≤ ~2 s) counts against the deadline: it is part of the effect.
-      return host.call(op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal });
+      const run = () => host.call(op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal });
+      if (host !== sup.workers.input) return run();
+      // Input effects: one at a time per client, none while a dialog of ours is open (the worker
+      // checks again before every single event).
+      return sup.inputLane.run(client.hash, signal, () => {
+        sup.dialogs.assertNoDialog();
+        return run();
+      });
     },
     callSession: (session, op, a, deadlineMs) =>
       sup.sessions.call(session, op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),

@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import type { DialogGate } from "../shared/dialogGate.js";
 import { UiError, uiError } from "../shared/errors.js";
 import {
   OPS,
@@ -29,6 +30,8 @@ export interface WorkerHostOptions {
   startTimeoutMs?: number;
   /** Extra environment for process-isolated workers. */
   env?: Record<string, string>;
+  /** The input worker's view of our open dialogs (shared memory, or dialog_state messages). */
+  dialogGate?: DialogGate;
 }
 
 export interface CallOptions {
@@ -88,6 +91,9 @@ export class WorkerHost {
   constructor(opts: WorkerHostOptions) {
     this.kind = opts.init.kind;
     this.opts = opts;
+    // A thread reads the shared cell itself; a child process is told every change.
+    if (opts.isolation === "process")
+      opts.dialogGate?.onChange((open) => this.safeSend({ type: "dialog_state", open }));
   }
 
   /** Notified whenever this worker is torn down (sessions it held are gone). */
@@ -251,6 +257,8 @@ export class WorkerHost {
       this.opts.isolation === "process"
         ? this.forkProcess(onMessage, onExit)
         : this.spawnThread(onMessage, onExit);
+    if (this.opts.isolation === "process" && this.opts.dialogGate)
+      this.safeSend({ type: "dialog_state", open: this.opts.dialogGate.open });
     if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
   }
 
@@ -261,7 +269,7 @@ export class WorkerHost {
   private spawnThread(onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
     const { port1, port2 }: { port1: MessagePort; port2: MessagePort } = new MessageChannel();
     const worker = new Worker(this.entryPath(), {
-      workerData: { init: this.opts.init, port: port2 },
+      workerData: { init: this.opts.init, port: port2, dialogFlag: this.opts.dialogGate?.buffer },
       transferList: [port2],
       // Never let a worker write to our stdout: it carries MCP frames.
       stdout: true,

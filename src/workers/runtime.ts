@@ -1,4 +1,5 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from "node:worker_threads";
+import { dialogGate } from "../shared/dialogGate.js";
 import { UiError, type UiErrorBody, uiError } from "../shared/errors.js";
 import type { Platform } from "../shared/platform.js";
 import {
@@ -66,9 +67,10 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
   let channel: Channel;
   let rawInit: unknown;
   if (!isMainThread && parentPort) {
-    const data = workerData as { init: unknown; port: MessagePort };
+    const data = workerData as { init: unknown; port: MessagePort; dialogFlag?: unknown };
     channel = threadChannel(data.port);
     rawInit = data.init;
+    if (data.dialogFlag instanceof SharedArrayBuffer) dialogGate.attach(data.dialogFlag);
   } else if (process.send) {
     channel = processChannel();
     rawInit = JSON.parse(process.env.UIINSPECT_WORKER_INIT ?? "null");
@@ -90,6 +92,10 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
     const parsed = SupervisorToWorkerSchema.safeParse(raw);
     if (!parsed.success) return; // Only the supervisor holds this channel; garbage is dropped.
     const msg = parsed.data;
+    if (msg.type === "dialog_state") {
+      dialogGate.setOpen(msg.open);
+      return;
+    }
     if (msg.type === "cancel") {
       inflight.get(msg.id)?.abort(uiError(msg.reason === "deadline" ? "worker_timeout" : "cancelled"));
       return;

@@ -98,6 +98,8 @@ export function sandbox(display: string): Sandbox {
     XDG_STATE_HOME: join(root, "state"),
     LEASE_OUT: OUT,
     UIINSPECT_CONSENT_TIMEOUT_MS: "20000",
+    // Xvfb has only XTEST devices: without this the dialog (rightly) ignores xdotool's input.
+    UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1",
   };
   return { root, env, auditPath: join(root, "state", "uiinspect-mcp", "audit", "unattended-approval.jsonl") };
 }
@@ -113,12 +115,10 @@ function xdotool(display: string, args: string[], timeoutMs = 10_000): Promise<s
   });
 }
 
-/** The visible lease dialogs' window ids; null when xdotool could not tell (e.g. it timed out). */
-async function dialogIds(display: string): Promise<string[] | null> {
+/** The visible dialogs' window ids; null when xdotool could not tell (e.g. it timed out). */
+async function dialogIds(display: string, title: string): Promise<string[] | null> {
   try {
-    return (await xdotool(display, ["search", "--onlyvisible", "--name", DIALOG_TITLE]))
-      .split("\n")
-      .filter(Boolean);
+    return (await xdotool(display, ["search", "--onlyvisible", "--name", title])).split("\n").filter(Boolean);
   } catch (e) {
     // xdotool search exits 1 when no window matches.
     return (e as { code?: unknown }).code === 1 ? [] : null;
@@ -126,9 +126,11 @@ async function dialogIds(display: string): Promise<string[] | null> {
 }
 
 /**
- * Answers the real zenity lease dialog like a person: Enter (the default button is Deny) to
- * deny; a mouse click on Allow (bottom-right button) to approve. Without a window manager the
- * keyboard focus of a new dialog is not dependable, a click is.
+ * Answers our own dialog (lease by default; `title` picks another) the way a person would, with
+ * xdotool: Enter (Deny is focused by default) to deny; a click on Allow (the bottom-right button,
+ * centre 55 px from the right and 24 px from the bottom) to approve. The dialog ignores XTest
+ * input unless UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT=1 was in its starter's environment, and any
+ * input in its first second (the security delay): hence the repetition below.
  *
  * An input event sent while the dialog is still settling can be lost, so the answer is repeated
  * about every second until that dialog (the window id found first) is gone, at most `timeoutMs`.
@@ -139,10 +141,11 @@ export async function answerDialog(
   display: string,
   answer: "approve" | "deny",
   timeoutMs = 20_000,
+  title = DIALOG_TITLE,
 ): Promise<void> {
-  const ids = await xdotool(display, ["search", "--sync", "--onlyvisible", "--name", DIALOG_TITLE], 15_000);
+  const ids = await xdotool(display, ["search", "--sync", "--onlyvisible", "--name", title], 15_000);
   const wid = ids.trim().split("\n").at(-1)!;
-  const open = async () => (await dialogIds(display))?.includes(wid) ?? true;
+  const open = async () => (await dialogIds(display, title))?.includes(wid) ?? true;
   const deadline = Date.now() + timeoutMs;
   await sleep(300);
   for (let tries = 1; ; tries++) {
@@ -162,7 +165,7 @@ export async function answerDialog(
           "mousemove",
           "--window",
           wid,
-          String(v("WIDTH") - 50),
+          String(v("WIDTH") - 55),
           String(v("HEIGHT") - 24),
           "sleep",
           "0.1",

@@ -4,18 +4,17 @@ import { join } from "node:path";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
-import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
+  approveConsentDialog,
   atspiBus,
   atspiText,
-  clickDialogButton,
   parseXwd,
   startApp,
   startSession,
+  UNSAFE_XTEST,
   waitFor,
-  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -77,6 +76,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         }),
       );
       h = await McpHarness.start({
+        ...UNSAFE_XTEST,
         ...LOOSE_BUDGETS,
         DESKTOP_AUTOMATION_POLICY_FILE: policy,
         UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
@@ -105,19 +105,16 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       expect(list.find((w) => w.title === "uix e2e entry")?.pid).toBe(entryApp.child.pid);
     });
 
-    it("asks through the real zenity dialog; clicking Allow grants", async () => {
+    it("asks through our own consent dialog; clicking Allow grants", async () => {
       const pending = h.call("request_access", { hwnd: entry.hwnd });
-      await clickDialogButton(p, ZENITY_TITLE, "Allow");
+      await approveConsentDialog();
       const r = await pending;
       expect(r.isError).toBe(false);
       expect(r.structured.decision).toBe("approved");
       expect(r.structured.source).toBe("dialog");
-      // The answered dialog's window outlives its process briefly: never click it for the next one.
-      await waitForNoWindow(p, ZENITY_TITLE);
       const forms2 = h.call("request_access", { hwnd: forms.hwnd });
-      await clickDialogButton(p, ZENITY_TITLE, "Allow");
+      await approveConsentDialog();
       expect((await forms2).structured.decision).toBe("approved");
-      await waitForNoWindow(p, ZENITY_TITLE);
     });
 
     it("screenshots a window with a mask; unmasked pixels equal an independent root capture", async () => {

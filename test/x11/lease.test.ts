@@ -1,5 +1,4 @@
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,8 +7,11 @@ import { answerDialog } from "../lease/helpers.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
+  runCli,
   startApp,
   startSession,
+  stopOwnBroker,
+  UNSAFE_XTEST,
   waitFor,
   waitForWindow,
   X11_AVAILABLE,
@@ -19,60 +21,19 @@ import {
 
 /**
  * UIINSPECT_LEASE=broker end to end: the real manager (`cli.js manager lease …`), the real
- * broker it starts, its real zenity dialog answered by a click, and two MCP servers (built CLI
+ * broker it starts, its own dialog answered by a click, and two MCP servers (built CLI
  * over stdio, X11 backend) validating every operation against it and failing closed.
  */
 const HAVE_CLI = existsSync(CLI);
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString("utf8");
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString("utf8");
-    });
-    child.on("close", (code) => done({ code, out }));
-  });
-}
-
 /**
- * Clicks Allow (the bottom-right button) of the broker's real zenity dialog like a person, placed
+ * Clicks Allow (the bottom-right button) of the broker's own dialog like a person, placed
  * relative to the dialog (under a window manager it is reparented), repeated until it is gone.
  */
 function approveLeaseDialog(): Promise<void> {
   const display = process.env.DISPLAY;
   if (!display) throw new Error("no DISPLAY for the lease dialog");
   return answerDialog(display, "approve");
-}
-
-/**
- * Stops this test's own broker: the pid of the last broker_start in its audit file. Never by
- * name, which would also stop brokers other test files run at the same time.
- */
-function stopOwnBroker(env: Record<string, string>): void {
-  let pid = 0;
-  try {
-    const lines = readFileSync(
-      join(env.XDG_STATE_HOME ?? "", "uiinspect-mcp/audit/unattended-approval.jsonl"),
-      "utf8",
-    )
-      .split("\n")
-      .filter(Boolean);
-    for (const l of lines) {
-      const e = JSON.parse(l) as { event?: string; broker_pid?: number };
-      if (e.event === "broker_start" && typeof e.broker_pid === "number") pid = e.broker_pid;
-    }
-  } catch {
-    return;
-  }
-  try {
-    if (pid > 0) process.kill(pid, "SIGTERM");
-  } catch {
-    // Already gone.
-  }
 }
 
 describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
@@ -98,6 +59,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         HOME: root,
         XDG_RUNTIME_DIR: run,
         XDG_STATE_HOME: join(root, "state"),
+        // The broker's dialog ignores XTest (all Xvfb has) unless this unsafe test setting is on.
+        ...UNSAFE_XTEST,
       };
       const pid = term.child.pid;
       if (pid === undefined) throw new Error("xterm did not start");
@@ -118,7 +81,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     afterAll(async () => {
       await Promise.all(servers.map((s) => s.close()));
-      await cli(["manager", "lease", "revoke"], env).catch(() => undefined);
+      await runCli(["manager", "lease", "revoke"], env).catch(() => undefined);
       stopOwnBroker(env);
       await p?.desktop.dispose();
       session?.stop();
@@ -129,7 +92,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         expect((await s.call("request_access", { title_contains: "uix lease" })).code).toBe(
           "broker_unavailable",
         );
-      const activation = cli(["manager", "lease", "activate", "--hours", "1"], env);
+      const activation = runCli(["manager", "lease", "activate", "--hours", "1"], env);
       await approveLeaseDialog();
       const r = await activation;
       expect(r.code, r.out).toBe(0);
@@ -151,7 +114,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     }, 120_000);
 
     it("revoke: the next operation of every server fails closed", async () => {
-      const r = await cli(["manager", "lease", "revoke"], env);
+      const r = await runCli(["manager", "lease", "revoke"], env);
       expect(r.code, r.out).toBe(0);
       for (const s of servers) {
         const w = await s.call("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });
@@ -160,7 +123,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     }, 60_000);
 
     it("a lost broker: every server answers broker_unavailable", async () => {
-      const activation = cli(["manager", "lease", "activate", "--hours", "1"], env);
+      const activation = runCli(["manager", "lease", "activate", "--hours", "1"], env);
       await approveLeaseDialog();
       expect((await activation).code).toBe(0);
       await servers[0]!.ok("wait_for_title_change", { title_contains: "uix lease", timeout_ms: 0 });

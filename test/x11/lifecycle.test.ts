@@ -6,17 +6,16 @@ import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdi
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
-import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
+  approveConsentDialog,
   buttonCentre,
-  clickDialogButton,
   pidAlive,
   startApp,
   startSession,
+  UNSAFE_XTEST,
   waitFor,
-  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -69,7 +68,11 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
           safe_regions: [{ name: "corner", rect: [0, 0, 120, 60] }],
         }),
       );
-      h = await McpHarness.start({ ...LOOSE_BUDGETS, DESKTOP_AUTOMATION_POLICY_FILE: policy });
+      h = await McpHarness.start({
+        ...LOOSE_BUDGETS,
+        ...UNSAFE_XTEST,
+        DESKTOP_AUTOMATION_POLICY_FILE: policy,
+      });
     }, 180_000);
 
     afterAll(async () => {
@@ -80,11 +83,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     async function approve(m: McpHarness, hwnd: string): Promise<Record<string, unknown>> {
       const pending = m.call("request_access", { hwnd });
-      await clickDialogButton(p, ZENITY_TITLE, "Allow");
+      await approveConsentDialog();
       const r = await pending;
       expect(r.isError).toBe(false);
-      // The answered dialog may still be listed for a moment: the next approval must not click it.
-      await waitForNoWindow(p, ZENITY_TITLE);
       return r.structured;
     }
 
@@ -175,7 +176,12 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     it("UIINSPECT_WORKER_ISOLATION=process: list, screenshot and click through child-process workers", async () => {
       const iso = await McpHarness.start(
-        { ...LOOSE_BUDGETS, DESKTOP_AUTOMATION_POLICY_FILE: policy, UIINSPECT_WORKER_ISOLATION: "process" },
+        {
+          ...LOOSE_BUDGETS,
+          ...UNSAFE_XTEST,
+          DESKTOP_AUTOMATION_POLICY_FILE: policy,
+          UIINSPECT_WORKER_ISOLATION: "process",
+        },
         { name: "uiinspect-iso", version: "1.0.0" },
       );
       try {

@@ -6,16 +6,15 @@ import koffi, { type LibraryHandle } from "koffi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containsPoint } from "../../src/shared/geometry.js";
 import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
-import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
 import { CLI, LOOSE_BUDGETS, McpHarness, type ToolCall } from "../support/mcp.js";
 import {
   type App,
+  approveConsentDialog,
   atspiBus,
-  clickDialogButton,
   startApp,
   startSession,
+  UNSAFE_XTEST,
   waitFor,
-  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -108,11 +107,9 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     async function approve(hwnd: string): Promise<void> {
       const pending = h.call("request_access", { hwnd });
-      await clickDialogButton(p, ZENITY_TITLE, "Allow");
+      await approveConsentDialog();
       const r = await pending;
       expect(r.structured.decision).toBe("approved");
-      // The answered dialog may still be listed for a moment: the next approval must not click it.
-      await waitForNoWindow(p, ZENITY_TITLE);
     }
 
     async function bringToFront(hwnd: string): Promise<void> {
@@ -277,6 +274,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       bus = await atspiBus();
       watch = new PointerWatch();
       h = await McpHarness.start({
+        ...UNSAFE_XTEST,
         ...LOOSE_BUDGETS,
         DESKTOP_AUTOMATION_ALLOWED_TITLES: "gtk3-widget-factory,uix races victim",
         DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: [factory.instance!.exe_path, cover.instance!.exe_path].join(

@@ -2,15 +2,14 @@ import { existsSync } from "node:fs";
 import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../src/shared/platform.js";
-import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
+  approveConsentDialog,
   atspiBus,
-  clickAt,
   startApp,
   startSession,
+  UNSAFE_XTEST,
   waitFor,
-  waitForNoWindow,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -77,6 +76,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       );
       bus = await atspiBus();
       h = await McpHarness.start({
+        ...UNSAFE_XTEST,
         ...LOOSE_BUDGETS,
         DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
         DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: [factory.instance!.exe_path, demo.instance!.exe_path].join(
@@ -86,10 +86,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       });
       for (const w of [factory, demo]) {
         const pending = h.call("request_access", { hwnd: w.hwnd });
-        await clickDialogButton("Allow");
+        await approveConsentDialog();
         expect((await pending).structured.decision).toBe("approved");
-        // The answered dialog's window outlives its process briefly: never click it for the next one.
-        await waitForNoWindow(p, ZENITY_TITLE);
       }
       // Starting both GTK demos, the server and two consent dialogs, each button found by a full
       // AT-SPI walk, takes well over a minute on a loaded 2-core machine.
@@ -119,14 +117,6 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         await s.dispose();
       }
       return out;
-    }
-
-    async function clickDialogButton(name: string): Promise<void> {
-      const w = await waitForWindow(p, ZENITY_TITLE);
-      const node = (await walk(w)).find((n) => n.f.role === "button" && n.f.name === name && n.f.rect);
-      if (!node?.f.rect) throw new Error(`no ${name} button`);
-      const r = node.f.rect;
-      clickAt((r[0] + r[2]) >> 1, (r[1] + r[3]) >> 1);
     }
 
     async function states(node: Node["h"]): Promise<Set<number>> {

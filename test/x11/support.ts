@@ -4,6 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import dbus from "dbus-next";
 import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
+import { CLI } from "../support/mcp.js";
 
 /**
  * Shared helpers for the X11 tests: a private Xvfb session per test file (.ci/x11-session.sh),
@@ -166,6 +167,23 @@ export async function buttonCentre(
   }
 }
 
+/** The title of our consent dialog: tests find it by title with xdotool; the server never does. */
+export const CONSENT_TITLE = "uiinspect-mcp: access request";
+
+/**
+ * Server environment for tests that approve a dialog: Xvfb has only XTEST devices, which the
+ * dialog ignores by default. Unsafe by name; tests of the default leave it out.
+ */
+export const UNSAFE_XTEST: Record<string, string> = { UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1" };
+
+/** Approves our consent dialog with xdotool (needs UNSAFE_XTEST); returns once the window is gone. */
+export async function approveConsentDialog(): Promise<void> {
+  const display = process.env.DISPLAY;
+  if (!display) throw new Error("no DISPLAY");
+  const { answerDialog } = await import("../lease/helpers.js");
+  await answerDialog(display, "approve", 30_000, CONSENT_TITLE);
+}
+
 /** Clicks the button called `name` of the window titled `title` like a person (xdotool). */
 export async function clickDialogButton(p: Platform, title: string, name: string): Promise<void> {
   const { x, y } = await buttonCentre(p, await waitForWindow(p, title), name);
@@ -278,4 +296,49 @@ export function clickAt(x: number, y: number): void {
   const at = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(loc)?.[1]);
   if (at("X") !== x || at("Y") !== y) xdotool("mousemove", "--sync", String(x), String(y));
   xdotool("click", "1");
+}
+
+/** Runs the built CLI (manager commands) and collects its output. */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+    });
+    child.on("close", (code) => done({ code, out }));
+  });
+}
+
+/**
+ * Stops this test's own broker: the pid of the last broker_start in its audit file. Never by
+ * name, which would also stop brokers other test files run at the same time.
+ */
+export function stopOwnBroker(env: Record<string, string>): void {
+  let pid = 0;
+  try {
+    const lines = readFileSync(
+      join(env.XDG_STATE_HOME ?? "", "uiinspect-mcp/audit/unattended-approval.jsonl"),
+      "utf8",
+    )
+      .split("\n")
+      .filter(Boolean);
+    for (const l of lines) {
+      const e = JSON.parse(l) as { event?: string; broker_pid?: number };
+      if (e.event === "broker_start" && typeof e.broker_pid === "number") pid = e.broker_pid;
+    }
+  } catch {
+    return;
+  }
+  try {
+    if (pid > 0) process.kill(pid, "SIGTERM");
+  } catch {
+    // Already gone.
+  }
 }

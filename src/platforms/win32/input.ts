@@ -1,3 +1,4 @@
+import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { parseHwnd, virtualScreenRect, windowPid } from "./desktop.js";
@@ -190,6 +191,8 @@ export class Win32Input implements InputPort {
     const { pid } = windowPid(h);
     assertTargetable(pid, this.guard);
     if (mode === "sendinput") {
+      // One SendInput call: the whole chunk enters the input stream at once, after this check.
+      dialogGate.assertNoDialog();
       send(unicodeEvents(text));
       return;
     }
@@ -201,6 +204,7 @@ export class Win32Input implements InputPort {
       throw uiError("not_foreground", "The focused control is not the target's.");
     const t = text.replace(/\r\n?|\n/g, "\r");
     for (let i = 0; i < t.length; i++) {
+      dialogGate.assertNoDialog();
       const r = w.SendMessageTimeoutW(
         focus,
         WM_CHAR,

@@ -3,6 +3,7 @@ import { isUiError, uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
 import type { DesktopPort, WindowInfo } from "../../shared/platform.js";
+import { concealOwnDialogs } from "./ownDialogs.js";
 import { processExited, resolveInstance } from "./proc.js";
 import {
   cardinals,
@@ -189,7 +190,7 @@ export class X11Desktop implements DesktopPort {
       const w = this.collect(p, out.length, active);
       if (w) out.push(w);
     }
-    return out;
+    return concealOwnDialogs(out);
   }
 
   async getWindow(hwnd: string): Promise<WindowInfo | null> {

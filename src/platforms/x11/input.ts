@@ -1,8 +1,10 @@
 import koffi from "koffi";
+import { dialogGate } from "../../shared/dialogGate.js";
 import { intSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
 
@@ -39,6 +41,9 @@ export class X11Input implements InputPort {
     if (x.n.XTestQueryExtension(x.dpy, zero(), zero(), zero(), zero()) === 0) {
       throw uiError("platform_unavailable", "The XTest extension is not available.");
     }
+    // Dialogs of ours this supervisor did not open (the lease broker's, another server's).
+    const dir = presenceDir(process.env);
+    if (dir) dialogGate.addSource(() => announcedDialogOpen(dir));
   }
 
   private flush(): void {
@@ -134,6 +139,8 @@ export class X11Input implements InputPort {
   }
 
   private tap(kc: number, shift: boolean, shiftKc: number): void {
+    // Before each character: a dialog of ours that opened mid-text gets none of it.
+    dialogGate.assertNoDialog();
     const n = this.x.n;
     if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 1, 0);
     n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);

@@ -1,6 +1,6 @@
 /**
  * The consent dialog port. Implementations: the fake platform's scripted prompter
- * (fakePrompter.ts), zenity on X11 (zenityPrompter.ts), a TaskDialog on Win32.
+ * (fakePrompter.ts), our own X11 window on X11 (x11Prompter.ts), a TaskDialog on Win32.
  * Content is built by the server from OS facts only (buildDialogContent); a prompter
  * shows exactly that and never anything the target controls (e.g. its window title).
  */

@@ -76,6 +76,14 @@ const HealthOutput = z.object({
     reachable: z.boolean(),
   }),
   audit: z.object({ ring_size: z.number(), sink: z.string() }),
+  /** The consent dialog's mechanism; `warning` is set while an unsafe test setting is on. */
+  consent_dialog: z.object({
+    mechanism: z.string(),
+    program: z.string().nullable(),
+    unsafe_allow_xtest_consent: z.boolean(),
+    warning: z.string().optional(),
+    open: z.number(),
+  }),
   uptime_ms: z.number(),
   /**
    * Supervisor event-loop delay (ms) over the last `window_s` seconds (30–60 s once the server
@@ -127,6 +135,7 @@ export async function healthFacts(ctx: CallContext): Promise<z.output<typeof Hea
     workers: [...Object.values(sup.workers).map((w) => w.stats()), sup.sessions.stats()],
     lease: { mode: sup.config.lease, ...lease },
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
+    consent_dialog: { ...sup.consentDialog, open: sup.dialogs.open },
     uptime_ms: sup.clock() - sup.startedAt,
     event_loop: loopDelay.figures(),
   };

@@ -1,3 +1,4 @@
+import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
 import { containsPoint, type Rect, sameRect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
@@ -26,6 +27,8 @@ async function ensureForeground(
   signal: AbortSignal,
   points: ReadonlyArray<{ x: number; y: number }> = [],
 ): Promise<void> {
+  // A dialog of ours that took the focus is the reason, not the lost focus.
+  dialogGate.assertNoDialog();
   const w = await desktop.getWindow(target.hwnd);
   if (!w) throw uiError("target_gone");
   if (w.foreground || mode === "passive") return;
@@ -65,6 +68,7 @@ function requireSameRect(before: VerifiedTarget, now: VerifiedTarget): void {
 
 /** Presses and always releases a mouse button, even when the wait in between is cancelled. */
 async function pressButton(input: InputPort, button: MouseButton, signal: AbortSignal): Promise<void> {
+  dialogGate.assertNoDialog();
   await input.buttonDown(button);
   try {
     await sleep(PRESS_MS, signal);
@@ -90,6 +94,7 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
   requireSameRect(first, await check(ctx, args.target, p));
   switch (args.kind) {
     case "scroll":
+      dialogGate.assertNoDialog();
       await input.wheel(args.notches);
       break;
     case "click":
@@ -118,6 +123,7 @@ const drag: Handler<"input.drag"> = async (args, ctx) => {
   await input.moveTo(s.sx, s.sy);
   await sleep(SETTLE_MS, ctx.signal);
   requireSameRect(first, await check(ctx, args.target, args.points));
+  dialogGate.assertNoDialog();
   await input.buttonDown("left");
   let legs = 0;
   try {
@@ -127,6 +133,7 @@ const drag: Handler<"input.drag"> = async (args, ctx) => {
       const v = await check(ctx, args.target, [p]);
       requireSameRect(first, v);
       const leg = screenOf(v, p.x, p.y);
+      dialogGate.assertNoDialog();
       await input.moveTo(leg.sx, leg.sy);
       legs += 1;
       await sleep(PRESS_MS, ctx.signal);
@@ -152,6 +159,8 @@ const text: Handler<"input.text"> = async (args, ctx) => {
   for (const chunk of chunkText(args.text)) {
     await verifyTarget(desktop, args.target, { requireForeground: true });
     if (ctx.signal.aborted) throw ctx.signal.reason;
+    // The platform port checks again before each character it injects.
+    dialogGate.assertNoDialog();
     await input.typeText(args.target.hwnd, chunk, args.mode);
   }
   return { chars: args.text.length };
@@ -187,9 +196,11 @@ const keys: Handler<"input.keys"> = async (args, ctx) => {
     const pressed: string[] = [];
     try {
       for (const m of step.modifiers) {
+        dialogGate.assertNoDialog();
         await input.keyDown(m);
         pressed.push(m);
       }
+      dialogGate.assertNoDialog();
       await input.keyDown(step.key);
       pressed.push(step.key);
       await sleep(step.hold_ms, ctx.signal);

@@ -1,0 +1,102 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { isUiError, uiError } from "../../../shared/errors.js";
+import { SETTINGS } from "../../../shared/settings.js";
+
+/**
+ * Starts our own dialog (main.ts) as a child process and waits for its answer. Trusted by
+ * construction (issue 13, Deliver 2): the program is node itself (process.execPath, absolute)
+ * running our own file (resolved from this module's URL, absolute); no PATH lookup, no NODE_OPTIONS,
+ * no inspector flags, and only the display variables in its environment. The promise settles only
+ * once that process has exited, so whoever holds the dialog gate holds it while the window may be
+ * on screen.
+ */
+
+/** The one explicit unsafe setting: XTEST input counts as a person's (tests under Xvfb only). */
+export const UNSAFE_XTEST_SETTING = SETTINGS.unsafeAllowXtestConsent.env;
+
+export function unsafeXtestConsent(env: Record<string, string | undefined>): boolean {
+  return env[UNSAFE_XTEST_SETTING] === "1";
+}
+
+/** The compiled entry: from dist when we run compiled, and dist's copy when run from sources (tests). */
+export function dialogEntryPath(): string {
+  const here = fileURLToPath(new URL("./main.js", import.meta.url));
+  if (existsSync(here)) return here;
+  return here.replace(/\/src\/platforms\/x11\/dialog\/main\.js$/, "/dist/platforms/x11/dialog/main.js");
+}
+
+export interface TrustedDialogRequest {
+  title: string;
+  text: string;
+  timeoutMs: number;
+}
+
+const KILL_GRACE_MS = 2000;
+const PASSED_ENV = ["DISPLAY", "XAUTHORITY", "HOME", "LANG", "LC_ALL", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME"];
+
+export function showTrustedDialog(
+  req: TrustedDialogRequest,
+  env: Record<string, string | undefined>,
+  signal: AbortSignal,
+): Promise<"approve" | "deny"> {
+  return new Promise((resolve, reject) => {
+    const abortReason = (): Error => (isUiError(signal.reason) ? signal.reason : uiError("cancelled"));
+    if (signal.aborted) {
+      reject(abortReason());
+      return;
+    }
+    const childEnv: Record<string, string> = {};
+    for (const k of PASSED_ENV) {
+      const v = env[k];
+      if (v !== undefined) childEnv[k] = v;
+    }
+    const child = spawn(process.execPath, [dialogEntryPath()], {
+      stdio: ["pipe", "pipe", "ignore"],
+      env: childEnv,
+    });
+    let out = "";
+    let killTimer: NodeJS.Timeout | undefined;
+    child.stdout.on("data", (d: Buffer) => {
+      if (out.length < 4096) out += d.toString("utf8");
+    });
+    child.stdin.on("error", () => {
+      // The child died before reading: its exit decides.
+    });
+    const onAbort = () => {
+      child.kill("SIGTERM");
+      killTimer = setTimeout(() => child.kill("SIGKILL"), KILL_GRACE_MS);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.once("error", () => {
+      signal.removeEventListener("abort", onAbort);
+      reject(uiError("platform_unavailable", "The consent dialog could not be shown."));
+    });
+    child.once("exit", (code) => {
+      signal.removeEventListener("abort", onAbort);
+      if (killTimer) clearTimeout(killTimer);
+      if (signal.aborted) {
+        reject(abortReason());
+        return;
+      }
+      let answer: unknown = null;
+      try {
+        answer = (JSON.parse(out.split("\n")[0] ?? "") as { answer?: unknown }).answer;
+      } catch {
+        answer = null;
+      }
+      if (code === 0 && answer === "approve") resolve("approve");
+      else if (code === 0 && answer === "deny") resolve("deny");
+      else reject(uiError("platform_unavailable", "The consent dialog failed."));
+    });
+    child.stdin.write(
+      `${JSON.stringify({
+        title: req.title,
+        text: req.text,
+        timeout_ms: Math.max(100, Math.min(3_600_000, Math.round(req.timeoutMs))),
+        allow_injected: unsafeXtestConsent(env),
+      })}\n`,
+    );
+  });
+}

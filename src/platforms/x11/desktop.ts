@@ -73,8 +73,12 @@ export class X11Desktop implements DesktopPort {
   private readonly x: XConnection;
   private readonly host = hostname();
 
-  constructor(x: XConnection) {
+  private readonly proveOwners: typeof provenOwners;
+
+  /** `proveOwners` replaces the connection-owner proof (tests on a stub connection only). */
+  constructor(x: XConnection, opts: { proveOwners?: typeof provenOwners } = {}) {
     this.x = x;
+    this.proveOwners = opts.proveOwners ?? provenOwners;
   }
 
   /** Client windows bottom-to-top as the WM reports them. */
@@ -273,7 +277,7 @@ export class X11Desktop implements DesktopPort {
       return p === undefined || (!p.proven && now - p.at > OWNER_PROOF_RETRY_MS);
     });
     if (due.length > 0) {
-      const proven = provenOwners(
+      const proven = this.proveOwners(
         [...new Set(due.map((w) => w.pid))],
         this.x.displayName,
         this.x.clientCountsByPid(),

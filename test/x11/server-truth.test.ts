@@ -90,6 +90,13 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       return live();
     }
 
+    /** Waits until the attacker has counted every event the X server sent it so far. */
+    async function settled(a: Attacker): Promise<void> {
+      const before = a.count("sync");
+      a.child.kill("SIGUSR2");
+      await waitFor("attacker synced", async () => (a.count("sync") > before ? true : null));
+    }
+
     async function stopAttackers(): Promise<void> {
       for (const a of attackers.splice(0)) await a.stop();
     }
@@ -174,6 +181,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       ]);
       const r = await h.call("click_window", { hwnd: target.hwnd, ...m });
       expect(r.code).toBe("occluded");
+      await settled(popup);
       expect(popup.count("button")).toBe(0);
       // Elsewhere in the window the click is fine: the popup covers only its own rect.
       const elsewhere = await h.call("click_window", {
@@ -209,6 +217,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       const grabber = await attack(["grab", "pointer"]);
       const r = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
       expect(r.code).toBe("input_grabbed");
+      await settled(grabber);
       expect(grabber.count("button")).toBe(0);
     });
 
@@ -229,6 +238,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
         confirmation_token: token.token_id,
       });
       expect(r.code).toBe("not_foreground");
+      await settled(thief);
       expect(thief.count("key")).toBe(0);
     });
 
@@ -274,6 +284,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       });
       const r = await h.call("click_window", { hwnd: target.hwnd, ...point });
       expect(r.code).toBe("occluded");
+      await settled(cover);
       expect(cover.count("button")).toBe(0);
     });
 
@@ -318,6 +329,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
         expect(state.rect).toEqual(w.rect);
         const r = await h.call("click_window", { hwnd: target.hwnd, x: width + 20, y: 30 });
         expect(r.code).toBe("out_of_bounds");
+        await settled(neighbour);
         expect(neighbour.count("button")).toBe(0);
       } finally {
         execFileSync("xprop", [
@@ -360,6 +372,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
         const now = await live();
         const r = await h.call("click_window", { hwnd: target.hwnd, x: screen[2] - now.rect[0] + 30, y: 80 });
         expect(r.code).toBe("out_of_bounds");
+        await settled(edge);
         expect(edge.count("button")).toBe(0);
       } finally {
         xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0]), String(w.rect[1]));
@@ -378,8 +391,8 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       thief.child.kill("SIGUSR1");
       const r = await hold;
       expect(r.code).toBe("not_foreground");
-      // The thief reports its focus change after the X server made it; the keys it got are counted then.
-      await waitFor("thief reported the focus", async () => (thief.count("focus") === 1 ? true : null));
+      await settled(thief);
+      expect(thief.count("focus")).toBe(1);
       expect(thief.count("key")).toBe(0);
       // Without auto-repeat the target got exactly the one press.
       expect(typed().length).toBe(before + 1);
@@ -398,8 +411,8 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       thief.child.kill("SIGUSR1");
       const r = await sending;
       expect(r.code).toBe("not_foreground");
-      // The thief reports its focus change after the X server made it; the keys it got are counted then.
-      await waitFor("thief reported the focus", async () => (thief.count("focus") === 1 ? true : null));
+      await settled(thief);
+      expect(thief.count("focus")).toBe(1);
       expect(thief.count("key")).toBe(0);
       const got = typed().length - before;
       expect(got).toBeGreaterThanOrEqual(12);

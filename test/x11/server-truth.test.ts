@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import koffi from "koffi";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
@@ -485,13 +486,14 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
   },
 );
 
-/** The server's per-key auto-repeat bitmask (XGetKeyboardControl), as hex. */
+/** The server's per-key auto-repeat bitmask (XGetKeyboardControl on a connection of the test's own), as hex. */
 async function autoRepeatingKeys(): Promise<string> {
   const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+  const getControl = koffi.load("libX11.so.6").func("int XGetKeyboardControl(void *dpy, uint8_t *state)");
   const x = XConnection.open();
   try {
     const state = Buffer.alloc(64);
-    x.n.XGetKeyboardControl(x.dpy, state);
+    getControl(x.dpy, state);
     return state.subarray(28, 60).toString("hex");
   } finally {
     x.close();

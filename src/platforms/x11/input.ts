@@ -67,9 +67,45 @@ export class X11Input implements InputPort {
     this.flush();
   }
 
+  /**
+   * The press happens under a server grab after a last look on the same connection as XTest:
+   * the pointer is at a point confirmLive verified, the top-level under it (and, inside the
+   * target's frame, the frame's child) is still what it was, and no other client holds the
+   * pointer. A window mapped or raised in between cannot take the press. Raw use of the port
+   * without a verification before (tests) presses without this check.
+   */
   async buttonDown(button: MouseButton): Promise<void> {
-    this.x.n.XTestFakeButtonEvent(this.x.dpy, BUTTONS[button], 1, 0);
-    this.flush();
+    const n = this.x.n;
+    const dpy = this.x.dpy;
+    const verified = this.x.confirmedPoints;
+    if (verified === null) {
+      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+      this.flush();
+      return;
+    }
+    n.XGrabServer(dpy);
+    try {
+      const child: Array<bigint | number> = [0];
+      const rx = [0];
+      const ry = [0];
+      n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
+      const at = verified.get(`${rx[0]},${ry[0]}`);
+      if (!at || Number(child[0] ?? 0) !== at.top)
+        throw uiError("occluded", "What lies under the pointer changed since the check.");
+      if (at.top === at.frame && at.frame !== at.client) {
+        const inner: Array<bigint | number> = [0];
+        n.XTranslateCoordinates(dpy, this.x.root, at.frame, rx[0]!, ry[0]!, [0], [0], inner);
+        if (Number(inner[0] ?? 0) !== at.client)
+          throw uiError("occluded", "What lies under the pointer changed since the check.");
+      }
+      if (n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) !== GRAB_SUCCESS)
+        throw uiError("input_grabbed");
+      n.XUngrabPointer(dpy, 0);
+      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+    } finally {
+      n.XUngrabServer(dpy);
+      this.flush();
+    }
   }
 
   async buttonUp(button: MouseButton): Promise<void> {

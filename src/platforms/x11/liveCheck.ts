@@ -32,6 +32,7 @@ export async function confirmLive(
 ): Promise<void> {
   const client = Number(target.hwnd);
   if (check.focus) x.confirmedFocus = null;
+  if (check.grabs.pointer) x.confirmedPoints = null;
   const grabs = x.probeGrabs(check.grabs.keyboard, check.grabs.pointer);
   const rootTree = x.queryTree(x.root);
   const focus = check.focus ? x.inputFocus() : null;
@@ -88,6 +89,12 @@ export async function confirmLive(
     }
     if (!ours(top)) throw uiError("occluded");
   });
+
+  if (check.grabs.pointer) {
+    x.confirmedPoints = new Map(
+      check.points.map((p, i) => [`${p.x},${p.y}`, { top: hitTops[i]!, frame, client }] as const),
+    );
+  }
 
   if (focusWin !== null) {
     if (!desktop.inSubtree(focusWin, client))

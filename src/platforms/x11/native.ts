@@ -157,6 +157,39 @@ export interface X11Native {
     time: number,
   ) => number;
   XUngrabKeyboard: (dpy: Ptr, time: number) => number;
+  XGrabPointer: (
+    dpy: Ptr,
+    win: bigint | number,
+    owner: number,
+    mask: number,
+    pm: number,
+    km: number,
+    confine: number,
+    cursor: number,
+    time: number,
+  ) => number;
+  XUngrabPointer: (dpy: Ptr, time: number) => number;
+  XQueryPointer: (
+    dpy: Ptr,
+    win: bigint | number,
+    root: Array<bigint | number>,
+    child: Array<bigint | number>,
+    rootX: number[],
+    rootY: number[],
+    winX: number[],
+    winY: number[],
+    mask: number[],
+  ) => number;
+  XTranslateCoordinates: (
+    dpy: Ptr,
+    src: bigint | number,
+    dst: bigint | number,
+    x: number,
+    y: number,
+    dx: number[],
+    dy: number[],
+    child: Array<bigint | number>,
+  ) => number;
   free: (p: Ptr) => void;
   sysconf: (name: number) => number | bigint;
   shmget: (key: number, size: number, flags: number) => number;
@@ -392,6 +425,19 @@ export function x11Native(): X11Native {
       "int XGrabKeyboard(Display *dpy, unsigned long w, int owner, int pm, int km, unsigned long time)",
     ),
     XUngrabKeyboard: f(x11, "int XUngrabKeyboard(Display *dpy, unsigned long time)"),
+    XGrabPointer: f(
+      x11,
+      "int XGrabPointer(Display *dpy, unsigned long w, int owner, unsigned int mask, int pm, int km, unsigned long confine, unsigned long cursor, unsigned long time)",
+    ),
+    XUngrabPointer: f(x11, "int XUngrabPointer(Display *dpy, unsigned long time)"),
+    XQueryPointer: f(
+      x11,
+      "int XQueryPointer(Display *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
+    ),
+    XTranslateCoordinates: f(
+      x11,
+      "int XTranslateCoordinates(Display *dpy, unsigned long src, unsigned long dst, int x, int y, _Out_ int *dx, _Out_ int *dy, _Out_ unsigned long *child)",
+    ),
     free: f(libc, "void free(void *p)"),
     sysconf: f(libc, "long sysconf(int name)"),
     shmget: f(libc, "int shmget(int key, size_t size, int flags)"),

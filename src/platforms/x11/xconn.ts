@@ -82,6 +82,12 @@ export class XConnection {
    * exactly this focus, so no focus change can slip between the check and the key.
    */
   confirmedFocus: number | null = null;
+  /**
+   * What the last pointer-grab-probing confirmLive found at each verified point ("x,y" → the
+   * top-level there, and the client a press inside the target's frame must reach). The input
+   * port presses a button only while the grabbed server still shows exactly that.
+   */
+  confirmedPoints: Map<string, { top: number; frame: number; client: number }> | null = null;
 
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
     this.n = n;

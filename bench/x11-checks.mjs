@@ -9,25 +9,16 @@
 //   BENCH_ROUNDS=500 node bench/x11-checks.mjs
 //
 // Prints one JSON object on stdout (µs per call, p50 and mean).
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { startX11Session, stopX11Session, waitFor } from "./lib/x11.mjs";
 
 const REPO = resolve(import.meta.dirname, "..");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
 // BENCH_DIST: another build to measure (e.g. main's dist/, whose listing reads no server truth).
 const DIST = resolve(process.env.BENCH_DIST ?? join(REPO, "dist"));
-
-async function waitFor(what, fn, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
@@ -56,18 +47,7 @@ async function paired(a, b) {
   return { listing_only: A, with_server_truth: B, added_p50_us: B.p50_us - A.p50_us };
 }
 
-const out = execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "start"], {
-  encoding: "utf8",
-  stdio: ["ignore", "pipe", "inherit"],
-  timeout: 60_000,
-});
-const sessionEnv = Object.fromEntries(
-  out
-    .split("\n")
-    .filter((l) => l.includes("="))
-    .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-);
-Object.assign(process.env, sessionEnv, { GDK_BACKEND: "x11" });
+const sessionEnv = startX11Session();
 const apps = [];
 let platform = null;
 try {
@@ -136,7 +116,5 @@ try {
 } finally {
   await platform?.desktop.dispose();
   for (const a of apps) if (a.exitCode === null) a.kill("SIGKILL");
-  execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "stop", sessionEnv.UIINSPECT_X11_STATE], {
-    stdio: "inherit",
-  });
+  stopX11Session(sessionEnv);
 }

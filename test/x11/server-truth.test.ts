@@ -305,8 +305,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
         encoding: "utf8",
       });
       const nums = (original.split("=")[1] ?? "").split(",").map((s) => s.trim());
-      try {
-        xdotool("set_window", "--name", "uix truth target", target.hwnd);
+      const setExtents = (v: string) =>
         execFileSync("xprop", [
           "-id",
           target.hwnd,
@@ -315,8 +314,10 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
           "32c",
           "-set",
           "_NET_FRAME_EXTENTS",
-          `200,${nums[1]},${nums[2]},${nums[3]}`,
+          v,
         ]);
+      try {
+        setExtents(`200,${nums[1]},${nums[2]},${nums[3]}`);
         await waitFor("extents rewritten", async () =>
           execFileSync("xprop", ["-id", target.hwnd, "_NET_FRAME_EXTENTS"], { encoding: "utf8" }).includes(
             "= 200,",
@@ -328,21 +329,16 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
         expect(now.rect).toEqual(w.rect);
         const state = await h.ok("get_window_state", { hwnd: target.hwnd });
         expect(state.rect).toEqual(w.rect);
-        const r = await h.call("click_window", { hwnd: target.hwnd, x: width + 20, y: 30 });
-        expect(r.code).toBe("out_of_bounds");
+        // With the claimed rect, window-relative (10, 60) was inside the neighbour; it is the
+        // target's own client area now.
+        const inside = await h.call("click_window", { hwnd: target.hwnd, x: 10, y: 60 });
+        expect(inside.code ?? "ok").toBe("ok");
+        const beyond = await h.call("click_window", { hwnd: target.hwnd, x: width + 20, y: 30 });
+        expect(beyond.code).toBe("out_of_bounds");
         await settled(neighbour);
         expect(neighbour.count("button")).toBe(0);
       } finally {
-        execFileSync("xprop", [
-          "-id",
-          target.hwnd,
-          "-f",
-          "_NET_FRAME_EXTENTS",
-          "32c",
-          "-set",
-          "_NET_FRAME_EXTENTS",
-          nums.join(","),
-        ]);
+        setExtents(nums.join(","));
       }
     });
 

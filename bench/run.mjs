@@ -19,6 +19,7 @@ const SCRIPTS = [
   ["a11y", "tree walk in the uia handler alone"],
   ["lease", "lease validation round trip, 8 concurrent clients"],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
+  ["x11-checks", "X11 last-moment checks from the X server: cost per click, key and screenshot"],
 ];
 
 const results = {};

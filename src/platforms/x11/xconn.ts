@@ -160,27 +160,32 @@ export class XConnection {
    * connection's credentials), or null (remote client, unknown, or X-Resource unavailable).
    */
   clientPid(win: number): number | null {
+    let found: number | null = null;
+    this.queryClientIds([win], (_client, pid) => {
+      if (pid > 0 && found === null) found = pid;
+    });
+    return found;
+  }
+
+  /**
+   * One X-Resource QueryClientIds request (PID mask) for `clients` (a window, or 0 = every
+   * client): calls `visit` with each answer's client id base and PID, then frees the list.
+   */
+  private queryClientIds(clients: readonly number[], visit: (client: number, pid: number) => void): void {
     const xres = this.n.xres;
-    if (!xres || !this.hasXRes) return null;
+    if (!xres || !this.hasXRes || clients.length === 0) return;
     const num: Array<number | bigint> = [0];
     const ids: Array<Ptr | null> = [null];
-    const status = xres.XResQueryClientIds(
-      this.dpy,
-      1,
-      [{ client: win, mask: XRES_CLIENT_ID_PID_MASK }],
-      num,
-      ids,
-    );
+    const specs = clients.map((client) => ({ client, mask: XRES_CLIENT_ID_PID_MASK }));
+    const status = xres.XResQueryClientIds(this.dpy, specs.length, specs, num, ids);
     const list = ids[0] ?? null;
     try {
       this.checkAlive();
-      if (status !== 0 || list === null || list === 0n) return null;
-      const count = Number(num[0] ?? 0);
-      for (let i = 0; i < count; i++) {
-        const pid = xres.XResGetClientPid(list + BigInt(i * XRES_ID_VALUE_SIZE));
-        if (pid > 0) return pid;
+      if (status !== 0 || list === null || list === 0n) return;
+      for (let i = 0; i < Number(num[0] ?? 0); i++) {
+        const at = list + BigInt(i * XRES_ID_VALUE_SIZE);
+        visit(Number(koffi.decode(at, "unsigned long") as number | bigint), xres.XResGetClientPid(at));
       }
-      return null;
     } finally {
       if (list !== null && list !== 0n) xres.XResClientIdsDestroy(Number(num[0] ?? 0), list);
     }
@@ -192,62 +197,28 @@ export class XConnection {
    */
   clientPids(wins: readonly number[]): Map<number, number> {
     const out = new Map<number, number>();
-    const xres = this.n.xres;
-    if (!xres || !this.hasXRes || wins.length === 0) return out;
+    if (wins.length === 0) return out;
     const mask = this.resourceIdMask;
     const base = (w: number) => (w & ~mask) >>> 0;
-    const num: Array<number | bigint> = [0];
-    const ids: Array<Ptr | null> = [null];
-    const specs = wins.map((w) => ({ client: w, mask: XRES_CLIENT_ID_PID_MASK }));
-    const status = xres.XResQueryClientIds(this.dpy, specs.length, specs, num, ids);
-    const list = ids[0] ?? null;
-    try {
-      this.checkAlive();
-      if (status !== 0 || list === null || list === 0n) return out;
-      const byClient = new Map<number, number>();
-      for (let i = 0; i < Number(num[0] ?? 0); i++) {
-        const at = list + BigInt(i * XRES_ID_VALUE_SIZE);
-        const client = Number(koffi.decode(at, "unsigned long") as number | bigint);
-        const pid = xres.XResGetClientPid(at);
-        if (pid > 0) byClient.set(base(client), pid);
-      }
-      for (const w of wins) {
-        const pid = byClient.get(base(w));
-        if (pid !== undefined) out.set(w, pid);
-      }
-      return out;
-    } finally {
-      if (list !== null && list !== 0n) xres.XResClientIdsDestroy(Number(num[0] ?? 0), list);
+    const byClient = new Map<number, number>();
+    this.queryClientIds(wins, (client, pid) => {
+      if (pid > 0) byClient.set(base(client), pid);
+    });
+    for (const w of wins) {
+      const pid = byClient.get(base(w));
+      if (pid !== undefined) out.set(w, pid);
     }
+    return out;
   }
 
   /** How many connected clients the X server attributes to each PID (one X-Resource request). */
   clientCountsByPid(): Map<number, number> {
     const out = new Map<number, number>();
-    const xres = this.n.xres;
-    if (!xres || !this.hasXRes) return out;
-    const num: Array<number | bigint> = [0];
-    const ids: Array<Ptr | null> = [null];
     // client 0 = every client.
-    const status = xres.XResQueryClientIds(
-      this.dpy,
-      1,
-      [{ client: 0, mask: XRES_CLIENT_ID_PID_MASK }],
-      num,
-      ids,
-    );
-    const list = ids[0] ?? null;
-    try {
-      this.checkAlive();
-      if (status !== 0 || list === null || list === 0n) return out;
-      for (let i = 0; i < Number(num[0] ?? 0); i++) {
-        const pid = xres.XResGetClientPid(list + BigInt(i * XRES_ID_VALUE_SIZE));
-        if (pid > 0) out.set(pid, (out.get(pid) ?? 0) + 1);
-      }
-      return out;
-    } finally {
-      if (list !== null && list !== 0n) xres.XResClientIdsDestroy(Number(num[0] ?? 0), list);
-    }
+    this.queryClientIds([0], (_client, pid) => {
+      if (pid > 0) out.set(pid, (out.get(pid) ?? 0) + 1);
+    });
+    return out;
   }
 
   /** Sends one xcb request and returns a handle for its reply, so callers can pipeline. */

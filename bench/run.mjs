@@ -20,6 +20,7 @@ const SCRIPTS = [
   ["lease", "lease validation round trip, 8 concurrent clients"],
   ["remote", "remote mode: 32 authenticated HTTP sessions, inspect_tree + screenshots for 2 min"],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
+  ["x11-checks", "X11 last-moment checks from the X server: cost per click, key and screenshot"],
 ];
 
 const results = {};

@@ -17,6 +17,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { call, LOOSE, percentiles, startServer } from "./lib/mcp.mjs";
+import { startX11Session, stopX11Session, waitFor } from "./lib/x11.mjs";
 
 const REPO = resolve(import.meta.dirname, "..");
 const SHOTS = Number(process.env.BENCH_SHOTS ?? 100);
@@ -28,28 +29,7 @@ function log(msg) {
   process.stderr.write(`bench/x11: ${msg}\n`);
 }
 
-async function waitFor(what, fn, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const out = execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "start"], {
-  encoding: "utf8",
-  stdio: ["ignore", "pipe", "inherit"],
-  timeout: 60_000,
-});
-const sessionEnv = Object.fromEntries(
-  out
-    .split("\n")
-    .filter((l) => l.includes("="))
-    .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-);
-Object.assign(process.env, sessionEnv, { GDK_BACKEND: "x11" });
+const sessionEnv = startX11Session();
 const apps = [];
 let server = null;
 let platform = null;
@@ -200,8 +180,6 @@ try {
   } catch {
     // gone
   }
-  execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "stop", sessionEnv.UIINSPECT_X11_STATE], {
-    stdio: "inherit",
-  });
+  stopX11Session(sessionEnv);
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,9 +1,21 @@
 import { containsPoint, intersect, type Rect } from "./geometry.js";
+import { sameInstance } from "./identity.js";
 import type { WindowInfo } from "./platform.js";
 
-/** Windows drawn above `target` that a person would see (visible, not minimized). */
+/**
+ * Windows drawn above `target` that a person would see (visible, not minimized) and that belong
+ * to another process instance: the target's own popups, menus and dialogs are part of it.
+ */
 export function windowsAbove(all: readonly WindowInfo[], target: WindowInfo): WindowInfo[] {
-  return all.filter((w) => w.hwnd !== target.hwnd && w.z < target.z && w.visible && !w.iconic);
+  const own = target.instance;
+  return all.filter(
+    (w) =>
+      w.hwnd !== target.hwnd &&
+      w.z < target.z &&
+      w.visible &&
+      !w.iconic &&
+      !(own !== null && w.instance !== null && sameInstance(w.instance, own)),
+  );
 }
 
 /** Whether a screen point of `target` is covered by a window above it. */

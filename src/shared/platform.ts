@@ -50,6 +50,21 @@ export type LogicalKey = string;
 
 export type TextMode = "sendinput" | "wm_char";
 
+/**
+ * What an effect is about to touch, in screen coordinates, for a platform's own last-moment
+ * checks against what its display server knows (see DesktopPort.confirmLive).
+ */
+export interface LiveCheck {
+  /** Screen points a click, scroll or drag leg lands on. */
+  points: ReadonlyArray<{ x: number; y: number }>;
+  /** Screen region whose pixels are read. */
+  region: Rect | null;
+  /** Keys follow: the input focus must be in the target. */
+  focus: boolean;
+  /** Refuse while another client holds an active grab of these devices. */
+  grabs: { keyboard: boolean; pointer: boolean };
+}
+
 /** Discovery and identity. */
 export interface DesktopPort {
   readonly platform: PlatformName;
@@ -67,6 +82,12 @@ export interface DesktopPort {
   restoreWindow(hwnd: string): Promise<void>;
   /** Bring a window forward (focus mode "activate"). */
   activateWindow(hwnd: string): Promise<void>;
+  /**
+   * Optional: re-checks, against the display server's own state (never client-written
+   * properties), that the effect described by `check` reaches `target` (a window of the listing
+   * just made) and nothing else. Throws occluded / not_foreground / input_grabbed.
+   */
+  confirmLive?(target: WindowInfo, check: LiveCheck): Promise<void>;
   /** Polite close request (WM_CLOSE / WM_DELETE_WINDOW); never a kill. */
   closeWindow(hwnd: string): Promise<void>;
   dispose(): Promise<void>;
@@ -86,8 +107,11 @@ export interface InputPort {
   wheel(notches: number): Promise<void>;
   keyDown(key: LogicalKey): Promise<void>;
   keyUp(key: LogicalKey): Promise<void>;
-  /** Types one chunk of text (UTF-16 aware, astral characters included). */
-  typeText(hwnd: string, text: string, mode: TextMode): Promise<void>;
+  /**
+   * Types text (UTF-16 aware, astral characters included), awaiting `beforeEachKey` before each
+   * character's key events: when it throws, nothing more is typed (and nothing stays pressed).
+   */
+  typeText(hwnd: string, text: string, mode: TextMode, beforeEachKey?: () => Promise<void>): Promise<void>;
 }
 
 /** A node of an accessibility tree as the provider reports it (before our redaction). */

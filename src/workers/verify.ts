@@ -16,6 +16,8 @@ export interface VerifyOptions {
   points?: ReadonlyArray<{ x: number; y: number }>;
   /** Window-relative region that must lie inside the window and be uncovered. */
   region?: Rect;
+  /** Input devices another client must not hold grabbed (keys: keyboard; clicks: both). */
+  grabs?: { keyboard?: boolean; pointer?: boolean };
 }
 
 export interface VerifiedTarget {
@@ -36,15 +38,32 @@ export async function verifyTarget(
   if (!window.visible) throw uiError("target_gone", "The target window is not visible.");
   if (opts.requireForeground && !window.foreground) throw uiError("not_foreground");
   const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
-  for (const p of opts.points ?? []) {
+  const points = (opts.points ?? []).map((p) => {
     if (!containsPoint(bounds, p.x, p.y)) throw uiError("out_of_bounds");
-    if (pointOccluded(all, window, window.rect[0] + p.x, window.rect[1] + p.y)) throw uiError("occluded");
-  }
+    return { x: window.rect[0] + p.x, y: window.rect[1] + p.y };
+  });
+  let region: Rect | null = null;
   if (opts.region) {
     if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
-    if (rectOccluded(all, window, offset(opts.region, window.rect[0], window.rect[1])))
-      throw uiError("occluded");
+    region = offset(opts.region, window.rect[0], window.rect[1]);
   }
+  if (points.length > 0) {
+    // Never clamped: XTest (and SendInput) would move the pointer to the screen edge and press
+    // whatever lies there. A captured region may extend past the edge: what lies outside the
+    // screen is no window's pixels and is returned black (see docs/security.md).
+    const screen = await desktop.virtualScreen();
+    if (points.some((p) => !containsPoint(screen, p.x, p.y)))
+      throw uiError("out_of_bounds", "A coordinate lies outside the visible screen.");
+  }
+  for (const p of points) if (pointOccluded(all, window, p.x, p.y)) throw uiError("occluded");
+  if (region && rectOccluded(all, window, region)) throw uiError("occluded");
+  // Then what the display server itself knows, where the platform can tell (X11).
+  await desktop.confirmLive?.(window, {
+    points,
+    region,
+    focus: opts.requireForeground === true,
+    grabs: { keyboard: opts.grabs?.keyboard === true, pointer: opts.grabs?.pointer === true },
+  });
   return { window, all };
 }
 

@@ -79,7 +79,11 @@ async function asyncCodeOf(p: Promise<unknown>): Promise<string | null> {
 }
 
 function desktopOf(windows: WindowInfo[]): DesktopPort {
-  return { listWindows: async () => windows } as unknown as DesktopPort;
+  // A screen large enough for every point the tests use (points off the screen are out_of_bounds).
+  return {
+    listWindows: async () => windows,
+    virtualScreen: async () => [0, 0, 1920, 1080],
+  } as unknown as DesktopPort;
 }
 
 describe("a window whose owner exited", () => {

@@ -448,6 +448,39 @@ test("occlusion by a second window: z-order, occluded points, verifyTarget, rest
   }
 });
 
+test("last-moment truth: WindowFromPoint at the exact point, foreground and focused thread, grabs", async () => {
+  const a = await startNotepad();
+  const b = await startNotepad();
+  try {
+    t.SetWindowPos(a.hwnd, 0, 60, 60, 500, 350, 0x0040);
+    t.SetWindowPos(b.hwnd, 0, 320, 220, 400, 300, 0x0040);
+    assert(await focus(a), "a foreground");
+    const l = await desktop.listWindows();
+    const wa = l.find((w) => w.hwnd === String(a.hwnd));
+    const wb = l.find((w) => w.hwnd === String(b.hwnd));
+    assert(wa && wb, "both listed");
+    const none = { keyboard: false, pointer: false };
+    const both = { keyboard: true, pointer: true };
+    // The exact point in a (client area) is a's; the same point judged for b is not b's window.
+    const inA = { x: wa.rect[0] + 100, y: wa.rect[1] + 120 };
+    await desktop.confirmLive(wa, { points: [inA], region: null, focus: true, grabs: both });
+    await rejectsWith(
+      desktop.confirmLive(wb, { points: [inA], region: null, focus: false, grabs: none }),
+      "occluded",
+      "a point on another process's window",
+    );
+    await rejectsWith(
+      desktop.confirmLive(wb, { points: [], region: null, focus: true, grabs: none }),
+      "not_foreground",
+      "b is not the foreground process",
+    );
+    facts.window_from_point = "checked";
+  } finally {
+    await closeNotepad(a);
+    await closeNotepad(b);
+  }
+});
+
 test("pointer: right click, wheel and absolute move land where asked", async () => {
   const n = await startNotepad();
   try {

@@ -17,6 +17,8 @@ import { uiError } from "../../src/shared/errors.js";
  */
 
 const XID = 0x1e00007;
+/** The stub has no real X connection to prove ownership of: every X-Resource PID counts. */
+const PROVE_ALL = { proveOwners: (pids: readonly number[]) => new Set(pids) };
 
 function cardinal32(values: number[]): PropertyValue {
   const bytes = Buffer.alloc(values.length * 4);
@@ -53,6 +55,9 @@ function stubConnection(opts: { owner: () => number | null; existsAfterOwner: bo
       };
     },
     getGeometry: () => ok({ x: 0, y: 0, width: 200, height: 100, border: 0 }),
+    queryTree: (win: number) => ok(win === 1 ? { parent: 0, children: [XID] } : { parent: 1, children: [] }),
+    inputFocus: () => ok(0),
+    clientCountsByPid: () => new Map<number, number>(),
     translateToRoot: () => ok({ x: 10, y: 20 }),
     clientPid(): number | null {
       ownerAsked = true;
@@ -64,28 +69,31 @@ function stubConnection(opts: { owner: () => number | null; existsAfterOwner: bo
 
 describe("x11 window listing when the owner vanishes between the replies and the PID", () => {
   it("lists the window with its instance while the owner lives (control)", async () => {
-    const d = new X11Desktop(stubConnection({ owner: () => process.pid, existsAfterOwner: true }));
+    const d = new X11Desktop(stubConnection({ owner: () => process.pid, existsAfterOwner: true }), PROVE_ALL);
     const [w] = await d.listWindows();
     expect(w?.hwnd).toBe(String(XID));
     expect(w?.instance?.pid).toBe(process.pid);
   });
 
   it("keeps a live window whose owner is unknown (a remote client), without an instance", async () => {
-    const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: true }));
+    const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: true }), PROVE_ALL);
     const all = await d.listWindows();
     expect(all).toHaveLength(1);
     expect(all[0]?.instance).toBeNull();
   });
 
   it("leaves out a window destroyed together with its client after its properties were read", async () => {
-    const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: false }));
+    const d = new X11Desktop(stubConnection({ owner: () => null, existsAfterOwner: false }), PROVE_ALL);
     expect(await d.listWindows()).toEqual([]);
     expect(await d.getWindow(String(XID))).toBeNull();
   });
 
   it("keeps a window that outlives its exited process listed (it still covers others), flagged owner_exited", async () => {
     // A PID no process has (above pid_max), as after the client's exit and reaping.
-    const d = new X11Desktop(stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: true }));
+    const d = new X11Desktop(
+      stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: true }),
+      PROVE_ALL,
+    );
     const all = await d.listWindows();
     expect(all).toHaveLength(1);
     expect(all[0]).toMatchObject({ hwnd: String(XID), instance: null, owner_exited: true });
@@ -95,17 +103,22 @@ describe("x11 window listing when the owner vanishes between the replies and the
     // PID 1 exists; whether /proc lets us read its exe or not, it has not exited.
     const init = await new X11Desktop(
       stubConnection({ owner: () => 1, existsAfterOwner: true }),
+      PROVE_ALL,
     ).listWindows();
     expect(init[0]?.owner_exited).toBeUndefined();
     const remote = await new X11Desktop(
       stubConnection({ owner: () => null, existsAfterOwner: true }),
+      PROVE_ALL,
     ).listWindows();
     expect(remote[0]?.owner_exited).toBeUndefined();
   });
 
   it("leaves it out too when the PID was read but the process had already exited", async () => {
     // A PID no process has (above pid_max): /proc knows nothing, as after the client's exit.
-    const d = new X11Desktop(stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: false }));
+    const d = new X11Desktop(
+      stubConnection({ owner: () => 0x3fffffff + 1, existsAfterOwner: false }),
+      PROVE_ALL,
+    );
     expect(await d.listWindows()).toEqual([]);
   });
 });

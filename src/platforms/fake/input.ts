@@ -46,10 +46,25 @@ export class FakeInput implements InputPort {
     await this.emit({ type: "key_up", key });
   }
 
-  async typeText(hwnd: string, text: string, mode: TextMode): Promise<void> {
+  async typeText(
+    hwnd: string,
+    text: string,
+    mode: TextMode,
+    beforeEachKey?: () => Promise<void>,
+  ): Promise<void> {
     const w = requireWindow(this.ctx.scenario(), hwnd);
     await this.ctx.touch(w);
-    await this.emit({ type: "text", hwnd: String(w.hwnd), text, mode });
+    // Checked before every character like the real backends; what was typed before a refusal
+    // is one effect, as a real keyboard would have delivered it.
+    let typed = "";
+    try {
+      for (const ch of text) {
+        await beforeEachKey?.();
+        typed += ch;
+      }
+    } finally {
+      if (typed.length > 0) await this.emit({ type: "text", hwnd: String(w.hwnd), text: typed, mode });
+    }
   }
 
   /**

@@ -1,10 +1,11 @@
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
-import type { DesktopPort, WindowInfo } from "../../shared/platform.js";
+import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
 import * as w from "./ffi.js";
 import { assertTargetable, isAlive, ourIntegrity, type SelfGuard, targetableInstance } from "./identity.js";
+import { confirmLiveWin32 } from "./liveCheck.js";
 
 const GWL_EXSTYLE = -20;
 const WS_EX_TOPMOST = 0x8;
@@ -244,6 +245,11 @@ export class Win32Desktop implements DesktopPort {
     } finally {
       if (attached) w.AttachThreadInput(me, theirs, 0);
     }
+  }
+
+  /** WindowFromPoint, GetForegroundWindow and GetGUIThreadInfo at the last moment (liveCheck.ts). */
+  async confirmLive(target: WindowInfo, check: LiveCheck): Promise<void> {
+    confirmLiveWin32(target, check);
   }
 
   async closeWindow(hwnd: string): Promise<void> {

@@ -92,6 +92,8 @@ export const GetAncestor = bind<[H, number], H>(
   "intptr_t __stdcall GetAncestor(intptr_t hwnd, uint32_t flags)",
 );
 export const GetForegroundWindow = bind<[], H>(U, "intptr_t __stdcall GetForegroundWindow()");
+/** POINT by value is one 8-byte register on x64: pass (y << 32) | x as an int64 (see pointArg). */
+export const WindowFromPoint = bind<[bigint], H>(U, "intptr_t __stdcall WindowFromPoint(int64_t pt)");
 export const SetForegroundWindow = bind<[H], number>(U, "int __stdcall SetForegroundWindow(intptr_t hwnd)");
 export const AllowSetForegroundWindow = bind<[number], number>(
   U,

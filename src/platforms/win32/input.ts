@@ -186,14 +186,22 @@ export class Win32Input implements InputPort {
     send([keyEvent(key, true)]);
   }
 
-  async typeText(hwnd: string, text: string, mode: TextMode): Promise<void> {
+  async typeText(
+    hwnd: string,
+    text: string,
+    mode: TextMode,
+    beforeEachKey?: () => Promise<void>,
+  ): Promise<void> {
     const h = parseHwnd(hwnd);
     const { pid } = windowPid(h);
     assertTargetable(pid, this.guard);
     if (mode === "sendinput") {
-      // One SendInput call: the whole chunk enters the input stream at once, after this check.
-      dialogGate.assertNoDialog();
-      send(unicodeEvents(text));
+      // Focus and identity are verified before every character, not once per text.
+      for (const ch of text) {
+        await beforeEachKey?.();
+        dialogGate.assertNoDialog();
+        send(unicodeEvents(ch));
+      }
       return;
     }
     // wm_char: characters straight to the focused control of the target's thread, which must
@@ -204,6 +212,7 @@ export class Win32Input implements InputPort {
       throw uiError("not_foreground", "The focused control is not the target's.");
     const t = text.replace(/\r\n?|\n/g, "\r");
     for (let i = 0; i < t.length; i++) {
+      await beforeEachKey?.();
       dialogGate.assertNoDialog();
       const r = w.SendMessageTimeoutW(
         focus,

@@ -1,8 +1,10 @@
 import { hostname } from "node:os";
 import { isUiError, uiError } from "../../shared/errors.js";
-import type { Rect } from "../../shared/geometry.js";
+import { intersect, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
-import type { DesktopPort, WindowInfo } from "../../shared/platform.js";
+import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
+import { provenOwners } from "./connectionOwner.js";
+import { confirmLive } from "./liveCheck.js";
 import { concealOwnDialogs } from "./ownDialogs.js";
 import { processExited, resolveInstance } from "./proc.js";
 import {
@@ -18,8 +20,11 @@ import {
 
 /**
  * DesktopPort on an EWMH window manager. hwnd = the client window's XID (decimal). rect = the
- * WM frame in root coordinates (client rect grown by _NET_FRAME_EXTENTS), i.e. what a person
- * sees, like GetWindowRect on Win32. See docs/x11.md.
+ * WM frame in root coordinates, i.e. what a person sees, like GetWindowRect on Win32: the
+ * frame window's geometry (the client's ancestor just below the root, from XQueryTree), which
+ * the client's own _NET_FRAME_EXTENTS may shrink but never grow. foreground = the X server's
+ * input focus (XGetInputFocus) lies in the client's subtree; _NET_ACTIVE_WINDOW is not read.
+ * See docs/x11.md.
  */
 
 const ICONIC_STATE = 3;
@@ -40,7 +45,22 @@ interface PendingWindow {
   attrs: ReturnType<XConnection["getMapState"]>;
   geom: ReturnType<XConnection["getGeometry"]>;
   origin: ReturnType<XConnection["translateToRoot"]>;
+  tree: ReturnType<XConnection["queryTree"]>;
 }
+
+/** A client window and the top-level window the server stacks for it (its WM frame, or itself). */
+export interface FrameOf {
+  client: number;
+  frame: number;
+  /** The frame's outer rect in root coordinates (border included). */
+  rect: Rect;
+}
+
+/** A window whose connection owner could not be proven is checked again after this long. */
+const OWNER_PROOF_RETRY_MS = 2000;
+
+/** How deep a client or focus window may sit below the root before we stop walking up. */
+const MAX_TREE_DEPTH = 32;
 
 export function parseHwnd(hwnd: string): number {
   if (!/^\d{1,10}$/.test(hwnd)) throw uiError("invalid_argument", "The window handle is invalid.");
@@ -54,8 +74,12 @@ export class X11Desktop implements DesktopPort {
   private readonly x: XConnection;
   private readonly host = hostname();
 
-  constructor(x: XConnection) {
+  private readonly proveOwners: typeof provenOwners;
+
+  /** `proveOwners` replaces the connection-owner proof (tests on a stub connection only). */
+  constructor(x: XConnection, opts: { proveOwners?: typeof provenOwners } = {}) {
     this.x = x;
+    this.proveOwners = opts.proveOwners ?? provenOwners;
   }
 
   /** Client windows bottom-to-top as the WM reports them. */
@@ -66,9 +90,22 @@ export class X11Desktop implements DesktopPort {
     return cardinals(this.x.getProperty(this.x.root, a._NET_CLIENT_LIST).resolve());
   }
 
-  private activeWindow(): number {
-    const v = cardinals(this.x.getProperty(this.x.root, this.x.atoms._NET_ACTIVE_WINDOW).resolve());
-    return v[0] ?? 0;
+  /**
+   * The frames of the last listing (client → frame and frame → client), for the last-moment
+   * checks of the same worker (see liveCheck.ts). Only ever server truth: the parent chain.
+   */
+  framesByClient = new Map<number, FrameOf>();
+  framesByFrame = new Map<number, FrameOf>();
+
+  /** Walks `win` up to the root: its ancestors, nearest first (the last one is a root child). */
+  ancestors(win: number, first: { parent: number } | null): number[] {
+    const out: number[] = [];
+    let parent = first ? first.parent : this.x.queryTree(win).resolve().parent;
+    while (parent !== 0 && parent !== this.x.root && out.length < MAX_TREE_DEPTH) {
+      out.push(parent);
+      parent = this.x.queryTree(parent).resolve().parent;
+    }
+    return out;
   }
 
   private request(xid: number): PendingWindow {
@@ -87,11 +124,17 @@ export class X11Desktop implements DesktopPort {
       attrs: x.getMapState(xid),
       geom: x.getGeometry(xid),
       origin: x.translateToRoot(xid),
+      tree: x.queryTree(xid),
     };
   }
 
   /** Resolves every reply (all of them, so none is left queued); null when the window vanished. */
-  private collect(p: PendingWindow, z: number, active: number): WindowInfo | null {
+  private collect(
+    p: PendingWindow,
+    z: number,
+    focusPath: ReadonlySet<number>,
+    rootGeoms: ReadonlyMap<number, Pending<Geometry>>,
+  ): WindowInfo | null {
     const results = {
       netName: settle(p.netName),
       name: settle(p.name),
@@ -104,6 +147,7 @@ export class X11Desktop implements DesktopPort {
       attrs: settle(p.attrs),
       geom: settle(p.geom),
       origin: settle(p.origin),
+      tree: settle(p.tree),
     };
     for (const r of Object.values(results)) {
       if (r.error) {
@@ -135,7 +179,12 @@ export class X11Desktop implements DesktopPort {
     const [el, er, et, eb] = cardinals(results.extents.value ?? null);
     const left = origin.x - (el ?? 0);
     const top = origin.y - (et ?? 0);
-    const rect: Rect = [left, top, origin.x + geom.width + (er ?? 0), origin.y + geom.height + (eb ?? 0)];
+    const claimed: Rect = [left, top, origin.x + geom.width + (er ?? 0), origin.y + geom.height + (eb ?? 0)];
+    // The client may rewrite _NET_FRAME_EXTENTS after the WM set it: the frame the server
+    // stacks bounds the rect, so the claim can only shrink it. An empty overlap keeps the
+    // client's own rect (a frame that does not contain its client is not ours to trust either).
+    const frame = this.frameOf(p.xid, results.tree.value ?? null, rootGeoms);
+    const rect: Rect = frame ? (intersect(claimed, frame.rect) ?? clientRect(origin, geom)) : claimed;
     return {
       hwnd: String(p.xid),
       title,
@@ -145,7 +194,7 @@ export class X11Desktop implements DesktopPort {
       rect,
       visible: mapState === 2 || iconic,
       iconic,
-      foreground: active !== 0 && active === p.xid,
+      foreground: focusPath.has(p.xid),
       on_top: states.includes(a._NET_WM_STATE_ABOVE),
       z,
       ...(ownerExited ? { owner_exited: true } : {}),
@@ -179,18 +228,120 @@ export class X11Desktop implements DesktopPort {
     return local ? claimed : 0;
   }
 
+  /**
+   * The top-level window the server stacks for `client`: its ancestor just below the root (the
+   * WM frame), or the client itself when it is a child of the root. Null when it vanished.
+   */
+  private frameOf(
+    client: number,
+    tree: { parent: number } | null,
+    rootGeoms: ReadonlyMap<number, Pending<Geometry>>,
+  ): FrameOf | null {
+    try {
+      let frame = client;
+      if (tree && tree.parent !== this.x.root) {
+        // Usually the parent is a root child already (openbox: client → frame → root).
+        frame = rootGeoms.has(tree.parent) ? tree.parent : (this.ancestors(client, tree).at(-1) ?? client);
+      }
+      const g = (rootGeoms.get(frame) ?? this.x.getGeometry(frame)).resolve();
+      const f: FrameOf = {
+        client,
+        frame,
+        rect: [g.x, g.y, g.x + g.width + 2 * g.border, g.y + g.height + 2 * g.border],
+      };
+      this.framesByClient.set(client, f);
+      this.framesByFrame.set(frame, f);
+      return f;
+    } catch (e) {
+      if (isUiError(e) && e.code === "target_gone") return null;
+      throw e;
+    }
+  }
+
+  /**
+   * Fork-then-exec: a window counts as its X-Resource process's only while that process is
+   * proven to hold the window's connection (connectionOwner.ts); otherwise it has no instance
+   * (never a target). Proofs are kept per window and instance; a failed one is retried after a
+   * moment (a legitimate app may be caught between its fork and its exec).
+   */
+  private requireConnectionOwners(windows: WindowInfo[]): void {
+    if (!this.x.hasXRes) return;
+    const now = Date.now();
+    const keyOf = (w: WindowInfo) =>
+      w.instance
+        ? `${w.hwnd}\u0000${w.instance.pid}\u0000${w.instance.start_time}\u0000${w.instance.exe_path}`
+        : "";
+    const keys = new Set(windows.map(keyOf));
+    for (const k of this.ownerProofs.keys()) if (!keys.has(k)) this.ownerProofs.delete(k);
+    const due = windows.filter((w) => {
+      const p = w.instance ? this.ownerProofs.get(keyOf(w)) : { proven: true, at: now };
+      return p === undefined || (!p.proven && now - p.at > OWNER_PROOF_RETRY_MS);
+    });
+    if (due.length > 0) {
+      const proven = this.proveOwners(
+        [...new Set(due.map((w) => w.pid))],
+        this.x.displayName,
+        this.x.clientCountsByPid(),
+      );
+      for (const w of due) this.ownerProofs.set(keyOf(w), { proven: proven.has(w.pid), at: now });
+    }
+    for (const w of windows)
+      if (w.instance && this.ownerProofs.get(keyOf(w))?.proven !== true) w.instance = null;
+  }
+
+  private readonly ownerProofs = new Map<string, { proven: boolean; at: number }>();
+
+  /** Whether `win` is `ancestor` or lies below it in the server's window tree. */
+  inSubtree(win: number, ancestor: number): boolean {
+    if (win === ancestor) return true;
+    if (win === 0 || win === 1 || win === this.x.root) return false;
+    try {
+      return this.ancestors(win, null).includes(ancestor);
+    } catch (e) {
+      if (isUiError(e) && e.code === "target_gone") return false;
+      throw e;
+    }
+  }
+
+  confirmLive(target: WindowInfo, check: LiveCheck): Promise<void> {
+    return confirmLive(this.x, this, target, check);
+  }
+
+  /** The focus window and its ancestors: a client is in front when it is one of them. */
+  private focusPath(focus: number): Set<number> {
+    if (focus === 0 || focus === 1 || focus === this.x.root) return new Set();
+    try {
+      return new Set([focus, ...this.ancestors(focus, null)]);
+    } catch (e) {
+      if (isUiError(e) && e.code === "target_gone") return new Set();
+      throw e;
+    }
+  }
+
   async listWindows(): Promise<WindowInfo[]> {
+    const rootTree = this.x.queryTree(this.x.root);
+    const focus = this.x.inputFocus();
     const bottomToTop = this.stacking();
-    const active = this.activeWindow();
-    const topFirst = [...bottomToTop].reverse();
-    // Pipeline: all requests first, then all replies.
-    const pending = topFirst.map((xid) => this.request(xid));
+    // Pipeline: all requests first (every top-level's geometry: the frames are among them),
+    // then all replies.
+    const rootGeoms = new Map<number, Pending<Geometry>>();
+    for (const w of rootTree.resolve().children) rootGeoms.set(w, this.x.getGeometry(w));
+    const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
+    const focusPath = this.focusPath(focus.resolve());
+    this.framesByClient = new Map();
+    this.framesByFrame = new Map();
     const out: WindowInfo[] = [];
     for (const p of pending) {
-      const w = this.collect(p, out.length, active);
+      const w = this.collect(p, out.length, focusPath, rootGeoms);
       if (w) out.push(w);
     }
-    return concealOwnDialogs(out);
+    // Replies nobody asked for stay queued otherwise; a vanished top-level is no error here.
+    for (const g of rootGeoms.values()) settle(g);
+    // Our own dialogs lose their identity first (never targets), then every other window's
+    // instance must be proven to hold its X connection.
+    const shown = concealOwnDialogs(out);
+    this.requireConnectionOwners(shown);
+    return shown;
   }
 
   async getWindow(hwnd: string): Promise<WindowInfo | null> {
@@ -281,6 +432,12 @@ export class X11Desktop implements DesktopPort {
   }
 
   async dispose(): Promise<void> {}
+}
+
+type Geometry = ReturnType<ReturnType<XConnection["getGeometry"]>["resolve"]>;
+
+function clientRect(origin: { x: number; y: number }, geom: { width: number; height: number }): Rect {
+  return [origin.x, origin.y, origin.x + geom.width, origin.y + geom.height];
 }
 
 interface Settled<T> {

@@ -45,7 +45,7 @@ export async function createX11Platform(opts: {
     wheel: (n) => inputPort().wheel(n),
     keyDown: (k) => inputPort().keyDown(k),
     keyUp: (k) => inputPort().keyUp(k),
-    typeText: (h, t, m) => inputPort().typeText(h, t, m),
+    typeText: (h, t, m, gate) => inputPort().typeText(h, t, m, gate),
   };
   const a11yProxy: AccessibilityPort = {
     openSession: (w) => accessibility.openSession(w),

@@ -22,6 +22,20 @@ const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
 const REMAP_SETTLE_MS = intSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
+/** XKeyboardControl (8 ints) and the masks for one key's auto-repeat mode. */
+const KEYBOARD_CONTROL_SIZE = 32;
+const KBC_KEY_OFFSET = 24;
+const KBC_AUTO_REPEAT_MODE_OFFSET = 28;
+const KB_KEY = 1 << 6;
+const KB_AUTO_REPEAT_MODE = 1 << 7;
+const AUTO_REPEAT_OFF = 0;
+const AUTO_REPEAT_ON = 1;
+/** XKeyboardState on LP64: 4 ints, unsigned long led_mask, int global_auto_repeat, char[32]. */
+const KEYBOARD_STATE_SIZE = 64;
+const AUTO_REPEATS_OFFSET = 28;
+const GRAB_MODE_ASYNC = 1;
+const GRAB_SUCCESS = 0;
+
 interface Keymap {
   min: number;
   max: number;
@@ -34,6 +48,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export class X11Input implements InputPort {
   private readonly x: XConnection;
   private keymap: Keymap | null = null;
+  /** Keycodes whose auto-repeat we turned off while held, to turn back on at release. */
+  private readonly repeatRestore = new Set<number>();
 
   constructor(x: XConnection) {
     this.x = x;
@@ -57,9 +73,45 @@ export class X11Input implements InputPort {
     this.flush();
   }
 
+  /**
+   * The press happens under a server grab after a last look on the same connection as XTest:
+   * the pointer is at a point confirmLive verified, the top-level under it (and, inside the
+   * target's frame, the frame's child) is still what it was, and no other client holds the
+   * pointer. A window mapped or raised in between cannot take the press. Raw use of the port
+   * without a verification before (tests) presses without this check.
+   */
   async buttonDown(button: MouseButton): Promise<void> {
-    this.x.n.XTestFakeButtonEvent(this.x.dpy, BUTTONS[button], 1, 0);
-    this.flush();
+    const n = this.x.n;
+    const dpy = this.x.dpy;
+    const verified = this.x.confirmedPoints;
+    if (verified === null) {
+      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+      this.flush();
+      return;
+    }
+    n.XGrabServer(dpy);
+    try {
+      const child: Array<bigint | number> = [0];
+      const rx = [0];
+      const ry = [0];
+      n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
+      const at = verified.get(`${rx[0]},${ry[0]}`);
+      if (!at || Number(child[0] ?? 0) !== at.top)
+        throw uiError("occluded", "What lies under the pointer changed since the check.");
+      if (at.top === at.frame && at.frame !== at.client) {
+        const inner: Array<bigint | number> = [0];
+        n.XTranslateCoordinates(dpy, this.x.root, at.frame, rx[0]!, ry[0]!, [0], [0], inner);
+        if (Number(inner[0] ?? 0) !== at.client)
+          throw uiError("occluded", "What lies under the pointer changed since the check.");
+      }
+      if (n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) !== GRAB_SUCCESS)
+        throw uiError("input_grabbed");
+      n.XUngrabPointer(dpy, 0);
+      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+    } finally {
+      n.XUngrabServer(dpy);
+      this.flush();
+    }
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
@@ -85,13 +137,79 @@ export class X11Input implements InputPort {
     return kc;
   }
 
+  /**
+   * A key we hold never auto-repeats: the X server would repeat it (about 25/s) into whichever
+   * window has the focus by then. Per-key auto-repeat goes off before the press and back on
+   * after the release (only where it was on).
+   */
   async keyDown(key: LogicalKey): Promise<void> {
-    this.x.n.XTestFakeKeyEvent(this.x.dpy, this.keycodeForKey(key), 1, 0);
-    this.flush();
+    const kc = this.keycodeForKey(key);
+    this.autoRepeatOff(kc);
+    this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0));
+  }
+
+  /**
+   * Emits key events atomically with a last focus check: the server is grabbed (no other
+   * client's request runs, so nobody can move the focus or grab the keyboard), the focus must
+   * still be the window confirmLive verified, no other client may hold the keyboard, then the
+   * events, then the release of the server. On the same Xlib connection as XTest. Raw use of
+   * the port without a verification before (tests) sends without this check.
+   */
+  private whileFocusHolds(send: () => void): void {
+    const n = this.x.n;
+    const dpy = this.x.dpy;
+    const expected = this.x.confirmedFocus;
+    if (expected === null) {
+      send();
+      this.flush();
+      return;
+    }
+    n.XGrabServer(dpy);
+    try {
+      const focus: Array<bigint | number> = [0];
+      n.XGetInputFocus(dpy, focus, [0]);
+      if (Number(focus[0] ?? 0) !== expected)
+        throw uiError("not_foreground", "The keyboard focus left the target window.");
+      if (n.XGrabKeyboard(dpy, this.x.root, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0) !== GRAB_SUCCESS)
+        throw uiError("input_grabbed");
+      n.XUngrabKeyboard(dpy, 0);
+      send();
+    } finally {
+      n.XUngrabServer(dpy);
+      this.flush();
+    }
   }
 
   async keyUp(key: LogicalKey): Promise<void> {
-    this.x.n.XTestFakeKeyEvent(this.x.dpy, this.keycodeForKey(key), 0, 0);
+    const kc = this.keycodeForKey(key);
+    try {
+      this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 0, 0);
+      this.flush();
+    } finally {
+      this.autoRepeatRestore(kc);
+    }
+  }
+
+  private autoRepeatOff(kc: number): void {
+    if (this.repeatRestore.has(kc)) return;
+    const state = Buffer.alloc(KEYBOARD_STATE_SIZE);
+    this.x.n.XGetKeyboardControl(this.x.dpy, state);
+    const repeats = ((state[AUTO_REPEATS_OFFSET + (kc >> 3)] ?? 0) >> (kc & 7)) & 1;
+    if (repeats === 0) return;
+    this.setAutoRepeat(kc, AUTO_REPEAT_OFF);
+    this.repeatRestore.add(kc);
+  }
+
+  private autoRepeatRestore(kc: number): void {
+    if (!this.repeatRestore.delete(kc)) return;
+    this.setAutoRepeat(kc, AUTO_REPEAT_ON);
+  }
+
+  private setAutoRepeat(kc: number, mode: number): void {
+    const values = Buffer.alloc(KEYBOARD_CONTROL_SIZE);
+    values.writeInt32LE(kc, KBC_KEY_OFFSET);
+    values.writeInt32LE(mode, KBC_AUTO_REPEAT_MODE_OFFSET);
+    this.x.n.XChangeKeyboardControl(this.x.dpy, KB_KEY | KB_AUTO_REPEAT_MODE, values);
     this.flush();
   }
 
@@ -138,17 +256,25 @@ export class X11Input implements InputPort {
     return out;
   }
 
+  /** One character's key events, sent at once under the last focus check (whileFocusHolds). */
   private tap(kc: number, shift: boolean, shiftKc: number): void {
     // Before each character: a dialog of ours that opened mid-text gets none of it.
     dialogGate.assertNoDialog();
     const n = this.x.n;
-    if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 1, 0);
-    n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);
-    n.XTestFakeKeyEvent(this.x.dpy, kc, 0, 0);
-    if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 0, 0);
+    this.whileFocusHolds(() => {
+      if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 1, 0);
+      n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);
+      n.XTestFakeKeyEvent(this.x.dpy, kc, 0, 0);
+      if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 0, 0);
+    });
   }
 
-  async typeText(_hwnd: string, text: string, _mode: TextMode): Promise<void> {
+  async typeText(
+    _hwnd: string,
+    text: string,
+    _mode: TextMode,
+    beforeEachKey?: () => Promise<void>,
+  ): Promise<void> {
     // The mode (SendInput vs WM_CHAR) is a Win32 distinction; on X11 both inject key events.
     const n = this.x.n;
     const km = this.loadKeymap();
@@ -164,6 +290,7 @@ export class X11Input implements InputPort {
         const ks = keysymForChar(cp);
         const found = this.lookup(km, ks);
         if (found && (!found.shift || shiftKc !== 0)) {
+          await beforeEachKey?.();
           this.tap(found.kc, found.shift, shiftKc);
           continue;
         }
@@ -186,6 +313,7 @@ export class X11Input implements InputPort {
           remapped.set(kc, ks);
           byKeysym.set(ks, kc);
         }
+        await beforeEachKey?.();
         this.tap(kc, false, shiftKc);
       }
       this.flush();

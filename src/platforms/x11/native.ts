@@ -112,6 +112,84 @@ export interface X11Native {
   xcb_map_window_checked: (c: Ptr, w: number) => Cookie;
   xcb_destroy_window_checked: (c: Ptr, w: number) => Cookie;
   xcb_request_check: (c: Ptr, cookie: Cookie) => Ptr | null;
+  xcb_query_tree: (c: Ptr, w: number) => Cookie;
+  xcb_query_tree_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_query_tree_children: (reply: Ptr) => Ptr;
+  xcb_query_tree_children_length: (reply: Ptr) => number;
+  xcb_get_input_focus: (c: Ptr) => Cookie;
+  xcb_get_input_focus_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_grab_keyboard: (
+    c: Ptr,
+    ownerEvents: number,
+    win: number,
+    time: number,
+    pm: number,
+    km: number,
+  ) => Cookie;
+  xcb_grab_keyboard_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_grab_pointer: (
+    c: Ptr,
+    ownerEvents: number,
+    win: number,
+    mask: number,
+    pm: number,
+    km: number,
+    confine: number,
+    cursor: number,
+    time: number,
+  ) => Cookie;
+  xcb_grab_pointer_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  xcb_ungrab_keyboard: (c: Ptr, time: number) => Cookie;
+  xcb_ungrab_pointer: (c: Ptr, time: number) => Cookie;
+  xcb_get_setup: (c: Ptr) => Ptr;
+  /** Core per-key auto-repeat (XKeyboardControl / XKeyboardState as plain byte buffers). */
+  XChangeKeyboardControl: (dpy: Ptr, mask: number, values: Buffer) => number;
+  XGetKeyboardControl: (dpy: Ptr, state: Buffer) => number;
+  XGrabServer: (dpy: Ptr) => number;
+  XUngrabServer: (dpy: Ptr) => number;
+  XGetInputFocus: (dpy: Ptr, focus: Array<bigint | number>, revert: number[]) => number;
+  XGrabKeyboard: (
+    dpy: Ptr,
+    win: bigint | number,
+    owner: number,
+    pm: number,
+    km: number,
+    time: number,
+  ) => number;
+  XUngrabKeyboard: (dpy: Ptr, time: number) => number;
+  XGrabPointer: (
+    dpy: Ptr,
+    win: bigint | number,
+    owner: number,
+    mask: number,
+    pm: number,
+    km: number,
+    confine: number,
+    cursor: number,
+    time: number,
+  ) => number;
+  XUngrabPointer: (dpy: Ptr, time: number) => number;
+  XQueryPointer: (
+    dpy: Ptr,
+    win: bigint | number,
+    root: Array<bigint | number>,
+    child: Array<bigint | number>,
+    rootX: number[],
+    rootY: number[],
+    winX: number[],
+    winY: number[],
+    mask: number[],
+  ) => number;
+  XTranslateCoordinates: (
+    dpy: Ptr,
+    src: bigint | number,
+    dst: bigint | number,
+    x: number,
+    y: number,
+    dx: number[],
+    dy: number[],
+    child: Array<bigint | number>,
+  ) => number;
   free: (p: Ptr) => void;
   sysconf: (name: number) => number | bigint;
   shmget: (key: number, size: number, flags: number) => number;
@@ -303,6 +381,63 @@ export function x11Native(): X11Native {
       "xcb_cookie_t xcb_destroy_window_checked(xcb_connection_t *c, uint32_t w)",
     ),
     xcb_request_check: f(xcb, "void *xcb_request_check(xcb_connection_t *c, xcb_cookie_t cookie)"),
+    xcb_query_tree: f(xcb, "xcb_cookie_t xcb_query_tree(xcb_connection_t *c, uint32_t w)"),
+    xcb_query_tree_reply: f(
+      xcb,
+      "void *xcb_query_tree_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_query_tree_children: f(xcb, "void *xcb_query_tree_children(void *reply)"),
+    xcb_query_tree_children_length: f(xcb, "int xcb_query_tree_children_length(void *reply)"),
+    xcb_get_input_focus: f(xcb, "xcb_cookie_t xcb_get_input_focus(xcb_connection_t *c)"),
+    xcb_get_input_focus_reply: f(
+      xcb,
+      "void *xcb_get_input_focus_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_grab_keyboard: f(
+      xcb,
+      "xcb_cookie_t xcb_grab_keyboard(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint32_t time, uint8_t pm, uint8_t km)",
+    ),
+    xcb_grab_keyboard_reply: f(
+      xcb,
+      "void *xcb_grab_keyboard_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_grab_pointer: f(
+      xcb,
+      "xcb_cookie_t xcb_grab_pointer(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t mask, uint8_t pm, uint8_t km, uint32_t confine, uint32_t cursor, uint32_t time)",
+    ),
+    xcb_grab_pointer_reply: f(
+      xcb,
+      "void *xcb_grab_pointer_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ),
+    xcb_ungrab_keyboard: f(xcb, "xcb_cookie_t xcb_ungrab_keyboard(xcb_connection_t *c, uint32_t time)"),
+    xcb_ungrab_pointer: f(xcb, "xcb_cookie_t xcb_ungrab_pointer(xcb_connection_t *c, uint32_t time)"),
+    xcb_get_setup: f(xcb, "const void *xcb_get_setup(xcb_connection_t *c)"),
+    XChangeKeyboardControl: f(
+      x11,
+      "int XChangeKeyboardControl(Display *dpy, unsigned long mask, uint8_t *values)",
+    ),
+    XGetKeyboardControl: f(x11, "int XGetKeyboardControl(Display *dpy, uint8_t *state)"),
+    XGrabServer: f(x11, "int XGrabServer(Display *dpy)"),
+    XUngrabServer: f(x11, "int XUngrabServer(Display *dpy)"),
+    XGetInputFocus: f(x11, "int XGetInputFocus(Display *dpy, _Out_ unsigned long *focus, _Out_ int *revert)"),
+    XGrabKeyboard: f(
+      x11,
+      "int XGrabKeyboard(Display *dpy, unsigned long w, int owner, int pm, int km, unsigned long time)",
+    ),
+    XUngrabKeyboard: f(x11, "int XUngrabKeyboard(Display *dpy, unsigned long time)"),
+    XGrabPointer: f(
+      x11,
+      "int XGrabPointer(Display *dpy, unsigned long w, int owner, unsigned int mask, int pm, int km, unsigned long confine, unsigned long cursor, unsigned long time)",
+    ),
+    XUngrabPointer: f(x11, "int XUngrabPointer(Display *dpy, unsigned long time)"),
+    XQueryPointer: f(
+      x11,
+      "int XQueryPointer(Display *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
+    ),
+    XTranslateCoordinates: f(
+      x11,
+      "int XTranslateCoordinates(Display *dpy, unsigned long src, unsigned long dst, int x, int y, _Out_ int *dx, _Out_ int *dy, _Out_ unsigned long *child)",
+    ),
     free: f(libc, "void free(void *p)"),
     sysconf: f(libc, "long sysconf(int name)"),
     shmget: f(libc, "int shmget(int key, size_t size, int flags)"),

@@ -1,4 +1,4 @@
-import { readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import type { ProcessInstance } from "../../shared/identity.js";
 
 /**
@@ -69,6 +69,22 @@ export function exePath(pid: number): string | null {
   }
 }
 
+/**
+ * Whether the path text names, in this server's mount namespace, the very file the process
+ * runs: (st_dev, st_ino) of /proc/PID/exe (the kernel's own reference to the executable) against
+ * stat of the path. A binary bind-mounted over an allowed path in a private mount namespace
+ * reads as that path through /proc but is another file; so is a binary replaced since.
+ */
+export function runsFile(pid: number, path: string): boolean {
+  try {
+    const running = statSync(`/proc/${pid}/exe`, { bigint: true });
+    const named = statSync(path, { bigint: true });
+    return running.dev === named.dev && running.ino === named.ino;
+  } catch {
+    return false;
+  }
+}
+
 export function sessionId(display: string): string {
   const uid = typeof process.getuid === "function" ? process.getuid() : 0;
   return `${display}:${uid}`;
@@ -80,6 +96,9 @@ export function resolveInstance(pid: number, display: string): ProcessInstance |
   const ticks = startTicks(pid);
   const exe = exePath(pid);
   if (boot === null || ticks === null || exe === null) return null;
+  // The path must be the file itself, whatever mount namespace the process lives in (another
+  // namespace's path text proves nothing here): otherwise the process has no usable identity.
+  if (!runsFile(pid, exe)) return null;
   // Re-read the start time after the path: a PID reused in between gives a different start.
   if (startTicks(pid) !== ticks) return null;
   const ms = boot * 1000 + Math.round((ticks * 1000) / ticksPerS);

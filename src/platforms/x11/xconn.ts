@@ -76,6 +76,18 @@ export class XConnection {
   private readonly xlibXcb: Ptr | null;
   private closed = false;
   private xresOk: boolean | undefined;
+  /**
+   * The focus window the last focus-checking confirmLive found inside the target (null when it
+   * failed or none ran). The input port sends a key only while the server, grabbed, still has
+   * exactly this focus, so no focus change can slip between the check and the key.
+   */
+  confirmedFocus: number | null = null;
+  /**
+   * What the last pointer-grab-probing confirmLive found at each verified point ("x,y" → the
+   * top-level there, and the client a press inside the target's frame must reach). The input
+   * port presses a button only while the grabbed server still shows exactly that.
+   */
+  confirmedPoints: Map<string, { top: number; frame: number; client: number }> | null = null;
 
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
     this.n = n;
@@ -148,30 +160,65 @@ export class XConnection {
    * connection's credentials), or null (remote client, unknown, or X-Resource unavailable).
    */
   clientPid(win: number): number | null {
+    let found: number | null = null;
+    this.queryClientIds([win], (_client, pid) => {
+      if (pid > 0 && found === null) found = pid;
+    });
+    return found;
+  }
+
+  /**
+   * One X-Resource QueryClientIds request (PID mask) for `clients` (a window, or 0 = every
+   * client): calls `visit` with each answer's client id base and PID, then frees the list.
+   */
+  private queryClientIds(clients: readonly number[], visit: (client: number, pid: number) => void): void {
     const xres = this.n.xres;
-    if (!xres || !this.hasXRes) return null;
+    if (!xres || !this.hasXRes || clients.length === 0) return;
     const num: Array<number | bigint> = [0];
     const ids: Array<Ptr | null> = [null];
-    const status = xres.XResQueryClientIds(
-      this.dpy,
-      1,
-      [{ client: win, mask: XRES_CLIENT_ID_PID_MASK }],
-      num,
-      ids,
-    );
+    const specs = clients.map((client) => ({ client, mask: XRES_CLIENT_ID_PID_MASK }));
+    const status = xres.XResQueryClientIds(this.dpy, specs.length, specs, num, ids);
     const list = ids[0] ?? null;
     try {
       this.checkAlive();
-      if (status !== 0 || list === null || list === 0n) return null;
-      const count = Number(num[0] ?? 0);
-      for (let i = 0; i < count; i++) {
-        const pid = xres.XResGetClientPid(list + BigInt(i * XRES_ID_VALUE_SIZE));
-        if (pid > 0) return pid;
+      if (status !== 0 || list === null || list === 0n) return;
+      for (let i = 0; i < Number(num[0] ?? 0); i++) {
+        const at = list + BigInt(i * XRES_ID_VALUE_SIZE);
+        visit(Number(koffi.decode(at, "unsigned long") as number | bigint), xres.XResGetClientPid(at));
       }
-      return null;
     } finally {
       if (list !== null && list !== 0n) xres.XResClientIdsDestroy(Number(num[0] ?? 0), list);
     }
+  }
+
+  /**
+   * The PIDs the X server knows for the clients owning `wins`, in one X-Resource request:
+   * window → PID (windows of unknown or remote clients are missing from the map).
+   */
+  clientPids(wins: readonly number[]): Map<number, number> {
+    const out = new Map<number, number>();
+    if (wins.length === 0) return out;
+    const mask = this.resourceIdMask;
+    const base = (w: number) => (w & ~mask) >>> 0;
+    const byClient = new Map<number, number>();
+    this.queryClientIds(wins, (client, pid) => {
+      if (pid > 0) byClient.set(base(client), pid);
+    });
+    for (const w of wins) {
+      const pid = byClient.get(base(w));
+      if (pid !== undefined) out.set(w, pid);
+    }
+    return out;
+  }
+
+  /** How many connected clients the X server attributes to each PID (one X-Resource request). */
+  clientCountsByPid(): Map<number, number> {
+    const out = new Map<number, number>();
+    // client 0 = every client.
+    this.queryClientIds([0], (_client, pid) => {
+      if (pid > 0) out.set(pid, (out.get(pid) ?? 0) + 1);
+    });
+    return out;
   }
 
   /** Sends one xcb request and returns a handle for its reply, so callers can pipeline. */
@@ -180,20 +227,33 @@ export class XConnection {
     replyFn: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null,
     read: (reply: Ptr) => T,
   ): Pending<T> {
+    // A reply can be read from xcb once: later resolve() calls answer from the first one.
+    let done: { value: T } | { error: unknown } | null = null;
+    const fetch = (): T => {
+      const err: Array<Ptr | null> = [null];
+      const reply = replyFn(this.c, cookie, err);
+      const code = takeXcbError(this.n, err[0] ?? null);
+      if (reply === null || reply === 0n) {
+        this.checkAlive();
+        throw xErrorToUi(code ?? 0);
+      }
+      try {
+        return read(reply);
+      } finally {
+        this.n.free(reply);
+      }
+    };
     return {
       resolve: () => {
-        const err: Array<Ptr | null> = [null];
-        const reply = replyFn(this.c, cookie, err);
-        const code = takeXcbError(this.n, err[0] ?? null);
-        if (reply === null || reply === 0n) {
-          this.checkAlive();
-          throw xErrorToUi(code ?? 0);
+        if (done === null) {
+          try {
+            done = { value: fetch() };
+          } catch (e) {
+            done = { error: e };
+          }
         }
-        try {
-          return read(reply);
-        } finally {
-          this.n.free(reply);
-        }
+        if ("error" in done) throw done.error;
+        return done.value;
       },
     };
   }
@@ -237,14 +297,82 @@ export class XConnection {
     }));
   }
 
-  /** map_state: 0 unmapped, 1 unviewable, 2 viewable. */
-  getMapState(win: number): Pending<{ mapState: number; overrideRedirect: boolean }> {
+  /** map_state: 0 unmapped, 1 unviewable, 2 viewable; inputOnly: class InputOnly (no pixels). */
+  getMapState(win: number): Pending<{ mapState: number; overrideRedirect: boolean; inputOnly: boolean }> {
     this.checkAlive();
     const cookie = this.n.xcb_get_window_attributes(this.c, win);
     return this.request(cookie, this.n.xcb_get_window_attributes_reply, (r) => ({
       mapState: koffi.decode(r, 26, "uint8") as number,
       overrideRedirect: (koffi.decode(r, 27, "uint8") as number) !== 0,
+      inputOnly: (koffi.decode(r, 12, "uint16") as number) === 2,
     }));
+  }
+
+  /** The server's window tree around `win`: its parent and its children, bottom to top. */
+  queryTree(win: number): Pending<{ parent: number; children: number[] }> {
+    this.checkAlive();
+    const n = this.n;
+    const cookie = n.xcb_query_tree(this.c, win);
+    return this.request(cookie, n.xcb_query_tree_reply, (r) => {
+      const len = n.xcb_query_tree_children_length(r);
+      const children =
+        len > 0
+          ? Array.from(koffi.decode(n.xcb_query_tree_children(r), "uint32", len) as ArrayLike<number>)
+          : [];
+      return { parent: koffi.decode(r, 12, "uint32") as number, children };
+    });
+  }
+
+  /** The window holding the input focus (0 = None, 1 = PointerRoot), as the X server knows it. */
+  inputFocus(): Pending<number> {
+    this.checkAlive();
+    const cookie = this.n.xcb_get_input_focus(this.c);
+    return this.request(
+      cookie,
+      this.n.xcb_get_input_focus_reply,
+      (r) => koffi.decode(r, 8, "uint32") as number,
+    );
+  }
+
+  /**
+   * Probes whether another client holds an active grab: asks for the grab on the root and queues
+   * the release right behind it (an ungrab only ever releases this client's own grab), so the
+   * probe holds nothing once the replies are read. Status: 0 Success, 1 AlreadyGrabbed,
+   * 2 InvalidTime, 3 NotViewable, 4 Frozen.
+   */
+  probeGrabs(
+    keyboard: boolean,
+    pointer: boolean,
+  ): { keyboard: Pending<number> | null; pointer: Pending<number> | null } {
+    this.checkAlive();
+    const n = this.n;
+    const ASYNC = 1;
+    const kb = keyboard ? n.xcb_grab_keyboard(this.c, 0, this.root, 0, ASYNC, ASYNC) : null;
+    const ptr = pointer ? n.xcb_grab_pointer(this.c, 0, this.root, 0, ASYNC, ASYNC, 0, 0, 0) : null;
+    if (kb) n.xcb_ungrab_keyboard(this.c, 0);
+    if (ptr) n.xcb_ungrab_pointer(this.c, 0);
+    const status = (r: Ptr) => koffi.decode(r, 1, "uint8") as number;
+    return {
+      keyboard: kb ? this.request(kb, n.xcb_grab_keyboard_reply, status) : null,
+      pointer: ptr ? this.request(ptr, n.xcb_grab_pointer_reply, status) : null,
+    };
+  }
+
+  /** Deepest-first hit test step: the child of `win` that contains root point (x, y), or 0. */
+  childAt(win: number, x: number, y: number): Pending<number> {
+    this.checkAlive();
+    const cookie = this.n.xcb_translate_coordinates(this.c, this.root, win, x, y);
+    return this.request(
+      cookie,
+      this.n.xcb_translate_coordinates_reply,
+      (r) => koffi.decode(r, 8, "uint32") as number,
+    );
+  }
+
+  /** The server's resource-id mask: an XID with these bits cleared names its client. */
+  get resourceIdMask(): number {
+    this.checkAlive();
+    return koffi.decode(this.n.xcb_get_setup(this.c), 16, "uint32") as number;
   }
 
   /** Sends a request without a reply and waits for its error, if any. */

@@ -15,8 +15,8 @@ const PRESS_MS = 50;
 const DOUBLE_CLICK_GAP_MS = 40;
 /** How long "activate" focus mode tries to bring the window forward. */
 const ACTIVATE_TIMEOUT_MS = 2000;
-/** Text is typed in chunks with a verification before each, so a focus change stops it. */
-const TEXT_CHUNK_CODEPOINTS = 32;
+/** A held key is re-verified this often, so a focus change cuts the hold short. */
+const HOLD_POLL_MS = 50;
 
 type FocusMode = "passive" | "activate";
 
@@ -47,12 +47,40 @@ async function ensureForeground(
   }
 }
 
+/**
+ * Before a press or a pointer move: identity, focus, points inside and uncovered, and no other
+ * client's grab. While our own button is down the pointer is implicitly grabbed for the target,
+ * so drag legs probe the keyboard only (another client cannot grab the pointer meanwhile).
+ */
 function check(
   ctx: HandlerContext,
   target: TargetExpectation,
   points: ReadonlyArray<{ x: number; y: number }>,
+  pointerGrabProbe = true,
 ): Promise<VerifiedTarget> {
-  return verifyTarget(ctx.platform.desktop, target, { requireForeground: true, points });
+  return verifyTarget(ctx.platform.desktop, target, {
+    requireForeground: true,
+    points,
+    grabs: { keyboard: true, pointer: pointerGrabProbe },
+  });
+}
+
+/**
+ * Before every single key event: the window is still the consented instance, the input focus
+ * is in it and nobody holds the keyboard. One call, so other per-event gates sit next to it.
+ */
+async function verifyKeyTarget(ctx: HandlerContext, target: TargetExpectation): Promise<void> {
+  if (ctx.signal.aborted) throw ctx.signal.reason;
+  await verifyTarget(ctx.platform.desktop, target, { requireForeground: true, grabs: { keyboard: true } });
+}
+
+/** Keeps keys down for `ms`, re-verifying as it goes: a focus change ends the hold with its code. */
+async function holdKeys(ms: number, ctx: HandlerContext, target: TargetExpectation): Promise<void> {
+  const until = Date.now() + ms;
+  for (let left = ms; left > 0; left = until - Date.now()) {
+    await sleep(Math.min(HOLD_POLL_MS, left), ctx.signal);
+    await verifyKeyTarget(ctx, target);
+  }
 }
 
 const screenOf = (v: VerifiedTarget, x: number, y: number) => ({
@@ -128,9 +156,9 @@ const drag: Handler<"input.drag"> = async (args, ctx) => {
   let legs = 0;
   try {
     for (const p of rest) {
-      // Re-verify before each leg: a window that moved, lost focus, got covered or was
-      // replaced stops the drag (and the button is released below).
-      const v = await check(ctx, args.target, [p]);
+      // Re-verify before each leg: a window that moved, lost focus, got covered, was replaced
+      // or another client grabbed the keyboard stops the drag (the button is released below).
+      const v = await check(ctx, args.target, [p], false);
       requireSameRect(first, v);
       const leg = screenOf(v, p.x, p.y);
       dialogGate.assertNoDialog();
@@ -144,25 +172,16 @@ const drag: Handler<"input.drag"> = async (args, ctx) => {
   return { legs };
 };
 
-function chunkText(text: string): string[] {
-  const cps = Array.from(text); // code points: never split a surrogate pair
-  const chunks: string[] = [];
-  for (let i = 0; i < cps.length; i += TEXT_CHUNK_CODEPOINTS)
-    chunks.push(cps.slice(i, i + TEXT_CHUNK_CODEPOINTS).join(""));
-  return chunks;
-}
-
 const text: Handler<"input.text"> = async (args, ctx) => {
   if (args.text.includes("\u0000")) throw uiError("invalid_argument", "Text must not contain NUL.");
   const { input, desktop } = ctx.platform;
   await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
-  for (const chunk of chunkText(args.text)) {
-    await verifyTarget(desktop, args.target, { requireForeground: true });
-    if (ctx.signal.aborted) throw ctx.signal.reason;
-    // The platform port checks again before each character it injects.
+  // Verified before every character, not per chunk: the first key after a focus change (or a
+  // dialog of ours appearing) is refused. The platform port checks the dialog gate again per key.
+  await input.typeText(args.target.hwnd, args.text, args.mode, async () => {
     dialogGate.assertNoDialog();
-    await input.typeText(args.target.hwnd, chunk, args.mode);
-  }
+    await verifyKeyTarget(ctx, args.target);
+  });
   return { chars: args.text.length };
 };
 
@@ -192,18 +211,15 @@ const keys: Handler<"input.keys"> = async (args, ctx) => {
   await ensureForeground(desktop, args.target, args.focus_mode, ctx.signal);
   let done = 0;
   for (const step of args.steps) {
-    await verifyTarget(desktop, args.target, { requireForeground: true });
     const pressed: string[] = [];
     try {
-      for (const m of step.modifiers) {
+      for (const k of [...step.modifiers, step.key]) {
+        await verifyKeyTarget(ctx, args.target);
         dialogGate.assertNoDialog();
-        await input.keyDown(m);
-        pressed.push(m);
+        await input.keyDown(k);
+        pressed.push(k);
       }
-      dialogGate.assertNoDialog();
-      await input.keyDown(step.key);
-      pressed.push(step.key);
-      await sleep(step.hold_ms, ctx.signal);
+      await holdKeys(step.hold_ms, ctx, args.target);
     } finally {
       await releaseKeys(input, pressed);
     }

@@ -1,0 +1,135 @@
+import { isUiError, uiError } from "../../shared/errors.js";
+import { containsPoint, intersect, type Rect } from "../../shared/geometry.js";
+import type { LiveCheck, WindowInfo } from "../../shared/platform.js";
+import type { X11Desktop } from "./desktop.js";
+import type { Pending, XConnection } from "./xconn.js";
+
+/**
+ * The X11 last-moment checks, from what only the X server knows (docs/x11.md, "Server truth"):
+ *
+ * - grabs: a probing GrabKeyboard / GrabPointer on the root, released in the same batch;
+ *   AlreadyGrabbed (or Frozen) means another client holds the device → input_grabbed;
+ * - stacking: QueryTree on the root (bottom to top, override-redirect windows included). Every
+ *   viewable top-level above the target's frame that overlaps a point (any window: InputOnly
+ *   ones take clicks) or the region (InputOutput only: they have pixels) occludes, unless the
+ *   X server names the target's own process as its owner (its popups, menus, tooltips);
+ * - hit test: TranslateCoordinates at each exact point: the top-level there is the target's
+ *   frame and the frame's child there is the client (not the WM's title bar or buttons), or a
+ *   top-level of the target's own process;
+ * - focus: GetInputFocus lies in the client's subtree.
+ *
+ * One batch of requests on this worker's xcb connection, then the replies; a second one only for
+ * the windows above the target (attributes, geometry, and one X-Resource request for owners).
+ */
+
+const GRAB_SUCCESS = 0;
+
+export async function confirmLive(
+  x: XConnection,
+  desktop: X11Desktop,
+  target: WindowInfo,
+  check: LiveCheck,
+): Promise<void> {
+  const client = Number(target.hwnd);
+  if (check.focus) x.confirmedFocus = null;
+  if (check.grabs.pointer) x.confirmedPoints = null;
+  const grabs = x.probeGrabs(check.grabs.keyboard, check.grabs.pointer);
+  const rootTree = x.queryTree(x.root);
+  const focus = check.focus ? x.inputFocus() : null;
+  const hits = check.points.map((p) => x.childAt(x.root, p.x, p.y));
+  // Read every reply of the batch before judging, so nothing stays queued on the connection.
+  const kb = grabs.keyboard ? settle(grabs.keyboard) : null;
+  const ptr = grabs.pointer ? settle(grabs.pointer) : null;
+  const tree = settle(rootTree);
+  const focused = focus ? settle(focus) : null;
+  const topAt = hits.map(settle);
+  const grabbed = [kb, ptr].some((r) => r !== null && replyValue(r) !== GRAB_SUCCESS);
+  const children = replyValue(tree).children;
+  const hitTops = topAt.map(replyValue);
+  const focusWin = focused ? replyValue(focused) : null;
+  if (grabbed) throw uiError("input_grabbed");
+
+  const frame = desktop.framesByClient.get(client)?.frame ?? client;
+  const at = children.indexOf(frame);
+  if (at < 0) throw uiError("target_changed", "The target window's frame changed.");
+  const above = children.slice(at + 1);
+  const attrs = above.map((w) => x.getMapState(w));
+  const geoms = above.map((w) => x.getGeometry(w));
+  const covering: number[] = [];
+  above.forEach((w, i) => {
+    const a = settle(attrs[i]!);
+    const g = settle(geoms[i]!);
+    // A window that vanished meanwhile covers nothing any more.
+    if ("error" in a || "error" in g || a.value.mapState !== 2) return;
+    const r: Rect = [
+      g.value.x,
+      g.value.y,
+      g.value.x + g.value.width + 2 * g.value.border,
+      g.value.y + g.value.height + 2 * g.value.border,
+    ];
+    const onPoint = check.points.some((p) => containsPoint(r, p.x, p.y));
+    const onRegion = !a.value.inputOnly && check.region !== null && intersect(r, check.region) !== null;
+    if (onPoint || onRegion) covering.push(w);
+  });
+
+  const owners = ownerPids(x, desktop, [...covering, ...hitTops.filter((w) => w !== frame && w !== 0)]);
+  const ours = (w: number) => target.pid > 0 && owners.get(w) === target.pid;
+  if (covering.some((w) => !ours(w))) throw uiError("occluded");
+
+  // The exact points: what the X server would deliver a press to.
+  const insideFrame = check.points.map((p, i) =>
+    hitTops[i] === frame && frame !== client ? x.childAt(frame, p.x, p.y) : null,
+  );
+  hitTops.forEach((top, i) => {
+    const inner = insideFrame[i] ? replyValue(settle(insideFrame[i])) : null;
+    if (top === frame) {
+      if (inner !== null && inner !== client)
+        throw uiError("occluded", "The point is on the window manager's frame, not in the window.");
+      return;
+    }
+    if (!ours(top)) throw uiError("occluded");
+  });
+
+  if (check.grabs.pointer) {
+    x.confirmedPoints = new Map(
+      check.points.map((p, i) => [`${p.x},${p.y}`, { top: hitTops[i]!, frame, client }] as const),
+    );
+  }
+
+  if (focusWin !== null) {
+    if (!desktop.inSubtree(focusWin, client))
+      throw uiError("not_foreground", "The keyboard focus is not in the target window.");
+    x.confirmedFocus = focusWin;
+  }
+}
+
+/**
+ * The PID the X server knows for each window's owner; a WM frame counts as its client's (the
+ * frame itself belongs to the WM). One X-Resource request for all of them.
+ */
+function ownerPids(x: XConnection, desktop: X11Desktop, wins: readonly number[]): Map<number, number> {
+  const ask = new Map<number, number>();
+  for (const w of wins) ask.set(w, desktop.framesByFrame.get(w)?.client ?? w);
+  const pids = x.clientPids([...new Set(ask.values())]);
+  const out = new Map<number, number>();
+  for (const [w, owner] of ask) {
+    const pid = pids.get(owner);
+    if (pid !== undefined) out.set(w, pid);
+  }
+  return out;
+}
+
+type Settled<T> = { value: T } | { error: unknown };
+
+function replyValue<T>(r: Settled<T>): T {
+  if ("error" in r) throw r.error;
+  return r.value;
+}
+
+function settle<T>(p: Pending<T>): Settled<T> {
+  try {
+    return { value: p.resolve() };
+  } catch (e) {
+    return { error: isUiError(e) ? e : uiError("platform_unavailable", "An X request failed.") };
+  }
+}

@@ -1,0 +1,500 @@
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import koffi from "koffi";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import {
+  approveConsentDialog,
+  REPO,
+  startApp,
+  startSession,
+  UNSAFE_XTEST,
+  waitFor,
+  waitForWindow,
+  X11_AVAILABLE,
+  X11_REQUIRED,
+  type X11Session,
+  xdotool,
+} from "./support.js";
+
+/**
+ * Attacks on the last-moment checks (issue 14), end to end over stdio: the built CLI on a private
+ * Xvfb + openbox desktop, a real xterm as the granted target (it runs `cat` into a file, so what
+ * reached it can be counted), and another local X client (test/x11/fixtures/attacker.c) that
+ * does what any program may do: override-redirect popups, grabs, forged root properties, taking
+ * the focus, a bind-mounted executable, fork-then-exec. Each attack got through before the checks
+ * read the X server's own state; each must be refused now, with nothing reaching the attacker.
+ */
+
+const HAVE_CLI = existsSync(CLI);
+const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
+
+interface Attacker {
+  child: ChildProcess;
+  xid: number;
+  /** Lines the attacker printed ("key", "button", "focus"). */
+  count(what: string): number;
+  stop(): Promise<void>;
+}
+
+describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
+  "x11 last-moment checks against the X server's truth (attacks, built CLI over stdio)",
+  () => {
+    let session: X11Session;
+    let p: Platform;
+    let h: McpHarness;
+    let dir: string;
+    let attackerBin: string;
+    let typedFile: string;
+    let target: WindowInfo;
+    const attackers: Attacker[] = [];
+
+    function attack(args: string[]): Promise<Attacker> {
+      const child = spawn(attackerBin, args, { env: process.env, stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout?.setEncoding("utf8");
+      child.stdout?.on("data", (d: string) => {
+        out += d;
+      });
+      const exited = new Promise<void>((r) => child.once("exit", () => r()));
+      const a: Attacker = {
+        child,
+        xid: 0,
+        count: (what) => out.split("\n").filter((l) => l === what).length,
+        stop: async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+          await exited;
+        },
+      };
+      attackers.push(a);
+      return waitFor("attacker ready", async () => {
+        const m = /^ready(?: (\d+))?$/m.exec(out);
+        if (!m) return null;
+        a.xid = Number(m[1] ?? 0);
+        return a;
+      });
+    }
+
+    const typed = () => (existsSync(typedFile) ? readFileSync(typedFile, "latin1") : "");
+
+    async function live(): Promise<WindowInfo> {
+      return (await p.desktop.getWindow(target.hwnd))!;
+    }
+
+    async function targetInFront(): Promise<WindowInfo> {
+      await p.desktop.activateWindow(target.hwnd);
+      await waitFor("target focused", async () => (await live())?.foreground);
+      return live();
+    }
+
+    /** Waits until the attacker has counted every event the X server sent it so far. */
+    async function settled(a: Attacker): Promise<void> {
+      const before = a.count("sync");
+      a.child.kill("SIGUSR2");
+      await waitFor("attacker synced", async () => (a.count("sync") > before ? true : null));
+    }
+
+    async function stopAttackers(): Promise<void> {
+      for (const a of attackers.splice(0)) await a.stop();
+    }
+
+    beforeAll(async () => {
+      session = startSession();
+      dir = mkdtempSync(join(tmpdir(), "uix-truth-"));
+      attackerBin = join(dir, "attacker");
+      execFileSync("cc", ["-o", attackerBin, join(REPO, "test/x11/fixtures/attacker.c"), "-lX11"]);
+      typedFile = join(dir, "typed.txt");
+      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+      p = await createX11Platform({ workerKind: "other" });
+      startApp("xterm", [
+        "-T",
+        "uix truth target",
+        "-geometry",
+        "60x12+200+150",
+        "-e",
+        "sh",
+        "-c",
+        `stty -icanon -echo; exec cat > '${typedFile}'`,
+      ]);
+      target = await waitForWindow(p, "uix truth target");
+      const policy = join(dir, "policy.json");
+      writeFileSync(
+        policy,
+        JSON.stringify({
+          schema_version: 1,
+          policy_id: "x11-truth",
+          application: { executable_path: target.instance!.exe_path, title_patterns: ["uix truth *"] },
+          allowed_actions: ["observe", "inspect", "hover", "click", "interact", "key", "text"],
+          safe_regions: [
+            { name: "body", rect: [0, 0, target.rect[2] - target.rect[0], target.rect[3] - target.rect[1]] },
+          ],
+        }),
+      );
+      h = await McpHarness.start({
+        ...LOOSE_BUDGETS,
+        ...UNSAFE_XTEST,
+        DESKTOP_AUTOMATION_POLICY_FILE: policy,
+        UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
+      });
+      const pending = h.call("request_access", { hwnd: target.hwnd });
+      await approveConsentDialog();
+      expect((await pending).structured.decision).toBe("approved");
+    }, 120_000);
+
+    beforeEach(async () => {
+      await stopAttackers();
+    });
+
+    afterAll(async () => {
+      await stopAttackers();
+      await h?.close();
+      await p?.desktop.dispose();
+      session?.stop();
+    });
+
+    /** A window-relative point in the middle of the target's client area. */
+    const middle = (w: WindowInfo) => ({
+      x: Math.floor((w.rect[2] - w.rect[0]) / 2),
+      y: Math.floor((w.rect[3] - w.rect[1]) / 2),
+    });
+
+    it("the checks pass for the untouched target: a click and a screenshot succeed", async () => {
+      const w = await targetInFront();
+      const click = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
+      expect(click.code ?? "ok").toBe("ok");
+      const shot = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(shot.code ?? "ok").toBe("ok");
+    });
+
+    it("another client's override-redirect popup over the point: occluded, the popup gets no click", async () => {
+      const w = await targetInFront();
+      const m = middle(w);
+      const popup = await attack([
+        "popup",
+        String(w.rect[0] + m.x - 20),
+        String(w.rect[1] + m.y - 20),
+        "60",
+        "50",
+      ]);
+      const r = await h.call("click_window", { hwnd: target.hwnd, ...m });
+      expect(r.code).toBe("occluded");
+      await settled(popup);
+      expect(popup.count("button")).toBe(0);
+      // Elsewhere in the window the click is fine: the popup covers only its own rect.
+      const elsewhere = await h.call("click_window", {
+        hwnd: target.hwnd,
+        x: m.x,
+        y: w.rect[3] - w.rect[1] - 15,
+      });
+      expect(elsewhere.code ?? "ok").toBe("ok");
+    });
+
+    it("another client's override-redirect popup over the region: occluded, no pixels", async () => {
+      const w = await targetInFront();
+      await attack(["popup", String(w.rect[0] + 30), String(w.rect[1] + 60), "40", "30"]);
+      const r = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(r.code).toBe("occluded");
+      expect(r.content.some((c) => c.type === "image")).toBe(false);
+    });
+
+    it("another client's keyboard grab: input_grabbed, nothing typed", async () => {
+      await targetInFront();
+      const before = typed().length;
+      await attack(["grab", "keyboard"]);
+      const k = await h.call("send_key", { hwnd: target.hwnd, key: "a" });
+      expect(k.code).toBe("input_grabbed");
+      const c = await h.call("click_window", { hwnd: target.hwnd, ...middle(await live()) });
+      expect(c.code).toBe("input_grabbed");
+      await stopAttackers();
+      expect(typed().length).toBe(before);
+    });
+
+    it("another client's pointer grab: input_grabbed for a click", async () => {
+      const w = await targetInFront();
+      const grabber = await attack(["grab", "pointer"]);
+      const r = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
+      expect(r.code).toBe("input_grabbed");
+      await settled(grabber);
+      expect(grabber.count("button")).toBe(0);
+    });
+
+    it("a forged _NET_ACTIVE_WINDOW: the real input focus decides, nothing reaches the focused window", async () => {
+      await targetInFront();
+      const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });
+      const thief = await attack(["window", "thief window", "700", "450", "300", "200"]);
+      thief.child.kill("SIGUSR1");
+      await waitFor("thief focused", async () => (thief.count("focus") > 0 ? true : null));
+      await waitFor("target not focused", async () => ((await live()).foreground ? null : true));
+      // Any client may write the root property: claim the target is active.
+      await attack(["rootprop", "_NET_ACTIVE_WINDOW", "WINDOW", target.hwnd]);
+      const claimed = execFileSync("xprop", ["-root", "_NET_ACTIVE_WINDOW"], { encoding: "utf8" });
+      expect(Number.parseInt(claimed.split("#")[1] ?? "", 16)).toBe(Number(target.hwnd));
+      const r = await h.call("send_text", {
+        hwnd: target.hwnd,
+        text: "secret",
+        confirmation_token: token.token_id,
+      });
+      expect(r.code).toBe("not_foreground");
+      await settled(thief);
+      expect(thief.count("key")).toBe(0);
+    });
+
+    it("a forged _NET_CLIENT_LIST_STACKING: the server's stacking order decides, the cover gets no click", async () => {
+      const w = await targetInFront();
+      const cover = await attack([
+        "window",
+        "cover window",
+        String(w.rect[0] + 40),
+        String(w.rect[1] + 60),
+        "120",
+        "80",
+      ]);
+      const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+      const x11 = XConnection.open();
+      try {
+        // Always on top, so it stays over the focused target.
+        x11.sendClientMessage(
+          x11.root,
+          cover.xid,
+          x11.atoms._NET_WM_STATE,
+          [1, x11.atoms._NET_WM_STATE_ABOVE, 0, 2, 0],
+          true,
+        );
+      } finally {
+        x11.close();
+      }
+      await targetInFront();
+      await waitFor("cover above the target", async () => {
+        const all = await p.desktop.listWindows();
+        const c = all.find((x) => x.hwnd === String(cover.xid));
+        const t = all.find((x) => x.hwnd === target.hwnd);
+        return c && t && c.z < t.z && t.foreground ? true : null;
+      });
+      const point = { x: 60, y: 90 };
+      const honest = await h.call("click_window", { hwnd: target.hwnd, ...point });
+      expect(honest.code).toBe("occluded");
+      // Claim the target is on top of the cover.
+      await attack(["rootprop", "_NET_CLIENT_LIST_STACKING", "WINDOW", String(cover.xid), target.hwnd]);
+      await waitFor("forged list read back", async () => {
+        const all = await p.desktop.listWindows();
+        return all[0]?.hwnd === target.hwnd ? true : null;
+      });
+      const r = await h.call("click_window", { hwnd: target.hwnd, ...point });
+      expect(r.code).toBe("occluded");
+      await settled(cover);
+      expect(cover.count("button")).toBe(0);
+    });
+
+    it("the target rewrites its _NET_FRAME_EXTENTS: the rect stays the WM frame, no neighbour's pixels or clicks", async () => {
+      const w = await targetInFront();
+      const width = w.rect[2] - w.rect[0];
+      const neighbour = await attack([
+        "window",
+        "neighbour window",
+        String(Math.max(0, w.rect[0] - 190)),
+        String(w.rect[1]),
+        "150",
+        "120",
+      ]);
+      await targetInFront();
+      const original = execFileSync("xprop", ["-id", target.hwnd, "_NET_FRAME_EXTENTS"], {
+        encoding: "utf8",
+      });
+      const nums = (original.split("=")[1] ?? "").split(",").map((s) => s.trim());
+      const setExtents = (v: string) =>
+        execFileSync("xprop", [
+          "-id",
+          target.hwnd,
+          "-f",
+          "_NET_FRAME_EXTENTS",
+          "32c",
+          "-set",
+          "_NET_FRAME_EXTENTS",
+          v,
+        ]);
+      try {
+        setExtents(`200,${nums[1]},${nums[2]},${nums[3]}`);
+        await waitFor("extents rewritten", async () =>
+          execFileSync("xprop", ["-id", target.hwnd, "_NET_FRAME_EXTENTS"], { encoding: "utf8" }).includes(
+            "= 200,",
+          )
+            ? true
+            : null,
+        );
+        const now = await live();
+        expect(now.rect).toEqual(w.rect);
+        const state = await h.ok("get_window_state", { hwnd: target.hwnd });
+        expect(state.rect).toEqual(w.rect);
+        // With the claimed rect, window-relative (10, 60) was inside the neighbour; it is the
+        // target's own client area now.
+        const inside = await h.call("click_window", { hwnd: target.hwnd, x: 10, y: 60 });
+        expect(inside.code ?? "ok").toBe("ok");
+        const beyond = await h.call("click_window", { hwnd: target.hwnd, x: width + 20, y: 30 });
+        expect(beyond.code).toBe("out_of_bounds");
+        await settled(neighbour);
+        expect(neighbour.count("button")).toBe(0);
+      } finally {
+        setExtents(nums.join(","));
+      }
+    });
+
+    it("a click beyond the screen edge of a partly off-screen window: out_of_bounds, nothing pressed at the edge", async () => {
+      const screen = await p.desktop.virtualScreen();
+      const w = await targetInFront();
+      const width = w.rect[2] - w.rect[0];
+      const edge = await attack([
+        "window",
+        "edge window",
+        String(screen[2] - 60),
+        String(w.rect[1] + 40),
+        "60",
+        "100",
+      ]);
+      try {
+        xdotool(
+          "windowmove",
+          "--sync",
+          target.hwnd,
+          String(screen[2] - Math.floor(width / 2)),
+          String(w.rect[1]),
+        );
+        await targetInFront();
+        await waitFor("target partly off screen", async () =>
+          (await live()).rect[2] > screen[2] ? true : null,
+        );
+        const now = await live();
+        const r = await h.call("click_window", { hwnd: target.hwnd, x: screen[2] - now.rect[0] + 30, y: 80 });
+        expect(r.code).toBe("out_of_bounds");
+        await settled(edge);
+        expect(edge.count("button")).toBe(0);
+      } finally {
+        xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0]), String(w.rect[1]));
+      }
+    });
+
+    it("a 3 s key hold while another window takes the focus: cut short, nothing arrives there, auto-repeat restored", async () => {
+      await targetInFront();
+      const repeatBefore = await autoRepeatingKeys();
+      expect(repeatBefore).toMatch(/[1-9a-f]/);
+      const thief = await attack(["window", "thief window", "700", "450", "300", "200"]);
+      await targetInFront();
+      const before = typed().length;
+      const hold = h.call("send_key", { hwnd: target.hwnd, key: "a", hold_ms: 3000 });
+      await waitFor("the press reached the target", async () => (typed().length > before ? true : null));
+      thief.child.kill("SIGUSR1");
+      const r = await hold;
+      expect(r.code).toBe("not_foreground");
+      await settled(thief);
+      expect(thief.count("focus")).toBe(1);
+      expect(thief.count("key")).toBe(0);
+      // Without auto-repeat the target got exactly the one press.
+      expect(typed().length).toBe(before + 1);
+      expect(await autoRepeatingKeys()).toBe(repeatBefore);
+    });
+
+    it("send_text during which another window takes the focus: nothing after the change", async () => {
+      await targetInFront();
+      const thief = await attack(["window", "thief window", "700", "450", "300", "200"]);
+      await targetInFront();
+      const before = typed().length;
+      const text = "password=".padEnd(400, "x");
+      const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });
+      const sending = h.call("send_text", { hwnd: target.hwnd, text, confirmation_token: token.token_id });
+      await waitFor("typing under way", async () => (typed().length >= before + 12 ? true : null));
+      thief.child.kill("SIGUSR1");
+      const r = await sending;
+      expect(r.code).toBe("not_foreground");
+      await settled(thief);
+      expect(thief.count("focus")).toBe(1);
+      expect(thief.count("key")).toBe(0);
+      const got = typed().length - before;
+      expect(got).toBeGreaterThanOrEqual(12);
+      expect(got).toBeLessThan(text.length);
+    });
+
+    it("a binary bind-mounted over the allowed path in a private mount namespace is not the allowed program", async () => {
+      const probe = spawnSync("unshare", ["-Urm", "true"]);
+      if (probe.status !== 0) {
+        // Unprivileged user namespaces are off here: the attack itself cannot run.
+        expect(X11_REQUIRED && process.getuid?.() === 0).toBe(false);
+        return;
+      }
+      const exe = target.instance!.exe_path;
+      const child = spawn(
+        "unshare",
+        [
+          "-Urm",
+          "sh",
+          "-c",
+          `mount --bind '${attackerBin}' '${exe}' && exec '${exe}' window 'uix truth evil' 40 500 200 120`,
+        ],
+        { env: process.env, stdio: ["ignore", "pipe", "inherit"] },
+      );
+      attackers.push({
+        child,
+        xid: 0,
+        count: () => 0,
+        stop: async () => {
+          if (child.exitCode === null) child.kill("SIGKILL");
+        },
+      });
+      const evil = await waitForWindow(p, "uix truth evil");
+      // /proc/PID/exe reads as the allowed path, but it is another file.
+      expect(readlinkExe(evil.pid)).toBe(exe);
+      expect(evil.instance).toBeNull();
+      const list = (await h.ok("list_windows")).windows as Array<{ title: string }>;
+      expect(list.map((x) => x.title)).not.toContain("uix truth evil");
+      const r = await h.call("request_access", { hwnd: evil.hwnd });
+      expect(r.code).toBe("target_not_allowed");
+    });
+
+    for (const variant of ["close", "keep"] as const) {
+      it(`a window created, forked off and its creator exec'd into the allowed binary (${variant}): refused`, async () => {
+        const forked = await attack([
+          "forkexec",
+          variant,
+          `uix truth forked ${variant}`,
+          target.instance!.exe_path,
+          "-T",
+          `decoy ${variant}`,
+          "-geometry",
+          "20x4+900+60",
+        ]);
+        await waitForWindow(p, `decoy ${variant}`);
+        const w = await waitForWindow(p, `uix truth forked ${variant}`);
+        // The X server names the exec'd process (now the allowed binary) as the owner…
+        expect(readlinkExe(w.pid)).toBe(target.instance!.exe_path);
+        // …but it does not hold the window's connection alone.
+        expect(w.instance).toBeNull();
+        const list = (await h.ok("list_windows")).windows as Array<{ title: string }>;
+        expect(list.map((x) => x.title)).not.toContain(`uix truth forked ${variant}`);
+        const r = await h.call("request_access", { hwnd: w.hwnd });
+        expect(r.code).toBe("target_not_allowed");
+        expect(forked.count("key")).toBe(0);
+        // The exec'd process itself is not proven either: its own xterm window is refused too.
+        expect((await waitForWindow(p, `decoy ${variant}`)).instance).toBeNull();
+      });
+    }
+  },
+);
+
+/** The server's per-key auto-repeat bitmask (XGetKeyboardControl on a connection of the test's own), as hex. */
+async function autoRepeatingKeys(): Promise<string> {
+  const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+  const getControl = koffi.load("libX11.so.6").func("int XGetKeyboardControl(void *dpy, uint8_t *state)");
+  const x = XConnection.open();
+  try {
+    const state = Buffer.alloc(64);
+    getControl(x.dpy, state);
+    return state.subarray(28, 60).toString("hex");
+  } finally {
+    x.close();
+  }
+}
+
+function readlinkExe(pid: number): string {
+  return execFileSync("readlink", [`/proc/${pid}/exe`], { encoding: "utf8" }).trim();
+}

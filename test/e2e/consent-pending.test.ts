@@ -88,20 +88,25 @@ describe("no input of ours while a consent dialog is open", () => {
     const desk = new Desk([win(1)], { answer: "approve", delay_ms: 0 });
     const h = await serve(desk);
     await h.ok("request_access", { hwnd: 1001 });
-    const text = "x".repeat(32 * 4); // four chunks
-    const [t1, t2] = [await textToken(h, 1001), await textToken(h, 1001)];
+    const text = "x".repeat(32 * 4);
+    const t1 = await textToken(h, 1001);
     const from = desk.effects().length;
+    // Two key sequences (each several presses, with holds) and a text, all at once: without
+    // serialization the sequences' key events interleave.
     const results = await Promise.all([
+      h.call("send_key_sequence", { hwnd: 1001, keys: ["a", "b", "c"], hold_ms: 30 }),
       h.call("send_text", { hwnd: 1001, text, confirmation_token: t1 }),
-      h.call("send_key", { hwnd: 1001, key: "f2", modifiers: ["ctrl"] }),
-      h.call("send_text", { hwnd: 1001, text, confirmation_token: t2 }),
+      h.call("send_key_sequence", { hwnd: 1001, keys: ["x", "y", "z"], hold_ms: 30 }),
     ]);
     for (const r of results) expect(r.isError, JSON.stringify(r.structured)).toBe(false);
-    const kinds = inputOnly(desk.effects().slice(from)).map((e) => (e.type === "text" ? "t" : "k"));
-    // Each gesture's effects are one contiguous run: t t t t | k k k k | t t t t in some order.
-    const runs = kinds.join("").match(/(t+|k+)/g) ?? [];
-    expect(runs.length).toBeLessThanOrEqual(3);
-    expect(kinds.filter((k) => k === "t")).toHaveLength(8);
+    const gestureOf = (e: Effect) =>
+      e.type === "text" ? "t" : ["a", "b", "c"].includes(String(e.key)) ? "A" : "X";
+    const kinds = inputOnly(desk.effects().slice(from)).map(gestureOf);
+    // Each gesture's effects are one contiguous run: A… | t | X… in some order.
+    const runs = kinds.join("").match(/(t+|A+|X+)/g) ?? [];
+    expect(runs).toHaveLength(3);
+    expect(kinds.filter((k) => k === "A")).toHaveLength(6);
+    expect(kinds.filter((k) => k === "X")).toHaveLength(6);
   });
 });
 

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { GuardianHost } from "../guardian/host.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
 import { AuditLog } from "./audit.js";
@@ -70,6 +71,11 @@ export function buildSupervisor(
   const clock = opts.clock ?? Date.now;
   const config = loadConfig(env);
   const policyState = loadPolicy(env, () => new Date(clock()));
+  // The release guardian: every press and remap of the input worker is recorded there first, so
+  // nothing stays down whatever ends the worker or this process (docs/architecture.md).
+  const guardian = config.platform
+    ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
+    : null;
   const makeHost = (kind: WorkerKind) =>
     new WorkerHost({
       init: {
@@ -80,6 +86,7 @@ export function buildSupervisor(
       },
       isolation: config.isolation,
       logger,
+      guardian: kind === "input" && guardian ? guardian : undefined,
     });
   const workers: Workers = { capture: makeHost("capture"), input: makeHost("input") };
   const grants = new GrantStore(clock, config.grantTtlMs);
@@ -156,6 +163,7 @@ export function buildSupervisor(
       grants.revokeAll("shutdown");
       consent.dispose();
       await Promise.all([...Object.values(workers).map((w) => w.close()), sessions.closeAll()]);
+      await guardian?.close(300);
       await audit.close();
     },
   };

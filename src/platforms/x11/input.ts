@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { intEnv } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
@@ -8,7 +9,9 @@ import type { XConnection } from "./xconn.js";
 /**
  * XTest injection. This port only emits; verification and release-in-finally belong to the
  * input worker. Characters without a key in the current keymap are typed through spare (empty)
- * keycodes remapped with XChangeKeyboardMapping and restored afterwards, in finally.
+ * keycodes remapped with XChangeKeyboardMapping and restored afterwards, in finally. Every
+ * keycode a chunk may press and every remap is recorded in the ledger (the guardian) before it
+ * happens, so a worker killed mid chunk leaves nothing down and nothing remapped.
  */
 
 const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
@@ -31,9 +34,11 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export class X11Input implements InputPort {
   private readonly x: XConnection;
   private keymap: Keymap | null = null;
+  private readonly ledger: PressLedger;
 
-  constructor(x: XConnection) {
+  constructor(x: XConnection, ledger: PressLedger = NO_LEDGER) {
     this.x = x;
+    this.ledger = ledger;
     const zero = (): number[] => [0];
     if (x.n.XTestQueryExtension(x.dpy, zero(), zero(), zero(), zero()) === 0) {
       throw uiError("platform_unavailable", "The XTest extension is not available.");
@@ -150,6 +155,15 @@ export class X11Input implements InputPort {
     const remapped = new Map<number, number>();
     const byKeysym = new Map<number, number>();
     let next = 0;
+    // Every keycode this chunk may press (its characters', the spares', Shift): recorded first.
+    const pressable = new Set<number>(spare);
+    if (shiftKc !== 0) pressable.add(shiftKc);
+    for (const ch of text) {
+      const found = this.lookup(km, keysymForChar(ch.codePointAt(0)!));
+      if (found) pressable.add(found.kc);
+    }
+    const taps: HeldEntry[] = [...pressable].map((code) => ({ kind: "keycode", code }));
+    await this.ledger.hold(taps);
     try {
       for (const ch of text) {
         const cp = ch.codePointAt(0)!;
@@ -173,9 +187,11 @@ export class X11Input implements InputPort {
             await sleep(REMAP_SETTLE_MS);
           }
           const syms = new BigUint64Array(km.per).fill(BigInt(ks));
+          if (old !== undefined) this.ledger.release([{ kind: "remap", code: kc, keysym: old }]);
+          await this.ledger.hold([{ kind: "remap", code: kc, keysym: ks }]);
+          remapped.set(kc, ks);
           n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
           this.flush();
-          remapped.set(kc, ks);
           byKeysym.set(ks, kc);
         }
         this.tap(kc, false, shiftKc);
@@ -191,7 +207,9 @@ export class X11Input implements InputPort {
           n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
         }
         this.flush();
+        this.ledger.release([...remapped].map(([code, keysym]) => ({ kind: "remap", code, keysym })));
       }
+      this.ledger.release(taps);
     }
   }
 }

@@ -86,6 +86,11 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
     platform = null;
   }
   const inflight = new Map<number, AbortController>();
+  const faultFile = process.env.UIINSPECT_TEST_INPUT_FAULT_FILE;
+  if (init.kind === "input" && faultFile) {
+    const { armFaultInjection } = await import("./input/faultInjection.js");
+    armFaultInjection(faultFile);
+  }
   if (isMainThread) {
     // Process isolation: the server is gone (its IPC channel closed): stop every gesture (each releases in its
     // finally) and leave; the guardian has released the rest already.

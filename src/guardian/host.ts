@@ -16,6 +16,19 @@ export interface GuardianLogger {
   error(fields: Record<string, unknown>, event: string): void;
 }
 
+/** A fresh 0700 folder for the socket: under $XDG_RUNTIME_DIR when usable, else the temp folder. */
+function privateDir(env: NodeJS.ProcessEnv): string | null {
+  for (const base of [env.XDG_RUNTIME_DIR?.trim(), tmpdir()]) {
+    if (!base) continue;
+    try {
+      return mkdtempSync(join(base, "uixg-"));
+    } catch {
+      // next candidate
+    }
+  }
+  return null;
+}
+
 /** What a worker host needs of the guardian (a narrow face, replaceable in tests). */
 export interface ReleaseAgent {
   /** Resolves true once the guardian listens, false when it could not start. */
@@ -43,15 +56,12 @@ export class GuardianHost implements ReleaseAgent {
 
   constructor(platform: PlatformName, logger: GuardianLogger, env: NodeJS.ProcessEnv = process.env) {
     const entry = fileURLToPath(new URL("./main.js", import.meta.url));
-    this.dir =
-      process.platform === "win32"
-        ? null
-        : mkdtempSync(join(env.XDG_RUNTIME_DIR?.trim() || tmpdir(), "uixg-"));
-    this.socket =
-      this.dir === null
-        ? `\\\\.\\pipe\\uiinspect-guardian-${this.token.slice(0, 16)}`
-        : join(this.dir, "g.sock");
-    if (!existsSync(entry)) {
+    const windows = process.platform === "win32";
+    this.dir = windows ? null : privateDir(env);
+    this.socket = windows
+      ? `\\\\.\\pipe\\uiinspect-guardian-${this.token.slice(0, 16)}`
+      : join(this.dir ?? "", "g.sock");
+    if (!existsSync(entry) || (!windows && this.dir === null)) {
       this.child = null;
       this.readyP = Promise.resolve(false);
       logger.error({ reason: "missing" }, "guardian_unavailable");

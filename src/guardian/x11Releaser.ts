@@ -19,6 +19,12 @@ export interface X11InputState {
 }
 
 interface Extra {
+  xcb_get_keyboard_mapping: (c: Ptr, first: number, count: number) => { sequence: number };
+  xcb_get_keyboard_mapping_reply: (
+    c: Ptr,
+    cookie: { sequence: number },
+    err: Array<Ptr | null>,
+  ) => Ptr | null;
   XQueryKeymap: (dpy: Ptr, keys: Uint8Array) => number;
   XQueryPointer: (
     dpy: Ptr,
@@ -35,7 +41,15 @@ interface Extra {
 
 function extraBindings(): Extra {
   const lib = koffi.load("libX11.so.6");
+  const xcb = koffi.load("libxcb.so.1");
+  // x11Native() declared xcb_cookie_t (a struct of one uint32) and xcb_connection_t already.
   return {
+    xcb_get_keyboard_mapping: xcb.func(
+      "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
+    ) as Extra["xcb_get_keyboard_mapping"],
+    xcb_get_keyboard_mapping_reply: xcb.func(
+      "void *xcb_get_keyboard_mapping_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ) as Extra["xcb_get_keyboard_mapping_reply"],
     XQueryKeymap: lib.func("int XQueryKeymap(void *dpy, _Out_ uint8_t *keys)") as Extra["XQueryKeymap"],
     XQueryPointer: lib.func(
       "int XQueryPointer(void *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
@@ -54,6 +68,9 @@ export class X11Releaser implements Releaser, X11InputState {
   private readonly dpy: Ptr;
   private readonly root: bigint | number;
   private readonly per: number;
+  /** A core-protocol connection: Xlib answers XGetKeyboardMapping from an XKB cache that only
+   * follows the server when its events are read, which this process never does. */
+  private readonly c: Ptr;
 
   constructor(display: string | null = null) {
     const n = this.n;
@@ -75,6 +92,9 @@ export class X11Releaser implements Releaser, X11InputState {
     const p = n.XGetKeyboardMapping(dpy, min[0]!, 1, per);
     if (p !== null && p !== 0n) n.XFree(p);
     this.per = per[0] || 1;
+    const c = n.xcb_connect(display, [0]);
+    if (c === null || c === 0n || n.xcb_connection_has_error(c) !== 0) throw new Error("no xcb");
+    this.c = c;
   }
 
   keysDown(): number[] {
@@ -92,14 +112,19 @@ export class X11Releaser implements Releaser, X11InputState {
   }
 
   keysyms(code: number): bigint[] {
-    const per = [0];
-    const p = this.n.XGetKeyboardMapping(this.dpy, code, 1, per);
-    if (p === null || p === 0n) return [];
+    const cookie = this.extra.xcb_get_keyboard_mapping(this.c, code, 1);
+    const err: Array<Ptr | null> = [null];
+    const reply = this.extra.xcb_get_keyboard_mapping_reply(this.c, cookie, err);
+    if (err[0] !== null && err[0] !== 0n) this.n.free(err[0]);
+    if (reply === null || reply === 0n) return [];
     try {
-      const raw = koffi.decode(p, "unsigned long", per[0]!) as ArrayLike<bigint | number>;
-      return Array.from(raw, (v) => BigInt(v));
+      // xcb_get_keyboard_mapping_reply_t: 32-byte header (length in 4-byte units at 4), then CARD32s.
+      const head = Buffer.from(koffi.decode(reply, "uint8", 8) as Uint8Array);
+      const count = head.readUInt32LE(4);
+      const body = Buffer.from(koffi.decode(reply, "uint8", 32 + count * 4) as Uint8Array);
+      return Array.from({ length: count }, (_, i) => BigInt(body.readUInt32LE(32 + i * 4)));
     } finally {
-      this.n.XFree(p);
+      this.n.free(reply);
     }
   }
 
@@ -112,15 +137,19 @@ export class X11Releaser implements Releaser, X11InputState {
     return kc === 0 ? null : kc;
   }
 
-  /** True when every column of `code` is `keysym`: exactly what our remap wrote there. */
+  /**
+   * True when `code` still carries the keysym our remap wrote there (in some column: XKB keeps
+   * only some of the columns we wrote, and may case-convert the others). A spare someone remapped
+   * to anything else since is theirs and is left alone.
+   */
   ownsRemap(code: number, keysym: number): boolean {
-    const syms = this.keysyms(code);
-    return syms.length > 0 && syms.every((s) => s === BigInt(keysym));
+    return this.keysyms(code).includes(BigInt(keysym));
   }
 
   restoreRemap(code: number, keysym: number): void {
     if (!this.ownsRemap(code, keysym)) return;
     this.n.XChangeKeyboardMapping(this.dpy, code, this.per, new BigUint64Array(this.per), 1);
+    this.n.XSync(this.dpy, 0);
   }
 
   async release(entries: readonly HeldEntry[]): Promise<void> {
@@ -155,6 +184,7 @@ export class X11Releaser implements Releaser, X11InputState {
 
   close(): void {
     try {
+      this.n.xcb_disconnect(this.c);
       this.n.XCloseDisplay(this.dpy);
     } catch {
       // the server may be gone

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { inheritedNodeOptions } from "../lease/brokerNodeOptions.js";
 import type { PlatformName } from "../shared/platform.js";
 import type { GuardianAddress } from "./link.js";
 import { ENV, readLines, SOURCE_PATTERN } from "./wire.js";
@@ -67,7 +68,8 @@ export class GuardianHost implements ReleaseAgent {
       logger.error({ reason: "missing" }, "guardian_unavailable");
       return;
     }
-    const child = spawn(process.execPath, [entry], {
+    // Module hooks carry over (a loader the server needed, the guardian needs too); an inspector never does.
+    const child = spawn(process.execPath, [...inheritedNodeOptions(process.execArgv), entry], {
       stdio: ["pipe", "pipe", "ignore"],
       detached: process.platform !== "win32",
       windowsHide: true,

@@ -5,6 +5,7 @@ import { buildSupervisor } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/server.js";
+import { installShutdown } from "../supervisor/shutdown.js";
 
 /**
  * `uiinspect-mcp serve [--http HOST:PORT …]`: one MCP connection over stdio until stdin closes
@@ -36,26 +37,24 @@ export async function serve(argv: string[] = []): Promise<number> {
   }
   const server = createMcpServer(sup, (info) => sup.setClient(info));
   const transport = new StdioServerTransport();
-  let closing = false;
-  const done = new Promise<void>((resolve) => {
-    const shutdown = async () => {
-      if (closing) return;
-      closing = true;
+  // One bounded, orderly way out for every end (signals, stdin/stdout closed, uncaught errors):
+  // in-flight input is cancelled and released before anything closes (src/supervisor/shutdown.ts).
+  const shutdown = installShutdown({
+    logger: log,
+    close: async () => {
       await sup.close().catch(() => undefined);
       await server.close().catch(() => undefined);
-      resolve();
-    };
-    server.onclose = () => void shutdown();
-    process.stdin.on("end", () => void shutdown());
-    process.on("SIGINT", () => void shutdown());
-    process.on("SIGTERM", () => void shutdown());
+    },
   });
+  server.onclose = () => shutdown.begin("connection_closed");
   await server.connect(transport);
   // Debug, not info: clients show any stderr line of a server as an error (Claude Code: [ERROR]).
   log.debug({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
-  await done;
+  const code = await shutdown.done;
   log.flush();
-  return 0;
+  // Nothing left may keep a stopped server alive (a half-closed pipe, a stuck handle).
+  setTimeout(() => process.exit(code), 200).unref();
+  return code;
 }
 
 /** Remote mode until SIGINT/SIGTERM; the listening URL goes to stderr (stdout carries nothing here). */

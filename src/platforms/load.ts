@@ -1,12 +1,14 @@
+import type { PressLedger } from "../guardian/entries.js";
 import type { Platform } from "../shared/platform.js";
 import type { WorkerInit } from "../shared/protocol.js";
 
 /**
  * Loads the platform implementation a worker runs on. Imported lazily so that the
  * native bindings of one platform are never loaded on another (and never on the
- * supervisor thread, which does not import this module).
+ * supervisor thread, which does not import this module). `ledger`: where the X11 port records
+ * the keycodes it presses and remaps while typing text (keys and buttons are recorded above it).
  */
-export async function loadPlatform(init: WorkerInit): Promise<Platform> {
+export async function loadPlatform(init: WorkerInit, ledger?: PressLedger): Promise<Platform> {
   switch (init.platform) {
     case "fake": {
       if (!init.fake_desktop) throw new Error("UIINSPECT_FAKE_DESKTOP is not set");
@@ -15,7 +17,7 @@ export async function loadPlatform(init: WorkerInit): Promise<Platform> {
     }
     case "x11": {
       const { createX11Platform } = await import("./x11/index.js");
-      return createX11Platform({ workerKind: init.kind });
+      return createX11Platform({ workerKind: init.kind, ledger });
     }
     case "win32": {
       const { createWin32Platform } = await import("./win32/index.js");

@@ -23,6 +23,14 @@ export const WorkerInitSchema = z.object({
   /** Fake platform: path of the scenario file. */
   fake_desktop: z.string().nullable(),
   log_level: z.string(),
+  /** Input workers: where every press and remap is recorded before it is emitted (src/guardian). */
+  guardian: z
+    .object({
+      socket: z.string().min(1).max(200),
+      token: z.string().regex(/^[0-9a-f]{32}$/),
+      source: z.string(),
+    })
+    .optional(),
 });
 export type WorkerInit = z.infer<typeof WorkerInitSchema>;
 

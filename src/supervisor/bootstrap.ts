@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { GuardianHost } from "../guardian/host.js";
 import { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
@@ -79,6 +80,11 @@ export function buildSupervisor(
   const config = loadConfig(env);
   const policyState = loadPolicy(env, () => new Date(clock()));
   const dialogs = new DialogGate();
+  // The release guardian: every press and remap of the input worker is recorded there first, so
+  // nothing stays down whatever ends the worker or this process (docs/architecture.md).
+  const guardian = config.platform
+    ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
+    : null;
   const makeHost = (kind: WorkerKind) =>
     new WorkerHost({
       init: {
@@ -91,6 +97,7 @@ export function buildSupervisor(
       logger,
       // Only the input worker injects events; it checks the gate before each one.
       ...(kind === "input" ? { dialogGate: dialogs } : {}),
+      guardian: kind === "input" && guardian ? guardian : undefined,
     });
   const workers: Workers = { capture: makeHost("capture"), input: makeHost("input") };
   const grants = new GrantStore(clock, config.grantTtlMs);
@@ -170,6 +177,7 @@ export function buildSupervisor(
       grants.revokeAll("shutdown");
       consent.dispose();
       await Promise.all([...Object.values(workers).map((w) => w.close()), sessions.closeAll()]);
+      await guardian?.close(300);
       await audit.close();
     },
   };

@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import type { ReleaseAgent } from "../guardian/host.js";
 import type { DialogGate } from "../shared/dialogGate.js";
 import { UiError, uiError } from "../shared/errors.js";
 import {
@@ -32,7 +33,17 @@ export interface WorkerHostOptions {
   env?: Record<string, string>;
   /** The input worker's view of our open dialogs (shared memory, or dialog_state messages). */
   dialogGate?: DialogGate;
+  /**
+   * Input workers: the release guardian. Each worker records its presses there; when one ends,
+   * what it still held is released before the next worker serves anything.
+   */
+  guardian?: ReleaseAgent;
 }
+
+/** How long a dead worker's release may hold up its replacement (the guardian answers in ms). */
+const RELEASE_BOUND_MS = 1000;
+/** At shutdown, how long in-flight calls get to finish their release-in-finally after the cancel. */
+const CLOSE_CANCEL_GRACE_MS = 500;
 
 export interface CallOptions {
   deadlineMs: number;
@@ -87,6 +98,12 @@ export class WorkerHost {
   /** Why the current endpoint is being torn down (decides the code its requests get). */
   private teardownReason: "worker_timeout" | "worker_crashed" | null = null;
   private readonly exitListeners: Array<(reason: "worker_timeout" | "worker_crashed") => void> = [];
+  /** The guardian source name of the current worker (null without a guardian). */
+  private source: string | null = null;
+  /** The release of the last dead worker's presses; the next worker starts after it. */
+  private releasing: Promise<void> = Promise.resolve();
+  /** Answers still expected after a shutdown cancel. */
+  private readonly drainWaiters = new Set<() => void>();
 
   constructor(opts: WorkerHostOptions) {
     this.kind = opts.init.kind;
@@ -159,13 +176,38 @@ export class WorkerHost {
     );
   }
 
+  /**
+   * Shutdown: every in-flight call is cancelled first and given a moment to answer (its
+   * gesture releases what it pressed in finally), then the worker is stopped and the guardian
+   * releases whatever it still held. Bounded: about CLOSE_CANCEL_GRACE_MS + RELEASE_BOUND_MS.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.pending.size > 0 && this.endpoint) {
+      for (const id of this.pending.keys()) this.safeSend({ type: "cancel", id, reason: "client" });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, CLOSE_CANCEL_GRACE_MS);
+        const check = () => {
+          if (this.pending.size === 0) done();
+        };
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.drainWaiters.add(check);
+      });
+      this.drainWaiters.clear();
+    }
     this.failAll(uiError("platform_unavailable", "The server is shutting down."));
     const ep = this.endpoint;
+    const source = this.source;
     this.endpoint = null;
+    this.source = null;
+    this.generation += 1;
     this.state = "stopped";
     if (ep) await ep.kill();
+    if (source !== null && this.opts.guardian)
+      await this.opts.guardian.releaseSource(source, RELEASE_BOUND_MS);
   }
 
   private safeSend(msg: SupervisorToWorker): void {
@@ -212,7 +254,16 @@ export class WorkerHost {
       if (now === "ready") return;
       if (now === "starting") return this.waitReady(signal);
     }
-    this.start();
+    this.state = "starting";
+    // Nothing is served before the last worker's presses are released and the guardian listens.
+    await this.releasing;
+    const guarded = (await this.opts.guardian?.ready()) ?? false;
+    if (this.closed) {
+      this.state = "stopped";
+      for (const w of [...this.readyWaiters]) w(false);
+      throw uiError("platform_unavailable", "The server is shutting down.");
+    }
+    this.start(guarded);
     return this.waitReady(signal);
   }
 
@@ -243,10 +294,13 @@ export class WorkerHost {
     });
   }
 
-  private start(): void {
+  private start(guarded: boolean): void {
     const generation = ++this.generation;
     this.state = "starting";
     this.teardownReason = null;
+    this.source = guarded ? `${this.kind}-${process.pid}-${generation}` : null;
+    const guardian = this.source === null ? null : (this.opts.guardian?.addressFor(this.source) ?? null);
+    const init: WorkerInit = guardian ? { ...this.opts.init, guardian } : this.opts.init;
     const onMessage = (raw: unknown) => {
       if (generation === this.generation) this.onMessage(raw);
     };
@@ -255,8 +309,8 @@ export class WorkerHost {
     };
     this.endpoint =
       this.opts.isolation === "process"
-        ? this.forkProcess(onMessage, onExit)
-        : this.spawnThread(onMessage, onExit);
+        ? this.forkProcess(init, onMessage, onExit)
+        : this.spawnThread(init, onMessage, onExit);
     if (this.opts.isolation === "process" && this.opts.dialogGate)
       this.safeSend({ type: "dialog_state", open: this.opts.dialogGate.open });
     if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
@@ -266,10 +320,10 @@ export class WorkerHost {
     return fileURLToPath(new URL(`../workers/${this.kind}/main.js`, import.meta.url));
   }
 
-  private spawnThread(onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
+  private spawnThread(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
     const { port1, port2 }: { port1: MessagePort; port2: MessagePort } = new MessageChannel();
     const worker = new Worker(this.entryPath(), {
-      workerData: { init: this.opts.init, port: port2, dialogFlag: this.opts.dialogGate?.buffer },
+      workerData: { init, port: port2, dialogFlag: this.opts.dialogGate?.buffer },
       transferList: [port2],
       // Never let a worker write to our stdout: it carries MCP frames.
       stdout: true,
@@ -297,14 +351,14 @@ export class WorkerHost {
     };
   }
 
-  private forkProcess(onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
+  private forkProcess(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
     const child: ChildProcess = fork(this.entryPath(), [], {
       serialization: "advanced",
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       env: {
         ...process.env,
         ...this.opts.env,
-        UIINSPECT_WORKER_INIT: JSON.stringify(this.opts.init),
+        UIINSPECT_WORKER_INIT: JSON.stringify(init),
         UIINSPECT_SERVER_PID: String(process.pid),
         UIINSPECT_HOST_PID: String(process.ppid),
       },
@@ -353,6 +407,7 @@ export class WorkerHost {
       return;
     }
     const p = this.finish(msg.id);
+    for (const check of this.drainWaiters) check();
     if (!p) return; // cancelled or already failed
     if (!msg.ok) {
       p.reject(UiError.fromBody(msg.error));
@@ -379,6 +434,12 @@ export class WorkerHost {
 
   private onExit(): void {
     const reason = this.teardownReason ?? "worker_crashed";
+    // The dead worker may have died holding keys: the guardian lets go of them before the
+    // next worker starts (ensureStarted waits for this).
+    const source = this.source;
+    this.source = null;
+    if (source !== null && this.opts.guardian)
+      this.releasing = this.opts.guardian.releaseSource(source, RELEASE_BOUND_MS);
     if (reason === "worker_timeout") this.timeouts += 1;
     else this.crashes += 1;
     this.endpoint = null;

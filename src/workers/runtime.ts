@@ -1,4 +1,5 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from "node:worker_threads";
+import type { PressLedger } from "../guardian/entries.js";
 import { dialogGate } from "../shared/dialogGate.js";
 import { UiError, type UiErrorBody, uiError } from "../shared/errors.js";
 import type { Platform } from "../shared/platform.js";
@@ -87,6 +88,23 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
     platform = null;
   }
   const inflight = new Map<number, AbortController>();
+  const faultFile = process.env.UIINSPECT_TEST_INPUT_FAULT_FILE;
+  if (init.kind === "input" && faultFile) {
+    const { armFaultInjection } = await import("./input/faultInjection.js");
+    armFaultInjection(faultFile);
+  }
+  if (isMainThread) {
+    // Process isolation: the server is gone (its IPC channel closed): stop every gesture (each releases in its
+    // finally) and leave; the guardian has released the rest already.
+    process.on("disconnect", () => {
+      for (const c of inflight.values()) c.abort(uiError("cancelled"));
+      setTimeout(() => process.exit(0), 500).unref();
+      const check = setInterval(() => {
+        if (inflight.size === 0) process.exit(0);
+      }, 10);
+      check.unref();
+    });
+  }
 
   channel.onMessage((raw) => {
     const parsed = SupervisorToWorkerSchema.safeParse(raw);
@@ -139,7 +157,25 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
 
 type GenericHandler = (args: unknown, ctx: HandlerContext) => Promise<unknown>;
 
+/** Refuses every press: a worker that lost its guardian presses nothing. */
+const REFUSING_LEDGER: PressLedger = {
+  hold: async () => {
+    throw uiError("platform_unavailable", "The input guardian is unavailable.");
+  },
+  release: () => undefined,
+};
+
+/**
+ * The platform, with the input port recording every press in the guardian first when the
+ * supervisor gave this worker one (input workers). A guardian that cannot be reached means no
+ * input at all, never input that nothing could release after a crash.
+ */
 async function loadPlatform(init: WorkerInit): Promise<Platform> {
   const { loadPlatform: load } = await import("../platforms/load.js");
-  return load(init);
+  if (!init.guardian) return load(init);
+  const { GuardianLink } = await import("../guardian/link.js");
+  const { withLedger } = await import("./input/ledgered.js");
+  const ledger: PressLedger = await GuardianLink.connect(init.guardian).catch(() => REFUSING_LEDGER);
+  const platform = await load(init, ledger);
+  return { ...platform, input: withLedger(platform.input, ledger) };
 }

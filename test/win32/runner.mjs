@@ -43,6 +43,7 @@ const t = {
   ),
   ShowWindow: user32.func("int __stdcall ShowWindow(intptr_t h, int cmd)"),
   IsWindow: user32.func("int __stdcall IsWindow(intptr_t h)"),
+  GetAsyncKeyState: user32.func("int16_t __stdcall GetAsyncKeyState(int vk)"),
   SetForegroundWindow: user32.func("int __stdcall SetForegroundWindow(intptr_t h)"),
   GetForegroundWindow: user32.func("intptr_t __stdcall GetForegroundWindow()"),
   SendMessageTimeoutW: user32.func(
@@ -518,6 +519,34 @@ test("pointer: right click, wheel and absolute move land where asked", async () 
     await input.wheel(1);
   } finally {
     await closeNotepad(n);
+  }
+});
+
+test("release guardian: a key and a button a dead worker held are let go (SendInput ups from the guardian)", async () => {
+  const { GuardianHost } = await imp("guardian/host.js");
+  const { GuardianLink } = await imp("guardian/link.js");
+  const quiet = { warn: () => undefined, error: () => undefined };
+  const host = new GuardianHost("win32", quiet);
+  try {
+    assert(await host.ready(), "the guardian listens on its named pipe");
+    const down = (vk) => (t.GetAsyncKeyState(vk) & 0x8000) !== 0;
+    const VK_SHIFT = 0x10;
+    const VK_LBUTTON = 0x01;
+    const link = await GuardianLink.connect(host.addressFor("input-9-1"));
+    await link.hold([{ kind: "key", key: "shift" }]);
+    await platform.input.keyDown("shift");
+    await link.hold([{ kind: "button", button: "left" }]);
+    await platform.input.buttonDown("left");
+    assert(await waitFor(() => down(VK_SHIFT) && down(VK_LBUTTON), 5000), "shift and the button are down");
+    // The worker is gone without releasing: the supervisor asks the guardian.
+    await host.releaseSource("input-9-1", 5000);
+    assert(await waitFor(() => !down(VK_SHIFT) && !down(VK_LBUTTON), 5000), "released by the guardian");
+    // A late record from the dead source is refused: nothing more can be pressed through it.
+    await rejectsWith(link.hold([{ kind: "key", key: "a" }]), "platform_unavailable", "late hold");
+  } finally {
+    await host.close(2000);
+    await platform.input.keyUp("shift").catch(() => undefined);
+    await platform.input.buttonUp("left").catch(() => undefined);
   }
 });
 

@@ -6,10 +6,11 @@ import type { ScenarioReader } from "./scenario.js";
 export type Effect =
   | { type: "move"; x: number; y: number }
   | { type: "button_down"; button: string }
-  | { type: "button_up"; button: string }
+  /** `by: "guardian"`: released by the release guardian after the worker that pressed it died. */
+  | { type: "button_up"; button: string; by?: "guardian" }
   | { type: "wheel"; notches: number }
   | { type: "key_down"; key: string }
-  | { type: "key_up"; key: string }
+  | { type: "key_up"; key: string; by?: "guardian" }
   | { type: "text"; hwnd: string; text: string; mode: string }
   | { type: "restore" | "activate" | "close"; hwnd: string }
   | { type: "a11y"; hwnd: string; action: string; automation_id: string | null; value?: string };

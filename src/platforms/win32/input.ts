@@ -69,7 +69,7 @@ export function packInputs(events: readonly InputEvent[]): Buffer {
   return buf;
 }
 
-function send(events: readonly InputEvent[]): void {
+export function send(events: readonly InputEvent[]): void {
   if (events.length === 0) return;
   const n = w.SendInput(events.length, packInputs(events), INPUT_SIZE);
   // SendInput returns how many events it inserted; fewer means UIPI or a desktop switch blocked it.
@@ -93,7 +93,7 @@ export function normalizeToVirtualDesk(
   };
 }
 
-function buttonFlags(b: MouseButton, down: boolean): number {
+export function buttonFlags(b: MouseButton, down: boolean): number {
   switch (b) {
     case "left":
       return down ? MOUSEEVENTF_LEFTDOWN : MOUSEEVENTF_LEFTUP;
@@ -104,7 +104,7 @@ function buttonFlags(b: MouseButton, down: boolean): number {
   }
 }
 
-function keyEvent(key: LogicalKey, up: boolean): KeyEvent {
+export function keyEvent(key: LogicalKey, up: boolean): KeyEvent {
   const info = vkFor(key);
   if (!info) throw uiError("invalid_argument", "That key is not allowed.");
   const scan = w.MapVirtualKeyW(info.vk, MAPVK_VK_TO_VSC) & 0xffff;

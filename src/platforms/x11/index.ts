@@ -1,3 +1,4 @@
+import type { PressLedger } from "../../guardian/entries.js";
 import { uiError } from "../../shared/errors.js";
 import type { AccessibilityPort, CapturePort, InputPort, Platform } from "../../shared/platform.js";
 import { X11Accessibility } from "./atspi.js";
@@ -14,6 +15,8 @@ import { XConnection } from "./xconn.js";
  */
 export async function createX11Platform(opts: {
   workerKind: "capture" | "input" | "uia" | "other";
+  /** Records the keycodes typed and remapped by typeText (src/guardian). */
+  ledger?: PressLedger;
 }): Promise<Platform> {
   const x = XConnection.open();
   const hz = Number(x.n.sysconf(2)); // _SC_CLK_TCK
@@ -22,7 +25,7 @@ export async function createX11Platform(opts: {
   let capture: X11Capture | null = null;
   let input: X11Input | null = null;
   const accessibility = new X11Accessibility();
-  if (opts.workerKind === "input") input = new X11Input(x);
+  if (opts.workerKind === "input") input = new X11Input(x, opts.ledger);
   if (opts.workerKind === "capture") capture = new X11Capture(x);
   let disposed = false;
 
@@ -35,7 +38,7 @@ export async function createX11Platform(opts: {
   };
   const inputPort = (): X11Input => {
     if (disposed) throw uiError("platform_unavailable");
-    input ??= new X11Input(x);
+    input ??= new X11Input(x, opts.ledger);
     return input;
   };
   const inputProxy: InputPort = {

@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { dialogGate } from "../../shared/dialogGate.js";
 import { intSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
@@ -11,7 +12,9 @@ import type { XConnection } from "./xconn.js";
 /**
  * XTest injection. This port only emits; verification and release-in-finally belong to the
  * input worker. Characters without a key in the current keymap are typed through spare (empty)
- * keycodes remapped with XChangeKeyboardMapping and restored afterwards, in finally.
+ * keycodes remapped with XChangeKeyboardMapping and restored afterwards, in finally. Every
+ * keycode a chunk may press and every remap is recorded in the ledger (the guardian) before it
+ * happens, so a worker killed mid chunk leaves nothing down and nothing remapped.
  */
 
 const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
@@ -50,9 +53,11 @@ export class X11Input implements InputPort {
   private keymap: Keymap | null = null;
   /** Keycodes whose auto-repeat we turned off while held, to turn back on at release. */
   private readonly repeatRestore = new Set<number>();
+  private readonly ledger: PressLedger;
 
-  constructor(x: XConnection) {
+  constructor(x: XConnection, ledger: PressLedger = NO_LEDGER) {
     this.x = x;
+    this.ledger = ledger;
     const zero = (): number[] => [0];
     if (x.n.XTestQueryExtension(x.dpy, zero(), zero(), zero(), zero()) === 0) {
       throw uiError("platform_unavailable", "The XTest extension is not available.");
@@ -284,6 +289,15 @@ export class X11Input implements InputPort {
     const remapped = new Map<number, number>();
     const byKeysym = new Map<number, number>();
     let next = 0;
+    // Every keycode this chunk may press (its characters', the spares', Shift): recorded first.
+    const pressable = new Set<number>(spare);
+    if (shiftKc !== 0) pressable.add(shiftKc);
+    for (const ch of text) {
+      const found = this.lookup(km, keysymForChar(ch.codePointAt(0)!));
+      if (found) pressable.add(found.kc);
+    }
+    const taps: HeldEntry[] = [...pressable].map((code) => ({ kind: "keycode", code }));
+    await this.ledger.hold(taps);
     try {
       for (const ch of text) {
         const cp = ch.codePointAt(0)!;
@@ -308,9 +322,11 @@ export class X11Input implements InputPort {
             await sleep(REMAP_SETTLE_MS);
           }
           const syms = new BigUint64Array(km.per).fill(BigInt(ks));
+          if (old !== undefined) this.ledger.release([{ kind: "remap", code: kc, keysym: old }]);
+          await this.ledger.hold([{ kind: "remap", code: kc, keysym: ks }]);
+          remapped.set(kc, ks);
           n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
           this.flush();
-          remapped.set(kc, ks);
           byKeysym.set(ks, kc);
         }
         await beforeEachKey?.();
@@ -327,7 +343,9 @@ export class X11Input implements InputPort {
           n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
         }
         this.flush();
+        this.ledger.release([...remapped].map(([code, keysym]) => ({ kind: "remap", code, keysym })));
       }
+      this.ledger.release(taps);
     }
   }
 }

@@ -1,0 +1,105 @@
+import { entryKey, type HeldEntry } from "./entries.js";
+
+/**
+ * Undoes held entries on one platform (X11: XTest key/button ups and the keymap; Win32:
+ * SendInput ups; the simulated desktop: effects lines). Skips what is already up or no longer
+ * ours (a keycode someone else remapped since), and never throws: a failed release must not
+ * stop the others.
+ */
+export interface Releaser {
+  /** Entries newest first: keys are let go in the reverse order they went down. */
+  release(entries: readonly HeldEntry[]): Promise<void>;
+  close(): void;
+}
+
+/** Keeps remaps on disk so a run that died with its guardian can be repaired by the next one. */
+export interface RemapJournal {
+  write(remaps: readonly Extract<HeldEntry, { kind: "remap" }>[]): void;
+}
+
+/**
+ * The guardian's record: per source (one input worker's lifetime), what is held right now, in
+ * the order it was taken. Sources are released as a whole when their worker is gone; a released
+ * source is dead for good (a late record from it is ignored: its worker can press nothing more).
+ */
+export class Guardian {
+  private readonly held = new Map<string, HeldEntry[]>();
+  private readonly dead = new Set<string>();
+  /** Releases run one at a time, in the order they were asked for. */
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly releaser: Releaser,
+    private readonly journal: RemapJournal | null = null,
+  ) {}
+
+  /** Records entries a source is about to hold; false when the source was already released. */
+  hold(source: string, entries: readonly HeldEntry[]): boolean {
+    if (this.dead.has(source)) return false;
+    const list = this.held.get(source) ?? [];
+    for (const e of entries) {
+      const k = entryKey(e);
+      const i = list.findIndex((x) => entryKey(x) === k);
+      if (i >= 0) list.splice(i, 1);
+      list.push(e);
+    }
+    this.held.set(source, list);
+    if (entries.some((e) => e.kind === "remap")) this.persist();
+    return true;
+  }
+
+  /** Forgets entries the source has undone itself. */
+  released(source: string, entries: readonly HeldEntry[]): void {
+    const list = this.held.get(source);
+    if (!list) return;
+    const gone = new Set(entries.map(entryKey));
+    const rest = list.filter((x) => !gone.has(entryKey(x)));
+    if (rest.length === 0) this.held.delete(source);
+    else this.held.set(source, rest);
+    if (entries.some((e) => e.kind === "remap")) this.persist();
+  }
+
+  /** Undoes everything the source still holds and refuses its later records. */
+  releaseSource(source: string): Promise<void> {
+    this.dead.add(source);
+    const list = this.held.get(source) ?? [];
+    this.held.delete(source);
+    return this.run(list);
+  }
+
+  /** Undoes everything every source holds (shutdown, or the server's pipe closed). */
+  releaseAll(): Promise<void> {
+    const all = [...this.held.keys()];
+    for (const s of all) this.dead.add(s);
+    const list = all.flatMap((s) => this.held.get(s) ?? []);
+    this.held.clear();
+    return this.run(list);
+  }
+
+  /** Entries currently held (for tests and the state journal). */
+  snapshot(): HeldEntry[] {
+    return [...this.held.values()].flat();
+  }
+
+  private run(list: readonly HeldEntry[]): Promise<void> {
+    const newestFirst = [...list].reverse();
+    const step = this.chain.then(async () => {
+      if (newestFirst.length > 0) await this.releaser.release(newestFirst);
+      if (newestFirst.some((e) => e.kind === "remap")) this.persist();
+    });
+    this.chain = step.catch(() => undefined);
+    return this.chain;
+  }
+
+  private persist(): void {
+    if (!this.journal) return;
+    const remaps = this.snapshot().filter(
+      (e): e is Extract<HeldEntry, { kind: "remap" }> => e.kind === "remap",
+    );
+    try {
+      this.journal.write(remaps);
+    } catch {
+      // A journal that cannot be written loses only the repair of a later crashed run.
+    }
+  }
+}

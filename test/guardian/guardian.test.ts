@@ -1,0 +1,98 @@
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { decodeEntry, encodeEntry, type HeldEntry } from "../../src/guardian/entries.js";
+import { Guardian, type Releaser } from "../../src/guardian/guardian.js";
+import { FileRemapJournal } from "../../src/guardian/journal.js";
+
+class RecordingReleaser implements Releaser {
+  readonly released: HeldEntry[][] = [];
+  async release(entries: readonly HeldEntry[]): Promise<void> {
+    this.released.push([...entries]);
+  }
+  close(): void {}
+}
+
+describe("guardian record", () => {
+  it("releases a source's entries newest first, once, and refuses its later records", async () => {
+    const r = new RecordingReleaser();
+    const g = new Guardian(r);
+    expect(g.hold("input-1-1", [{ kind: "key", key: "ctrl" }])).toBe(true);
+    g.hold("input-1-1", [{ kind: "key", key: "shift" }]);
+    g.hold("input-1-1", [{ kind: "key", key: "a" }]);
+    g.released("input-1-1", [{ kind: "key", key: "a" }]);
+    g.hold("input-1-2", [{ kind: "button", button: "left" }]);
+    await g.releaseSource("input-1-1");
+    expect(r.released).toEqual([
+      [
+        { kind: "key", key: "shift" },
+        { kind: "key", key: "ctrl" },
+      ],
+    ]);
+    // A dead worker's late record is refused: it can press nothing more.
+    expect(g.hold("input-1-1", [{ kind: "key", key: "b" }])).toBe(false);
+    await g.releaseSource("input-1-1");
+    expect(r.released).toHaveLength(1);
+    await g.releaseAll();
+    expect(r.released.at(-1)).toEqual([{ kind: "button", button: "left" }]);
+    expect(g.snapshot()).toEqual([]);
+  });
+
+  it("a remap is one entry per keycode (a reused spare replaces its old keysym)", () => {
+    const g = new Guardian(new RecordingReleaser());
+    g.hold("s", [{ kind: "remap", code: 250, keysym: 0x1000141 }]);
+    g.hold("s", [{ kind: "remap", code: 250, keysym: 0x100263a }]);
+    expect(g.snapshot()).toEqual([{ kind: "remap", code: 250, keysym: 0x100263a }]);
+  });
+
+  it("entries round-trip through the line format; anything else is refused", () => {
+    const all: HeldEntry[] = [
+      { kind: "key", key: "ctrl" },
+      { kind: "button", button: "middle" },
+      { kind: "keycode", code: 38 },
+      { kind: "remap", code: 253, keysym: 0x101f600 },
+    ];
+    for (const e of all) expect(decodeEntry(encodeEntry(e).split(" "))).toEqual(e);
+    for (const bad of [
+      "k",
+      "k Ctrl",
+      "k a b",
+      "b left2",
+      "c 256",
+      "c -1",
+      "r 1",
+      "r 1 99999999999",
+      "x 1",
+      "c 1e3",
+    ])
+      expect(decodeEntry(bad.split(" ")), bad).toBeNull();
+  });
+});
+
+describe("remap journal", () => {
+  it("keeps this guardian's remaps on disk and hands a dead guardian's to the next one", () => {
+    const dir = mkdtempSync(join(tmpdir(), "uix-journal-"));
+    const j = new FileRemapJournal(dir, "x11-:7");
+    j.write([{ kind: "remap", code: 250, keysym: 0x1000141 }]);
+    expect(readdirSync(dir)).toEqual([`remaps-x11-_7-${process.pid}.json`]);
+    // Our own (live) file is not a leftover.
+    expect(FileRemapJournal.leftovers(dir, "x11-:7").remaps).toEqual([]);
+    // A guardian that is gone: pid 2^22+1 is above Linux's pid_max default, so never running.
+    const dead = join(dir, "remaps-x11-_7-4194305.json");
+    writeFileSync(
+      dead,
+      JSON.stringify({ pid: 4194305, start_ticks: 1, remaps: [{ code: 251, keysym: 0x20ac }] }),
+    );
+    writeFileSync(join(dir, "remaps-x11-_8-4194305.json"), readFileSync(dead));
+    const left = FileRemapJournal.leftovers(dir, "x11-:7");
+    expect(left.remaps).toEqual([{ kind: "remap", code: 251, keysym: 0x20ac }]);
+    left.forget();
+    expect(readdirSync(dir).sort()).toEqual([
+      `remaps-x11-_7-${process.pid}.json`,
+      "remaps-x11-_8-4194305.json",
+    ]);
+    j.write([]);
+    expect(readdirSync(dir)).toEqual(["remaps-x11-_8-4194305.json"]);
+  });
+});

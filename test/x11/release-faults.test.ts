@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,8 +7,10 @@ import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, LOOSE_BUDGETS } from "../support/mcp.js";
 import { endServer, pollUntil, type ServerFault, ServerProcess } from "../support/serverProcess.js";
 import {
+  approveConsentDialog,
   startApp,
   startSession,
+  UNSAFE_XTEST,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -21,9 +23,9 @@ import {
  * non-ASCII send_text, the X server itself (XQueryKeymap, XQueryPointer's button mask,
  * XGetKeyboardMapping) shows nothing down and nothing remapped within 2 s.
  *
- * One Xvfb, cases run one after another. Consent is answered by a stand-in `zenity` on the
- * server's PATH that exits 0 (Allow) at once: the real dialog has its own tests (e2e, zenity
- * prompter); here it would only add a click per server.
+ * One Xvfb, cases run one after another. Consent is answered through our own dialog with
+ * xdotool, which needs the unsafe XTest setting (Xvfb has only XTEST devices); the dialog's
+ * defences have their own tests (consent-dialog.test.ts).
  */
 
 const HAVE_CLI = existsSync(CLI);
@@ -83,10 +85,6 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       startApp("xterm", ["-T", TITLE, "-geometry", "80x24+100+100", "-e", "cat"]);
       term = await waitForWindow(p, TITLE);
       dir = mkdtempSync(join(tmpdir(), "uix-release-"));
-      const bin = join(dir, "bin");
-      mkdirSync(bin);
-      writeFileSync(join(bin, "zenity"), "#!/bin/sh\nexit 0\n");
-      chmodSync(join(bin, "zenity"), 0o755);
       policy = join(dir, "policy.json");
       const w = term.rect[2] - term.rect[0];
       const h = term.rect[3] - term.rect[1];
@@ -115,14 +113,17 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     ): Promise<ServerProcess> {
       const s = await ServerProcess.start({
         ...LOOSE_BUDGETS,
-        PATH: `${join(dir, "bin")}:${process.env.PATH ?? ""}`,
+        ...UNSAFE_XTEST,
         DESKTOP_AUTOMATION_POLICY_FILE: policy,
         DESKTOP_AUTOMATION_FOCUS_MODE: "activate",
         UIINSPECT_WORKER_ISOLATION: isolation,
         UIINSPECT_X11_REMAP_SETTLE_MS: "400",
         ...(faultFile ? { UIINSPECT_TEST_INPUT_FAULT_FILE: faultFile } : {}),
       });
-      await s.ok("request_access", { hwnd: term.hwnd });
+      const access = s.call("request_access", { hwnd: term.hwnd });
+      await approveConsentDialog();
+      const granted = await access;
+      if (granted.isError) throw new Error(`request_access failed: ${JSON.stringify(granted.structured)}`);
       return s;
     }
 

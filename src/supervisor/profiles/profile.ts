@@ -1,7 +1,7 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { type BoundedRead, decodeUtf8, readBoundedFile } from "../../shared/boundedFile.js";
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
-import { formatPath } from "../policy/parse.js";
+import { formatPath, MAX_REPORTED_PROBLEMS, parseStrictJson } from "../../shared/strictJson.js";
 import { type CoordinateProfile, CoordinateProfileSchema } from "./schema.js";
 
 /**
@@ -14,110 +14,44 @@ export const MAX_PROFILE_FILE_BYTES = 1024 * 1024;
 
 export type ProfileReadResult = { ok: true; profile: CoordinateProfile } | { ok: false; reasons: string[] };
 
+const READ_PROBLEMS: Record<Exclude<BoundedRead, { ok: true }>["problem"], string> = {
+  cannot_open: "the file cannot be opened",
+  not_a_file: "not a regular file",
+  too_big: `(root): the file is larger than ${MAX_PROFILE_FILE_BYTES} bytes (1 MiB)`,
+  cannot_read: "the file cannot be read",
+};
+
 /**
- * Reasons name fields and positions only. The path comes from an agent and may name any
- * file, so nothing read from the file (and no parser message that quotes it) is repeated.
+ * Reasons name fields and positions only: nothing read from the file (and no parser message
+ * that quotes it) is repeated beyond a cut, quoted key.
  */
 export function readProfileFile(path: string): ProfileReadResult {
-  let fd: number;
-  try {
-    // O_NONBLOCK: a FIFO must not hang the server; it is refused below as not a regular file.
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return { ok: false, reasons: ["the file cannot be opened"] };
-  }
-  let bytes: Buffer;
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return { ok: false, reasons: ["not a regular file"] };
-    if (st.size > MAX_PROFILE_FILE_BYTES) return { ok: false, reasons: [tooBig()] };
-    const buf = Buffer.alloc(MAX_PROFILE_FILE_BYTES + 1);
-    let n = 0;
-    for (;;) {
-      const got = readSync(fd, buf, n, buf.length - n, null);
-      if (got === 0 || n + got === buf.length) {
-        n += got;
-        break;
-      }
-      n += got;
-    }
-    bytes = buf.subarray(0, n);
-  } catch {
-    return { ok: false, reasons: ["the file cannot be read"] };
-  } finally {
-    closeSync(fd);
-  }
-  return parseProfileBytes(bytes);
-}
-
-function tooBig(): string {
-  return `(root): the file is larger than ${MAX_PROFILE_FILE_BYTES} bytes (1 MiB)`;
+  const read = readBoundedFile(path, MAX_PROFILE_FILE_BYTES);
+  if (!read.ok) return { ok: false, reasons: [READ_PROBLEMS[read.problem]] };
+  return parseProfileBytes(read.bytes);
 }
 
 export function parseProfileBytes(bytes: Uint8Array): ProfileReadResult {
-  if (bytes.length > MAX_PROFILE_FILE_BYTES) return { ok: false, reasons: [tooBig()] };
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    return { ok: false, reasons: ["(root): the file is not valid UTF-8"] };
-  }
+  if (bytes.length > MAX_PROFILE_FILE_BYTES) return { ok: false, reasons: [READ_PROBLEMS.too_big] };
+  const text = decodeUtf8(bytes);
+  if (text === null) return { ok: false, reasons: ["(root): the file is not valid UTF-8"] };
   return parseProfileText(text);
 }
 
-/** A profile file is JSON (no YAML): duplicate keys are refused, then the zod schema. */
+/**
+ * A profile file is JSON (no YAML): linear-time parsing with a nesting cap and duplicate keys
+ * refused (src/shared/strictJson.ts), then the zod schema.
+ */
 export function parseProfileText(text: string): ProfileReadResult {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    if (e instanceof RangeError) return { ok: false, reasons: ["(root): the document is nested too deeply"] };
-    // The engine's message quotes the input; only its position is passed on.
-    const m = e instanceof SyntaxError ? /position (\d+)/.exec(e.message) : null;
-    return { ok: false, reasons: [`(root): not valid JSON${m ? ` (offset ${m[1]})` : ""}`] };
-  }
-  const dups = duplicateKeys(text);
-  if (dups.length > 0) return { ok: false, reasons: dups };
-  const parsed = CoordinateProfileSchema.safeParse(value);
+  const json = parseStrictJson(text);
+  if (!json.ok) return json;
+  const parsed = CoordinateProfileSchema.safeParse(json.value);
   if (parsed.success) return { ok: true, profile: parsed.data };
   const reasons = parsed.error.issues.map((issue) => {
     if (issue.code === "unrecognized_keys") return `${formatPath(issue.path)}: unknown field(s)`;
     return `${formatPath(issue.path)}: ${issue.message}`;
   });
-  return { ok: false, reasons: [...new Set(reasons)] };
-}
-
-/** JSON.parse keeps the last of duplicate keys silently; this scan over valid JSON finds them. */
-function duplicateKeys(text: string): string[] {
-  type Frame = { keys: Set<string> | null; expectKey: boolean; path: (string | number)[]; index: number };
-  const reasons: string[] = [];
-  const stack: Frame[] = [];
-  let lastKey: string | null = null;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    const top = stack[stack.length - 1];
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      if (top?.keys && top.expectKey) {
-        const key = JSON.parse(text.slice(i, j + 1)) as string;
-        if (top.keys.has(key)) reasons.push(`${formatPath([...top.path, key])}: duplicate key`);
-        top.keys.add(key);
-        top.expectKey = false;
-        lastKey = key;
-      }
-      i = j;
-    } else if (c === "{" || c === "[") {
-      const at = top ? [...top.path, top.keys ? (lastKey ?? "") : top.index] : [];
-      stack.push({ keys: c === "{" ? new Set() : null, expectKey: c === "{", path: at, index: 0 });
-    } else if (c === "}" || c === "]") {
-      stack.pop();
-    } else if (c === "," && top) {
-      if (top.keys) top.expectKey = true;
-      else top.index++;
-    }
-  }
-  return reasons;
+  return { ok: false, reasons: [...new Set(reasons)].slice(0, MAX_REPORTED_PROBLEMS) };
 }
 
 /** For MCP tools: the profile or invalid_argument naming the first problems (fields only). */

@@ -7,9 +7,14 @@ import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
  */
 export type BoundedRead =
   | { ok: true; bytes: Buffer }
-  | { ok: false; problem: "cannot_open" | "not_a_file" | "too_big" | "cannot_read" };
+  | { ok: false; problem: "cannot_open" | "not_a_file" | "too_big" | "cannot_read" | "refused" };
 
-export function readBoundedFile(path: string, maxBytes: number): BoundedRead {
+/** `accept` sees the open descriptor before anything is read (e.g. to check where it really leads). */
+export function readBoundedFile(
+  path: string,
+  maxBytes: number,
+  accept: (fd: number) => boolean = () => true,
+): BoundedRead {
   let fd: number;
   try {
     // O_NONBLOCK: opening a FIFO must not hang the server; it is refused below as not a regular file.
@@ -18,6 +23,7 @@ export function readBoundedFile(path: string, maxBytes: number): BoundedRead {
     return { ok: false, problem: "cannot_open" };
   }
   try {
+    if (!accept(fd)) return { ok: false, problem: "refused" };
     const st = fstatSync(fd);
     if (!st.isFile()) return { ok: false, problem: "not_a_file" };
     if (st.size > maxBytes) return { ok: false, problem: "too_big" };

@@ -53,6 +53,7 @@ export function readPolicyFile(path: string): PolicyParseResult {
     case "too_big":
       return invalid([tooBig()]);
     case "cannot_read":
+    case "refused":
       return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be read"] };
   }
 }

@@ -126,6 +126,15 @@ export const PolicyFileSchema = z
     safe_regions: z.array(SafeRegionSchema).max(256).optional(),
     screenshot_masks: z.array(ScreenshotMaskSchema).max(256).optional(),
     limits: LimitsSchema.optional(),
+    profiles_dir: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path")
+      .describe(
+        "Folder the coordinate-profile tools may read profiles from (symlinks resolved; a path leading outside it is refused). Without it (and without DESKTOP_AUTOMATION_PROFILES_DIR) the profile tools answer action_not_allowed",
+      )
+      .optional(),
   })
   .superRefine((p, ctx) => {
     const names = new Map<string, number>();

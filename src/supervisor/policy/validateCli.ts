@@ -30,6 +30,7 @@ export function validatePolicyFile(
     `  allowed actions: ${inOrder(policy.allowed_actions)}`,
     `  protected actions: ${inOrder(policy.protected_actions)}`,
     `  safe regions: ${policy.safe_regions.length}, screenshot masks: ${policy.screenshot_masks.length}`,
+    `  profiles folder: ${policy.profiles_dir ?? "(none: the profile tools are refused)"}`,
   ];
   if (policy.allowed_actions.size === 0)
     lines.push("  note: allowed_actions is empty, so nothing is allowed");

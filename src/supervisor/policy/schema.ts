@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { quoteClientValue } from "../../shared/echo.js";
 import { isWindowsStylePath } from "../../shared/identity.js";
 
 /** The capabilities of SPEC §4, in the order they are shown to people. */
@@ -38,7 +39,7 @@ export function isCapability(s: string): s is Capability {
 export const CapabilitySchema = z.enum(CAPABILITIES, {
   error: (iss) =>
     typeof iss.input === "string"
-      ? `unknown action ${JSON.stringify(iss.input)} (known: ${CAPABILITIES.join(", ")})`
+      ? `unknown action ${quoteClientValue(iss.input)} (known: ${CAPABILITIES.join(", ")})`
       : `expected an action name (one of: ${CAPABILITIES.join(", ")})`,
 });
 

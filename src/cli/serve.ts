@@ -4,6 +4,7 @@ import { buildSupervisor } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/server.js";
+import { singleDrainWriter } from "../supervisor/stdoutWriter.js";
 
 /** `uiinspect-mcp serve`: one MCP connection over stdio until stdin closes or a signal arrives. */
 export async function serve(): Promise<number> {
@@ -25,7 +26,8 @@ export async function serve(): Promise<number> {
     capture.warm().finally(() => input.warm());
   }
   const server = createMcpServer(sup, (info) => sup.setClient(info));
-  const transport = new StdioServerTransport();
+  // One 'drain' listener on stdout however many answers are in flight (stdoutWriter.ts).
+  const transport = new StdioServerTransport(process.stdin, singleDrainWriter(process.stdout));
   let closing = false;
   const done = new Promise<void>((resolve) => {
     const shutdown = async () => {

@@ -203,6 +203,7 @@ const DENIALS = new Set([
   "policy_invalid",
   "policy_expired",
   "policy_unreadable",
+  "policy_insecure",
   "action_not_allowed",
   "target_not_allowed",
   "consent_required",

@@ -41,7 +41,12 @@ export interface EffectivePolicy {
   allow_unrestricted_screenshots: boolean;
 }
 
-export type PolicyErrorCode = "policy_conflict" | "policy_invalid" | "policy_unreadable" | "policy_expired";
+export type PolicyErrorCode =
+  | "policy_conflict"
+  | "policy_invalid"
+  | "policy_unreadable"
+  | "policy_insecure"
+  | "policy_expired";
 
 /** Which policy source(s) the operator configured ("file+env" only as a conflict). */
 export type ConfiguredSource = "env" | "file" | "file+env";

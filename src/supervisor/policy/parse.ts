@@ -1,3 +1,4 @@
+import { fstatSync } from "node:fs";
 import {
   Composer,
   CST,
@@ -20,6 +21,7 @@ import {
   parseStrictJson,
 } from "../../shared/strictJson.js";
 import { type PolicyFile, PolicyFileSchema } from "./schema.js";
+import { checkPolicyPath } from "./strictModes.js";
 
 export { formatPath };
 
@@ -28,7 +30,7 @@ export const MAX_POLICY_FILE_BYTES = 1024 * 1024;
 
 export type PolicyParseResult =
   | { ok: true; policy: PolicyFile }
-  | { ok: false; code: "policy_invalid" | "policy_unreadable"; reasons: string[] };
+  | { ok: false; code: "policy_invalid" | "policy_unreadable" | "policy_insecure"; reasons: string[] };
 
 type PathSegment = string | number;
 
@@ -43,7 +45,17 @@ const invalid = (reasons: string[]): PolicyParseResult => ({
  * too big, not UTF-8, malformed or off-schema is policy_invalid.
  */
 export function readPolicyFile(path: string): PolicyParseResult {
-  const read = readBoundedFile(path, MAX_POLICY_FILE_BYTES);
+  // StrictModes first (POSIX): a file someone else can rewrite is no operator's ceiling.
+  const modes = process.platform === "win32" ? null : checkPolicyPath(path);
+  if (modes && !modes.ok && modes.insecure)
+    return { ok: false, code: "policy_insecure", reasons: modes.reasons };
+  const checked = modes?.ok ? modes.file : null;
+  const read = readBoundedFile(path, MAX_POLICY_FILE_BYTES, (fd) => {
+    if (!checked) return true;
+    // The file opened is the one whose owner and mode were checked (no swap in between).
+    const st = fstatSync(fd);
+    return st.dev === checked.dev && st.ino === checked.ino;
+  });
   if (read.ok) return parsePolicyBytes(read.bytes);
   switch (read.problem) {
     case "cannot_open":
@@ -53,8 +65,13 @@ export function readPolicyFile(path: string): PolicyParseResult {
     case "too_big":
       return invalid([tooBig()]);
     case "cannot_read":
-    case "refused":
       return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be read"] };
+    case "refused":
+      return {
+        ok: false,
+        code: "policy_insecure",
+        reasons: ["the policy file was replaced while it was checked"],
+      };
   }
 }
 

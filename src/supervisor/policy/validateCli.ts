@@ -13,7 +13,8 @@ export function validatePolicyFile(
 ): { ok: boolean; lines: string[] } {
   const read = readPolicyFile(path);
   if (!read.ok) {
-    return { ok: false, lines: [`invalid policy (${read.code}):`, ...read.reasons.map((r) => `  ${r}`)] };
+    const what = read.code === "policy_insecure" ? "insecure policy file" : "invalid policy";
+    return { ok: false, lines: [`${what} (${read.code}):`, ...read.reasons.map((r) => `  ${r}`)] };
   }
   const policy = effectiveFromFile(read.policy);
   const state = policyStatusAt({ status: "ok", policy }, now);

@@ -178,7 +178,7 @@ export async function callTool(
     reason = err.code;
     return errorResult(err, correlationId);
   } finally {
-    if (def) {
+    if (def && def.audited !== false) {
       const t = ctx?.target ?? null;
       sup.audit.record({
         correlation_id: correlationId,

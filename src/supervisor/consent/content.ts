@@ -1,6 +1,7 @@
 import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import { sanitizeLabel } from "../clientIdentity.js";
+import { interpreterWarning } from "../policy/interpreters.js";
 import { CAPABILITIES, CAPABILITY_DESCRIPTIONS, type Capability, isCapability } from "../policy/schema.js";
 import type { CapabilityLine, ConsentDialogContent } from "./prompter.js";
 
@@ -45,10 +46,13 @@ export function buildDialogContent(input: DialogContentInput): ConsentDialogCont
   const exe = escapeForDialog(input.instance.exe_path);
   const start = escapeForDialog(input.instance.start_time);
   const expires = new Date(input.expiresAt).toISOString();
+  // Judged on the OS's executable path, never on anything the target says about itself.
+  const warning = interpreterWarning(input.instance.exe_path);
   const text = [
     "An MCP client asks to control a program on this desktop.",
     "",
     `Program: ${exe}`,
+    ...(warning ? [`WARNING: ${warning}`] : []),
     `Process ID: ${input.instance.pid}`,
     `Process started: ${start}`,
     `Client: ${label} (self-reported: any program can claim any name)`,
@@ -71,6 +75,7 @@ export function buildDialogContent(input: DialogContentInput): ConsentDialogCont
     client_label_self_reported: true,
     expires_at: expires,
     default_button: "deny",
+    ...(warning ? { interpreter_warning: warning } : {}),
     text,
   };
 }

@@ -1,3 +1,4 @@
+import { interpreterWarning } from "./interpreters.js";
 import { effectiveFromFile, policyStatusAt } from "./load.js";
 import { readPolicyFile } from "./parse.js";
 import { CAPABILITIES } from "./schema.js";
@@ -35,5 +36,7 @@ export function validatePolicyFile(
   ];
   if (policy.allowed_actions.size === 0)
     lines.push("  note: allowed_actions is empty, so nothing is allowed");
+  const warning = interpreterWarning(read.policy.application.executable_path);
+  if (warning) lines.push(`  warning: ${warning}`);
   return { ok: true, lines };
 }

@@ -172,7 +172,7 @@ export function parseScenario(text: string): Scenario {
   if (!r.success) {
     const where = r.error.issues
       .slice(0, MAX_REPORTED_PROBLEMS)
-      .map((i) => `${formatPath(i.path)}: ${i.message}`)
+      .map((i) => `${formatPath(i.path)}: ${i.message.slice(0, 200)}`)
       .join("; ");
     throw new Error(`scenario is invalid: ${where}`);
   }

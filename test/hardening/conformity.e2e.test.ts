@@ -1,34 +1,13 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync } from "node:fs";
-import { afterAll, describe, expect, it } from "vitest";
-import {
-  CLI,
-  FakeDesktop,
-  filePolicy,
-  LOOSE_BUDGETS,
-  McpHarness,
-  RUFFLE,
-  ruffleWindow,
-} from "../support/mcp.js";
+import { describe, expect, it } from "vitest";
+import { CLI, FakeDesktop, filePolicy, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { fakeScenario, fakeServers } from "./harness.js";
 
 /** Issue 16's conformity points over stdio against the built CLI on the simulated desktop. */
 
-const harnesses: McpHarness[] = [];
-async function start(env: Record<string, string>): Promise<McpHarness> {
-  const h = await McpHarness.start({ UIINSPECT_PLATFORM: "fake", ...LOOSE_BUDGETS, ...env });
-  harnesses.push(h);
-  return h;
-}
-afterAll(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
-
-const scenario = (windows: Array<Record<string, unknown>>) => ({
-  session: 1,
-  foreground: 1001,
-  windows,
-  consent: { answer: "approve" },
-});
+const start = fakeServers();
+const scenario = fakeScenario;
 const MINIMIZED = ruffleWindow({ hwnd: 1002, pid: 4243, title: "Ruffle - other.swf", iconic: true, z: 1 });
 
 describe("wait_for_title_change never shows a title outside the policy", () => {

@@ -1,16 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import {
-  CLI,
-  FakeDesktop,
-  filePolicy,
-  LOOSE_BUDGETS,
-  McpHarness,
-  RUFFLE,
-  ruffleWindow,
-} from "../support/mcp.js";
+import { describe, expect, it } from "vitest";
+import { CLI, FakeDesktop, filePolicy, type McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { fakeScenario, fakeServers } from "./harness.js";
 
 /**
  * Issue 16 over stdio against the built CLI: profiles are read only from the operator's folder
@@ -18,22 +11,8 @@ import {
  * application never matches.
  */
 
-const harnesses: McpHarness[] = [];
-async function start(env: Record<string, string>): Promise<McpHarness> {
-  const h = await McpHarness.start({ UIINSPECT_PLATFORM: "fake", ...LOOSE_BUDGETS, ...env });
-  harnesses.push(h);
-  return h;
-}
-afterAll(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
-
-const scenario = () => ({
-  session: 1,
-  foreground: 1001,
-  windows: [ruffleWindow()],
-  consent: { answer: "approve" },
-});
+const start = fakeServers();
+const scenario = () => fakeScenario([ruffleWindow()]);
 
 /** A recorded profile, written into the folder. */
 async function recordInto(h: McpHarness, folder: string, name: string): Promise<Record<string, unknown>> {

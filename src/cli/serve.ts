@@ -6,6 +6,7 @@ import { ConfigError } from "../supervisor/config.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/server.js";
 import { installShutdown } from "../supervisor/shutdown.js";
+import { singleDrainWriter } from "../supervisor/stdoutWriter.js";
 
 /**
  * `uiinspect-mcp serve [--http HOST:PORT …]`: one MCP connection over stdio until stdin closes
@@ -36,7 +37,8 @@ export async function serve(argv: string[] = []): Promise<number> {
     capture.warm().finally(() => input.warm());
   }
   const server = createMcpServer(sup, (info) => sup.setClient(info));
-  const transport = new StdioServerTransport();
+  // One 'drain' listener on stdout however many answers are in flight (stdoutWriter.ts).
+  const transport = new StdioServerTransport(process.stdin, singleDrainWriter(process.stdout));
   // One bounded, orderly way out for every end (signals, stdin/stdout closed, uncaught errors):
   // in-flight input is cancelled and released before anything closes (src/supervisor/shutdown.ts).
   const shutdown = installShutdown({

@@ -8,6 +8,8 @@ export const ERROR_CODES = [
   "policy_invalid",
   "policy_expired",
   "policy_unreadable",
+  /** The policy file or a folder on its path can be written by someone other than the server's user or root. */
+  "policy_insecure",
   "action_not_allowed",
   "target_not_allowed",
   "target_not_found",
@@ -89,6 +91,7 @@ export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
   policy_invalid: "The policy is invalid.",
   policy_expired: "The policy has expired.",
   policy_unreadable: "The policy file cannot be read.",
+  policy_insecure: "The policy file or a folder on its path is writable by another user; it is not obeyed.",
   action_not_allowed: "The policy does not allow this action.",
   target_not_allowed: "The policy does not allow this window.",
   target_not_found: "No matching window was found.",

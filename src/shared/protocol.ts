@@ -124,10 +124,20 @@ export const OPS = {
       output: z.enum(["png", "sha256"]),
       max_png_bytes: z.number().int().positive(),
       compression_level: z.number().int().min(0).max(9),
+      /**
+       * With "sha256": window-relative points inside the region whose colours (after masking)
+       * come back as "#rrggbb" (coordinate-profile verification points).
+       */
+      sample_points: z
+        .array(z.tuple([z.number().int(), z.number().int()]))
+        .max(256)
+        .optional(),
     }),
     result: z.object({
       png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),
       sha256: z.string().nullable(),
+      /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
+      samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
       width: z.number().int(),
       height: z.number().int(),
       /** Screen position of the captured region's top-left corner. */

@@ -96,14 +96,20 @@ export const SETTINGS = {
   allowedProcessPaths: text({
     env: "DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS",
     scope: "policy",
-    defaultDoc: "— (any)",
-    doc: "env policy: `;`-separated absolute executable paths",
+    defaultDoc: "— (none)",
+    doc: "env policy: `;`-separated absolute executable paths; a window needs an allowed title and an allowed executable, so unset admits no window",
   }),
   allowedActions: text({
     env: "DESKTOP_AUTOMATION_ALLOWED_ACTIONS",
     scope: "policy",
     defaultDoc: "— (none)",
-    doc: "env policy: comma-separated capabilities; unset allows discovery only",
+    doc: "env policy: comma-separated capabilities; unset authorizes no tool but `health_check`",
+  }),
+  profilesDir: text({
+    env: "DESKTOP_AUTOMATION_PROFILES_DIR",
+    placeholder: "DIR",
+    scope: "policy",
+    doc: "the one folder coordinate profiles are read from (the policy file's `profiles_dir` wins); unset: profile tools answer `action_not_allowed`",
   }),
   allowUnrestrictedScreenshots: choice({
     env: "DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS",

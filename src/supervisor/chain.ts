@@ -101,6 +101,20 @@ export function requirePolicy(sup: Supervisor): EffectivePolicy {
   return state.policy;
 }
 
+/**
+ * An env policy without DESKTOP_AUTOMATION_ALLOWED_ACTIONS authorizes no tool but health_check
+ * (SPEC §4): not even discovery or the tools that need no policy.
+ */
+function refuseWithoutActions(sup: Supervisor, def: ToolDef): void {
+  if (def.name === "health_check") return;
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  if (state.status === "ok" && !state.policy.actions_configured)
+    throw uiError(
+      "action_not_allowed",
+      "DESKTOP_AUTOMATION_ALLOWED_ACTIONS is not set, so no tool but health_check is authorized.",
+    );
+}
+
 export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise<WindowInfo[]> {
   if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
   const r = await sup.workers.capture.call(
@@ -255,6 +269,7 @@ export async function runChain(
   };
 
   input.onContext?.(ctx);
+  refuseWithoutActions(sup, def);
   // Expired grants end (and their automation sessions with them) before any request is answered,
   // not only when something happens to look them up.
   sup.grants.sweepExpired();

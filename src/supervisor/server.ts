@@ -6,7 +6,9 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { quoteClientValue } from "../shared/echo.js";
 import { UiError, UiErrorBodySchema, uiError } from "../shared/errors.js";
+import { formatPath } from "../shared/strictJson.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
 import { type CallContext, runChain, type Supervisor } from "./chain.js";
 import type { ToolDef } from "./tools/define.js";
@@ -85,11 +87,25 @@ export function errorResult(err: UiError, correlationId?: string): CallToolResul
   };
 }
 
-function zodMessage(e: z.ZodError): string {
-  // Paths and zod's own wording only: never the offending value.
+/** zod's wording is ours to pass on, but never at a length the client chose. */
+const MAX_ISSUE_MESSAGE_CHARS = 200;
+
+/**
+ * Paths and zod's own wording only, never the offending value. Keys the client sent (unknown
+ * fields, record keys in a path) are quoted, escaped and cut to 64 code points (quoteClientValue),
+ * so a 1 MB key name costs the answer a few dozen bytes.
+ */
+export function zodMessage(e: z.ZodError): string {
   return e.issues
     .slice(0, 5)
-    .map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`)
+    .map((i) => {
+      const where = i.path.length > 0 ? formatPath(i.path) : "(arguments)";
+      if (i.code === "unrecognized_keys") {
+        const keys = i.keys.slice(0, 3).map((k) => quoteClientValue(k));
+        return `${where}: unknown field${i.keys.length > 1 ? "s" : ""} ${keys.join(", ")}${i.keys.length > 3 ? ", …" : ""}`;
+      }
+      return `${where}: ${i.message.slice(0, MAX_ISSUE_MESSAGE_CHARS)}`;
+    })
     .join("; ");
 }
 
@@ -163,7 +179,7 @@ export async function callTool(
     reason = err.code;
     return errorResult(err, correlationId);
   } finally {
-    if (def) {
+    if (def && def.audited !== false) {
       const t = ctx?.target ?? null;
       sup.audit.record({
         correlation_id: correlationId,
@@ -188,6 +204,7 @@ const DENIALS = new Set([
   "policy_invalid",
   "policy_expired",
   "policy_unreadable",
+  "policy_insecure",
   "action_not_allowed",
   "target_not_allowed",
   "consent_required",

@@ -13,7 +13,7 @@ export type ShutdownCause =
   | "uncaught_error";
 
 export interface ShutdownLogger {
-  info(fields: Record<string, unknown>, event: string): void;
+  debug(fields: Record<string, unknown>, event: string): void;
   error(fields: Record<string, unknown>, event: string): void;
 }
 
@@ -58,7 +58,8 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
     if (started) return;
     started = true;
     const code = cause === "uncaught_error" ? 1 : 0;
-    opts.logger.info({ cause }, "server_stopping");
+    // Debug: a normal end (the client closed stdin) must not show as an error line in clients.
+    opts.logger.debug({ cause }, "server_stopping");
     const timer = setTimeout(() => {
       opts.logger.error({ cause, bound_ms: bound }, "shutdown_bound_reached");
       resolveDone(code);

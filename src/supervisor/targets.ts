@@ -42,11 +42,15 @@ export interface ResolvedTarget {
   expectation: TargetExpectation;
 }
 
-/** Windows the policy lets anyone see: visible, titled, allowed by title and executable. */
+/**
+ * The windows list_windows shows (and title_contains searches): visible, not minimized, titled,
+ * allowed by title and executable. A minimized window is reached by its hwnd only.
+ */
 export function allowedWindows(policy: EffectivePolicy, all: readonly WindowInfo[]): WindowInfo[] {
   return all.filter(
     (w) =>
       w.visible &&
+      !w.iconic &&
       w.title !== "" &&
       w.instance !== null &&
       windowAllowed(policy, { title: w.title, exe_path: w.instance.exe_path }),

@@ -10,8 +10,8 @@ import { effectiveFromFile } from "../../src/supervisor/policy/load.js";
 import { readPolicyFile } from "../../src/supervisor/policy/parse.js";
 import {
   checkProfile,
-  loadProfile,
   parseProfileText,
+  profileOrThrow,
   readProfileFile,
   recordProfile,
   resolvePoint,
@@ -35,6 +35,12 @@ function tempFile(text: string): string {
   writeFileSync(p, text);
   return p;
 }
+
+function loadProfile(path: string): CoordinateProfile {
+  return profileOrThrow(readProfileFile(path));
+}
+
+const RUFFLE = "C:\\Program Files\\ruffle\\bin\\ruffle.exe";
 
 function example(): CoordinateProfile {
   return JSON.parse(readFileSync(EXAMPLE, "utf8")) as CoordinateProfile;
@@ -65,6 +71,7 @@ describe("schema/coordinate_profile.schema.json", () => {
     expect(s.additionalProperties).toBe(false);
     expect([...s.required].sort()).toEqual(
       [
+        "application",
         "profile_id",
         "reference_hash",
         "reference_region",
@@ -105,12 +112,28 @@ describe("validate-profile", () => {
     ],
     [
       "point outside the window",
-      (p) => ({ ...p, verification_points: [{ name: "far", x: 824, y: 0 }] }),
+      (p) => ({ ...p, verification_points: [{ name: "far", x: 824, y: 0, color: "#000000" }] }),
       /verification_points\[0\]: lies outside window_size/,
     ],
     [
+      "point outside the reference region",
+      (p) => ({ ...p, verification_points: [{ name: "edge", x: 5, y: 5, color: "#000000" }] }),
+      /verification_points\[0\]: lies outside the reference region/,
+    ],
+    [
+      "point without its colour",
+      (p) => ({ ...p, verification_points: [{ name: "dot", x: 20, y: 60 }] }),
+      /verification_points\[0\]\.color/,
+    ],
+    ["no application", (p) => ({ ...p, application: undefined }), /application/],
+    [
+      "relative executable path",
+      (p) => ({ ...p, application: { executable_path: "ruffle.exe" } }),
+      /application\.executable_path: must be a full/,
+    ],
+    [
       "duplicate names across regions and points",
-      (p) => ({ ...p, verification_points: [{ name: "play_button", x: 1, y: 1 }] }),
+      (p) => ({ ...p, verification_points: [{ name: "play_button", x: 20, y: 60, color: "#000000" }] }),
       /verification_points\[0\]\.name: duplicate name/,
     ],
     [
@@ -189,26 +212,37 @@ describe("resolvePoint", () => {
 
 describe("checkProfile", () => {
   const p = loadProfile(EXAMPLE);
-  const win = { rect: [100, 100, 924, 740] as Rect };
-  it("matches on same size and hash", () => {
-    expect(checkProfile(p, win, p.reference_hash)).toEqual({
+  const win = { rect: [100, 100, 924, 740] as Rect, exe_path: RUFFLE };
+  const same = { hash: p.reference_hash, colors: p.verification_points.map((v) => v.color) };
+  it("matches on same application, size, hash and colours", () => {
+    expect(checkProfile(p, win, same)).toEqual({
       matches: true,
       reason: "ok",
       expected_size: [824, 640],
       actual_size: [824, 640],
     });
+    // Windows paths compare normalized and case-insensitively.
+    expect(checkProfile(p, { ...win, exe_path: RUFFLE.toUpperCase() }, same).reason).toBe("ok");
   });
-  it("reports size and hash mismatches separately", () => {
-    expect(checkProfile(p, { rect: [100, 100, 925, 740] }, p.reference_hash).reason).toBe("size_mismatch");
-    expect(checkProfile(p, { rect: [100, 100, 925, 740] }, null).reason).toBe("size_mismatch");
-    expect(checkProfile(p, win, "0".repeat(64))).toMatchObject({ matches: false, reason: "hash_mismatch" });
+  it("reports application, size, hash and colour mismatches separately", () => {
+    const other = { ...win, exe_path: "C:\\Windows\\notepad.exe" };
+    expect(checkProfile(p, other, same).reason).toBe("application_mismatch");
+    expect(checkProfile(p, { ...win, exe_path: "" }, same).reason).toBe("application_mismatch");
+    const wider = { ...win, rect: [100, 100, 925, 740] as Rect };
+    expect(checkProfile(p, wider, same).reason).toBe("size_mismatch");
+    expect(checkProfile(p, wider, null).reason).toBe("size_mismatch");
+    expect(checkProfile(p, win, { ...same, hash: "0".repeat(64) })).toMatchObject({
+      matches: false,
+      reason: "hash_mismatch",
+    });
     expect(checkProfile(p, win, null).reason).toBe("hash_mismatch");
+    expect(checkProfile(p, win, { ...same, colors: ["#000000", "#3366cc"] }).reason).toBe("color_mismatch");
   });
 });
 
 describe("recordProfile", () => {
-  const win = { rect: [50, 60, 850, 660] as Rect }; // 800 × 600
-  const hash = "ab".repeat(32);
+  const win = { rect: [50, 60, 850, 660] as Rect, exe_path: "/usr/bin/board-game" }; // 800 × 600
+  const capture = { hash: "ab".repeat(32), colors: ["#102030"] };
   const args = {
     profile_id: "rec-1",
     reference_region_name: "board",
@@ -216,40 +250,57 @@ describe("recordProfile", () => {
       { name: "board", rect: [10, 10, 410, 410] as Rect, description: "game board" },
       { name: "ok", rect: [700, 550, 780, 590] as Rect },
     ],
-    verification_points: [{ name: "corner", x: 799, y: 599 }],
+    verification_points: [{ name: "corner", x: 409, y: 409 }],
   };
 
   it("returns a profile that validates and that check then matches (round trip through a file)", () => {
-    const p = recordProfile(args, win, hash);
+    const p = recordProfile(args, win, capture);
     expect(p).toMatchObject({
       schema_version: 1,
+      application: { executable_path: "/usr/bin/board-game" },
       window_size: [800, 600],
       reference_region: { name: "board", rect: [10, 10, 410, 410] },
-      reference_hash: hash,
+      reference_hash: capture.hash,
+      verification_points: [{ name: "corner", x: 409, y: 409, color: "#102030" }],
     });
     expect(p.app_version).toBeUndefined();
     const path = tempFile(JSON.stringify(p, null, 2));
     expect(validateProfileFile(path).ok).toBe(true);
     const back = loadProfile(path);
     expect(back).toEqual(p);
-    expect(checkProfile(back, win, hash)).toMatchObject({ matches: true, reason: "ok" });
+    expect(checkProfile(back, win, capture)).toMatchObject({ matches: true, reason: "ok" });
     expect(resolvePoint(back, "ok")).toMatchObject({ x: 739, y: 569 });
   });
 
-  it("keeps app_version and takes the reference from the policy's regions when the profile lacks it", () => {
-    const p = recordProfile({ ...args, reference_region_name: "stage", app_version: "1.2" }, win, hash, [
-      { name: "stage", rect: [0, 0, 800, 600] },
-    ]);
+  it("keeps app_version and takes the reference from the policy's regions, exactly", () => {
+    const policy = [{ name: "stage", rect: [0, 0, 800, 600] as Rect }];
+    const p = recordProfile(
+      { ...args, reference_region_name: "stage", app_version: "1.2" },
+      win,
+      capture,
+      policy,
+    );
     expect(p.app_version).toBe("1.2");
     expect(p.reference_region).toEqual({ name: "stage", rect: [0, 0, 800, 600] });
+    // A recorded safe region of the policy region's name with another rect is refused.
+    const shifted = {
+      ...args,
+      reference_region_name: "stage",
+      safe_regions: [{ name: "stage", rect: [1, 0, 800, 600] as Rect }],
+    };
+    expect(codeOf(() => recordProfile(shifted, win, capture, policy))).toMatch(
+      /^invalid_argument: safe_regions/,
+    );
   });
 
   it("refuses what would not validate, naming fields only", () => {
-    const outside = { ...args, verification_points: [{ name: "corner", x: 800, y: 10 }] };
-    expect(codeOf(() => recordProfile(outside, win, hash))).toMatch(
-      /^invalid_argument: .*verification_points\[0\]/,
+    const outside = { ...args, verification_points: [{ name: "corner", x: 799, y: 10 }] };
+    expect(codeOf(() => recordProfile(outside, win, capture))).toMatch(
+      /^invalid_argument: verification_points\[0\]: lies outside the reference region/,
     );
-    expect(codeOf(() => recordProfile(args, win, "nothex"))).toMatch(/^invalid_argument: .*reference_hash/);
+    expect(codeOf(() => recordProfile(args, win, { ...capture, hash: "nothex" }))).toMatch(
+      /^invalid_argument: .*reference_hash/,
+    );
     const unknown = codeOf(() =>
       resolveReferenceRegion({ ...args, reference_region_name: "zzz" }, [
         { name: "stage", rect: [0, 0, 1, 1] },
@@ -268,14 +319,18 @@ describe("planReferenceCapture", () => {
     allow_unrestricted_screenshots: false,
   };
   const win = { rect: [100, 100, 924, 740] as Rect };
-  it("file policy: the reference must lie inside a safe region; masks are the policy's", () => {
-    expect(planReferenceCapture(file, win, { rect: [20, 60, 700, 90] })).toEqual({
-      region: [20, 60, 700, 90],
-      masks: [[600, 60, 700, 90]],
+  it("file policy: the reference is the policy's safe region of that name, exactly; masks are the policy's", () => {
+    expect(planReferenceCapture(file, win, { name: "stage", rect: [12, 40, 812, 628] })).toEqual({
+      region: [12, 40, 812, 628],
+      masks: [[600, 40, 812, 100]],
       region_name: null,
     });
-    expect(codeOf(() => planReferenceCapture(file, win, { rect: [0, 0, 100, 100] }))).toMatch(
-      /^action_not_allowed/,
+    // Inside the policy's region, but not it: refused (so are other names).
+    expect(codeOf(() => planReferenceCapture(file, win, { name: "stage", rect: [20, 60, 700, 90] }))).toBe(
+      "action_not_allowed: The reference region's rect differs from the policy's safe region of that name.",
+    );
+    expect(codeOf(() => planReferenceCapture(file, win, { name: "inner", rect: [20, 60, 700, 90] }))).toBe(
+      "action_not_allowed: The reference region names no safe region of the policy.",
     );
   });
   it("env policy: only with unrestricted screenshots", () => {
@@ -285,12 +340,14 @@ describe("planReferenceCapture", () => {
       screenshot_masks: [],
       allow_unrestricted_screenshots: false,
     };
-    expect(codeOf(() => planReferenceCapture(env, win, { rect: [0, 0, 10, 10] }))).toMatch(
+    expect(codeOf(() => planReferenceCapture(env, win, { name: "r", rect: [0, 0, 10, 10] }))).toMatch(
       /^action_not_allowed/,
     );
     const on = { ...env, allow_unrestricted_screenshots: true };
-    expect(planReferenceCapture(on, win, { rect: [0, 0, 10, 10] }).region).toEqual([0, 0, 10, 10]);
-    expect(codeOf(() => planReferenceCapture(on, win, { rect: [0, 0, 900, 10] }))).toMatch(/^out_of_bounds/);
+    expect(planReferenceCapture(on, win, { name: "r", rect: [0, 0, 10, 10] }).region).toEqual([0, 0, 10, 10]);
+    expect(codeOf(() => planReferenceCapture(on, win, { name: "r", rect: [0, 0, 900, 10] }))).toMatch(
+      /^out_of_bounds/,
+    );
   });
 });
 
@@ -307,7 +364,11 @@ describe("the example profile against the simulated desktop", () => {
     const handler = captureHandlers["capture.region"];
     if (!handler) throw new Error("no handler");
 
-    const hashNow = async (): Promise<{ hash: string | null; rect: Rect }> => {
+    const hashNow = async (): Promise<{
+      capture: { hash: string; colors: string[] };
+      rect: Rect;
+      exe_path: string;
+    }> => {
       const w = await platform.desktop.getWindow("1001");
       if (!w?.instance) throw new Error("sample window missing");
       const plan = planReferenceCapture(policy, w, profile.reference_region);
@@ -320,6 +381,7 @@ describe("the example profile against the simulated desktop", () => {
           output: "sha256",
           max_png_bytes: 1,
           compression_level: 6,
+          sample_points: profile.verification_points.map((v) => [v.x, v.y]),
         }),
         {
           signal: new AbortController().signal,
@@ -328,11 +390,15 @@ describe("the example profile against the simulated desktop", () => {
           platform,
         },
       );
-      return { hash: r.sha256, rect: w.rect };
+      return {
+        capture: { hash: r.sha256 ?? "", colors: r.samples ?? [] },
+        rect: w.rect,
+        exe_path: w.instance.exe_path,
+      };
     };
 
     const first = await hashNow();
-    expect(checkProfile(profile, first, first.hash)).toMatchObject({ matches: true, reason: "ok" });
+    expect(checkProfile(profile, first, first.capture)).toMatchObject({ matches: true, reason: "ok" });
     // Record from the live window: the recorded profile validates and matches.
     const recorded = recordProfile(
       {
@@ -342,19 +408,22 @@ describe("the example profile against the simulated desktop", () => {
         verification_points: profile.verification_points,
       },
       first,
-      first.hash ?? "",
+      first.capture,
+      policy.safe_regions,
     );
     expect(recorded.reference_hash).toBe(profile.reference_hash);
+    expect(recorded.verification_points).toEqual(profile.verification_points);
+    expect(recorded.application).toEqual(profile.application);
 
     // A repaint under a mask changes nothing; one in the open part of the stage does.
     const w0 = scenario.windows[0];
     w0.paint = [...(w0.paint ?? []), { rect: [700, 300, 720, 320], fill: "#123456" }];
     writeScenarioFile(scenarioPath, scenario);
-    expect((await hashNow()).hash).toBe(profile.reference_hash);
+    expect((await hashNow()).capture.hash).toBe(profile.reference_hash);
     w0.paint = [...(w0.paint ?? []), { rect: [300, 300, 301, 301], fill: "#123456" }];
     writeScenarioFile(scenarioPath, scenario);
     const changed = await hashNow();
-    expect(checkProfile(profile, changed, changed.hash)).toMatchObject({
+    expect(checkProfile(profile, changed, changed.capture)).toMatchObject({
       matches: false,
       reason: "hash_mismatch",
     });

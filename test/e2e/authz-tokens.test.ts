@@ -134,7 +134,7 @@ describe("confirmation tokens", () => {
 
   it("tokens never appear in the audit or on stderr", async () => {
     expect(issued.length).toBeGreaterThanOrEqual(6);
-    const events = JSON.stringify(await audit(h, 1000));
+    const events = JSON.stringify(await audit(h, 100));
     const stderr = h.stderr.join("");
     // debug logging is on, so stderr is not trivially empty
     expect(stderr.length).toBeGreaterThan(0);
@@ -142,7 +142,7 @@ describe("confirmation tokens", () => {
       expect(events).not.toContain(t);
       expect(stderr).not.toContain(t);
     }
-    const rc = (await audit(h, 1000)).filter((e) => e.tool === "request_confirmation");
+    const rc = (await audit(h, 100)).filter((e) => e.tool === "request_confirmation");
     expect(rc.length).toBe(issued.length + 3);
   });
 });

@@ -413,7 +413,7 @@ describe("coordinate profiles", () => {
     const d = new FakeDesktop(scenario([paintedRuffle()]));
     const h = await start({
       UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy({ profiles_dir: d.dir })),
     });
     await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
     const rec = await h.ok("record_coordinate_profile", {
@@ -421,7 +421,7 @@ describe("coordinate profiles", () => {
       profile_id: "ruffle-game",
       reference_region_name: "stage",
       safe_regions: [{ name: "play", rect: [20, 60, 120, 90] }],
-      verification_points: [{ name: "logo", x: 5, y: 7 }],
+      verification_points: [{ name: "logo", x: 15, y: 57 }],
       app_version: "0.1",
     });
     expect(rec.correlation_id).toMatch(/^[0-9a-f]{12}$/);
@@ -431,6 +431,8 @@ describe("coordinate profiles", () => {
       profile_id: "ruffle-game",
       window_size: [824, 640],
       reference_region: { name: "stage", rect: [10, 50, 330, 290] },
+      application: { executable_path: RUFFLE },
+      verification_points: [{ name: "logo", x: 15, y: 57, color: expect.stringMatching(/^#[0-9a-f]{6}$/) }],
     });
     expect(profile.reference_hash).toMatch(/^[0-9a-f]{64}$/);
     const file = join(d.dir, "profile.json");
@@ -482,7 +484,7 @@ describe("coordinate profiles", () => {
     ).toMatchObject({ x: 69, y: 74, kind: "safe_region", window_size: [824, 640] });
     expect(
       await h.ok("resolve_coordinate_profile_point", { profile_path: file, region_name: "logo" }),
-    ).toMatchObject({ x: 5, y: 7, kind: "verification_point" });
+    ).toMatchObject({ x: 15, y: 57, kind: "verification_point" });
     const unknown = await h.call("resolve_coordinate_profile_point", {
       profile_path: file,
       region_name: "nope",

@@ -102,7 +102,7 @@ describe("the CLI verbs", () => {
     }
   });
 
-  it("doctor warns when the policy matches no window, and when a policy file is writable by others", () => {
+  it("doctor warns when the policy matches no window, and fails a policy file writable by others", () => {
     const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
     const policy = join(dir, "p.json");
     writeFileSync(
@@ -113,12 +113,11 @@ describe("the CLI verbs", () => {
         application: { executable_path: "/usr/bin/none", title_patterns: ["never *"] },
         allowed_actions: ["observe"],
       }),
-      { mode: 0o666 },
+      { mode: 0o600 },
     );
-    chmodSync(policy, 0o666);
-    const r = run(["doctor", "--json", "--platform", "fake", "--policy", policy], {
-      UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
-    });
+    chmodSync(policy, 0o600);
+    const env = { UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json") };
+    const r = run(["doctor", "--json", "--platform", "fake", "--policy", policy], env);
     expect(r.status, r.stdout).toBe(0);
     const checks = doctorJson(r.stdout).checks;
     const byId = (id: string) => checks.find((c) => c.id === id);
@@ -126,8 +125,16 @@ describe("the CLI verbs", () => {
       status: "warn",
       summary: "matches none of the 3 windows now",
     });
-    expect(byId("policy_permissions")?.status).toBe("warn");
+    expect(byId("policy_permissions")?.status).toBe("ok");
     expect(byId("policy_regions")?.status).toBe("warn");
+    // StrictModes: a policy others can write is refused, and doctor names the file and the bits.
+    chmodSync(policy, 0o666);
+    const insecure = run(["doctor", "--json", "--platform", "fake", "--policy", policy], env);
+    expect(insecure.status, insecure.stdout).toBe(1);
+    const p = doctorJson(insecure.stdout).checks.find((c) => c.id === "policy");
+    expect(p?.status).toBe("fail");
+    expect(p?.summary).toContain("policy_insecure");
+    expect(p?.summary).toContain("writable by group and others");
   });
 
   it("doctor fails the lease check when the lease is on but no broker answers", () => {

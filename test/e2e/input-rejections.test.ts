@@ -96,7 +96,7 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
   });
   afterEach(() => d.write(scenario([ruffleWindow()])));
   const audit = async () =>
-    (await h.ok("get_audit_events", { limit: 500 })).events as Array<Record<string, unknown>>;
+    (await h.ok("get_audit_events", { limit: 100 })).events as Array<Record<string, unknown>>;
 
   it("coordinates outside the window are out_of_bounds", async () => {
     // The window is 824 × 640: x 0…823, y 0…639.

@@ -303,7 +303,7 @@ describe("audit of input attempts", () => {
     const refused = await h.call("send_text", { hwnd: 1001, text: `${CANARY}\u0000` });
     expect(refused.code).toBe("invalid_argument");
     await h.ok("send_key", { hwnd: 1001, key: "q", modifiers: ["ctrl"], hold_ms: 0 });
-    const events = (await h.ok("get_audit_events", { limit: 200 })).events as Array<Record<string, unknown>>;
+    const events = (await h.ok("get_audit_events", { limit: 100 })).events as Array<Record<string, unknown>>;
     const sent = events.find((e) => e.tool === "send_text" && e.outcome === "allow");
     expect(sent).toMatchObject({ action: "text", reason: "ok", pid: 4242 });
     expect((sent?.counters as Record<string, unknown> | undefined)?.chars).toBe(typed.length);

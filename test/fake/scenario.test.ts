@@ -88,7 +88,7 @@ describe("scenario parsing", () => {
       expect.unreachable();
     } catch (e) {
       const m = (e as Error).message;
-      expect(m).toContain("windows.0.title");
+      expect(m).toContain("windows[0].title");
       expect(m).not.toContain(secret);
     }
   });

@@ -7,6 +7,7 @@ import {
   auditEvents,
   buildLease,
   ClientProc,
+  copyForOtherUid,
   FIXTURES,
   instanceOf,
   manager,
@@ -209,19 +210,25 @@ describe("lease manager and broker (real processes, Linux)", () => {
       // The same uid through the same raw path is answered (the check is what refused above).
       const same = await run([join(FIXTURES, "leaseClient.mjs"), "raw"], sb.env);
       expect(JSON.parse(same.stdout.trim())).toMatchObject({ result: "answered" });
-      // Without the capability the 0700 runtime folder already stops the other uid.
-      const plain = new ClientProc(sb.env, [
-        "setpriv",
-        `--reuid=${OTHER_UID}`,
-        `--regid=${OTHER_UID}`,
-        "--clear-groups",
-      ]);
-      expect(await plain.next()).toEqual({ ready: true });
-      expect(await plain.ask({ capability: "inspect", instance: targetInstance })).toEqual({
-        ok: false,
-        code: "broker_unavailable",
-      });
-      plain.stop();
+      // Without the capability the 0700 runtime folder already stops the other uid. What it
+      // runs is a world-readable copy: without the capability it could not read the checkout
+      // when that sits in an owner-only folder.
+      const copy = copyForOtherUid();
+      try {
+        const plain = new ClientProc(
+          { ...sb.env, LEASE_OUT: copy.out },
+          ["setpriv", `--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, "--clear-groups"],
+          copy.fixtures,
+        );
+        expect(await plain.next()).toEqual({ ready: true });
+        expect(await plain.ask({ capability: "inspect", instance: targetInstance })).toEqual({
+          ok: false,
+          code: "broker_unavailable",
+        });
+        plain.stop();
+      } finally {
+        rmSync(copy.dir, { recursive: true, force: true });
+      }
     },
   );
 

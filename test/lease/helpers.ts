@@ -1,5 +1,14 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
@@ -215,16 +224,32 @@ export function manager(args: string[], env: Record<string, string>): Promise<Ru
 }
 
 /** One long-lived client process (a stand-in for an MCP server). */
+/**
+ * What another uid runs (the fixtures, the compiled lease code and the one package it imports),
+ * copied into a world-readable temporary folder: the checkout may sit in a folder only its owner
+ * can enter (mktemp -d, a Debian home directory), where that uid could not read it.
+ */
+export function copyForOtherUid(): { dir: string; fixtures: string; out: string } {
+  const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-other-"));
+  chmodSync(dir, 0o755);
+  const out = join(dir, "out");
+  const fixtures = join(dir, "fixtures");
+  cpSync(OUT, out, { recursive: true });
+  cpSync(FIXTURES, fixtures, { recursive: true });
+  cpSync(join(ROOT, "node_modules", "zod"), join(dir, "node_modules", "zod"), { recursive: true });
+  return { dir, fixtures, out };
+}
+
 export class ClientProc {
   readonly child: ChildProcess;
   private readonly rl: Interface;
   private readonly lines: string[] = [];
   private waiters: ((l: string) => void)[] = [];
 
-  constructor(env: Record<string, string>, prefix: string[] = []) {
+  constructor(env: Record<string, string>, prefix: string[] = [], fixtures = FIXTURES) {
     const cmd = prefix.length > 0 ? prefix[0]! : process.execPath;
     const args = [...prefix.slice(1), ...(prefix.length > 0 ? [process.execPath] : [])];
-    this.child = spawn(cmd, [...args, join(FIXTURES, "leaseClient.mjs"), "serve"], {
+    this.child = spawn(cmd, [...args, join(fixtures, "leaseClient.mjs"), "serve"], {
       env,
       stdio: ["pipe", "pipe", "inherit"],
     });

@@ -58,10 +58,10 @@ describe("globMatch", () => {
 });
 
 describe("windowAllowed", () => {
-  it("title only when no process paths are configured", () => {
+  it("no window at all when no process paths are configured (SPEC §4: title AND executable)", () => {
     const p = envPolicy({ DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle - *,*Notepad" });
-    expect(windowAllowed(p, { title: "Ruffle - a.swf", exe_path: "/anything" })).toBe(true);
-    expect(windowAllowed(p, { title: "x - Notepad", exe_path: "" })).toBe(true);
+    expect(windowAllowed(p, { title: "Ruffle - a.swf", exe_path: "/anything" })).toBe(false);
+    expect(windowAllowed(p, { title: "x - Notepad", exe_path: "" })).toBe(false);
     expect(windowAllowed(p, { title: "Terminal", exe_path: "/usr/bin/ruffle" })).toBe(false);
   });
 

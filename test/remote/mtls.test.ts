@@ -130,8 +130,8 @@ describe("mTLS remote mode", () => {
       "confirmation_invalid",
     );
     // Audit: each sees only events with its own client id, and the two ids differ.
-    const ea = (await a.ok("get_audit_events", { limit: 1000 })).events as Array<{ client: string }>;
-    const eb = (await b.ok("get_audit_events", { limit: 1000 })).events as Array<{ client: string }>;
+    const ea = (await a.ok("get_audit_events", { limit: 100 })).events as Array<{ client: string }>;
+    const eb = (await b.ok("get_audit_events", { limit: 100 })).events as Array<{ client: string }>;
     const ida = new Set(ea.map((e) => e.client));
     const idb = new Set(eb.map((e) => e.client));
     expect(ida.size).toBe(1);

@@ -137,7 +137,7 @@ export interface AuditEvent {
   process_start: string | null;
 }
 
-export async function audit(h: McpHarness, limit = 200): Promise<AuditEvent[]> {
+export async function audit(h: McpHarness, limit = 100): Promise<AuditEvent[]> {
   return (await h.ok("get_audit_events", { limit })).events as AuditEvent[];
 }
 

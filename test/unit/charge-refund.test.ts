@@ -57,6 +57,7 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
       target: {
         instanceKey: KEY,
         window: { rect: [0, 0, 824, 640] },
+        instance: { exe_path: "/usr/bin/ruffle" },
         expectation: { hwnd: "1001" },
       },
       signal,

@@ -32,6 +32,7 @@ const ST_EXPANDABLE = 9;
 const ST_EXPANDED = 10;
 const ST_SELECTABLE = 22;
 const ST_SELECTED = 23;
+const ST_SHOWING = 25;
 
 type Rect = [number, number, number, number];
 interface Element {
@@ -234,6 +235,25 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       );
     });
 
+    /** The gtk3-demo tree cell (from inspect_tree, with its ref) at a screen rect from AT-SPI. */
+    async function demoCellAt(screen: Rect): Promise<Element | undefined> {
+      const live = (await p.desktop.getWindow(demo.hwnd))!;
+      const tree = await h.ok("inspect_tree", { hwnd: demo.hwnd, max_depth: 12, max_nodes: 2000 });
+      const flat: Element[] = [];
+      const visit = (e: Element) => {
+        flat.push(e);
+        for (const c of e.children ?? []) visit(c);
+      };
+      visit(tree.root as Element);
+      return flat.find(
+        (e) =>
+          e.role === "cell" &&
+          e.rect !== null &&
+          e.rect[0] + live.rect[0] === screen[0] &&
+          e.rect[1] + live.rect[1] === screen[1],
+      );
+    }
+
     it("expand_element / collapse_element on a gtk3-demo tree row, read back as EXPANDED and more rows", async () => {
       const nodes = await walk(demo);
       const tree = nodes.find((n) => n.f.role === "tree");
@@ -250,23 +270,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         }
       }
       expect(row).not.toBeNull();
-      const live = (await p.desktop.getWindow(demo.hwnd))!;
-      const tree2 = await h.ok("inspect_tree", { hwnd: demo.hwnd, max_depth: 12, max_nodes: 2000 });
-      const flat: Element[] = [];
-      const visit = (e: Element) => {
-        flat.push(e);
-        for (const c of e.children ?? []) visit(c);
-      };
-      visit(tree2.root as Element);
-      const el = flat.find(
-        (e) =>
-          e.role === "cell" &&
-          e.rect !== null &&
-          e.rect[0] + live.rect[0] === row!.f.rect![0] &&
-          e.rect[1] + live.rect[1] === row!.f.rect![1] &&
-          e.patterns.includes("expand_collapse"),
-      );
-      expect(el).toBeDefined();
+      const el = await demoCellAt(row!.f.rect!);
+      expect(el?.patterns).toContain("expand_collapse");
       const rowsBefore = await childCount(tree!.h);
       expect((await h.call("expand_element", { ref: el!.ref })).isError).toBe(false);
       await waitFor("expanded", async () => ((await states(row!.h)).has(ST_EXPANDED) ? true : null));
@@ -279,6 +284,28 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await waitFor("child rows hidden", async () =>
         (await childCount(tree!.h)) === rowsBefore ? true : null,
       );
+    });
+
+    it("expand_element on a tree row that cannot expand (GTK still gives it an expand action): pattern_not_supported", async () => {
+      const nodes = await walk(demo);
+      // A top-level demo without children: a cell GTK does not mark EXPANDABLE.
+      let leaf: Node | null = null;
+      for (const n of nodes) {
+        if (n.f.role !== "cell" || !n.f.rect || n.f.rect[1] < 0) continue;
+        const st = await states(n.h);
+        if (!st.has(ST_EXPANDABLE) && st.has(ST_SHOWING)) {
+          leaf = n;
+          break;
+        }
+      }
+      expect(leaf).not.toBeNull();
+      expect(leaf!.f.patterns).not.toContain("expand_collapse");
+      const el = await demoCellAt(leaf!.f.rect!);
+      expect(el).toBeDefined();
+      expect(el!.patterns).not.toContain("expand_collapse");
+      for (const tool of ["expand_element", "collapse_element"])
+        expect((await h.call(tool, { ref: el!.ref })).code, tool).toBe("pattern_not_supported");
+      expect((await states(leaf!.h)).has(ST_EXPANDED)).toBe(false);
     });
 
     it("expand_element on GTK's expander and combo box: pattern_not_supported (GTK exposes no expand action), state unchanged", async () => {

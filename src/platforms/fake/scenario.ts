@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, renameSync, type Stats, statSync, writeFileSync } from "node:fs";
+import { renameSync, type Stats, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import { readBoundedFile } from "../../shared/boundedFile.js";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, RectSchema } from "../../shared/geometry.js";
+import { formatPath, MAX_REPORTED_PROBLEMS, parseStrictJson } from "../../shared/strictJson.js";
 
 /**
  * The scenario file of the simulated desktop (SPEC §10). Every object is strict: an
@@ -151,17 +153,27 @@ export interface LoadedScenario {
   readonly version: number;
 }
 
+/** A scenario holds a few windows and their trees; 8 MiB is far more than any test writes. */
+export const MAX_SCENARIO_FILE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Each level of an accessibility tree costs two JSON levels (node, children) below the four of
+ * scenario → windows → window → tree; 160 leaves room for trees deeper than inspect_tree's
+ * max_depth (32), which tests need to show truncation, and still bounds the recursive schema.
+ */
+export const MAX_SCENARIO_NESTING_DEPTH = 160;
+
 /** Parses scenario text; throws a plain Error naming the failing fields (never their values). */
 export function parseScenario(text: string): Scenario {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    throw new Error("scenario is not valid JSON");
-  }
-  const r = ScenarioSchema.safeParse(raw);
+  // Linear time, nesting capped before the recursive tree schema runs, duplicate keys refused.
+  const json = parseStrictJson(text, MAX_SCENARIO_NESTING_DEPTH);
+  if (!json.ok) throw new Error(`scenario is not valid JSON: ${json.reasons.join("; ")}`);
+  const r = ScenarioSchema.safeParse(json.value);
   if (!r.success) {
-    const where = r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    const where = r.error.issues
+      .slice(0, MAX_REPORTED_PROBLEMS)
+      .map((i) => `${formatPath(i.path)}: ${i.message.slice(0, 200)}`)
+      .join("; ");
     throw new Error(`scenario is invalid: ${where}`);
   }
   return r.data;
@@ -225,13 +237,12 @@ export class ScenarioReader {
     }
     const key = statKey(st);
     if (key === this.key && this.readAt - this.mtimeMs >= RACY_WINDOW_MS) return;
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(this.path);
-    } catch {
-      this.error = "scenario file cannot be read";
+    const read = readBoundedFile(this.path, MAX_SCENARIO_FILE_BYTES);
+    if (!read.ok) {
+      this.error = read.problem === "too_big" ? "scenario file is too big" : "scenario file cannot be read";
       return;
     }
+    const bytes = read.bytes;
     const now = Date.now();
     if (key === this.key && this.bytes !== null && bytes.equals(this.bytes)) {
       this.readAt = now;

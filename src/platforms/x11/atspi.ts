@@ -36,6 +36,7 @@ const COORD_SCREEN = 0;
 // AtspiStateType bit numbers.
 const ST_DEFUNCT = 6;
 const ST_ENABLED = 8;
+const ST_EXPANDABLE = 9;
 const ST_EXPANDED = 10;
 const ST_FOCUSED = 12;
 const ST_SELECTABLE = 22;
@@ -303,7 +304,10 @@ class AtspiSession implements A11ySession {
       ) {
         patterns.push("toggle");
       }
-      if (acts.some((a) => EXPAND_ACTIONS.includes(a))) patterns.push("expand_collapse");
+      // GTK gives every tree cell an "expand or contract" action, leaves included: only a node
+      // marked EXPANDABLE can expand.
+      if (acts.some((a) => EXPAND_ACTIONS.includes(a)) && hasState(states, ST_EXPANDABLE))
+        patterns.push("expand_collapse");
       // GTK answers SelectChild true for a child it cannot select (a list box with selection
       // mode none): only a SELECTABLE child of a Selection is a selection item.
       if (parentIfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
@@ -377,7 +381,9 @@ class AtspiSession implements A11ySession {
         }
         case "expand":
         case "collapse": {
-          if (!ifaces.includes(ACTION)) throw uiError("pattern_not_supported");
+          // A node that cannot expand (a leaf row) answers so, never "ok" with no effect.
+          if (!ifaces.includes(ACTION) || !hasState(states, ST_EXPANDABLE))
+            throw uiError("pattern_not_supported", "The element cannot expand or collapse.");
           const expanded = hasState(states, ST_EXPANDED);
           const acts = await this.actionNames(n);
           const direct = action === "expand" ? "expand" : "collapse";

@@ -1,6 +1,7 @@
 import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import { sanitizeLabel, type VerifiedBy } from "../clientIdentity.js";
+import { interpreterWarning } from "../policy/interpreters.js";
 import { CAPABILITIES, CAPABILITY_DESCRIPTIONS, type Capability, isCapability } from "../policy/schema.js";
 import type { CapabilityLine, ConsentDialogContent } from "./prompter.js";
 
@@ -48,10 +49,13 @@ export function buildDialogContent(input: DialogContentInput): ConsentDialogCont
   const exe = escapeForDialog(input.instance.exe_path);
   const start = escapeForDialog(input.instance.start_time);
   const expires = new Date(input.expiresAt).toISOString();
+  // Judged on the OS's executable path, never on anything the target says about itself.
+  const warning = interpreterWarning(input.instance.exe_path);
   const text = [
     "An MCP client asks to control a program on this desktop.",
     "",
     `Program: ${exe}`,
+    ...(warning ? [`WARNING: ${warning}`] : []),
     `Process ID: ${input.instance.pid}`,
     `Process started: ${start}`,
     clientLine(label, input.clientVerified ?? null),
@@ -82,6 +86,7 @@ export function buildDialogContent(input: DialogContentInput): ConsentDialogCont
       : {}),
     expires_at: expires,
     default_button: "deny",
+    ...(warning ? { interpreter_warning: warning } : {}),
     text,
   };
 }

@@ -27,6 +27,11 @@ export interface ConsentDialogContent {
   /** RFC 3339: when a grant from this decision first expires (renewed silently while it stands). */
   expires_at: string;
   default_button: "deny";
+  /**
+   * Present when the executable is a known interpreter or runtime (python, node, java, wine…):
+   * says that the approval covers every program it runs. Also part of `text`.
+   */
+  interpreter_warning?: string;
   /** The whole text exactly as shown to the person. */
   text: string;
 }

@@ -1,3 +1,4 @@
+import { quoteClientValue } from "../../shared/echo.js";
 import { isWindowsStylePath, normalizeExecutablePath } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readPolicyFile } from "./parse.js";
@@ -18,9 +19,19 @@ export interface EffectivePolicy {
   policy_id: string | null;
   expires_at: Date | null;
   title_patterns: string[];
-  /** Normalized (normalizeExecutablePath). Empty = any executable (env mode without process paths). */
+  /**
+   * Normalized (normalizeExecutablePath). A window needs one of these AND a matching title; an
+   * empty list (env mode without DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS) admits no window.
+   */
   process_paths: string[];
   allowed_actions: ReadonlySet<Capability>;
+  /**
+   * False only in env mode without DESKTOP_AUTOMATION_ALLOWED_ACTIONS: then no tool but
+   * health_check is authorized (SPEC §4), discovery included.
+   */
+  actions_configured: boolean;
+  /** The operator's folder of coordinate profiles (absolute), or null: profile tools are refused. */
+  profiles_dir: string | null;
   /** Built-in protected set ∪ the file's protected_actions. */
   protected_actions: ReadonlySet<Capability>;
   safe_regions: { name: string; rect: PolicyRect; description?: string }[];
@@ -31,7 +42,12 @@ export interface EffectivePolicy {
   allow_unrestricted_screenshots: boolean;
 }
 
-export type PolicyErrorCode = "policy_conflict" | "policy_invalid" | "policy_unreadable" | "policy_expired";
+export type PolicyErrorCode =
+  | "policy_conflict"
+  | "policy_invalid"
+  | "policy_unreadable"
+  | "policy_insecure"
+  | "policy_expired";
 
 /** Which policy source(s) the operator configured ("file+env" only as a conflict). */
 export type ConfiguredSource = "env" | "file" | "file+env";
@@ -47,6 +63,7 @@ export const ENV = {
   processPaths: SETTINGS.allowedProcessPaths.env,
   actions: SETTINGS.allowedActions.env,
   file: SETTINGS.policyFile.env,
+  profilesDir: SETTINGS.profilesDir.env,
   unrestrictedScreenshots: SETTINGS.allowUnrestrictedScreenshots.env,
   maxActions: SETTINGS.maxActionsPerMinute.env,
   maxTextChars: SETTINGS.maxTextCharsPerMinute.env,
@@ -102,7 +119,9 @@ export function loadPolicy(env: Record<string, string | undefined>, now: () => D
   const limits = envLimits(env);
   if (file === undefined) return fromEnv(env, limits);
   if (!limits.ok) return error("policy_invalid", limits.reasons, "file");
-  return policyStatusAt(fromFile(file, limits.value), now);
+  const profilesDir = envProfilesDir(env);
+  if (!profilesDir.ok) return error("policy_invalid", profilesDir.reasons, "file");
+  return policyStatusAt(fromFile(file, limits.value, profilesDir.value), now);
 }
 
 /**
@@ -160,8 +179,22 @@ function envLimits(env: Record<string, string | undefined>): Checked<PolicyLimit
   };
 }
 
+/**
+ * DESKTOP_AUTOMATION_PROFILES_DIR: the profiles folder in env mode, and in file mode when the
+ * file names none (like the limits: the file is the more specific statement). Must be absolute.
+ */
+function envProfilesDir(env: Record<string, string | undefined>): Checked<string | null> {
+  const raw = envValue(env, ENV.profilesDir)?.trim();
+  if (raw === undefined) return { ok: true, value: null };
+  if (!isWindowsStylePath(raw) && !raw.startsWith("/"))
+    return { ok: false, reasons: [`${ENV.profilesDir}: must be a full (absolute) path`] };
+  return { ok: true, value: raw };
+}
+
 function fromEnv(env: Record<string, string | undefined>, limits: Checked<PolicyLimits>): PolicyState {
   const reasons: string[] = limits.ok ? [] : [...limits.reasons];
+  const profilesDir = envProfilesDir(env);
+  if (!profilesDir.ok) reasons.push(...profilesDir.reasons);
 
   const titles = splitList(envValue(env, ENV.titles) ?? "", ",");
   if (titles.length === 0) reasons.push(`${ENV.titles}: contains no title pattern`);
@@ -169,17 +202,18 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
   const paths = splitList(envValue(env, ENV.processPaths) ?? "", ";");
   for (const p of paths) {
     if (!isWindowsStylePath(p) && !p.startsWith("/")) {
-      reasons.push(`${ENV.processPaths}: ${JSON.stringify(p)} is not a full (absolute) path`);
+      reasons.push(`${ENV.processPaths}: ${quoteClientValue(p)} is not a full (absolute) path`);
     }
   }
 
-  // Unset means no actions at all: deny by default.
+  // Unset means no actions at all, and no tool but health_check (SPEC §4).
+  const actionsValue = envValue(env, ENV.actions);
   const allowed = new Set<Capability>();
-  for (const name of splitList(envValue(env, ENV.actions) ?? "", ",")) {
+  for (const name of splitList(actionsValue ?? "", ",")) {
     if (isCapability(name)) allowed.add(name);
     else
       reasons.push(
-        `${ENV.actions}: unknown action ${JSON.stringify(name)} (known: ${CAPABILITIES.join(", ")})`,
+        `${ENV.actions}: unknown action ${quoteClientValue(name)} (known: ${CAPABILITIES.join(", ")})`,
       );
   }
 
@@ -189,7 +223,7 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
   else if (flag !== undefined && flag !== "false")
     reasons.push(`${ENV.unrestrictedScreenshots}: must be true or false`);
 
-  if (!limits.ok || reasons.length > 0) return error("policy_invalid", reasons, "env");
+  if (!limits.ok || !profilesDir.ok || reasons.length > 0) return error("policy_invalid", reasons, "env");
   return {
     status: "ok",
     policy: {
@@ -199,6 +233,8 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
       title_patterns: titles,
       process_paths: [...new Set(paths.map(normalizeExecutablePath))],
       allowed_actions: allowed,
+      actions_configured: actionsValue !== undefined,
+      profiles_dir: profilesDir.value,
       protected_actions: new Set(BUILTIN_PROTECTED),
       safe_regions: [],
       screenshot_masks: [],
@@ -208,16 +244,17 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
   };
 }
 
-function fromFile(path: string, envDefaults: PolicyLimits): PolicyState {
+function fromFile(path: string, envDefaults: PolicyLimits, envProfiles: string | null): PolicyState {
   const read = readPolicyFile(path);
   if (!read.ok) return error(read.code, read.reasons, "file");
-  return { status: "ok", policy: effectiveFromFile(read.policy, envDefaults) };
+  return { status: "ok", policy: effectiveFromFile(read.policy, envDefaults, envProfiles) };
 }
 
 /** A validated policy file as the effective policy. Exported for validate-policy's summary. */
 export function effectiveFromFile(
   p: PolicyFile,
   envDefaults: PolicyLimits = DEFAULT_LIMITS,
+  envProfiles: string | null = null,
 ): EffectivePolicy {
   const regions = (p.safe_regions ?? []).map((r) => ({
     name: r.name,
@@ -238,6 +275,8 @@ export function effectiveFromFile(
     title_patterns: [...p.application.title_patterns],
     process_paths: [normalizeExecutablePath(p.application.executable_path)],
     allowed_actions: new Set(p.allowed_actions),
+    actions_configured: true,
+    profiles_dir: p.profiles_dir ?? envProfiles,
     protected_actions: new Set([...BUILTIN_PROTECTED, ...(p.protected_actions ?? [])]),
     safe_regions: regions,
     screenshot_masks: masks,

@@ -42,12 +42,12 @@ export interface WindowFacts {
 }
 
 /**
- * The window is inside the policy when its title matches one pattern and, when executable paths
- * are configured (always in file mode), its normalized executable path equals one of them.
+ * The window is inside the policy when its title matches one pattern AND its normalized
+ * executable path equals one of the policy's (SPEC §4, "relaxation: none"): without an
+ * executable list no window is admitted.
  */
 export function windowAllowed(policy: EffectivePolicy, w: WindowFacts): boolean {
   if (!policy.title_patterns.some((p) => globMatch(p, w.title))) return false;
-  if (policy.process_paths.length === 0) return true;
   if (w.exe_path === "") return false;
   const exe = normalizeExecutablePath(w.exe_path);
   return policy.process_paths.some((p) => p === exe);

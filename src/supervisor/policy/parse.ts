@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { fstatSync } from "node:fs";
 import {
   Composer,
   CST,
@@ -13,62 +13,65 @@ import {
   Scalar,
 } from "yaml";
 import type { z } from "zod";
+import { decodeUtf8, readBoundedFile } from "../../shared/boundedFile.js";
+import {
+  formatPath,
+  MAX_NESTING_DEPTH,
+  MAX_REPORTED_PROBLEMS,
+  parseStrictJson,
+} from "../../shared/strictJson.js";
 import { type PolicyFile, PolicyFileSchema } from "./schema.js";
+import { checkPolicyPath } from "./strictModes.js";
+
+export { formatPath };
 
 /** SPEC §4: a policy file is at most 1 MiB. */
 export const MAX_POLICY_FILE_BYTES = 1024 * 1024;
-/** The policy format is four levels deep; anything much deeper is not a policy. */
-const MAX_DEPTH = 16;
 
 export type PolicyParseResult =
   | { ok: true; policy: PolicyFile }
-  | { ok: false; code: "policy_invalid" | "policy_unreadable"; reasons: string[] };
+  | { ok: false; code: "policy_invalid" | "policy_unreadable" | "policy_insecure"; reasons: string[] };
 
 type PathSegment = string | number;
 
-/** `safe_regions[1].rect`; odd keys are quoted; the document itself is `(root)`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const seg of path) {
-    if (typeof seg === "number") out += `[${seg}]`;
-    else if (typeof seg === "string" && /^[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) out += out ? `.${seg}` : seg;
-    else out += `[${JSON.stringify(String(seg))}]`;
-  }
-  return out || "(root)";
-}
-
-const invalid = (reasons: string[]): PolicyParseResult => ({ ok: false, code: "policy_invalid", reasons });
+const invalid = (reasons: string[]): PolicyParseResult => ({
+  ok: false,
+  code: "policy_invalid",
+  reasons: reasons.slice(0, MAX_REPORTED_PROBLEMS),
+});
 
 /**
  * Reads and validates a policy file. Missing, unreadable or not-a-file is policy_unreadable;
  * too big, not UTF-8, malformed or off-schema is policy_invalid.
  */
 export function readPolicyFile(path: string): PolicyParseResult {
-  let fd: number;
-  try {
-    // O_NONBLOCK: opening a FIFO must not hang the server; it is refused below as not a regular file.
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be opened"] };
-  }
-  try {
+  // StrictModes first (POSIX): a file someone else can rewrite is no operator's ceiling.
+  const modes = process.platform === "win32" ? null : checkPolicyPath(path);
+  if (modes && !modes.ok && modes.insecure)
+    return { ok: false, code: "policy_insecure", reasons: modes.reasons };
+  const checked = modes?.ok ? modes.file : null;
+  const read = readBoundedFile(path, MAX_POLICY_FILE_BYTES, (fd) => {
+    if (!checked) return true;
+    // The file opened is the one whose owner and mode were checked (no swap in between).
     const st = fstatSync(fd);
-    if (!st.isFile()) return { ok: false, code: "policy_unreadable", reasons: ["not a regular file"] };
-    if (st.size > MAX_POLICY_FILE_BYTES) return invalid([tooBig()]);
-    // Read one byte more than allowed so a file that grew after fstat is still caught.
-    const buf = Buffer.alloc(MAX_POLICY_FILE_BYTES + 1);
-    let n = 0;
-    for (;;) {
-      const got = readSync(fd, buf, n, buf.length - n, null);
-      if (got === 0) break;
-      n += got;
-      if (n === buf.length) break;
-    }
-    return parsePolicyBytes(buf.subarray(0, n));
-  } catch {
-    return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be read"] };
-  } finally {
-    closeSync(fd);
+    return st.dev === checked.dev && st.ino === checked.ino;
+  });
+  if (read.ok) return parsePolicyBytes(read.bytes);
+  switch (read.problem) {
+    case "cannot_open":
+      return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be opened"] };
+    case "not_a_file":
+      return { ok: false, code: "policy_unreadable", reasons: ["not a regular file"] };
+    case "too_big":
+      return invalid([tooBig()]);
+    case "cannot_read":
+      return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be read"] };
+    case "refused":
+      return {
+        ok: false,
+        code: "policy_insecure",
+        reasons: ["the policy file was replaced while it was checked"],
+      };
   }
 }
 
@@ -79,12 +82,8 @@ function tooBig(): string {
 /** Validates raw file bytes: size cap, strict UTF-8 (a leading BOM is allowed), then the text. */
 export function parsePolicyBytes(bytes: Uint8Array): PolicyParseResult {
   if (bytes.length > MAX_POLICY_FILE_BYTES) return invalid([tooBig()]);
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    return invalid(["(root): the file is not valid UTF-8"]);
-  }
+  const text = decodeUtf8(bytes);
+  if (text === null) return invalid(["(root): the file is not valid UTF-8"]);
   return parsePolicyText(text);
 }
 
@@ -97,9 +96,10 @@ export function parsePolicyText(text: string): PolicyParseResult {
   if (body.trim() === "") return invalid(["(root): the file is empty"]);
   let data: DataResult;
   try {
-    data = body.trimStart().startsWith("{") ? parseJson(body) : parseYamlSubset(body);
+    data = body.trimStart().startsWith("{") ? parseStrictJson(body) : parseYamlSubset(body);
   } catch (e) {
-    // Deeply nested input can exhaust the parsers' stack; nothing else is expected here.
+    // The nesting caps run first, so the parsers' stack is never expected to run out; if it
+    // does, the file is refused rather than the server hurt.
     if (e instanceof RangeError) return invalid(["(root): the document is nested too deeply"]);
     throw e;
   }
@@ -112,79 +112,15 @@ export function parsePolicyText(text: string): PolicyParseResult {
 
 type DataResult = { ok: true; value: unknown } | { ok: false; reasons: string[] };
 
-// ---------------------------------------------------------------- JSON
-
-function lineCol(text: string, offset: number): string {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = 0; i < offset && i < text.length; i++) {
-    if (text[i] === "\n") {
-      line++;
-      lineStart = i + 1;
-    }
-  }
-  return `line ${line}, column ${offset - lineStart + 1}`;
-}
-
-function parseJson(text: string): DataResult {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    // The engine's message quotes the input; only its position is passed on.
-    const m = e instanceof SyntaxError ? /position (\d+)/.exec(e.message) : null;
-    return { ok: false, reasons: [`(root): not valid JSON${m ? ` (${lineCol(text, Number(m[1]))})` : ""}`] };
-  }
-  const dups = jsonDuplicateKeys(text);
-  return dups.length > 0 ? { ok: false, reasons: dups } : { ok: true, value };
-}
-
-type JsonFrame =
-  | { kind: "object"; keys: Set<string>; key: string | null; expectKey: boolean }
-  | { kind: "array"; index: number };
-
-/** JSON.parse keeps the last of duplicate keys silently; this scan over already-valid JSON finds them. */
-function jsonDuplicateKeys(text: string): string[] {
-  const reasons: string[] = [];
-  const stack: JsonFrame[] = [];
-  const pathOf = (frames: JsonFrame[]): PathSegment[] =>
-    frames.map((f) => (f.kind === "array" ? f.index : (f.key ?? "")));
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i];
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      const top = stack[stack.length - 1];
-      if (top?.kind === "object" && top.expectKey) {
-        const key = JSON.parse(text.slice(i, j + 1)) as string;
-        if (top.keys.has(key))
-          reasons.push(`${formatPath([...pathOf(stack.slice(0, -1)), key])}: duplicate key`);
-        top.keys.add(key);
-        top.key = key;
-        top.expectKey = false;
-      }
-      i = j + 1;
-      continue;
-    }
-    const top = stack[stack.length - 1];
-    if (c === "{") stack.push({ kind: "object", keys: new Set(), key: null, expectKey: true });
-    else if (c === "[") stack.push({ kind: "array", index: 0 });
-    else if (c === "}" || c === "]") stack.pop();
-    else if (c === "," && top?.kind === "object") top.expectKey = true;
-    else if (c === "," && top?.kind === "array") top.index++;
-    i++;
-  }
-  return reasons;
-}
-
 // ---------------------------------------------------------------- YAML subset
 
 const YAML_OPTIONS = {
   version: "1.2",
   schema: "core",
   merge: false,
-  uniqueKeys: true,
+  // The library's own check compares every key with every earlier one (quadratic: 25 s for a
+  // 575 KB map); toPlain refuses duplicates in linear time instead, with their path.
+  uniqueKeys: false,
   strict: true,
   prettyErrors: false,
 } as const;
@@ -200,11 +136,28 @@ const FORBIDDEN_CST: Record<string, string> = {
 const DECIMAL = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$/;
 
 /**
+ * The composer reports each problem as an Error object, and capturing a stack trace for each
+ * of a hostile file's ten thousand problems took 0.4 s (measured; 8 ms without). Only the
+ * messages and positions are used, so none are captured while it runs. Synchronous: nothing
+ * else runs on this thread meanwhile, and the limit is restored however the call ends.
+ */
+function withoutStackTraces<T>(f: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return f();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/**
  * YAML 1.2 core schema without anchors, aliases, tags, directives, merge keys,
  * non-string keys, duplicate keys or more than one document. Anything else is refused, not guessed.
  */
 function parseYamlSubset(text: string): DataResult {
-  if (nestedTooDeeply(text)) return { ok: false, reasons: ["(root): the document is nested too deeply"] };
+  const shape = yamlShapeProblem(text);
+  if (shape !== null) return { ok: false, reasons: [shape] };
   const lines = new LineCounter();
   const at = (offset: number): string => {
     const { line, col } = lines.linePos(offset);
@@ -216,7 +169,7 @@ function parseYamlSubset(text: string): DataResult {
     const what = FORBIDDEN_CST[type];
     if (what) reasons.push(`${at(offset)}: ${what}`);
   });
-  const docs = Array.from(new Composer(YAML_OPTIONS).compose(tokens));
+  const docs = withoutStackTraces(() => Array.from(new Composer(YAML_OPTIONS).compose(tokens)));
   if (docs.length !== 1) {
     reasons.push(
       docs.length === 0 ? "(root): the file has no document" : "(root): more than one YAML document",
@@ -226,29 +179,46 @@ function parseYamlSubset(text: string): DataResult {
   const doc = docs[0];
   for (const err of [...doc.errors, ...doc.warnings]) {
     if (err.code === "DUPLICATE_KEY") continue; // reported below with its path
-    reasons.push(`${at(err.pos[0])}: ${err.message}`);
+    // The library's own words, cut short: a message must never grow with the file.
+    reasons.push(`${at(err.pos[0])}: ${err.message.slice(0, 200)}`);
   }
   if (reasons.length > 0) return { ok: false, reasons };
-  const value = toPlain(doc.contents, [], reasons);
-  return reasons.length > 0 ? { ok: false, reasons } : { ok: true, value };
+  const problems = new Problems();
+  const value = toPlain(doc.contents, [], problems);
+  return problems.reasons.length > 0 ? { ok: false, reasons: problems.reasons } : { ok: true, value };
 }
 
-const MAX_FLOW_DEPTH = 32;
+/**
+ * The largest policy the schema admits (64 long title patterns, 256 described regions, 256
+ * masks) lexes into about 18,500 YAML tokens; 32,768 leaves room for comments and spacing and
+ * keeps the worst refused file near 0.1 s (the library costs about 2 µs a token end to end).
+ */
+const MAX_YAML_TOKENS = 32_768;
 const MAX_BLOCK_INDICATORS_PER_LINE = 16;
+/** Block nesting is indentation; a real policy indents a dozen columns. */
+const MAX_INDENT_COLUMNS = 256;
 
 /**
- * The yaml parser slows to seconds on a hostile 1 MiB file of nested `[`, `- - -` or `? ? ?`;
- * a lexer pass (linear, stops at the first excess) refuses such nesting first. A real policy
- * nests three levels deep.
+ * The yaml library is a pure-JS parser that takes seconds over a hostile 1 MiB file (hundreds of
+ * thousands of tokens, or `- - -` / `? ? ?` / `[[[` nesting). One lexer pass, linear and stopped
+ * at the first excess, refuses such files before the parser and composer see them; it also bounds
+ * how deep the composer can recurse.
  */
-function nestedTooDeeply(text: string): boolean {
+function yamlShapeProblem(text: string): string | null {
   let flow = 0;
   let perLine = 0;
+  let tokens = 0;
+  let lineStart = true;
   for (const token of new Lexer().lex(text)) {
-    switch (CST.tokenType(token)) {
+    if (++tokens > MAX_YAML_TOKENS) return `(root): more than ${MAX_YAML_TOKENS} YAML tokens`;
+    const type = CST.tokenType(token);
+    if (lineStart && type === "space" && token.length > MAX_INDENT_COLUMNS)
+      return `(root): indented more than ${MAX_INDENT_COLUMNS} columns`;
+    lineStart = type === "newline";
+    switch (type) {
       case "flow-map-start":
       case "flow-seq-start":
-        if (++flow > MAX_FLOW_DEPTH) return true;
+        if (++flow > MAX_NESTING_DEPTH) return `(root): nested deeper than ${MAX_NESTING_DEPTH} levels`;
         break;
       case "flow-map-end":
       case "flow-seq-end":
@@ -260,11 +230,12 @@ function nestedTooDeeply(text: string): boolean {
       case "seq-item-ind":
       case "explicit-key-ind":
       case "map-value-ind":
-        if (flow === 0 && ++perLine > MAX_BLOCK_INDICATORS_PER_LINE) return true;
+        if (flow === 0 && ++perLine > MAX_BLOCK_INDICATORS_PER_LINE)
+          return `(root): more than ${MAX_BLOCK_INDICATORS_PER_LINE} block indicators on one line`;
         break;
     }
   }
-  return false;
+  return null;
 }
 
 function forEachCstToken(roots: unknown[], visit: (type: string, offset: number) => void): void {
@@ -272,7 +243,8 @@ function forEachCstToken(roots: unknown[], visit: (type: string, offset: number)
   while (todo.length > 0) {
     const node = todo.pop();
     if (Array.isArray(node)) {
-      todo.push(...node);
+      // One by one: spreading a huge item list into push() would overflow the call stack.
+      for (const item of node) todo.push(item);
     } else if (node !== null && typeof node === "object") {
       const rec = node as Record<string, unknown>;
       if (typeof rec.type === "string" && typeof rec.offset === "number") visit(rec.type, rec.offset);
@@ -286,50 +258,61 @@ function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-function toPlain(node: unknown, path: PathSegment[], reasons: string[]): unknown {
-  const where = formatPath(path);
-  if (path.length > MAX_DEPTH) {
-    reasons.push(`${where}: nested too deeply`);
+/** Problems found while converting, kept to the first few (a hostile file may have thousands). */
+class Problems {
+  readonly reasons: string[] = [];
+  add(path: readonly PathSegment[], what: string): void {
+    if (this.reasons.length < MAX_REPORTED_PROBLEMS) this.reasons.push(`${formatPath(path)}: ${what}`);
+  }
+}
+
+/**
+ * The composed document as plain data. Recursion is bounded by MAX_NESTING_DEPTH (deeper nodes
+ * are refused, not visited), and a path is formatted only for a reported problem.
+ */
+function toPlain(node: unknown, path: PathSegment[], problems: Problems): unknown {
+  if (path.length > MAX_NESTING_DEPTH) {
+    problems.add(path, `nested deeper than ${MAX_NESTING_DEPTH} levels`);
     return null;
   }
   if (node === null || node === undefined) return null;
   if (isAlias(node)) {
-    reasons.push(`${where}: aliases (*name) are not supported`);
+    problems.add(path, "aliases (*name) are not supported");
     return null;
   }
   if (isScalar(node)) {
     const v = node.value;
     if (typeof v === "number" && node.type === Scalar.PLAIN && !DECIMAL.test(node.source ?? "")) {
-      reasons.push(`${where}: numbers must be written in decimal`);
+      problems.add(path, "numbers must be written in decimal");
     }
     if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
-    reasons.push(`${where}: unsupported scalar`);
+    problems.add(path, "unsupported scalar");
     return null;
   }
-  if (isSeq(node)) return node.items.map((item, i) => toPlain(item, [...path, i], reasons));
+  if (isSeq(node)) return node.items.map((item, i) => toPlain(item, [...path, i], problems));
   if (isMap(node)) {
     const out: Record<string, unknown> = {};
     for (const pair of node.items) {
       if (!isPair(pair)) continue;
       const k = pair.key;
       if (!isScalar(k) || typeof k.value !== "string") {
-        reasons.push(`${where}: keys must be strings`);
+        problems.add(path, "keys must be strings");
         continue;
       }
       const key = k.value;
       if (key === "<<" && k.type === Scalar.PLAIN) {
-        reasons.push(`${where}: merge keys (<<) are not supported`);
+        problems.add(path, "merge keys (<<) are not supported");
         continue;
       }
       if (Object.hasOwn(out, key)) {
-        reasons.push(`${formatPath([...path, key])}: duplicate key`);
+        problems.add([...path, key], "duplicate key");
         continue;
       }
-      setOwn(out, key, toPlain(pair.value, [...path, key], reasons));
+      setOwn(out, key, toPlain(pair.value, [...path, key], problems));
     }
     return out;
   }
-  reasons.push(`${where}: unsupported YAML node`);
+  problems.add(path, "unsupported YAML node");
   return null;
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { quoteClientValue } from "../../shared/echo.js";
 import { isWindowsStylePath } from "../../shared/identity.js";
 
 /** The capabilities of SPEC §4, in the order they are shown to people. */
@@ -38,7 +39,7 @@ export function isCapability(s: string): s is Capability {
 export const CapabilitySchema = z.enum(CAPABILITIES, {
   error: (iss) =>
     typeof iss.input === "string"
-      ? `unknown action ${JSON.stringify(iss.input)} (known: ${CAPABILITIES.join(", ")})`
+      ? `unknown action ${quoteClientValue(iss.input)} (known: ${CAPABILITIES.join(", ")})`
       : `expected an action name (one of: ${CAPABILITIES.join(", ")})`,
 });
 
@@ -60,14 +61,16 @@ const PolicyIdSchema = z
   .regex(/^[!-~]{1,128}$/, "must be 1 to 128 printable ASCII characters without spaces")
   .describe("Operator's identifier of this policy; recorded in audit events");
 
-const ExecutablePathSchema = z
+/** A full executable path, POSIX or Windows style (also a coordinate profile's application). */
+export const AbsoluteExecutablePathSchema = z
   .string()
   .min(1)
   .max(32767)
-  .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path")
-  .describe(
-    "Full path of the one executable this policy applies to; Windows paths compare case-insensitively",
-  );
+  .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path");
+
+const ExecutablePathSchema = AbsoluteExecutablePathSchema.describe(
+  "Full path of the one executable this policy applies to; Windows paths compare case-insensitively",
+);
 
 const TitlePatternSchema = z
   .string()
@@ -126,6 +129,15 @@ export const PolicyFileSchema = z
     safe_regions: z.array(SafeRegionSchema).max(256).optional(),
     screenshot_masks: z.array(ScreenshotMaskSchema).max(256).optional(),
     limits: LimitsSchema.optional(),
+    profiles_dir: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine((p) => isWindowsStylePath(p) || p.startsWith("/"), "must be a full (absolute) path")
+      .describe(
+        "Folder the coordinate-profile tools may read profiles from (symlinks resolved; a path leading outside it is refused). Without it (and without DESKTOP_AUTOMATION_PROFILES_DIR) the profile tools answer action_not_allowed",
+      )
+      .optional(),
   })
   .superRefine((p, ctx) => {
     const names = new Map<string, number>();

@@ -1,3 +1,4 @@
+import { interpreterWarning } from "./interpreters.js";
 import { effectiveFromFile, policyStatusAt } from "./load.js";
 import { readPolicyFile } from "./parse.js";
 import { CAPABILITIES } from "./schema.js";
@@ -13,7 +14,8 @@ export function validatePolicyFile(
 ): { ok: boolean; lines: string[] } {
   const read = readPolicyFile(path);
   if (!read.ok) {
-    return { ok: false, lines: [`invalid policy (${read.code}):`, ...read.reasons.map((r) => `  ${r}`)] };
+    const what = read.code === "policy_insecure" ? "insecure policy file" : "invalid policy";
+    return { ok: false, lines: [`${what} (${read.code}):`, ...read.reasons.map((r) => `  ${r}`)] };
   }
   const policy = effectiveFromFile(read.policy);
   const state = policyStatusAt({ status: "ok", policy }, now);
@@ -30,8 +32,11 @@ export function validatePolicyFile(
     `  allowed actions: ${inOrder(policy.allowed_actions)}`,
     `  protected actions: ${inOrder(policy.protected_actions)}`,
     `  safe regions: ${policy.safe_regions.length}, screenshot masks: ${policy.screenshot_masks.length}`,
+    `  profiles folder: ${policy.profiles_dir ?? "(none: the profile tools are refused)"}`,
   ];
   if (policy.allowed_actions.size === 0)
     lines.push("  note: allowed_actions is empty, so nothing is allowed");
+  const warning = interpreterWarning(read.policy.application.executable_path);
+  if (warning) lines.push(`  warning: ${warning}`);
   return { ok: true, lines };
 }

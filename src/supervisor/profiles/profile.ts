@@ -1,7 +1,8 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { type BoundedRead, decodeUtf8, readBoundedFile } from "../../shared/boundedFile.js";
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
-import { formatPath } from "../policy/parse.js";
+import { normalizeExecutablePath } from "../../shared/identity.js";
+import { formatPath, MAX_REPORTED_PROBLEMS, parseStrictJson } from "../../shared/strictJson.js";
 import { type CoordinateProfile, CoordinateProfileSchema } from "./schema.js";
 
 /**
@@ -14,115 +15,49 @@ export const MAX_PROFILE_FILE_BYTES = 1024 * 1024;
 
 export type ProfileReadResult = { ok: true; profile: CoordinateProfile } | { ok: false; reasons: string[] };
 
+export const READ_PROBLEMS: Record<Exclude<BoundedRead, { ok: true }>["problem"], string> = {
+  cannot_open: "the file cannot be opened",
+  not_a_file: "not a regular file",
+  too_big: `(root): the file is larger than ${MAX_PROFILE_FILE_BYTES} bytes (1 MiB)`,
+  cannot_read: "the file cannot be read",
+  refused: "the file was refused",
+};
+
 /**
- * Reasons name fields and positions only. The path comes from an agent and may name any
- * file, so nothing read from the file (and no parser message that quotes it) is repeated.
+ * Reasons name fields and positions only: nothing read from the file (and no parser message
+ * that quotes it) is repeated beyond a cut, quoted key.
  */
 export function readProfileFile(path: string): ProfileReadResult {
-  let fd: number;
-  try {
-    // O_NONBLOCK: a FIFO must not hang the server; it is refused below as not a regular file.
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return { ok: false, reasons: ["the file cannot be opened"] };
-  }
-  let bytes: Buffer;
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return { ok: false, reasons: ["not a regular file"] };
-    if (st.size > MAX_PROFILE_FILE_BYTES) return { ok: false, reasons: [tooBig()] };
-    const buf = Buffer.alloc(MAX_PROFILE_FILE_BYTES + 1);
-    let n = 0;
-    for (;;) {
-      const got = readSync(fd, buf, n, buf.length - n, null);
-      if (got === 0 || n + got === buf.length) {
-        n += got;
-        break;
-      }
-      n += got;
-    }
-    bytes = buf.subarray(0, n);
-  } catch {
-    return { ok: false, reasons: ["the file cannot be read"] };
-  } finally {
-    closeSync(fd);
-  }
-  return parseProfileBytes(bytes);
-}
-
-function tooBig(): string {
-  return `(root): the file is larger than ${MAX_PROFILE_FILE_BYTES} bytes (1 MiB)`;
+  const read = readBoundedFile(path, MAX_PROFILE_FILE_BYTES);
+  if (!read.ok) return { ok: false, reasons: [READ_PROBLEMS[read.problem]] };
+  return parseProfileBytes(read.bytes);
 }
 
 export function parseProfileBytes(bytes: Uint8Array): ProfileReadResult {
-  if (bytes.length > MAX_PROFILE_FILE_BYTES) return { ok: false, reasons: [tooBig()] };
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    return { ok: false, reasons: ["(root): the file is not valid UTF-8"] };
-  }
+  if (bytes.length > MAX_PROFILE_FILE_BYTES) return { ok: false, reasons: [READ_PROBLEMS.too_big] };
+  const text = decodeUtf8(bytes);
+  if (text === null) return { ok: false, reasons: ["(root): the file is not valid UTF-8"] };
   return parseProfileText(text);
 }
 
-/** A profile file is JSON (no YAML): duplicate keys are refused, then the zod schema. */
+/**
+ * A profile file is JSON (no YAML): linear-time parsing with a nesting cap and duplicate keys
+ * refused (src/shared/strictJson.ts), then the zod schema.
+ */
 export function parseProfileText(text: string): ProfileReadResult {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    if (e instanceof RangeError) return { ok: false, reasons: ["(root): the document is nested too deeply"] };
-    // The engine's message quotes the input; only its position is passed on.
-    const m = e instanceof SyntaxError ? /position (\d+)/.exec(e.message) : null;
-    return { ok: false, reasons: [`(root): not valid JSON${m ? ` (offset ${m[1]})` : ""}`] };
-  }
-  const dups = duplicateKeys(text);
-  if (dups.length > 0) return { ok: false, reasons: dups };
-  const parsed = CoordinateProfileSchema.safeParse(value);
+  const json = parseStrictJson(text);
+  if (!json.ok) return json;
+  const parsed = CoordinateProfileSchema.safeParse(json.value);
   if (parsed.success) return { ok: true, profile: parsed.data };
   const reasons = parsed.error.issues.map((issue) => {
     if (issue.code === "unrecognized_keys") return `${formatPath(issue.path)}: unknown field(s)`;
     return `${formatPath(issue.path)}: ${issue.message}`;
   });
-  return { ok: false, reasons: [...new Set(reasons)] };
-}
-
-/** JSON.parse keeps the last of duplicate keys silently; this scan over valid JSON finds them. */
-function duplicateKeys(text: string): string[] {
-  type Frame = { keys: Set<string> | null; expectKey: boolean; path: (string | number)[]; index: number };
-  const reasons: string[] = [];
-  const stack: Frame[] = [];
-  let lastKey: string | null = null;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    const top = stack[stack.length - 1];
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      if (top?.keys && top.expectKey) {
-        const key = JSON.parse(text.slice(i, j + 1)) as string;
-        if (top.keys.has(key)) reasons.push(`${formatPath([...top.path, key])}: duplicate key`);
-        top.keys.add(key);
-        top.expectKey = false;
-        lastKey = key;
-      }
-      i = j;
-    } else if (c === "{" || c === "[") {
-      const at = top ? [...top.path, top.keys ? (lastKey ?? "") : top.index] : [];
-      stack.push({ keys: c === "{" ? new Set() : null, expectKey: c === "{", path: at, index: 0 });
-    } else if (c === "}" || c === "]") {
-      stack.pop();
-    } else if (c === "," && top) {
-      if (top.keys) top.expectKey = true;
-      else top.index++;
-    }
-  }
-  return reasons;
+  return { ok: false, reasons: [...new Set(reasons)].slice(0, MAX_REPORTED_PROBLEMS) };
 }
 
 /** For MCP tools: the profile or invalid_argument naming the first problems (fields only). */
-export function loadProfile(path: string): CoordinateProfile {
-  const read = readProfileFile(path);
+export function profileOrThrow(read: ProfileReadResult): CoordinateProfile {
   if (read.ok) return read.profile;
   throw uiError(
     "invalid_argument",
@@ -142,6 +77,7 @@ export function validateProfileFile(path: string): { ok: boolean; lines: string[
       "valid coordinate profile",
       `  profile_id: ${p.profile_id}`,
       `  app_version: ${p.app_version ?? "(none)"}`,
+      `  application: ${p.application.executable_path}`,
       `  window_size: ${p.window_size[0]}x${p.window_size[1]}`,
       `  reference region: ${p.reference_region.name} [${p.reference_region.rect.join(", ")}]`,
       `  safe regions: ${p.safe_regions.length}, verification points: ${p.verification_points.length}`,
@@ -183,12 +119,17 @@ export function resolvePoint(profile: CoordinateProfile, regionName: string): Re
   throw uiError(
     "invalid_argument",
     known.length > 0
-      ? `Unknown region_name; the profile defines: ${known.join(", ")}.`
+      ? `Unknown region_name; the profile defines: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""}.`
       : "Unknown region_name; the profile defines no regions or points.",
   );
 }
 
-export type ProfileCheckReason = "ok" | "size_mismatch" | "hash_mismatch";
+export type ProfileCheckReason =
+  | "ok"
+  | "application_mismatch"
+  | "size_mismatch"
+  | "hash_mismatch"
+  | "color_mismatch";
 
 export interface ProfileCheck {
   matches: boolean;
@@ -201,24 +142,40 @@ function windowSize(window: { rect: Rect }): [number, number] {
   return [Math.max(0, window.rect[2] - window.rect[0]), Math.max(0, window.rect[3] - window.rect[1])];
 }
 
+/** What the capture of the reference region gave back: its hash and the points' colours. */
+export interface ReferenceCapture {
+  hash: string;
+  colors: readonly string[];
+}
+
 /**
- * Size first: a window of another size is `size_mismatch` and its pixels are not compared
- * (pass captureHash = null then: the reference region may not even fit). Same size:
- * `hash_mismatch` or `ok`.
+ * Application first: a window of another executable is `application_mismatch` (nothing is
+ * captured). Then size: a window of another size is `size_mismatch` and its pixels are not
+ * compared (pass capture = null: the reference region may not even fit). Same size:
+ * `hash_mismatch`, then `color_mismatch` (a verification point's colour differs), or `ok`.
  */
 export function checkProfile(
   profile: CoordinateProfile,
-  window: { rect: Rect },
-  captureHash: string | null,
+  window: { rect: Rect; exe_path: string },
+  capture: ReferenceCapture | null,
 ): ProfileCheck {
   const expected_size: [number, number] = [profile.window_size[0], profile.window_size[1]];
   const actual_size = windowSize(window);
   const base = { expected_size, actual_size };
+  if (
+    window.exe_path === "" ||
+    normalizeExecutablePath(window.exe_path) !== normalizeExecutablePath(profile.application.executable_path)
+  ) {
+    return { matches: false, reason: "application_mismatch", ...base };
+  }
   if (actual_size[0] !== expected_size[0] || actual_size[1] !== expected_size[1]) {
     return { matches: false, reason: "size_mismatch", ...base };
   }
-  if (captureHash === null || captureHash.toLowerCase() !== profile.reference_hash) {
+  if (capture === null || capture.hash.toLowerCase() !== profile.reference_hash) {
     return { matches: false, reason: "hash_mismatch", ...base };
+  }
+  if (profile.verification_points.some((p, i) => capture.colors[i] !== p.color)) {
+    return { matches: false, reason: "color_mismatch", ...base };
   }
   return { matches: true, reason: "ok", ...base };
 }
@@ -232,50 +189,77 @@ export interface RecordProfileArgs {
 }
 
 /**
- * The rect of the reference region: one of the safe regions being recorded, else a safe
- * region of the policy (file mode). Call it before capturing; recordProfile calls it again
- * with the same inputs.
+ * The rect of the reference region. In file mode it is the policy's safe region of that name,
+ * exactly (a recorded safe region of the same name must have the same rect); in env mode, one
+ * of the safe regions being recorded. Every verification point must lie inside it, since its
+ * colour is sampled from that capture. Call it before capturing; recordProfile calls it again.
  */
 export function resolveReferenceRegion(
-  args: Pick<RecordProfileArgs, "reference_region_name" | "safe_regions">,
+  args: Pick<RecordProfileArgs, "reference_region_name" | "safe_regions" | "verification_points">,
   policyRegions: readonly { name: string; rect: Rect }[] = [],
 ): { name: string; rect: Rect } {
   const name = args.reference_region_name;
-  const found = args.safe_regions.find((r) => r.name === name) ?? policyRegions.find((r) => r.name === name);
-  if (found) return { name, rect: [found.rect[0], found.rect[1], found.rect[2], found.rect[3]] };
-  const known = [...new Set([...args.safe_regions.map((r) => r.name), ...policyRegions.map((r) => r.name)])];
-  throw uiError(
-    "invalid_argument",
-    known.length > 0
-      ? `Unknown reference_region_name; known regions: ${known.join(", ")}.`
-      : "Unknown reference_region_name; no safe regions were given.",
+  const fromPolicy = policyRegions.find((r) => r.name === name);
+  const recorded = args.safe_regions.find((r) => r.name === name);
+  if (fromPolicy && recorded?.rect.some((v, i) => v !== fromPolicy.rect[i]))
+    throw uiError(
+      "invalid_argument",
+      "safe_regions: the region named like the reference region has another rect than the policy's.",
+    );
+  const found = fromPolicy ?? recorded;
+  if (!found) {
+    const known = [
+      ...new Set([...args.safe_regions.map((r) => r.name), ...policyRegions.map((r) => r.name)]),
+    ];
+    throw uiError(
+      "invalid_argument",
+      known.length > 0
+        ? `Unknown reference_region_name; known regions: ${known.join(", ")}.`
+        : "Unknown reference_region_name; no safe regions were given.",
+    );
+  }
+  const rect: Rect = [found.rect[0], found.rect[1], found.rect[2], found.rect[3]];
+  const outsideAt = args.verification_points.findIndex(
+    (p) => p.x < rect[0] || p.x >= rect[2] || p.y < rect[1] || p.y >= rect[3],
   );
+  if (outsideAt !== -1)
+    throw uiError(
+      "invalid_argument",
+      `verification_points[${outsideAt}]: lies outside the reference region.`,
+    );
+  return { name, rect };
 }
 
 /**
- * A profile for the live window and the hash of its masked reference region. Writes no
+ * A profile for the live window from the capture of its masked reference region. Writes no
  * file. The result passes the schema (else invalid_argument naming the fields), and
- * checkProfile(result, window, hash) is `ok`.
+ * checkProfile(result, window, capture) is `ok`.
  */
 export function recordProfile(
   args: RecordProfileArgs,
-  window: { rect: Rect },
-  hash: string,
+  window: { rect: Rect; exe_path: string },
+  capture: ReferenceCapture,
   policyRegions: readonly { name: string; rect: Rect }[] = [],
 ): CoordinateProfile {
   const candidate = {
     schema_version: 1,
     profile_id: args.profile_id,
+    application: { executable_path: window.exe_path },
     ...(args.app_version !== undefined ? { app_version: args.app_version } : {}),
     window_size: windowSize(window),
     reference_region: resolveReferenceRegion(args, policyRegions),
-    reference_hash: hash.toLowerCase(),
+    reference_hash: capture.hash.toLowerCase(),
     safe_regions: args.safe_regions.map((r) => ({
       name: r.name,
       rect: r.rect,
       ...(r.description !== undefined ? { description: r.description } : {}),
     })),
-    verification_points: args.verification_points.map((p) => ({ name: p.name, x: p.x, y: p.y })),
+    verification_points: args.verification_points.map((p, i) => ({
+      name: p.name,
+      x: p.x,
+      y: p.y,
+      color: capture.colors[i],
+    })),
   };
   const parsed = CoordinateProfileSchema.safeParse(candidate);
   if (parsed.success) return parsed.data;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AbsoluteExecutablePathSchema } from "../policy/schema.js";
 
 /**
  * Coordinate profile (SPEC §6): a JSON file that fixes, for one application window
@@ -32,13 +33,24 @@ export const ProfileSafeRegionSchema = z
   })
   .describe("A region the agent may point at; resolves to its centre pixel");
 
+export const ColorSchema = z
+  .string()
+  .regex(/^#[0-9a-f]{6}$/, "must be a colour as #rrggbb (lowercase hex)")
+  .describe("The pixel's colour as #rrggbb, sampled from the masked reference region when recorded");
+
 export const VerificationPointSchema = z
   .strictObject({
     name: NameSchema.describe("Name used by resolve_coordinate_profile_point; unique within the profile"),
-    x: Coordinate.describe("Window-relative x, inside the window"),
-    y: Coordinate.describe("Window-relative y, inside the window"),
+    x: Coordinate.describe("Window-relative x, inside the reference region"),
+    y: Coordinate.describe("Window-relative y, inside the reference region"),
+    color: ColorSchema,
   })
-  .describe("A named pixel that must lie inside the window (and so inside a safe region or the window)");
+  .describe("A named pixel inside the reference region, with the colour it had when recorded");
+
+/** Executable paths as the policy writes them: absolute, POSIX or Windows style. */
+const ExecutablePathSchema = AbsoluteExecutablePathSchema.describe(
+  "Full path of the application's executable; check_coordinate_profile requires the live one to match",
+);
 
 export const CoordinateProfileSchema = z
   .strictObject({
@@ -47,6 +59,9 @@ export const CoordinateProfileSchema = z
       .string()
       .regex(/^[\x21-\x7e]{1,128}$/, "must be 1 to 128 printable ASCII characters without spaces")
       .describe("Identifier of the profile, chosen by whoever recorded it"),
+    application: z
+      .strictObject({ executable_path: ExecutablePathSchema })
+      .describe("The application the profile was recorded against"),
     app_version: z
       .string()
       .min(1)
@@ -68,7 +83,7 @@ export const CoordinateProfileSchema = z
       .string()
       .regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits")
       .describe(
-        "SHA-256 (lowercase hex) of the reference region's pixels as 8-bit RGB, row-major, no alpha, after the policy's screenshot masks were painted black",
+        "SHA-256 (lowercase hex) of the reference region's pixels as raw 8-bit RGB bytes (3 per pixel, row-major, top row first, no alpha, no header), after the policy's screenshot masks were painted black. Raw RGB, not PNG bytes: a PNG of the same pixels differs between encoders, versions and compression levels, so its hash would not recognise the same window",
       ),
     safe_regions: z.array(ProfileSafeRegionSchema).max(256).describe("Named regions inside the window"),
     verification_points: z.array(VerificationPointSchema).max(256).describe("Named points inside the window"),
@@ -104,11 +119,19 @@ export const CoordinateProfileSchema = z
         });
       }
     });
+    const ref = p.reference_region.rect;
     p.verification_points.forEach((pt, i) => {
       if (pt.x >= w || pt.y >= h) {
         ctx.addIssue({
           code: "custom",
           message: "lies outside window_size",
+          path: ["verification_points", i],
+        });
+      } else if (pt.x < ref[0] || pt.x >= ref[2] || pt.y < ref[1] || pt.y >= ref[3]) {
+        // Its colour is only known from the reference capture, so it must lie inside it.
+        ctx.addIssue({
+          code: "custom",
+          message: "lies outside the reference region",
           path: ["verification_points", i],
         });
       }

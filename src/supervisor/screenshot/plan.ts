@@ -136,16 +136,19 @@ function windowBounds(window: { rect: Rect }): Rect {
 export function planReferenceCapture(
   policy: ScreenshotPolicyView,
   window: { rect: Rect },
-  reference: { rect: Rect },
+  reference: { name: string; rect: Rect },
 ): ScreenshotPlan {
   const region: Rect = [reference.rect[0], reference.rect[1], reference.rect[2], reference.rect[3]];
   if (policy.source === "file") {
-    if (!policy.safe_regions.some((r) => containsRect(r.rect, region))) {
+    // The operator's region, exactly: a profile cannot widen or shift what is read (and what its
+    // verification colours reveal) by naming a policy region with other coordinates.
+    const own = policy.safe_regions.find((r) => r.name === reference.name);
+    if (!own) throw uiError("action_not_allowed", "The reference region names no safe region of the policy.");
+    if (own.rect.some((v, i) => v !== region[i]))
       throw uiError(
         "action_not_allowed",
-        "The reference region is not inside any safe region of the policy.",
+        "The reference region's rect differs from the policy's safe region of that name.",
       );
-    }
   } else if (!policy.allow_unrestricted_screenshots) {
     throw uiError(
       "action_not_allowed",

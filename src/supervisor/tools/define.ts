@@ -41,6 +41,11 @@ export interface ToolDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = 
   output: O;
   annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean };
   /**
+   * false: the call writes no audit event (SPEC §6: get_audit_events, get_rate_limit_state and
+   * get_virtual_screen_bounds, which read state and would otherwise fill the ring with themselves).
+   */
+  audited?: false;
+  /**
    * Per-application amounts this call will use (typed characters, screenshot pixels),
    * taken by the chain together with the call's rate budget, all or nothing.
    */

@@ -10,6 +10,7 @@ import { sleep } from "../../workers/handlers.js";
 import { type CallContext, liveWindows, requirePolicy } from "../chain.js";
 import { startLoopDelay } from "../loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
+import { windowAllowed } from "../policy/match.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
 import { defineTool } from "./define.js";
 import { ConfirmationToken, CorrelationId, READ_ONLY, WindowSummary, withTarget } from "./shapes.js";
@@ -159,7 +160,8 @@ export const discoveryTools = [
   defineTool({
     name: "list_windows",
     title: "List allowed windows",
-    description: "Visible, titled windows that the operator policy allows (title and executable).",
+    description:
+      "Visible, titled, not minimized windows that the operator policy allows (title and executable). A minimized window is reached by its hwnd (get_window_state, restore_window).",
     capability: "discovery",
     budget: "discovery",
     target: "none",
@@ -182,13 +184,26 @@ export const discoveryTools = [
     budget: "discovery",
     target: "none",
     input: z.strictObject({ hwnd: HwndSchema }),
-    output: WindowSummary.extend({ visible: z.boolean(), iconic: z.boolean(), on_top: z.boolean() }),
+    output: WindowSummary.extend({
+      correlation_id: CorrelationId,
+      visible: z.boolean(),
+      iconic: z.boolean(),
+      on_top: z.boolean(),
+    }),
     annotations: READ_ONLY,
     handler: async (ctx, args) => {
       const policy = requirePolicy(ctx.sup);
       const t = pickTarget(policy, await liveWindows(ctx.sup, ctx.signal), { hwnd: args.hwnd });
       const w = t.window;
-      return { structured: { ...summary(w), visible: w.visible, iconic: w.iconic, on_top: w.on_top } };
+      return {
+        structured: {
+          correlation_id: ctx.correlationId,
+          ...summary(w),
+          visible: w.visible,
+          iconic: w.iconic,
+          on_top: w.on_top,
+        },
+      };
     },
   }),
 
@@ -199,6 +214,7 @@ export const discoveryTools = [
     capability: "observe",
     budget: "inspection",
     target: "none",
+    audited: false,
     input: z.strictObject({}),
     output: z.object({
       bounds: RectSchema,
@@ -303,6 +319,9 @@ export const discoveryTools = [
         const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
+        // A new title outside the policy is the window leaving it: never shown (SPEC §4).
+        if (!windowAllowed(ctx.policy!, { title: window.title, exe_path: window.instance.exe_path }))
+          throw uiError("target_not_allowed", "The window's new title is outside the policy.");
         if (window.title !== initial)
           return {
             structured: {

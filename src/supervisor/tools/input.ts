@@ -2,6 +2,7 @@ import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { isAllowedKey, isSystemChord, MODIFIERS } from "../../shared/keys.js";
 import type { CallContext } from "../chain.js";
+import { HwndSchema } from "../targets.js";
 import { defineTool } from "./define.js";
 import { ConfirmationToken, CorrelationId, DESTRUCTIVE, EFFECT, withTarget } from "./shapes.js";
 
@@ -309,7 +310,8 @@ export const inputTools = [
     capability: "observe",
     budget: "action",
     target: "window",
-    input: withTarget({ confirmation_token: ConfirmationToken }),
+    // By hwnd only (SPEC §6): a minimized window is not in list_windows, so no title finds it.
+    input: z.strictObject({ hwnd: HwndSchema, confirmation_token: ConfirmationToken }),
     output: z.object({ correlation_id: CorrelationId, was_minimized: z.boolean() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     handler: async (ctx) => {

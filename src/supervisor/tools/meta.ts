@@ -14,6 +14,7 @@ export const metaTools = [
     capability: "observe",
     budget: "none",
     target: "none",
+    audited: false,
     input: z.strictObject({}),
     output: z.object({
       window_ms: z.number(),
@@ -78,7 +79,8 @@ export const metaTools = [
     capability: "observe",
     budget: "none",
     target: "none",
-    input: z.strictObject({ limit: z.number().int().min(1).max(1000).default(20) }),
+    audited: false,
+    input: z.strictObject({ limit: z.number().int().min(1).max(100).default(20) }),
     output: z.object({ events: z.array(AuditEventSchema) }),
     annotations: READ_ONLY,
     // Only the caller's own events: in remote mode one server serves several identities.

@@ -2,9 +2,12 @@ import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { RectSchema, rectArea } from "../../shared/geometry.js";
 import type { CallContext } from "../chain.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import { policyStatusAt } from "../policy/load.js";
+import { loadProfileInFolder, profilesFolder } from "../profiles/folder.js";
 import {
   checkProfile,
-  loadProfile,
+  type ReferenceCapture,
   recordProfile,
   resolvePoint,
   resolveReferenceRegion,
@@ -12,10 +15,17 @@ import {
 import { CoordinateProfileSchema } from "../profiles/schema.js";
 import type { ScreenshotPlan } from "../screenshot/plan.js";
 import { planReferenceCapture } from "../screenshot/plan.js";
+import type { ResolvedTarget } from "../targets.js";
 import { defineTool } from "./define.js";
 import { ConfirmationToken, CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
 
-const ProfilePath = z.string().min(1).max(4096).describe("Path of a coordinate profile JSON file.");
+const ProfilePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .describe(
+    "Path of a coordinate profile JSON file inside the operator's profiles folder (relative to it, or absolute).",
+  );
 const Name = z.string().min(1).max(64);
 
 /**
@@ -23,7 +33,11 @@ const Name = z.string().min(1).max(64);
  * The raw frame the worker reads still counts against the process-wide memory budget, reserved
  * before the capture and released when it is done (4 bytes a pixel: no PNG is made).
  */
-async function referenceHash(ctx: CallContext, plan: ScreenshotPlan): Promise<string> {
+async function referenceCapture(
+  ctx: CallContext,
+  plan: ScreenshotPlan,
+  points: readonly { x: number; y: number }[],
+): Promise<ReferenceCapture> {
   const policy = ctx.policy!;
   try {
     const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 4, ctx.signal);
@@ -36,10 +50,13 @@ async function referenceHash(ctx: CallContext, plan: ScreenshotPlan): Promise<st
         output: "sha256",
         max_png_bytes: policy.limits.max_png_bytes,
         compression_level: 0,
+        sample_points: points.map((p) => [p.x, p.y] as [number, number]),
       });
-      if (!r.sha256) throw uiError("platform_unavailable", "No hash was produced.");
+      const colors = r.samples ?? [];
+      if (!r.sha256 || colors.length !== points.length)
+        throw uiError("platform_unavailable", "No hash was produced.");
       ctx.counters.pixels = rectArea(plan.region);
-      return r.sha256;
+      return { hash: r.sha256, colors };
     } finally {
       reservation.release();
     }
@@ -49,6 +66,14 @@ async function referenceHash(ctx: CallContext, plan: ScreenshotPlan): Promise<st
     throw e;
   }
 }
+
+/** The profile at `path` in the operator's profiles folder (action_not_allowed without one). */
+function loadProfile(policy: EffectivePolicy | null, path: string) {
+  return loadProfileInFolder(profilesFolder(policy), path);
+}
+
+/** Windows as checkProfile / recordProfile see them: rect and the OS's executable path. */
+const facts = (t: ResolvedTarget) => ({ rect: t.window.rect, exe_path: t.instance.exe_path });
 
 const referencePixels = (rect: readonly number[]) =>
   Math.max(0, rect[2] - rect[0]) * Math.max(0, rect[3] - rect[1]);
@@ -70,16 +95,19 @@ export const profileTools = [
       window_size: z.tuple([z.number().int(), z.number().int()]),
     }),
     annotations: READ_ONLY,
-    handler: async (_ctx, args) => ({
-      structured: resolvePoint(loadProfile(args.profile_path), args.region_name),
-    }),
+    handler: async (ctx, args) => {
+      // Needs no capability, but the folder is the policy's: without a usable policy there is none.
+      const state = policyStatusAt(ctx.sup.policyState, () => new Date(ctx.sup.clock()));
+      const profile = loadProfile(state.status === "ok" ? state.policy : null, args.profile_path);
+      return { structured: resolvePoint(profile, args.region_name) };
+    },
   }),
 
   defineTool({
     name: "check_coordinate_profile",
     title: "Check a coordinate profile",
     description:
-      "Whether the live window still matches a profile: window size first (size_mismatch), then the hash of the masked reference region (hash_mismatch).",
+      "Whether the live window still matches a profile: its executable (application_mismatch), its size (size_mismatch), the hash of the masked reference region (hash_mismatch), then the verification points' colours (color_mismatch).",
     capability: "observe",
     budget: "inspection",
     target: "window",
@@ -87,32 +115,35 @@ export const profileTools = [
     output: z.object({
       correlation_id: CorrelationId,
       matches: z.boolean(),
-      reason: z.enum(["ok", "size_mismatch", "hash_mismatch"]),
+      reason: z.enum(["ok", "application_mismatch", "size_mismatch", "hash_mismatch", "color_mismatch"]),
       expected_size: z.tuple([z.number().int(), z.number().int()]),
       actual_size: z.tuple([z.number().int(), z.number().int()]),
     }),
     annotations: READ_ONLY,
-    cost: (args) => {
+    cost: (args, policy) => {
       try {
-        return { screenshotPixels: referencePixels(loadProfile(args.profile_path).reference_region.rect) };
+        return {
+          screenshotPixels: referencePixels(loadProfile(policy, args.profile_path).reference_region.rect),
+        };
       } catch {
         return {};
       }
     },
     handler: async (ctx, args) => {
-      const profile = loadProfile(args.profile_path);
-      const window = ctx.target!.window;
-      const sized = checkProfile(profile, window, null);
-      if (sized.reason === "size_mismatch") {
-        // Answered from the window's size alone: nothing was captured.
+      const profile = loadProfile(ctx.policy, args.profile_path);
+      const window = facts(ctx.target!);
+      const early = checkProfile(profile, window, null);
+      if (early.reason === "application_mismatch" || early.reason === "size_mismatch") {
+        // Answered from the window's executable or size alone: nothing was captured.
         ctx.charge?.refund();
-        return { structured: { correlation_id: ctx.correlationId, ...sized } };
+        return { structured: { correlation_id: ctx.correlationId, ...early } };
       }
-      const hash = await referenceHash(
+      const capture = await referenceCapture(
         ctx,
         planReferenceCapture(ctx.policy!, window, profile.reference_region),
+        profile.verification_points,
       );
-      return { structured: { correlation_id: ctx.correlationId, ...checkProfile(profile, window, hash) } };
+      return { structured: { correlation_id: ctx.correlationId, ...checkProfile(profile, window, capture) } };
     },
   }),
 
@@ -120,7 +151,7 @@ export const profileTools = [
     name: "record_coordinate_profile",
     title: "Record a coordinate profile",
     description:
-      "Builds a coordinate profile from the live window (size and the hash of the masked reference region) and returns it; writes no file.",
+      "Builds a coordinate profile from the live window (its executable, size, the hash of the masked reference region and each verification point's colour) and returns it; writes no file. In file-policy mode the reference region is the policy's safe region of that name.",
     capability: "observe",
     budget: "inspection",
     target: "window",
@@ -148,13 +179,17 @@ export const profileTools = [
     },
     handler: async (ctx, args) => {
       const policy = ctx.policy!;
-      const window = ctx.target!.window;
+      const window = facts(ctx.target!);
       const reference = resolveReferenceRegion(args, policy.safe_regions);
-      const hash = await referenceHash(ctx, planReferenceCapture(policy, window, reference));
+      const capture = await referenceCapture(
+        ctx,
+        planReferenceCapture(policy, window, reference),
+        args.verification_points,
+      );
       return {
         structured: {
           correlation_id: ctx.correlationId,
-          profile: recordProfile(args, window, hash, policy.safe_regions),
+          profile: recordProfile(args, window, capture, policy.safe_regions),
         },
       };
     },

@@ -4,7 +4,7 @@ import type { RawImage } from "../../shared/platform.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { encodePng } from "./encode.js";
-import { assertImage, drawGrid, hash, paintMasks } from "./pixels.js";
+import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
 
 function cancelledError(signal: AbortSignal): UiError {
   return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
@@ -74,7 +74,12 @@ export const captureHandlers: HandlerTable = {
     const window_offset: [number, number] = [screenRect[0], screenRect[1]];
 
     if (args.output === "sha256") {
-      return { png: null, sha256: hash(raw), width, height, window_offset };
+      const samples = args.sample_points?.map(([x, y]) => {
+        if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
+          throw uiError("invalid_argument", "A sample point lies outside the captured region.");
+        return sampleColor(raw, x - region[0], y - region[1]);
+      });
+      return { png: null, sha256: hash(raw), ...(samples ? { samples } : {}), width, height, window_offset };
     }
 
     if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });

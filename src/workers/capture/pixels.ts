@@ -207,6 +207,13 @@ export function toRgb(img: RawImage): RawImage {
   return { width: img.width, height: img.height, channels: 3, data: out };
 }
 
+/** The colour of one pixel (image coordinates) as "#rrggbb". */
+export function sampleColor(img: RawImage, x: number, y: number): string {
+  const i = (y * img.width + x) * img.channels;
+  const hex = (v: number | undefined) => (v ?? 0).toString(16).padStart(2, "0");
+  return `#${hex(img.data[i])}${hex(img.data[i + 1])}${hex(img.data[i + 2])}`;
+}
+
 /**
  * SHA-256 (hex) of the image's RGB bytes, row-major, alpha dropped. RGBA input is
  * converted one row at a time, so the frame is never copied whole.

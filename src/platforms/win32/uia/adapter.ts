@@ -23,6 +23,7 @@ import {
   release,
   UIA_E_ELEMENTNOTAVAILABLE,
   UIA_E_ELEMENTNOTENABLED,
+  UIA_E_INVALIDOPERATION,
   UIA_E_TIMEOUT,
   vcall,
 } from "./com.js";
@@ -101,6 +102,9 @@ export function uiaError(e: unknown): UiError {
       case E_NOTIMPL:
       case E_NOINTERFACE:
         return uiError("pattern_not_supported");
+      case UIA_E_INVALIDOPERATION:
+        // E.g. Expand on a leaf node (ExpandCollapseState_LeafNode): the element cannot do it.
+        return uiError("pattern_not_supported", "The element cannot do that.");
       default:
         return uiError("platform_unavailable", "A UI Automation call failed.");
     }

@@ -35,6 +35,8 @@ export const REGDB_E_CLASSNOTREG = 0x80040154 | 0;
 export const UIA_E_ELEMENTNOTENABLED = 0x80040200 | 0;
 export const UIA_E_ELEMENTNOTAVAILABLE = 0x80040201 | 0;
 export const UIA_E_TIMEOUT = 0x80131505 | 0;
+/** COR_E_INVALIDOPERATION: UIA's "not possible in this state" (Expand on a leaf node). */
+export const UIA_E_INVALIDOPERATION = 0x80131509 | 0;
 export const RPC_E_CHANGED_MODE = 0x80010106 | 0;
 
 export const failed = (hr: number): boolean => hr < 0;

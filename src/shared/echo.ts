@@ -1,0 +1,35 @@
+/**
+ * Client values quoted back in messages. An error message may say which key or name was wrong,
+ * but never at the length the client chose: a 1 MB unknown key must not come back as a 2 MB
+ * answer, and a control character must not forge lines in a log viewer or a dialog.
+ */
+
+/** How many code points of a client value a message may repeat. */
+export const MAX_ECHO_CODE_POINTS = 64;
+
+/** Control, format and separator characters as visible `\u` escapes (never raw). */
+export function escapeControls(s: string): string {
+  return s.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => {
+    const cp = c.codePointAt(0) ?? 0;
+    return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, "0")}`;
+  });
+}
+
+/**
+ * The first `max` code points of a value, escaped and quoted (JSON style), with "…" outside the
+ * quotes when it was cut. Linear in `max`, not in the value's length.
+ */
+export function quoteClientValue(value: string, max = MAX_ECHO_CODE_POINTS): string {
+  let out = "";
+  let count = 0;
+  let cut = false;
+  for (const ch of value) {
+    if (count === max) {
+      cut = true;
+      break;
+    }
+    out += ch;
+    count++;
+  }
+  return `${escapeControls(JSON.stringify(out))}${cut ? "…" : ""}`;
+}

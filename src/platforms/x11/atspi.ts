@@ -51,6 +51,8 @@ const NULL_PATH = "/org/a11y/atspi/null";
 /** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
 const CALL_TIMEOUT_MS = intEnv(process.env, "UIINSPECT_ATSPI_CALL_TIMEOUT_MS", 3000, 100, 60_000);
 const COORD_SCREEN = 0;
+/** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
+const MAX_NODES = 20_000;
 /** Peer links kept at most per worker (the oldest closes first). */
 const MAX_PEERS = 32;
 
@@ -352,6 +354,11 @@ class AtspiSession implements A11ySession {
   private readonly rootNode: Node;
   private readonly bulk: boolean;
   private readonly ifaceCache = new WeakMap<Node, Promise<string[]>>();
+  /**
+   * One handle per live object (bus, path) under the same parent, so walk after walk hands the
+   * session store the same handles, and so the same refs: refs do not pile up per inspect.
+   */
+  private readonly nodes = new Map<string, Node>();
   /** Role number → GetRoleName, per application: the cache carries numbers, facts carry names. */
   private readonly roleNames = new Map<string, Promise<string>>();
   private disposed = false;
@@ -473,10 +480,27 @@ class AtspiSession implements A11ySession {
     const n = asNode(h);
     try {
       const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
-      return refs(body).map((r) => ({ bus: r.bus, path: r.path, parent: n }));
+      return refs(body).map((r) => this.node(r.bus, r.path, n));
     } catch (e) {
       return staleToUi(e);
     }
+  }
+
+  private node(bus: string, path: string, parent: Node): Node {
+    const key = `${bus}\u0000${path}`;
+    const known = this.nodes.get(key);
+    if (known !== undefined && known.parent === parent) return known;
+    const n: Node = { bus, path, parent };
+    this.nodes.delete(key);
+    this.nodes.set(key, n);
+    // Bounded like the store's refs: the oldest handles are forgotten first (a later walk then
+    // makes a new one, i.e. a new ref).
+    while (this.nodes.size > MAX_NODES) {
+      const oldest = this.nodes.keys().next();
+      if (oldest.done) break;
+      this.nodes.delete(oldest.value);
+    }
+    return n;
   }
 
   async walkSource(h: A11yHandle): Promise<A11yNodeSource> {
@@ -600,6 +624,7 @@ class AtspiSession implements A11ySession {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    this.nodes.clear();
   }
 }
 

@@ -58,7 +58,7 @@ try {
       const r = await walk(session, await session.root(), budget, {
         maxDepth: 32,
         maxNodes: 5000,
-        concurrency: 16,
+        concurrency: 32,
       });
       return r.visits.length;
     } finally {

@@ -19,6 +19,11 @@ const SCRIPTS = [
   ["a11y", "tree walk in the uia handler alone"],
   ["lease", "lease validation round trip, 8 concurrent clients"],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
+  [
+    "x11-floor",
+    "X11: our walk vs pyatspi and the Cache.GetItems floor, our shot vs XShm+encode (needs python3-pyatspi)",
+  ],
+  ["soak", "X11: 10-minute mixed soak, RSS per isolation mode (SOAK_MINUTES to shorten)"],
 ];
 
 const results = {};

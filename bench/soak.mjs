@@ -12,7 +12,7 @@
 // (MiB/min, least squares), with the load average.
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { call } from "./lib/mcp.mjs";
+import { call, LOOSE } from "./lib/mcp.mjs";
 import { memoryMiB, startDesk } from "./lib/x11desk.mjs";
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
@@ -42,11 +42,7 @@ try {
     const server = await desk.grantedServer(
       win,
       { safe_regions: [{ name: "r800x600", rect: REGION }] },
-      {
-        UIINSPECT_WORKER_ISOLATION: mode,
-        UIINSPECT_MAX_DISCOVERY_PER_MINUTE: "100000",
-        UIINSPECT_MAX_INSPECTIONS_PER_MINUTE: "100000",
-      },
+      { ...LOOSE, UIINSPECT_WORKER_ISOLATION: mode },
     );
     runs.push({ mode, server, samples: [], ops: 0, errors: 0 });
   }

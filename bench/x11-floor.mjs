@@ -21,7 +21,7 @@ import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import dbus from "dbus-next";
 import sharp from "sharp";
-import { call, percentiles } from "./lib/mcp.mjs";
+import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
 import { REPO, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
@@ -33,14 +33,7 @@ const desk = await startDesk();
 let py = null;
 try {
   const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
-  const server = await desk.grantedServer(
-    win,
-    { safe_regions: [{ name: "r800x600", rect: REGION }] },
-    {
-      UIINSPECT_MAX_DISCOVERY_PER_MINUTE: "100000",
-      UIINSPECT_MAX_INSPECTIONS_PER_MINUTE: "100000",
-    },
-  );
+  const server = await desk.grantedServer(win, { safe_regions: [{ name: "r800x600", rect: REGION }] }, LOOSE);
   const { client } = server;
 
   const { X11Accessibility } = await import(join(REPO, "dist/platforms/x11/atspi.js"));

@@ -14,7 +14,7 @@ import {
   atspiBus,
   startApp,
   startSession,
-  waitFor,
+  waitForExe,
   waitForWindow,
   X11_AVAILABLE,
   type X11Session,
@@ -78,14 +78,7 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
     windows.factory = await waitForWindow(p, "gtk3-widget-factory");
     startApp("gtk3-demo", []);
     // gtk3-demo's title follows the selected demo: find it by its executable.
-    windows.demo = await waitFor(
-      "gtk3-demo window",
-      async () =>
-        (await p.desktop.listWindows()).find(
-          (w) => w.instance?.exe_path.endsWith("/gtk3-demo") && w.visible && !w.iconic,
-        ) ?? null,
-      30_000,
-    );
+    windows.demo = await waitForExe(p, "/gtk3-demo");
   }, 90_000);
 
   afterAll(async () => {

@@ -21,6 +21,11 @@ const SCRIPTS = [
   ["remote", "remote mode: 32 authenticated HTTP sessions, inspect_tree + screenshots for 2 min"],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
   ["x11-checks", "X11 last-moment checks from the X server: cost per click, key and screenshot"],
+  [
+    "x11-floor",
+    "X11: our walk vs pyatspi and the Cache.GetItems floor, our shot vs XShm+encode (needs python3-pyatspi)",
+  ],
+  ["soak", "X11: 10-minute mixed soak, RSS per isolation mode (SOAK_MINUTES to shorten)"],
 ];
 
 const results = {};

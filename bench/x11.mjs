@@ -11,15 +11,11 @@
 //               p50/p99 latency, PNG bytes;
 //   inspect:    inspect_tree(max_depth 32, max_nodes 5000) of the window: nodes per tree,
 //               nodes/s, p50/p99 latency, whether truncated.
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { call, LOOSE, percentiles, startServer } from "./lib/mcp.mjs";
-import { startX11Session, stopX11Session, waitFor } from "./lib/x11.mjs";
+import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
+import { startDesk, waitFor } from "./lib/x11desk.mjs";
 
-const REPO = resolve(import.meta.dirname, "..");
 const SHOTS = Number(process.env.BENCH_SHOTS ?? 100);
 const TREES = Number(process.env.BENCH_TREES ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
@@ -29,67 +25,15 @@ function log(msg) {
   process.stderr.write(`bench/x11: ${msg}\n`);
 }
 
-const sessionEnv = startX11Session();
-const apps = [];
-let server = null;
-let platform = null;
-const dir = mkdtempSync(join(tmpdir(), "uix-bench-x11-"));
-
+const desk = await startDesk();
 try {
-  // The X11 platform of dist/, in this process, only to find windows and the consent button.
-  const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
-  platform = await createX11Platform({ workerKind: "other" });
-  const p = platform;
-  apps.push(spawn("gtk3-widget-factory", [], { env: process.env, stdio: "ignore" }));
-  const win = await waitFor("gtk3-widget-factory", async () =>
-    (await p.desktop.listWindows()).find((w) => w.title === "gtk3-widget-factory" && w.visible),
+  const p = desk.platform;
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const { client } = await desk.grantedServer(
+    win,
+    { safe_regions: [{ name: "r800x600", rect: REGION }] },
+    LOOSE,
   );
-  const policyPath = join(dir, "policy.json");
-  writeFileSync(
-    policyPath,
-    JSON.stringify({
-      schema_version: 1,
-      policy_id: "bench-x11",
-      application: { executable_path: win.instance.exe_path, title_patterns: ["gtk3-widget-factory"] },
-      allowed_actions: ["observe", "inspect"],
-      safe_regions: [{ name: "r800x600", rect: REGION }],
-      limits: { max_screenshot_pixels_per_minute: 1e12, max_png_bytes: 64 * 1024 * 1024 },
-    }),
-  );
-  server = await startServer({
-    ...LOOSE,
-    DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
-    UIINSPECT_TREE_DEADLINE_MS: "60000",
-    UIINSPECT_WORKER_DEADLINE_MS: "120000",
-  });
-  const { client } = server;
-
-  // Consent: the real dialog, Allow clicked at its AT-SPI centre.
-  const pending = call(client, "request_access", { hwnd: win.hwnd });
-  const dialog = await waitFor("consent dialog", async () =>
-    (await p.desktop.listWindows()).find((w) => w.title === "uiinspect-mcp: access request" && w.visible),
-  );
-  const s = await p.accessibility.openSession(dialog);
-  let allow = null;
-  const queue = [await s.root()];
-  while (queue.length > 0 && !allow) {
-    const n = queue.shift();
-    const f = await s.facts(n);
-    if (f.role === "button" && f.name === "Allow" && f.rect) allow = f.rect;
-    queue.push(...(await s.children(n)));
-  }
-  await s.dispose();
-  if (!allow) throw new Error("no Allow button");
-  execFileSync("xdotool", [
-    "mousemove",
-    "--sync",
-    String((allow[0] + allow[2]) >> 1),
-    String((allow[1] + allow[3]) >> 1),
-    "click",
-    "1",
-  ]);
-  const grant = await pending;
-  if (grant.decision !== "approved") throw new Error("not approved");
   await p.desktop.activateWindow(win.hwnd);
   await waitFor("target in front", async () => (await p.desktop.getWindow(win.hwnd))?.foreground);
 
@@ -169,17 +113,5 @@ try {
     )}\n`,
   );
 } finally {
-  try {
-    await server?.client.close();
-  } catch {
-    // already closed
-  }
-  for (const a of apps) if (a.exitCode === null && a.signalCode === null) a.kill("SIGKILL");
-  try {
-    await platform?.desktop.dispose();
-  } catch {
-    // gone
-  }
-  stopX11Session(sessionEnv);
-  rmSync(dir, { recursive: true, force: true });
+  await desk.stop();
 }

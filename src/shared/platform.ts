@@ -134,10 +134,20 @@ export type SemanticAction = "invoke" | "toggle" | "select" | "expand" | "collap
 /** Opaque provider handle for a node inside one session. */
 export type A11yHandle = unknown;
 
-export interface A11ySession {
-  root(): Promise<A11yHandle>;
+/** What a walk reads of a node: its facts and its children. */
+export interface A11yNodeSource {
   facts(node: A11yHandle): Promise<A11yNodeFacts>;
   children(node: A11yHandle): Promise<A11yHandle[]>;
+}
+
+export interface A11ySession extends A11yNodeSource {
+  root(): Promise<A11yHandle>;
+  /**
+   * Optional: a source for one walk from `root` that answers from a bulk snapshot where the
+   * provider has one (AT-SPI's Cache.GetItems) and asks per node only for what it lacks. The
+   * facts must equal facts()/children() of the same nodes. Without it a walk asks node by node.
+   */
+  walkSource?(root: A11yHandle): Promise<A11yNodeSource>;
   /** Runs a semantic action; throws UiError("pattern_not_supported") when absent. */
   act(node: A11yHandle, action: SemanticAction, value?: string): Promise<void>;
   /** Whether the node still exists in the live tree. */

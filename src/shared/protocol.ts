@@ -123,6 +123,7 @@ export const OPS = {
       /** "png" returns an encoded image; "sha256" only a hash of the masked RGB pixels. */
       output: z.enum(["png", "sha256"]),
       max_png_bytes: z.number().int().positive(),
+      /** zlib level of the PNG (0–9; the screenshot tool's choice is measured in docs/benchmarks.md). */
       compression_level: z.number().int().min(0).max(9),
       /**
        * With "sha256": window-relative points inside the region whose colours (after masking)
@@ -132,6 +133,15 @@ export const OPS = {
         .array(z.tuple([z.number().int(), z.number().int()]))
         .max(256)
         .optional(),
+      /**
+       * The supervisor's own enumeration that resolved the target (Date.now() when it was read):
+       * the pre-capture check runs against it when it is at most LISTING_MAX_AGE_MS old instead
+       * of enumerating again. The check after the pixels were read always enumerates afresh.
+       */
+      listing: z
+        .object({ at: z.number(), windows: z.array(WindowInfoSchema) })
+        .nullable()
+        .default(null),
     }),
     result: z.object({
       png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),

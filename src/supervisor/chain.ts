@@ -285,7 +285,8 @@ export async function runChain(
 
   if (def.target === "window" && policy) {
     const all = await liveWindows(sup, signal);
-    target = pickTarget(policy, all, args);
+    // Handed on with the target: a capture's pre-check reuses it instead of enumerating again.
+    target = { ...pickTarget(policy, all, args), listing: { at: Date.now(), windows: all } };
     detectInstanceChange(sup, client.hash, target);
   } else if (def.target === "ref" && policy) {
     const session = sup.sessions.lookupRef(String(args.ref ?? ""), client.hash);

@@ -40,6 +40,8 @@ export interface ResolvedTarget {
   instance: ProcessInstance;
   instanceKey: string;
   expectation: TargetExpectation;
+  /** The enumeration the target was resolved from, and when it was read (Date.now()). */
+  listing?: { at: number; windows: WindowInfo[] };
 }
 
 /**

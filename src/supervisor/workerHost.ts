@@ -16,6 +16,15 @@ import {
 } from "../shared/protocol.js";
 import type { Logger } from "./log.js";
 
+/**
+ * V8 grows a busy isolate's young generation up to 3 × 16 MiB semi-spaces and keeps it; with
+ * one isolate per worker (capture, input, one uia per grant) that is most of a soak's resident
+ * growth. Workers allocate short-lived objects only (frames are external memory), so small
+ * semi-spaces cost a few more scavenges and no throughput measurable in bench/ (docs/benchmarks.md).
+ */
+const WORKER_SEMI_SPACE_MB = 2;
+const WORKER_YOUNG_GENERATION_MB = 3 * WORKER_SEMI_SPACE_MB;
+
 export type Isolation = "thread" | "process";
 
 export interface WorkerHostOptions {
@@ -325,6 +334,7 @@ export class WorkerHost {
     const worker = new Worker(this.entryPath(), {
       workerData: { init, port: port2, dialogFlag: this.opts.dialogGate?.buffer },
       transferList: [port2],
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       // Never let a worker write to our stdout: it carries MCP frames.
       stdout: true,
       stderr: true,
@@ -362,7 +372,7 @@ export class WorkerHost {
         UIINSPECT_SERVER_PID: String(process.pid),
         UIINSPECT_HOST_PID: String(process.ppid),
       },
-      execArgv: [],
+      execArgv: [`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`],
     });
     child.stdout?.on("data", (d: Buffer) =>
       this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"),

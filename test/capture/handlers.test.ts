@@ -293,4 +293,58 @@ describe("capture.region", () => {
       expect(r.png).not.toBeNull();
     });
   });
+
+  describe("the supervisor's enumeration handed to the pre-capture check", () => {
+    /** The platform with its listWindows calls counted. */
+    function counting(): { platform: Platform; lists: () => number } {
+      let n = 0;
+      const desktop = new Proxy(platform.desktop, {
+        get(target, prop) {
+          const v: unknown = Reflect.get(target, prop, target);
+          if (prop === "listWindows") {
+            return () => {
+              n += 1;
+              return target.listWindows();
+            };
+          }
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      });
+      return { platform: { ...platform, desktop }, lists: () => n };
+    }
+
+    it("a fresh one spares one enumeration; the check after the read still enumerates", async () => {
+      const windows = await platform.desktop.listWindows();
+      const c = counting();
+      await capture({ listing: { at: Date.now(), windows } }, c.platform);
+      expect(c.lists()).toBe(1);
+      const plain = counting();
+      await capture({}, plain.platform);
+      expect(plain.lists()).toBe(2);
+    });
+
+    it("a stale one is not used: the pre-check enumerates the live desktop", async () => {
+      const windows = await platform.desktop.listWindows();
+      const c = counting();
+      await capture({ listing: { at: Date.now() - 60_000, windows } }, c.platform);
+      expect(c.lists()).toBe(2);
+      // Stale and showing the region uncovered while it is covered now: refused before the read.
+      writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
+      const hook = withHook(() => {});
+      expect(await codeOf(capture({ listing: { at: Date.now() - 60_000, windows } }, hook.platform))).toBe(
+        "occluded",
+      );
+      expect(hook.frames).toHaveLength(0);
+    });
+
+    it("one that says the region is uncovered while it is covered never lets the pixels out", async () => {
+      const windows = await platform.desktop.listWindows();
+      writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
+      const hook = withHook(() => {});
+      expect(await codeOf(capture({ listing: { at: Date.now(), windows } }, hook.platform))).toBe("occluded");
+      // Read on the handed word, then refused by the live check after the read, and wiped.
+      expect(hook.frames).toHaveLength(1);
+      expect(hook.frames[0].data.every((b) => b === 0)).toBe(true);
+    });
+  });
 });

@@ -10,6 +10,7 @@ import {
   startSession,
   UNSAFE_XTEST,
   waitFor,
+  waitForExe,
   waitForWindow,
   X11_AVAILABLE,
   X11_REQUIRED,
@@ -67,14 +68,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       factory = await waitForWindow(p, "gtk3-widget-factory");
       startApp("gtk3-demo", []);
       // gtk3-demo's title follows the selected demo: find it by its executable.
-      demo = await waitFor(
-        "gtk3-demo window",
-        async () =>
-          (await p.desktop.listWindows()).find(
-            (w) => w.instance?.exe_path.endsWith("/gtk3-demo") && w.visible && !w.iconic,
-          ) ?? null,
-        30_000,
-      );
+      demo = await waitForExe(p, "/gtk3-demo");
       bus = await atspiBus();
       h = await McpHarness.start({
         ...UNSAFE_XTEST,

@@ -140,6 +140,18 @@ export function waitForWindow(p: Platform, title: string, timeoutMs = 30000): Pr
   );
 }
 
+/** The visible window of the process whose executable path ends with `exeSuffix` (for apps whose title changes, like gtk3-demo). */
+export function waitForExe(p: Platform, exeSuffix: string, timeoutMs = 30000): Promise<WindowInfo> {
+  return waitFor(
+    `window of ${exeSuffix}`,
+    async () =>
+      (await p.desktop.listWindows()).find(
+        (w) => w.instance?.exe_path.endsWith(exeSuffix) && w.visible && !w.iconic,
+      ) ?? null,
+    timeoutMs,
+  );
+}
+
 export function xdotool(...args: string[]): string {
   return execFileSync("xdotool", args, { encoding: "utf8", env: process.env }).trim();
 }

@@ -88,7 +88,12 @@ describe.skipIf(!X11_AVAILABLE)("x11 platform in several worker threads of one p
     });
     const text = readFileSync(join(dir, "platform.mjs"), "utf8")
       .replace(/from "koffi"/g, `from ${JSON.stringify(join(REPO, "node_modules/koffi/index.js"))}`)
-      .replace(/from "dbus-next"/g, `from ${JSON.stringify(join(REPO, "node_modules/dbus-next/index.js"))}`);
+      // dbus-next's bare connection module (peer-to-peer AT-SPI links) is imported by its subpath.
+      .replace(
+        /from "dbus-next(\/[^"]+)?"/g,
+        (_m, sub: string | undefined) =>
+          `from ${JSON.stringify(join(REPO, "node_modules/dbus-next", sub ?? "index.js"))}`,
+      );
     writeFileSync(join(dir, "platform.mjs"), text);
     writeFileSync(join(dir, "worker.mjs"), WORKER_SRC);
     // The workers' listings are checked for it: the window must exist and be managed first.

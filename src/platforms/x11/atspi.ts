@@ -5,6 +5,7 @@ import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.
 import type {
   A11yHandle,
   A11yNodeFacts,
+  A11yNodeSource,
   A11ySession,
   AccessibilityPort,
   SemanticAction,
@@ -12,48 +13,51 @@ import type {
 } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { withTimeout as rejectAfter } from "../../shared/timeout.js";
-import { mapAtspiRole } from "./roles.js";
+import {
+  ACTION,
+  type AtspiFactsInput,
+  actionNamesOf,
+  atspiFacts,
+  CHECKABLE_ROLES,
+  COMPONENT,
+  EDITABLE_TEXT,
+  EXPAND_ACTIONS,
+  extentsRect,
+  hasState,
+  INVOKE_ACTIONS,
+  SELECTION,
+  ST_DEFUNCT,
+  ST_EXPANDABLE,
+  ST_EXPANDED,
+  ST_SELECTABLE,
+  TOGGLE_ACTIONS,
+} from "./atspiFacts.js";
+import { PeerLink, type PeerReply, PeerTimeout, verifiedPeerPath } from "./atspiPeer.js";
 
 /**
  * AT-SPI2 over D-Bus with dbus-next's low-level bus.call (no introspection per node). The a11y
  * bus address comes from org.a11y.Bus.GetAddress on the session bus; an application is tied to
- * a process through GetConnectionUnixProcessID on the a11y bus. Every call has a timeout; a node
- * that no longer exists is element_stale. Values and text contents are never read.
+ * a process through GetConnectionUnixProcessID on the a11y bus. Once tied, calls to it go peer
+ * to peer over the application's own server (atspiPeer.ts) when the kernel confirms that server
+ * is the application's, else through the bus. A walk reads the bulk facts from the
+ * application's Cache.GetItems and asks per node only what the cache lacks. Every call has a
+ * timeout; a node that no longer exists is element_stale. Values and text contents are never read.
  */
 
 const ACCESSIBLE = "org.a11y.atspi.Accessible";
-const COMPONENT = "org.a11y.atspi.Component";
-const ACTION = "org.a11y.atspi.Action";
-const SELECTION = "org.a11y.atspi.Selection";
-const EDITABLE_TEXT = "org.a11y.atspi.EditableText";
+const APPLICATION = "org.a11y.atspi.Application";
+const CACHE = "org.a11y.atspi.Cache";
+const CACHE_PATH = "/org/a11y/atspi/cache";
 const REGISTRY = "org.a11y.atspi.Registry";
 const ROOT_PATH = "/org/a11y/atspi/accessible/root";
 const NULL_PATH = "/org/a11y/atspi/null";
 /** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
 const CALL_TIMEOUT_MS = intSetting(process.env, SETTINGS.atspiCallTimeoutMs);
 const COORD_SCREEN = 0;
-
-// AtspiStateType bit numbers.
-const ST_DEFUNCT = 6;
-const ST_ENABLED = 8;
-const ST_EXPANDABLE = 9;
-const ST_EXPANDED = 10;
-const ST_FOCUSED = 12;
-const ST_SELECTABLE = 22;
-const ST_SENSITIVE = 24;
-const ST_SHOWING = 25;
-const ST_VISIBLE = 30;
-
-const INVOKE_ACTIONS = ["click", "press", "activate", "jump"];
-const TOGGLE_ACTIONS = ["toggle"];
-const EXPAND_ACTIONS = ["expand or contract", "expand", "collapse", "expand or collapse"];
-const CHECKABLE_ROLES = new Set([
-  "check box",
-  "toggle button",
-  "radio button",
-  "check menu item",
-  "radio menu item",
-]);
+/** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
+const MAX_NODES = 20_000;
+/** Peer links kept at most per worker (the oldest closes first). */
+const MAX_PEERS = 32;
 
 /** A node: where it lives, plus the parent needed for Selection. */
 interface Node {
@@ -78,14 +82,37 @@ function asNode(h: A11yHandle): Node {
   return h;
 }
 
-function hasState(states: number[], bit: number): boolean {
-  const word = states[bit >> 5] ?? 0;
-  return ((word >>> (bit & 31)) & 1) === 1;
+/** D-Bus error names that mean the object (or its application) is gone. */
+function isStaleErrorName(name: string): boolean {
+  return (
+    name.endsWith(".UnknownObject") ||
+    name.endsWith(".UnknownMethod") ||
+    name.endsWith(".ServiceUnknown") ||
+    name.endsWith(".NameHasNoOwner") ||
+    name.endsWith(".NoReply") ||
+    name.endsWith(".UnknownInterface")
+  );
 }
 
-/** Connection to the a11y bus with bounded calls. */
+function lateError(): Error {
+  return uiError("platform_unavailable", "The accessibility provider did not answer in time.");
+}
+
+export interface AtspiOptions {
+  /** Talk to applications peer to peer when they offer it (default true). */
+  peer?: boolean;
+  /** Read a walk's bulk facts from the application's Cache.GetItems (default true). */
+  bulk?: boolean;
+}
+
+/**
+ * Connection to the a11y bus with bounded calls, plus peer links to the applications it was
+ * asked to link: a call goes over the destination's link while that is open, else the bus.
+ */
 export class AtspiBus {
   private readonly bus: dbus.MessageBus;
+  /** Bus name → its peer link, or null when the application offers none we accept. */
+  private readonly peers = new Map<string, Promise<PeerLink | null>>();
 
   private constructor(bus: dbus.MessageBus) {
     this.bus = bus;
@@ -122,7 +149,70 @@ export class AtspiBus {
     }
   }
 
+  /**
+   * Opens a peer link to the application `busName` (process `pid`, as the bus daemon says),
+   * once; an application that offers none, or one the kernel does not confirm, stays on the bus.
+   */
+  linkPeer(busName: string, pid: number): Promise<void> {
+    if (!this.peers.has(busName)) {
+      while (this.peers.size >= MAX_PEERS) {
+        const [oldest, link] = this.peers.entries().next().value as [string, Promise<PeerLink | null>];
+        this.peers.delete(oldest);
+        void link.then((l) => l?.close());
+      }
+      const link = this.openPeer(busName, pid);
+      this.peers.set(busName, link);
+    }
+    return this.peers.get(busName)!.then(() => undefined);
+  }
+
+  private async openPeer(busName: string, pid: number): Promise<PeerLink | null> {
+    try {
+      const body = await this.viaBus(busName, ROOT_PATH, APPLICATION, "GetApplicationBusAddress");
+      const address = body[0];
+      if (typeof address !== "string") return null;
+      const path = verifiedPeerPath(address, pid);
+      if (path === null) return null;
+      const link = await PeerLink.open(path, CALL_TIMEOUT_MS, () => {
+        // A closed link is forgotten: later calls go through the bus.
+        if (this.peers.get(busName) === current) this.peers.delete(busName);
+      });
+      const current = Promise.resolve(link);
+      this.peers.set(busName, current);
+      return link;
+    } catch {
+      return null;
+    }
+  }
+
   async call(
+    destination: string,
+    path: string,
+    iface: string,
+    member: string,
+    signature?: string,
+    body?: unknown[],
+  ): Promise<unknown[]> {
+    const link = this.peers.get(destination);
+    const peer = link ? await link : null;
+    if (peer !== null && !peer.closed) {
+      let reply: PeerReply | null = null;
+      try {
+        reply = await peer.call(path, iface, member, signature, body, CALL_TIMEOUT_MS);
+      } catch (e) {
+        if (e instanceof PeerTimeout) throw lateError();
+        // The link closed under the call: the bus still knows the application (or says it is gone).
+      }
+      if (reply !== null) {
+        if (reply.ok) return reply.body;
+        if (isStaleErrorName(reply.errorName)) throw new StaleError();
+        throw uiError("platform_unavailable", "An accessibility call failed.");
+      }
+    }
+    return this.viaBus(destination, path, iface, member, signature, body);
+  }
+
+  private async viaBus(
     destination: string,
     path: string,
     iface: string,
@@ -136,17 +226,7 @@ export class AtspiBus {
       return reply?.body ?? [];
     } catch (e) {
       if (isUiError(e)) throw e;
-      const name = e instanceof dbus.DBusError ? e.type : "";
-      if (
-        name.endsWith(".UnknownObject") ||
-        name.endsWith(".UnknownMethod") ||
-        name.endsWith(".ServiceUnknown") ||
-        name.endsWith(".NameHasNoOwner") ||
-        name.endsWith(".NoReply") ||
-        name.endsWith(".UnknownInterface")
-      ) {
-        throw new StaleError();
-      }
+      if (e instanceof dbus.DBusError && isStaleErrorName(e.type)) throw new StaleError();
       throw uiError("platform_unavailable", "An accessibility call failed.");
     }
   }
@@ -159,7 +239,7 @@ export class AtspiBus {
 
   async pidOf(busName: string): Promise<number | null> {
     try {
-      const body = await this.call(
+      const body = await this.viaBus(
         "org.freedesktop.DBus",
         "/org/freedesktop/DBus",
         "org.freedesktop.DBus",
@@ -174,14 +254,14 @@ export class AtspiBus {
   }
 
   disconnect(): void {
+    for (const link of this.peers.values()) void link.then((l) => l?.close());
+    this.peers.clear();
     this.bus.disconnect();
   }
 }
 
 function withTimeout<T>(p: Promise<T>, ms = CALL_TIMEOUT_MS): Promise<T> {
-  return rejectAfter(p, ms, () =>
-    uiError("platform_unavailable", "The accessibility provider did not answer in time."),
-  );
+  return rejectAfter(p, ms, lateError);
 }
 
 function refs(body: unknown[]): Array<{ bus: string; path: string }> {
@@ -196,18 +276,12 @@ function refs(body: unknown[]): Array<{ bus: string; path: string }> {
   return out;
 }
 
-/**
- * GTK reports extents near G_MININT for nodes it does not draw although they keep SHOWING and
- * VISIBLE (tree rows scrolled out of view, cell renderers of hidden columns).
- */
-const NO_EXTENT = -(2 ** 30);
+function stringsOf(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : [];
+}
 
-function toRect(body: unknown[]): Rect | null {
-  const e = body[0];
-  if (!Array.isArray(e) || e.length < 4 || !e.every((v) => typeof v === "number")) return null;
-  const [x, y, w, h] = e as number[];
-  if (w! <= 0 || h! <= 0) return null;
-  return [x!, y!, x! + w!, y! + h!];
+function statesOf(v: unknown): number[] {
+  return Array.isArray(v) ? v.map((x) => (typeof x === "number" ? x : 0)) : [];
 }
 
 /** Settles a call to its value or null (a missing interface is not an error for facts). */
@@ -227,15 +301,63 @@ function staleToUi(e: unknown): never {
   throw uiError("platform_unavailable", "An accessibility call failed.");
 }
 
+/** One object of an application's Cache.GetItems answer. */
+interface CachedItem {
+  bus: string;
+  childCount: number;
+  interfaces: string[];
+  name: string;
+  role: number;
+  states: number[];
+}
+
+/**
+ * Cache.GetItems → path → item. Two signatures exist: a((so)(so)(so)iiassusau) (index in parent
+ * and child count; at-spi2-atk ≥ 2.34) and a((so)(so)(so)a(so)assusau) (the children; Qt and
+ * older bridges). Items of another shape are skipped (those nodes are then asked per node).
+ */
+function parseCache(body: unknown[]): Map<string, CachedItem> {
+  const out = new Map<string, CachedItem>();
+  const list = body[0];
+  if (!Array.isArray(list)) return out;
+  for (const raw of list) {
+    if (!Array.isArray(raw)) continue;
+    const self: unknown = raw[0];
+    if (!Array.isArray(self) || typeof self[0] !== "string" || typeof self[1] !== "string") continue;
+    const listed = Array.isArray(raw[3]);
+    const [ifaces, name, role, , states] = listed ? raw.slice(4) : raw.slice(5);
+    const childCount: unknown = listed ? (raw[3] as unknown[]).length : raw[4];
+    if (typeof name !== "string" || typeof role !== "number" || typeof childCount !== "number") continue;
+    out.set(self[1], {
+      bus: self[0],
+      childCount,
+      interfaces: stringsOf(ifaces),
+      name,
+      role,
+      states: statesOf(states),
+    });
+  }
+  return out;
+}
+
 class AtspiSession implements A11ySession {
   private readonly bus: AtspiBus;
   private readonly rootNode: Node;
+  private readonly bulk: boolean;
   private readonly ifaceCache = new WeakMap<Node, Promise<string[]>>();
+  /**
+   * One handle per live object (bus, path) under the same parent, so walk after walk hands the
+   * session store the same handles, and so the same refs: refs do not pile up per inspect.
+   */
+  private readonly nodes = new Map<string, Node>();
+  /** Role number → GetRoleName, per application: the cache carries numbers, facts carry names. */
+  private readonly roleNames = new Map<string, Promise<string>>();
   private disposed = false;
 
-  constructor(bus: AtspiBus, root: Node) {
+  constructor(bus: AtspiBus, root: Node, bulk: boolean) {
     this.bus = bus;
     this.rootNode = root;
+    this.bulk = bulk;
   }
 
   private check(): void {
@@ -252,13 +374,7 @@ class AtspiSession implements A11ySession {
     // list serves all its children's selection_item checks).
     let p = this.ifaceCache.get(n);
     if (!p) {
-      p = this.bus
-        .call(n.bus, n.path, ACCESSIBLE, "GetInterfaces")
-        .then((body) =>
-          Array.isArray(body[0])
-            ? (body[0] as unknown[]).filter((s): s is string => typeof s === "string")
-            : [],
-        );
+      p = this.bus.call(n.bus, n.path, ACCESSIBLE, "GetInterfaces").then((body) => stringsOf(body[0]));
       this.ifaceCache.set(n, p);
       // A failed lookup is not kept: the next call asks again.
       p.catch(() => this.ifaceCache.delete(n));
@@ -267,67 +383,84 @@ class AtspiSession implements A11ySession {
   }
 
   private async actionNames(n: Node): Promise<string[]> {
-    const body = await this.bus.call(n.bus, n.path, ACTION, "GetActions");
-    const list = body[0];
-    if (!Array.isArray(list)) return [];
-    return list.map((a) => (Array.isArray(a) && typeof a[0] === "string" ? a[0].toLowerCase() : ""));
+    return actionNamesOf(await this.bus.call(n.bus, n.path, ACTION, "GetActions"));
   }
 
   private async states(n: Node): Promise<number[]> {
-    const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState");
-    return Array.isArray(body[0]) ? (body[0] as unknown[]).map((v) => (typeof v === "number" ? v : 0)) : [];
+    return statesOf((await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState"))[0]);
+  }
+
+  private async roleName(n: Node): Promise<string> {
+    const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetRoleName");
+    return typeof body[0] === "string" ? body[0].toLowerCase() : "";
+  }
+
+  private async extents(n: Node): Promise<Rect | null> {
+    const body = await optional(this.bus.call(n.bus, n.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN]));
+    return body ? extentsRect(body) : null;
+  }
+
+  /** The name of role number `role` in n's application, asked of the first node that has it. */
+  private roleNameOf(n: Node, role: number): Promise<string> {
+    const key = `${n.bus}\u0000${role}`;
+    let p = this.roleNames.get(key);
+    if (!p) {
+      p = this.roleName(n);
+      this.roleNames.set(key, p);
+      p.catch(() => this.roleNames.delete(key));
+    }
+    return p;
+  }
+
+  /** Everything about a node by its own calls (what the cache lacks, or no cache at all). */
+  private async input(n: Node): Promise<AtspiFactsInput> {
+    const [roleName, name, states, interfaces, rect, parentInterfaces] = await Promise.all([
+      this.roleName(n),
+      this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
+      this.states(n),
+      this.interfaces(n),
+      this.extents(n),
+      n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
+    ]);
+    const actions = interfaces.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : [];
+    return { roleName, name, states, interfaces, rect, actions, parentInterfaces };
+  }
+
+  /** A cached node: only its extents, actions (Action nodes) and role name (once per role) are asked. */
+  private async cachedInput(
+    n: Node,
+    it: CachedItem,
+    items: Map<string, CachedItem>,
+  ): Promise<AtspiFactsInput> {
+    const interfaces = it.interfaces;
+    const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
+    const [roleName, rect, actions, parentInterfaces] = await Promise.all([
+      this.roleNameOf(n, it.role),
+      interfaces.includes(COMPONENT) ? this.extents(n) : Promise.resolve(null),
+      interfaces.includes(ACTION) ? optional(this.actionNames(n)) : Promise.resolve(null),
+      n.parent ? (parentItem?.interfaces ?? optional(this.interfaces(n.parent))) : Promise.resolve(null),
+    ]);
+    return {
+      roleName,
+      name: it.name,
+      states: it.states,
+      interfaces,
+      rect,
+      actions: actions ?? [],
+      parentInterfaces,
+    };
+  }
+
+  private finish(input: AtspiFactsInput): A11yNodeFacts {
+    if (hasState(input.states, ST_DEFUNCT)) throw uiError("element_stale");
+    return atspiFacts(input);
   }
 
   async facts(h: A11yHandle): Promise<A11yNodeFacts> {
     this.check();
     const n = asNode(h);
     try {
-      const b = this.bus;
-      const [roleBody, name, states, ifaces, extents, actions, parentIfaces] = await Promise.all([
-        b.call(n.bus, n.path, ACCESSIBLE, "GetRoleName"),
-        b.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
-        this.states(n),
-        this.interfaces(n),
-        optional(b.call(n.bus, n.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN])),
-        optional(this.actionNames(n)),
-        n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
-      ]);
-      if (hasState(states, ST_DEFUNCT)) throw uiError("element_stale");
-      const roleName = typeof roleBody[0] === "string" ? roleBody[0].toLowerCase() : "";
-      const editable = ifaces.includes(EDITABLE_TEXT);
-      const acts = ifaces.includes(ACTION) ? (actions ?? []) : [];
-      const patterns: string[] = [];
-      if (acts.some((a) => INVOKE_ACTIONS.includes(a))) patterns.push("invoke");
-      if (
-        acts.some((a) => TOGGLE_ACTIONS.includes(a)) ||
-        (CHECKABLE_ROLES.has(roleName) && acts.includes("click"))
-      ) {
-        patterns.push("toggle");
-      }
-      // GTK gives every tree cell an "expand or contract" action, leaves included: only a node
-      // marked EXPANDABLE can expand.
-      if (acts.some((a) => EXPAND_ACTIONS.includes(a)) && hasState(states, ST_EXPANDABLE))
-        patterns.push("expand_collapse");
-      // GTK answers SelectChild true for a child it cannot select (a list box with selection
-      // mode none): only a SELECTABLE child of a Selection is a selection item.
-      if (parentIfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
-        patterns.push("selection_item");
-      if (editable) patterns.push("value");
-      const rect = extents ? toRect(extents) : null;
-      return {
-        role: mapAtspiRole(roleName, editable),
-        name: typeof name === "string" ? name : null,
-        automation_id: null,
-        class_name: roleName || null,
-        rect,
-        enabled: hasState(states, ST_ENABLED) || hasState(states, ST_SENSITIVE),
-        offscreen:
-          !(hasState(states, ST_SHOWING) && hasState(states, ST_VISIBLE)) ||
-          (rect !== null && (rect[0] <= NO_EXTENT || rect[1] <= NO_EXTENT)),
-        focused: hasState(states, ST_FOCUSED),
-        is_password: roleName === "password text",
-        patterns,
-      };
+      return this.finish(await this.input(n));
     } catch (e) {
       return staleToUi(e);
     }
@@ -338,10 +471,64 @@ class AtspiSession implements A11ySession {
     const n = asNode(h);
     try {
       const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
-      return refs(body).map((r) => ({ bus: r.bus, path: r.path, parent: n }));
+      return refs(body).map((r) => this.node(r.bus, r.path, n));
     } catch (e) {
       return staleToUi(e);
     }
+  }
+
+  private node(bus: string, path: string, parent: Node): Node {
+    const key = `${bus}\u0000${path}`;
+    const known = this.nodes.get(key);
+    if (known !== undefined && known.parent === parent) return known;
+    const n: Node = { bus, path, parent };
+    this.nodes.delete(key);
+    this.nodes.set(key, n);
+    // Bounded like the store's refs: the oldest handles are forgotten first (a later walk then
+    // makes a new one, i.e. a new ref).
+    while (this.nodes.size > MAX_NODES) {
+      const oldest = this.nodes.keys().next();
+      if (oldest.done) break;
+      this.nodes.delete(oldest.value);
+    }
+    return n;
+  }
+
+  async walkSource(h: A11yHandle): Promise<A11yNodeSource> {
+    this.check();
+    const root = asNode(h);
+    if (!this.bulk) return this;
+    let items: Map<string, CachedItem>;
+    try {
+      items = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
+    } catch (e) {
+      // An application without the cache (or one that failed it) is walked node by node.
+      if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
+      throw e;
+    }
+    if (items.size === 0) return this;
+    return {
+      facts: async (node: A11yHandle): Promise<A11yNodeFacts> => {
+        this.check();
+        const n = asNode(node);
+        const it = items.get(n.path);
+        if (it === undefined || it.bus !== n.bus) return this.facts(n);
+        try {
+          return this.finish(await this.cachedInput(n, it, items));
+        } catch (e) {
+          return staleToUi(e);
+        }
+      },
+      children: async (node: A11yHandle): Promise<A11yHandle[]> => {
+        this.check();
+        const n = asNode(node);
+        // Only "no children" is taken from the cache: a parent's index_in_parent order can
+        // differ from GetChildren's (GTK window children), and the walk's order must not.
+        const it = items.get(n.path);
+        if (it !== undefined && it.bus === n.bus && it.childCount === 0) return [];
+        return this.children(n);
+      },
+    };
   }
 
   private async doNamedAction(n: Node, names: string[]): Promise<void> {
@@ -372,8 +559,7 @@ class AtspiSession implements A11ySession {
           return await this.doNamedAction(n, INVOKE_ACTIONS);
         case "toggle": {
           if (!ifaces.includes(ACTION)) throw uiError("pattern_not_supported");
-          const roleBody = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetRoleName");
-          const role = typeof roleBody[0] === "string" ? roleBody[0].toLowerCase() : "";
+          const role = await this.roleName(n);
           return await this.doNamedAction(
             n,
             CHECKABLE_ROLES.has(role) ? ["toggle", "click"] : TOGGLE_ACTIONS,
@@ -431,11 +617,19 @@ class AtspiSession implements A11ySession {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    this.nodes.clear();
   }
 }
 
 export class X11Accessibility implements AccessibilityPort {
   private busPromise: Promise<AtspiBus> | null = null;
+  private readonly peer: boolean;
+  private readonly bulk: boolean;
+
+  constructor(opts: AtspiOptions = {}) {
+    this.peer = opts.peer ?? true;
+    this.bulk = opts.bulk ?? true;
+  }
 
   private bus(): Promise<AtspiBus> {
     if (!this.busPromise) {
@@ -461,6 +655,7 @@ export class X11Accessibility implements AccessibilityPort {
     const mine = apps.filter((_, i) => pids[i] === pid);
     if (mine.length === 0)
       throw uiError("target_not_found", "The application exposes no accessibility tree.");
+    if (this.peer) await Promise.all(mine.map((a) => bus.linkPeer(a.bus, pid)));
     const frames: Node[] = [];
     for (const app of mine) {
       const appNode: Node = { bus: app.bus, path: app.path, parent: null };
@@ -475,7 +670,7 @@ export class X11Accessibility implements AccessibilityPort {
       frames.map((f) =>
         bus
           .call(f.bus, f.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN])
-          .then(toRect)
+          .then(extentsRect)
           .catch(() => null),
       ),
     );
@@ -494,7 +689,7 @@ export class X11Accessibility implements AccessibilityPort {
     if (best < 0 && frames.length === 1) best = 0;
     if (best < 0) throw uiError("target_not_found", "No accessibility tree matches this window.");
     const frame = frames[best]!;
-    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null });
+    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk);
   }
 
   dispose(): void {

@@ -4,17 +4,34 @@ type Sharp = typeof import("sharp").default;
 let sharpModule: Promise<Sharp> | null = null;
 
 /**
- * sharp is loaded on the first encode, not at worker start: discovery and hashing never
- * need it, and a native module that fails to load must not take list_windows down with it.
+ * sharp is loaded when the capture worker has started (warmEncoder) or on the first encode,
+ * never before the worker is ready: discovery and hashing never need it, and a native module
+ * that fails to load must not take list_windows down with it.
  */
 function loadSharp(): Promise<Sharp> {
   sharpModule ??= import("sharp").then((m): Sharp => {
     const sharp = m.default;
     // No decoded pixels stay in libvips' operation cache: a frame must be gone once answered.
     sharp.cache(false);
+    // A PNG encode is one sequential zlib stream: more libvips threads do not make it faster,
+    // they only add stacks and malloc arenas (in thread mode, in the server's own process).
+    sharp.concurrency(1);
     return sharp;
   });
   return sharpModule;
+}
+
+/**
+ * Loads sharp and runs one tiny encode, so the first screenshot after consent does not pay
+ * for loading libvips and its PNG/zlib code (~100 ms). A failure here is not an error: the
+ * first real encode reports it.
+ */
+export async function warmEncoder(): Promise<void> {
+  try {
+    await encodePng({ width: 16, height: 16, channels: 4, data: new Uint8Array(16 * 16 * 4) }, 2);
+  } catch {
+    // Reported by the first real encode.
+  }
 }
 
 /**

@@ -22,7 +22,7 @@ export interface UiaOptions {
   maxSessions?: number;
   /** Refs kept per session at most (default 20000; the oldest become stale first). */
   maxRefsPerSession?: number;
-  /** Provider calls in flight at once during a walk (default 8). */
+  /** Provider calls in flight at once during a walk (default 32). */
   concurrency?: number;
   /** Where UIINSPECT_SERVER_PID / UIINSPECT_HOST_PID are read (default process.env, at each call). */
   env?: () => Record<string, string | undefined>;
@@ -103,7 +103,7 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
     maxSessions: opts.maxSessions ?? 64,
     maxRefsPerSession: opts.maxRefsPerSession ?? 20000,
   });
-  const concurrency = opts.concurrency ?? 8;
+  const concurrency = opts.concurrency ?? 32;
   const env = opts.env ?? (() => process.env);
 
   function refuseSelf(target: TargetExpectation): void {
@@ -245,8 +245,8 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
           maxDepth: FIND_MAX_DEPTH,
           maxNodes: FIND_MAX_NODES,
           concurrency,
-          onLevel: (visits) => {
-            for (const v of visits) if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts });
+          onVisit: (v) => {
+            if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts });
             return found.length > args.max_results;
           },
         });

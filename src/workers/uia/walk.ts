@@ -1,6 +1,6 @@
 import { isUiError, toUiError, uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
-import type { A11yHandle, A11yNodeFacts, A11ySession } from "../../shared/platform.js";
+import type { A11yHandle, A11yNodeFacts, A11yNodeSource, A11ySession } from "../../shared/platform.js";
 
 /**
  * A wall-clock budget for one request: it stops at its deadline (the walk then reports what
@@ -81,25 +81,6 @@ export class Budget {
 
 export const STOPPED: unique symbol = Symbol("stopped");
 
-/** Runs `fn` over `items` with at most `limit` at a time; results in input order. */
-export async function mapPool<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= items.length) return;
-      out[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
 /** One node reached by a walk. */
 export interface Visit {
   handle: A11yHandle;
@@ -112,12 +93,13 @@ export interface Visit {
 export interface WalkOptions {
   maxDepth: number;
   maxNodes: number;
+  /** Provider calls (facts or children) in flight at once. */
   concurrency: number;
   /**
-   * Called for each level's visits in order; return true to stop the walk there (the rest of
-   * the tree is then reported as not seen, i.e. truncated).
+   * Called for each visit in breadth-first order; return true to stop the walk there (the
+   * rest of the tree is then reported as not seen, i.e. truncated).
    */
-  onLevel?: (visits: readonly Visit[]) => boolean;
+  onVisit?: (visit: Visit) => boolean;
 }
 
 export interface WalkResult {
@@ -127,22 +109,38 @@ export interface WalkResult {
   truncated: boolean;
 }
 
-interface Pending {
-  handle: A11yHandle;
-  parent: number;
-}
-
-type Fetched =
-  | { kind: "ok"; facts: A11yNodeFacts; children: A11yHandle[] | null }
+type Outcome<T> =
+  | { kind: "pending" }
+  | { kind: "ok"; value: T }
   | { kind: "failed"; error: unknown }
   | { kind: "stopped" };
 
+/** A node known to the walk, at its breadth-first rank (its index in `slots`). */
+interface Slot {
+  handle: A11yHandle;
+  depth: number;
+  /** Rank of the parent, -1 for the root. */
+  parent: number;
+  facts: Outcome<A11yNodeFacts>;
+  children: Outcome<A11yHandle[]>;
+  /** Index in visits once emitted, -1 when left out. */
+  visit: number;
+}
+
+const PENDING = { kind: "pending" } as const;
+
 /**
- * Breadth-first, bounded walk from `root`. A level's facts and children are fetched in
- * parallel (bounded). It never reads values or text: only facts() and children().
- * Limits: maxDepth (0 = the root only), maxNodes, and the budget's deadline. A node that
- * fails below the root (it vanished meanwhile) is left out and the result is truncated;
- * the root failing fails the walk.
+ * Breadth-first, bounded, streaming walk from `root`: a node's facts and children are asked
+ * as soon as the node is known, in rank order, with at most `concurrency` calls in flight and
+ * no barrier between levels; the result is assembled in breadth-first order, so it is the same
+ * tree a level-by-level walk returns. Only facts() and children() are read (never values or
+ * text), from the session's walkSource() when it has one.
+ *
+ * Limits: maxDepth (0 = the root only; children of the deepest level are asked only to know
+ * whether the depth cut anything), maxNodes (a node is ranked only within the first maxNodes,
+ * so nothing beyond is ever asked) and the budget's deadline (the visits emitted so far, in
+ * order, truncated). A node that fails below the root (it vanished meanwhile) is left out with
+ * its subtree and the result is truncated; the root failing fails the walk.
  */
 export async function walk(
   session: A11ySession,
@@ -150,81 +148,169 @@ export async function walk(
   budget: Budget,
   opts: WalkOptions,
 ): Promise<WalkResult> {
+  const source: A11yNodeSource = session.walkSource ? await budget.must(session.walkSource(root)) : session;
+  const slots: Slot[] = [];
   const visits: Visit[] = [];
+  const tasks: Array<() => Promise<void>> = [];
+  let head = 0;
+  let active = 0;
+  /** Next slot whose children are to be ranked, and next slot to emit. */
+  let structure = 0;
+  let emit = 0;
   let truncated = false;
-  let level: Pending[] = [{ handle: root, parent: -1 }];
-  for (let depth = 0; level.length > 0; depth += 1) {
-    const room = opts.maxNodes - visits.length;
-    if (level.length > room) {
-      level = level.slice(0, Math.max(0, room));
-      truncated = true;
-      if (level.length === 0) break;
-    }
-    // Children of the deepest level are asked for only to know whether the depth cut anything.
-    const fetched = await mapPool(level, opts.concurrency, async (p): Promise<Fetched> => {
-      if (budget.expired) return { kind: "stopped" };
-      try {
-        const facts = await budget.race(session.facts(p.handle));
-        if (facts === STOPPED) return { kind: "stopped" };
-        const children = await budget.race(session.children(p.handle));
-        if (children === STOPPED) return { kind: "ok", facts, children: null };
-        return { kind: "ok", facts, children };
-      } catch (error) {
-        return { kind: "failed", error };
-      }
-    });
-    budget.throwIfCancelled();
-    const next: Pending[] = [];
-    const added: Visit[] = [];
-    for (let i = 0; i < level.length; i += 1) {
-      const f = fetched[i] as Fetched;
-      const p = level[i] as Pending;
-      if (f.kind === "failed") {
-        if (depth === 0) throw toUiError(f.error);
-        truncated = true;
-        continue;
-      }
-      if (f.kind === "stopped") {
-        if (depth === 0)
-          throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
-        truncated = true;
-        continue;
-      }
-      const index = visits.length;
-      const v: Visit = { handle: p.handle, facts: f.facts, depth, parent: p.parent };
-      visits.push(v);
-      added.push(v);
-      if (f.children === null) {
-        truncated = true;
-        continue;
-      }
-      if (f.children.length === 0) continue;
-      if (depth >= opts.maxDepth) {
-        truncated = true;
-        continue;
-      }
-      for (const c of f.children) {
-        // Never hold more handles than could be shown; more means truncated.
-        if (next.length >= opts.maxNodes) {
-          truncated = true;
-          break;
+  let stopped = false;
+
+  return new Promise<WalkResult>((resolve, reject) => {
+    let settled = false;
+    const finish = (): void => {
+      if (settled) return;
+      settled = true;
+      if (budget.cancelled) {
+        try {
+          budget.throwIfCancelled();
+        } catch (e) {
+          reject(e);
+          return;
         }
-        next.push({ handle: c, parent: index });
       }
-    }
-    if (opts.onLevel?.(added)) {
-      if (next.length > 0) truncated = true;
-      break;
-    }
-    if (budget.expired) {
-      budget.throwIfCancelled();
-      if (next.length > 0) truncated = true;
-      break;
-    }
-    level = next;
-  }
-  return { visits, truncated };
+      resolve({ visits, truncated });
+    };
+    const fail = (e: unknown): void => {
+      if (settled) return;
+      settled = true;
+      reject(e);
+    };
+
+    const run = <T>(slot: Slot, field: "facts" | "children", call: () => Promise<T>): void => {
+      tasks.push(async () => {
+        let out: Outcome<T>;
+        if (stopped || budget.expired) out = { kind: "stopped" };
+        else {
+          try {
+            const r = await budget.race(call());
+            out = r === STOPPED ? { kind: "stopped" } : { kind: "ok", value: r };
+          } catch (error) {
+            out = { kind: "failed", error };
+          }
+        }
+        (slot[field] as Outcome<T>) = out;
+      });
+    };
+
+    const rank = (handle: A11yHandle, depth: number, parent: number): void => {
+      const slot: Slot = { handle, depth, parent, facts: PENDING, children: PENDING, visit: -1 };
+      slots.push(slot);
+      // Children first: they fix the order of what comes next, so the window stays full.
+      run(slot, "children", () => source.children(handle));
+      run(slot, "facts", () => source.facts(handle));
+    };
+
+    /** Ranks the children of settled slots, in order (this fixes the breadth-first order). */
+    const advanceStructure = (): void => {
+      while (structure < slots.length) {
+        const s = slots[structure] as Slot;
+        if (s.children.kind === "pending") return;
+        structure += 1;
+        if (s.children.kind !== "ok") {
+          if (s.children.kind === "stopped") truncated = true;
+          continue;
+        }
+        const kids = s.children.value;
+        if (kids.length === 0) continue;
+        if (s.depth >= opts.maxDepth) {
+          truncated = true;
+          continue;
+        }
+        for (const c of kids) {
+          // Never hold more handles than could be shown; more means truncated.
+          if (slots.length >= opts.maxNodes) {
+            truncated = true;
+            break;
+          }
+          rank(c, s.depth + 1, structure - 1);
+        }
+      }
+    };
+
+    /** Emits settled slots in rank order; false when the walk is to stop. */
+    const advanceEmission = (): boolean => {
+      while (emit < slots.length) {
+        const s = slots[emit] as Slot;
+        if (s.facts.kind === "pending" || s.children.kind === "pending") return true;
+        emit += 1;
+        const parentVisit = s.parent < 0 ? -1 : (slots[s.parent] as Slot).visit;
+        const ok = s.facts.kind === "ok" && s.children.kind !== "failed";
+        if (s.parent < 0 && !ok) {
+          if (s.facts.kind === "failed") throw toUiError(s.facts.error);
+          if (s.children.kind === "failed") throw toUiError(s.children.error);
+          throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+        }
+        if (!ok || (s.parent >= 0 && parentVisit < 0) || s.facts.kind !== "ok") {
+          truncated = true;
+          continue;
+        }
+        s.visit = visits.length;
+        const v: Visit = { handle: s.handle, facts: s.facts.value, depth: s.depth, parent: parentVisit };
+        visits.push(v);
+        if (opts.onVisit?.(v)) {
+          if (
+            emit < slots.length ||
+            structure < slots.length ||
+            s.children.kind !== "ok" ||
+            s.children.value.length > 0
+          )
+            truncated = true;
+          return false;
+        }
+      }
+      return true;
+    };
+
+    const pump = (): void => {
+      if (settled) return;
+      try {
+        advanceStructure();
+        if (!advanceEmission()) {
+          stopped = true;
+          finish();
+          return;
+        }
+        if (emit >= slots.length && structure >= slots.length) {
+          finish();
+          return;
+        }
+        if (budget.expired) {
+          stopped = true;
+          if (emit === 0) {
+            budget.throwIfCancelled();
+            throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+          }
+          truncated = true;
+          finish();
+          return;
+        }
+        while (active < opts.concurrency && head < tasks.length) {
+          const task = tasks[head] as () => Promise<void>;
+          tasks[head] = noop;
+          head += 1;
+          active += 1;
+          void task().then(() => {
+            active -= 1;
+            pump();
+          });
+        }
+      } catch (e) {
+        stopped = true;
+        fail(e);
+      }
+    };
+
+    rank(root, 0, -1);
+    pump();
+  });
 }
+
+const noop = async (): Promise<void> => {};
 
 /** A screen rect → window-relative integer rect. */
 export function relativeRect(screen: Rect | null, windowRect: Rect): Rect | null {

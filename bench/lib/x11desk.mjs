@@ -1,0 +1,175 @@
+// Shared setup of the X11 benchmarks: a private Xvfb desktop (.ci/x11-session.sh), the X11
+// platform of dist/ in this process (to find windows and the consent dialog's button), apps
+// started inside it, and a built server granted access to a window by clicking Allow in the
+// real consent dialog.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { call, startServer } from "./mcp.mjs";
+
+export const REPO = resolve(import.meta.dirname, "../..");
+
+export async function waitFor(what, fn, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The desktop; `stop()` ends every app, server and the session it started. */
+export async function startDesk() {
+  const out = execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "start"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    timeout: 60_000,
+  });
+  const env = Object.fromEntries(
+    out
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+  );
+  Object.assign(process.env, env, { GDK_BACKEND: "x11" });
+  const apps = [];
+  const servers = [];
+  const dir = mkdtempSync(join(tmpdir(), "uix-bench-x11-"));
+  const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
+  const platform = await createX11Platform({ workerKind: "other" });
+
+  const desk = {
+    env,
+    dir,
+    platform,
+    /** Starts an app; resolves with its visible window (`match(w)` picks it). */
+    async app(cmd, args, match) {
+      const child = spawn(cmd, args, { env: process.env, stdio: "ignore" });
+      apps.push(child);
+      const win = await waitFor(cmd, async () =>
+        (await platform.desktop.listWindows()).find((w) => w.visible && !w.iconic && match(w)),
+      );
+      return { child, win };
+    },
+    /**
+     * A built server with `policy` (merged over an observe+inspect policy for `win`'s
+     * executable), granted access to `win` through the real consent dialog.
+     */
+    async grantedServer(win, policy = {}, env = {}) {
+      const policyPath = join(dir, `policy-${servers.length}.json`);
+      writeFileSync(
+        policyPath,
+        JSON.stringify({
+          schema_version: 1,
+          policy_id: "bench-x11",
+          application: { executable_path: win.instance.exe_path, title_patterns: [win.title] },
+          allowed_actions: ["observe", "inspect"],
+          limits: { max_screenshot_pixels_per_minute: 1e12, max_png_bytes: 64 * 1024 * 1024 },
+          ...policy,
+        }),
+      );
+      const server = await startServer({
+        DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
+        UIINSPECT_TREE_DEADLINE_MS: "60000",
+        UIINSPECT_WORKER_DEADLINE_MS: "120000",
+        UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1",
+        ...env,
+      });
+      servers.push(server);
+      const pending = call(server.client, "request_access", { hwnd: win.hwnd });
+      // Our own consent dialog (no accessibility tree, concealed from window listings): found
+      // by title with xdotool and clicked on Allow (bottom right) until it closes. Needs the
+      // unsafe XTest setting, which this bench's servers set (Xvfb has only XTEST devices).
+      const wid = execFileSync(
+        "xdotool",
+        ["search", "--sync", "--onlyvisible", "--name", "uiinspect-mcp: access request"],
+        { encoding: "utf8" },
+      )
+        .trim()
+        .split("\n")
+        .at(-1);
+      let answered = false;
+      pending.finally(() => {
+        answered = true;
+      });
+      for (let i = 0; i < 30 && !answered; i++) {
+        await new Promise((r) => setTimeout(r, i === 0 ? 1300 : 1000));
+        try {
+          const geo = execFileSync("xdotool", ["getwindowgeometry", "--shell", wid], { encoding: "utf8" });
+          const v = (k) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)?.[1]);
+          execFileSync("xdotool", [
+            "mousemove",
+            "--window",
+            wid,
+            String(v("WIDTH") - 55),
+            String(v("HEIGHT") - 24),
+            "click",
+            "1",
+          ]);
+        } catch {
+          // gone meanwhile: the answer decides
+        }
+      }
+      const grant = await pending;
+      if (grant.decision !== "approved") throw new Error("not approved");
+      return server;
+    },
+    async stop() {
+      for (const s of servers) {
+        try {
+          await s.client.close();
+        } catch {
+          // already closed
+        }
+      }
+      for (const a of apps) if (a.exitCode === null && a.signalCode === null) a.kill("SIGKILL");
+      try {
+        await platform.desktop.dispose();
+      } catch {
+        // gone
+      }
+      execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "stop", env.UIINSPECT_X11_STATE], {
+        stdio: "inherit",
+      });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return desk;
+}
+
+/**
+ * Memory of a server in MiB: `rss` of its own process, and `tree_rss` / `tree_pss` over it and
+ * all its descendants (process isolation's workers). RSS counts pages shared between processes
+ * (the node binary, libraries) once per process; PSS splits them, so a tree's PSS is what it
+ * costs the machine.
+ */
+export function memoryMiB(pid) {
+  const kids = new Map();
+  for (const line of execFileSync("ps", ["-eo", "pid=,ppid="], { encoding: "utf8" }).split("\n")) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number);
+    if (!p) continue;
+    if (!kids.has(pp)) kids.set(pp, []);
+    kids.get(pp).push(p);
+  }
+  const field = (p, name) => {
+    try {
+      const m = new RegExp(`\\n?${name}:\\s+(\\d+)`).exec(readFileSync(`/proc/${p}/smaps_rollup`, "utf8"));
+      return Number(m?.[1] ?? 0);
+    } catch {
+      return 0;
+    }
+  };
+  const mib = (kb) => Math.round((kb / 1024) * 10) / 10;
+  let rss = 0;
+  let pss = 0;
+  const stack = [pid];
+  while (stack.length > 0) {
+    const p = stack.pop();
+    rss += field(p, "Rss");
+    pss += field(p, "Pss");
+    for (const k of kids.get(p) ?? []) stack.push(k);
+  }
+  return { rss: mib(field(pid, "Rss")), tree_rss: mib(rss), tree_pss: mib(pss) };
+}

@@ -1,0 +1,218 @@
+// Our X11 paths against their physical floor and the baseline a user would pick instead,
+// interleaved round by round on one private Xvfb desktop (so machine load hits all alike):
+//
+//   tree:  inspect_tree over MCP (max_depth 32, max_nodes 5000) of gtk3-widget-factory;
+//          the walk alone in this process (dist/ X11Accessibility + walk, what the uia worker runs);
+//          pyatspi walking the same facts (bench/lib/pyatspi_walk.py: role name, name, states,
+//          interfaces, extents, action names of Action nodes, children; needs python3-pyatspi);
+//          the floor: the app's Cache.GetItems plus GetExtents of every cached Component node,
+//          all pipelined over the peer-to-peer link.
+//   shot:  screenshot_window 800×600 over MCP; the floor: XShmGetImage + BGRX→RGBA + PNG
+//          level 1 in this process (dist/ X11Capture + sharp).
+//
+//   npm run build && node bench/x11-floor.mjs        (BENCH_ROUNDS, default 20)
+//
+// Prints one JSON object: p50s, the ratios ours/baseline and ours/floor, nodes/s, and the
+// load average at start and end (ratios of one interleaved run are what to compare).
+import { spawn } from "node:child_process";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { createInterface } from "node:readline";
+import dbus from "dbus-next";
+import sharp from "sharp";
+import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
+import { REPO, startDesk } from "./lib/x11desk.mjs";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+const REGION = [0, 0, 800, 600];
+const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
+const loadStart = la();
+
+const desk = await startDesk();
+let py = null;
+try {
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const server = await desk.grantedServer(win, { safe_regions: [{ name: "r800x600", rect: REGION }] }, LOOSE);
+  const { client } = server;
+
+  const { X11Accessibility } = await import(join(REPO, "dist/platforms/x11/atspi.js"));
+  const { PeerLink, verifiedPeerPath } = await import(join(REPO, "dist/platforms/x11/atspiPeer.js"));
+  const { walk, Budget } = await import(join(REPO, "dist/workers/uia/walk.js"));
+  const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
+  const cap = await createX11Platform({ workerKind: "capture" });
+
+  // The walk alone, as the uia worker runs it.
+  const acc = new X11Accessibility();
+  const session = await acc.openSession(win);
+  const walkOnce = async () => {
+    const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
+    try {
+      const r = await walk(session, await session.root(), budget, {
+        maxDepth: 32,
+        maxNodes: 5000,
+        concurrency: 32,
+      });
+      return r.visits.length;
+    } finally {
+      budget.release();
+    }
+  };
+
+  // The floor's own peer link to the app.
+  const a11y = await (async () => {
+    const s = dbus.sessionBus();
+    const r = await s.call(
+      new dbus.Message({
+        destination: "org.a11y.Bus",
+        path: "/org/a11y/bus",
+        interface: "org.a11y.Bus",
+        member: "GetAddress",
+      }),
+    );
+    s.disconnect();
+    return dbus.sessionBus({ busAddress: r.body[0] });
+  })();
+  const busCall = (destination, path, iface, member, signature, body) =>
+    a11y.call(new dbus.Message({ destination, path, interface: iface, member, signature, body }));
+  const apps = (
+    await busCall(
+      "org.a11y.atspi.Registry",
+      "/org/a11y/atspi/accessible/root",
+      "org.a11y.atspi.Accessible",
+      "GetChildren",
+    )
+  ).body[0];
+  let appBus = null;
+  for (const [name] of apps) {
+    const pid = (
+      await busCall(
+        "org.freedesktop.DBus",
+        "/org/freedesktop/DBus",
+        "org.freedesktop.DBus",
+        "GetConnectionUnixProcessID",
+        "s",
+        [name],
+      )
+    ).body[0];
+    if (pid === win.instance.pid) appBus = name;
+  }
+  const address = (
+    await busCall(
+      appBus,
+      "/org/a11y/atspi/accessible/root",
+      "org.a11y.atspi.Application",
+      "GetApplicationBusAddress",
+    )
+  ).body[0];
+  const link = await PeerLink.open(verifiedPeerPath(address, win.instance.pid), 3000, () => {});
+  const floorWalk = async () => {
+    const items = await link.call(
+      "/org/a11y/atspi/cache",
+      "org.a11y.atspi.Cache",
+      "GetItems",
+      undefined,
+      [],
+      3000,
+    );
+    const list = items.body[0];
+    await Promise.all(
+      list
+        .filter((it) => it[5].includes("org.a11y.atspi.Component"))
+        .map((it) => link.call(it[0][1], "org.a11y.atspi.Component", "GetExtents", "u", [0], 3000)),
+    );
+    return list.length;
+  };
+
+  // pyatspi, one walk per line written to it.
+  py = spawn("/usr/bin/python3", [join(REPO, "bench/lib/pyatspi_walk.py"), String(win.instance.pid)], {
+    env: process.env,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: py.stdout })[Symbol.asyncIterator]();
+  const ready = JSON.parse((await lines.next()).value);
+  if (!ready.ready) throw new Error("pyatspi found no frame");
+  const pyWalk = async () => {
+    py.stdin.write("walk\n");
+    const r = JSON.parse((await lines.next()).value);
+    return r;
+  };
+
+  const shotRect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];
+  const floorShot = async () => {
+    const raw = await cap.capture.captureScreen(shotRect);
+    const png = await sharp(Buffer.from(raw.data.buffer, raw.data.byteOffset, raw.data.byteLength), {
+      raw: { width: raw.width, height: raw.height, channels: 4 },
+    })
+      .removeAlpha()
+      .png({ compressionLevel: 1, adaptiveFiltering: false, palette: false })
+      .toBuffer();
+    return png.length;
+  };
+
+  const t = { mcp_tree: [], walk: [], pyatspi: [], floor_walk: [], mcp_shot: [], floor_shot: [] };
+  const counts = {};
+  const time = async (key, fn) => {
+    const a = performance.now();
+    const v = await fn();
+    t[key].push(performance.now() - a);
+    return v;
+  };
+  // Warm-up: one of each (the first walks build GTK's lazy parts).
+  await call(client, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
+  await walkOnce();
+  await pyWalk();
+  await floorWalk();
+  await call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
+  await floorShot();
+  for (let i = 0; i < ROUNDS; i += 1) {
+    const tree = await time("mcp_tree", () =>
+      call(client, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
+    );
+    counts.mcp_tree = tree.node_count;
+    counts.walk = await time("walk", walkOnce);
+    const p = await time("pyatspi", pyWalk);
+    counts.pyatspi = p.nodes;
+    t.pyatspi[t.pyatspi.length - 1] = p.ms; // its own clock: no pipe hop counted against it
+    counts.floor_walk_cached_items = await time("floor_walk", floorWalk);
+    await time("mcp_shot", () =>
+      call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }),
+    );
+    counts.floor_png_bytes = await time("floor_shot", floorShot);
+  }
+  const p = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)]));
+  const ratio = (a, b) => Math.round((p[a].p50_ms / p[b].p50_ms) * 100) / 100;
+  link.close();
+  a11y.disconnect();
+  await session.dispose();
+  acc.dispose();
+  await cap.desktop.dispose();
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        rounds: ROUNDS,
+        loadavg_start: loadStart,
+        loadavg_end: la(),
+        nodes: counts,
+        p50_ms: Object.fromEntries(Object.entries(p).map(([k, v]) => [k, v.p50_ms])),
+        ratios: {
+          inspect_tree_mcp_vs_pyatspi: ratio("mcp_tree", "pyatspi"),
+          walk_vs_pyatspi: ratio("walk", "pyatspi"),
+          walk_vs_getitems_floor: ratio("walk", "floor_walk"),
+          screenshot_mcp_vs_floor: ratio("mcp_shot", "floor_shot"),
+        },
+        nodes_per_s: {
+          inspect_tree_mcp: Math.round(counts.mcp_tree / (p.mcp_tree.p50_ms / 1000)),
+          walk: Math.round(counts.walk / (p.walk.p50_ms / 1000)),
+          pyatspi: Math.round(counts.pyatspi / (p.pyatspi.p50_ms / 1000)),
+        },
+        latency: p,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+} finally {
+  py?.kill("SIGKILL");
+  await desk.stop();
+}

@@ -1,0 +1,116 @@
+import type { Rect } from "../../shared/geometry.js";
+import type { A11yNodeFacts } from "../../shared/platform.js";
+import { mapAtspiRole } from "./roles.js";
+
+/**
+ * AT-SPI's raw answers about one node → the provider facts. Both ways of reading a node (one
+ * call per fact, or the application's Cache.GetItems plus the calls it lacks) produce this same
+ * input, so a fact added here (from the state set, say) is added to both at once.
+ */
+
+export const ACTION = "org.a11y.atspi.Action";
+export const COMPONENT = "org.a11y.atspi.Component";
+export const SELECTION = "org.a11y.atspi.Selection";
+export const EDITABLE_TEXT = "org.a11y.atspi.EditableText";
+
+// AtspiStateType bit numbers.
+export const ST_DEFUNCT = 6;
+const ST_ENABLED = 8;
+export const ST_EXPANDABLE = 9;
+export const ST_EXPANDED = 10;
+const ST_FOCUSED = 12;
+export const ST_SELECTABLE = 22;
+const ST_SENSITIVE = 24;
+const ST_SHOWING = 25;
+const ST_VISIBLE = 30;
+
+export const INVOKE_ACTIONS = ["click", "press", "activate", "jump"];
+export const TOGGLE_ACTIONS = ["toggle"];
+export const EXPAND_ACTIONS = ["expand or contract", "expand", "collapse", "expand or collapse"];
+export const CHECKABLE_ROLES = new Set([
+  "check box",
+  "toggle button",
+  "radio button",
+  "check menu item",
+  "radio menu item",
+]);
+
+/**
+ * GTK reports extents near G_MININT for nodes it does not draw although they keep SHOWING and
+ * VISIBLE (tree rows scrolled out of view, cell renderers of hidden columns).
+ */
+const NO_EXTENT = -(2 ** 30);
+
+export function hasState(states: readonly number[], bit: number): boolean {
+  const word = states[bit >> 5] ?? 0;
+  return ((word >>> (bit & 31)) & 1) === 1;
+}
+
+/** What AT-SPI answered about a node (strings as the provider gave them). */
+export interface AtspiFactsInput {
+  /** GetRoleName, lower-cased. */
+  roleName: string;
+  name: unknown;
+  /** GetState's two words. */
+  states: readonly number[];
+  interfaces: readonly string[];
+  /** Screen rect from Component.GetExtents, or null (no Component, nothing drawn). */
+  rect: Rect | null;
+  /** Action names, lower-cased; only read when the node has the Action interface. */
+  actions: readonly string[];
+  /** The parent's interfaces (selection items), null for a session's root. */
+  parentInterfaces: readonly string[] | null;
+}
+
+/** GetExtents' (x, y, w, h) → a screen rect, null for an empty or malformed answer. */
+export function extentsRect(body: unknown[]): Rect | null {
+  const e = body[0];
+  if (!Array.isArray(e) || e.length < 4 || !e.every((v) => typeof v === "number")) return null;
+  const [x, y, w, h] = e as number[];
+  if (w! <= 0 || h! <= 0) return null;
+  return [x!, y!, x! + w!, y! + h!];
+}
+
+/** GetActions' a(sss) → the lower-cased names. */
+export function actionNamesOf(body: unknown[]): string[] {
+  const list = body[0];
+  if (!Array.isArray(list)) return [];
+  return list.map((a) => (Array.isArray(a) && typeof a[0] === "string" ? a[0].toLowerCase() : ""));
+}
+
+export function atspiFacts(input: AtspiFactsInput): A11yNodeFacts {
+  const { roleName, states, interfaces, rect } = input;
+  const editable = interfaces.includes(EDITABLE_TEXT);
+  const acts = interfaces.includes(ACTION) ? input.actions : [];
+  const patterns: string[] = [];
+  if (acts.some((a) => INVOKE_ACTIONS.includes(a))) patterns.push("invoke");
+  if (
+    acts.some((a) => TOGGLE_ACTIONS.includes(a)) ||
+    (CHECKABLE_ROLES.has(roleName) && acts.includes("click"))
+  ) {
+    patterns.push("toggle");
+  }
+  // GTK gives every tree cell an "expand or contract" action, leaves included: only a node
+  // marked EXPANDABLE can expand.
+  if (acts.some((a) => EXPAND_ACTIONS.includes(a)) && hasState(states, ST_EXPANDABLE))
+    patterns.push("expand_collapse");
+  // GTK answers SelectChild true for a child it cannot select (a list box with selection
+  // mode none): only a SELECTABLE child of a Selection is a selection item.
+  if (input.parentInterfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
+    patterns.push("selection_item");
+  if (editable) patterns.push("value");
+  return {
+    role: mapAtspiRole(roleName, editable),
+    name: typeof input.name === "string" ? input.name : null,
+    automation_id: null,
+    class_name: roleName || null,
+    rect,
+    enabled: hasState(states, ST_ENABLED) || hasState(states, ST_SENSITIVE),
+    offscreen:
+      !(hasState(states, ST_SHOWING) && hasState(states, ST_VISIBLE)) ||
+      (rect !== null && (rect[0] <= NO_EXTENT || rect[1] <= NO_EXTENT)),
+    focused: hasState(states, ST_FOCUSED),
+    is_password: roleName === "password text",
+    patterns,
+  };
+}

@@ -1,0 +1,170 @@
+import dbus from "dbus-next";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { X11Accessibility } from "../../src/platforms/x11/atspi.js";
+import { verifiedPeerPath } from "../../src/platforms/x11/atspiPeer.js";
+import type {
+  A11yHandle,
+  A11yNodeFacts,
+  A11ySession,
+  Platform,
+  WindowInfo,
+} from "../../src/shared/platform.js";
+import { Budget, walk } from "../../src/workers/uia/walk.js";
+import {
+  atspiBus,
+  startApp,
+  startSession,
+  waitForExe,
+  waitForWindow,
+  X11_AVAILABLE,
+  type X11Session,
+} from "./support.js";
+
+/**
+ * The streaming walk (peer to peer, bulk facts from Cache.GetItems, a window of calls in flight)
+ * returns exactly the tree of a plain per-node walk (one call per fact through the bus daemon,
+ * one node at a time, breadth first) on real GTK 3 apps, and cuts it at the same nodes.
+ */
+
+interface Row {
+  depth: number;
+  parent: number;
+  facts: A11yNodeFacts;
+}
+
+/** The reference: sequential breadth-first per-node walk, no concurrency, no cache, no peer. */
+async function referenceWalk(s: A11ySession): Promise<Row[]> {
+  const out: Row[] = [];
+  const queue: Array<{ h: A11yHandle; depth: number; parent: number }> = [
+    { h: await s.root(), depth: 0, parent: -1 },
+  ];
+  for (let i = 0; i < queue.length; i += 1) {
+    const q = queue[i]!;
+    out.push({ depth: q.depth, parent: q.parent, facts: await s.facts(q.h) });
+    for (const c of await s.children(q.h)) queue.push({ h: c, depth: q.depth + 1, parent: i });
+  }
+  return out;
+}
+
+async function streamingWalk(
+  s: A11ySession,
+  maxNodes = 5000,
+  maxDepth = 64,
+): Promise<{ rows: Row[]; truncated: boolean }> {
+  const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
+  try {
+    const r = await walk(s, await s.root(), budget, { maxDepth, maxNodes, concurrency: 16 });
+    return {
+      rows: r.visits.map((v) => ({ depth: v.depth, parent: v.parent, facts: v.facts })),
+      truncated: r.truncated,
+    };
+  } finally {
+    budget.release();
+  }
+}
+
+describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK demo apps", () => {
+  let session: X11Session;
+  let p: Platform;
+  const windows: Record<string, WindowInfo> = {};
+  const perNode = new X11Accessibility({ peer: false, bulk: false });
+  const fast = new X11Accessibility();
+
+  beforeAll(async () => {
+    session = startSession();
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    p = await createX11Platform({ workerKind: "uia" });
+    startApp("gtk3-widget-factory", []);
+    windows.factory = await waitForWindow(p, "gtk3-widget-factory");
+    startApp("gtk3-demo", []);
+    // gtk3-demo's title follows the selected demo: find it by its executable.
+    windows.demo = await waitForExe(p, "/gtk3-demo");
+  }, 90_000);
+
+  afterAll(async () => {
+    perNode.dispose();
+    fast.dispose();
+    await p?.desktop.dispose();
+    session?.stop();
+  });
+
+  for (const app of ["factory", "demo"]) {
+    it(`${app}: the same tree, node for node, and the same cuts by node count and depth`, async () => {
+      const w = windows[app]!;
+      const slow = await perNode.openSession(w);
+      const quick = await fast.openSession(w);
+      try {
+        // Both sessions' trees are settled before comparing: a GTK app builds parts lazily
+        // on first access, so each is walked once first.
+        await referenceWalk(slow);
+        await streamingWalk(quick);
+        const reference = await referenceWalk(slow);
+        expect(reference.length).toBeGreaterThan(100);
+        const full = await streamingWalk(quick);
+        expect(full.truncated).toBe(false);
+        expect(full.rows).toEqual(reference);
+        // The streaming walk over per-node calls is the same tree too.
+        expect((await streamingWalk(slow)).rows).toEqual(reference);
+
+        const cut = await streamingWalk(quick, 37);
+        expect(cut.truncated).toBe(true);
+        expect(cut.rows).toEqual(reference.slice(0, 37));
+
+        const shallow = await streamingWalk(quick, 5000, 2);
+        const kept = reference.filter((r) => r.depth <= 2);
+        expect(shallow.rows).toEqual(kept);
+        expect(shallow.truncated).toBe(reference.length > kept.length);
+      } finally {
+        await slow.dispose();
+        await quick.dispose();
+      }
+    }, 120_000);
+  }
+
+  it("accepts an application's peer address only when the kernel says the app listens there", async () => {
+    const w = windows.factory!;
+    const pid = w.instance!.pid;
+    const bus = await atspiBus();
+    try {
+      const apps = await bus.call(
+        new dbus.Message({
+          destination: "org.a11y.atspi.Registry",
+          path: "/org/a11y/atspi/accessible/root",
+          interface: "org.a11y.atspi.Accessible",
+          member: "GetChildren",
+        }),
+      );
+      let address: string | null = null;
+      for (const [name, path] of (apps?.body[0] ?? []) as Array<[string, string]>) {
+        const owner = await bus.call(
+          new dbus.Message({
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            member: "GetConnectionUnixProcessID",
+            signature: "s",
+            body: [name],
+          }),
+        );
+        if (owner?.body[0] !== pid) continue;
+        const reply = await bus.call(
+          new dbus.Message({
+            destination: name,
+            path,
+            interface: "org.a11y.atspi.Application",
+            member: "GetApplicationBusAddress",
+          }),
+        );
+        address = String(reply?.body[0]);
+      }
+      expect(address).toMatch(/^unix:path=/);
+      expect(verifiedPeerPath(address!, pid)).not.toBeNull();
+      // The same socket claimed for another process (here: this test), and the session bus
+      // (a socket we own that the app does not listen on), are refused.
+      expect(verifiedPeerPath(address!, process.pid)).toBeNull();
+      expect(verifiedPeerPath(session.env.DBUS_SESSION_BUS_ADDRESS!, pid)).toBeNull();
+    } finally {
+      bus.disconnect();
+    }
+  });
+});

@@ -35,6 +35,8 @@ export const ERROR_CODES = [
   "lease_revoked",
   "platform_unavailable",
   "cancelled",
+  /** A wait (wait_for_element) ended without its condition holding. */
+  "timeout",
 ] as const;
 
 export const DenyReasonSchema = z.enum(ERROR_CODES);
@@ -113,6 +115,7 @@ export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
   lease_revoked: "The unattended lease was revoked or expired.",
   platform_unavailable: "The platform backend is unavailable.",
   cancelled: "The request was cancelled.",
+  timeout: "The awaited condition did not hold before the timeout.",
 };
 
 export function uiError(code: DenyReason, message?: string, retryAfterMs?: number): UiError {

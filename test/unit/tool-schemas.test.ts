@@ -52,12 +52,29 @@ describe("tool listing derived from the table", () => {
         enabled: true,
         offscreen: false,
         focused: false,
+        states: ["enabled", "checked"],
         patterns: [],
         children,
       });
       expect(
-        tree({ correlation_id: "0123456789ab", root: node([node([])]), node_count: 2, truncated: false }),
+        tree({
+          correlation_id: "0123456789ab",
+          root: node([node([])]),
+          popups: [{ ...node([]), popup: true }],
+          node_count: 3,
+          truncated: false,
+        }),
       ).toBe(true);
+      // States come from the vocabulary only.
+      expect(
+        tree({
+          correlation_id: "0123456789ab",
+          root: { ...node([]), states: ["pressed"] },
+          popups: [],
+          node_count: 1,
+          truncated: false,
+        }),
+      ).toBe(false);
     });
   }
 });

@@ -4,6 +4,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, RectSchema } from "../../shared/geometry.js";
+import { type ElementState, STATES } from "../../shared/states.js";
 
 /**
  * The scenario file of the simulated desktop (SPEC §10). Every object is strict: an
@@ -43,6 +44,8 @@ export interface ScenarioNode {
   enabled?: boolean | undefined;
   offscreen?: boolean | undefined;
   focused?: boolean | undefined;
+  /** States beyond enabled/focused/offscreen (checked, expanded, selected, …). */
+  states?: ElementState[] | undefined;
   children?: ScenarioNode[] | undefined;
 }
 
@@ -58,6 +61,7 @@ export const ScenarioNodeSchema: z.ZodType<ScenarioNode, ScenarioNode> = z.lazy(
     enabled: z.boolean().optional(),
     offscreen: z.boolean().optional(),
     focused: z.boolean().optional(),
+    states: z.array(z.enum(STATES)).optional(),
     children: z.array(ScenarioNodeSchema).optional(),
   }),
 );

@@ -11,6 +11,7 @@ import type {
   WindowInfo,
 } from "../../shared/platform.js";
 import { mapAtspiRole } from "./roles.js";
+import { ATSPI_STATE, atspiStates } from "./states.js";
 
 /**
  * AT-SPI2 over D-Bus with dbus-next's low-level bus.call (no introspection per node). The a11y
@@ -30,6 +31,12 @@ const NULL_PATH = "/org/a11y/atspi/null";
 /** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
 const CALL_TIMEOUT_MS = intEnv(process.env, "UIINSPECT_ATSPI_CALL_TIMEOUT_MS", 3000, 100, 60_000);
 const COORD_SCREEN = 0;
+/** AtspiScrollType ANYWHERE: the least scrolling that brings the node into view. */
+const SCROLL_ANYWHERE = 6;
+/** Items of a scrolling container: these list the scroll_item pattern (Component.ScrollTo). */
+const SCROLL_ITEM_ROLES = new Set(["list item", "table cell", "tree item", "table row"]);
+/** How deep under a list / combo box select_option looks for the option (combo → menu → item). */
+const OPTION_DEPTH = 2;
 
 // AtspiStateType bit numbers.
 const ST_DEFUNCT = 6;
@@ -243,7 +250,12 @@ class AtspiSession implements A11ySession {
   private readonly ifaceCache = new WeakMap<Node, Promise<string[]>>();
   private disposed = false;
 
-  constructor(bus: AtspiBus, root: Node) {
+  constructor(
+    bus: AtspiBus,
+    root: Node,
+    /** The instance's application objects on the a11y bus (where its popups live). */
+    private readonly apps: readonly { bus: string; path: string }[] = [],
+  ) {
     this.bus = bus;
     this.rootNode = root;
   }
@@ -320,6 +332,8 @@ class AtspiSession implements A11ySession {
       if (parentIfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
         patterns.push("selection_item");
       if (editable) patterns.push("value");
+      if (ifaces.includes(COMPONENT) && SCROLL_ITEM_ROLES.has(roleName)) patterns.push("scroll_item");
+      if (ifaces.includes(SELECTION)) patterns.push("selection");
       const rect = extents ? toRect(extents) : null;
       return {
         role: mapAtspiRole(roleName, editable),
@@ -334,6 +348,7 @@ class AtspiSession implements A11ySession {
         focused: hasState(states, ST_FOCUSED),
         is_password: roleName === "password text",
         patterns,
+        states: atspiStates(states, roleName),
       };
     } catch (e) {
       return staleToUi(e);
@@ -410,6 +425,15 @@ class AtspiSession implements A11ySession {
           if (ok[0] !== true) throw uiError("pattern_not_supported");
           return;
         }
+        case "scroll_into_view": {
+          if (!ifaces.includes(COMPONENT)) throw uiError("pattern_not_supported");
+          const ok = await this.bus.call(n.bus, n.path, COMPONENT, "ScrollTo", "u", [SCROLL_ANYWHERE]);
+          if (ok[0] !== true) throw uiError("pattern_not_supported", "The element cannot be scrolled to.");
+          return;
+        }
+        case "select_option":
+          if (!ifaces.includes(SELECTION)) throw uiError("pattern_not_supported");
+          return await this.selectOption(n, value ?? "");
         case "set_value": {
           if (!ifaces.includes(EDITABLE_TEXT)) throw uiError("pattern_not_supported");
           const ok = await this.bus.call(n.bus, n.path, EDITABLE_TEXT, "SetTextContents", "s", [value ?? ""]);
@@ -422,6 +446,61 @@ class AtspiSession implements A11ySession {
     } catch (e) {
       return staleToUi(e);
     }
+  }
+
+  /**
+   * Selection.SelectChild on the container the agent named, with the index of the option named
+   * `name` (case aside) among its siblings: a list's own children, or a combo box's menu items
+   * (GTK's combo box selects its i-th menu item; selecting inside the menu would only highlight).
+   */
+  private async selectOption(n: Node, name: string): Promise<void> {
+    const want = name.trim().toLowerCase();
+    let level: Node[] = [n];
+    for (let d = 0; d < OPTION_DEPTH && level.length > 0; d += 1) {
+      const next: Node[] = [];
+      for (const parent of level) {
+        const kids = refs(await this.bus.call(parent.bus, parent.path, ACCESSIBLE, "GetChildren"));
+        const names = await Promise.all(
+          kids.map((k) => optional(this.bus.getProperty(k.bus, k.path, ACCESSIBLE, "Name"))),
+        );
+        const idx = names.findIndex((v) => typeof v === "string" && v.trim().toLowerCase() === want);
+        if (idx >= 0) {
+          const ok = await this.bus.call(n.bus, n.path, SELECTION, "SelectChild", "i", [idx]);
+          if (ok[0] !== true) throw uiError("pattern_not_supported", "The option cannot be selected.");
+          return;
+        }
+        for (const k of kids) next.push({ bus: k.bus, path: k.path, parent });
+      }
+      level = next;
+    }
+    throw uiError("target_not_found", "No option has that name.");
+  }
+
+  /** The application's other showing top-level windows (menus, popups, its dialogs). */
+  async popupRoots(): Promise<A11yHandle[]> {
+    this.check();
+    const out: Node[] = [];
+    for (const app of this.apps) {
+      let kids: Array<{ bus: string; path: string }>;
+      try {
+        kids = refs(await this.bus.call(app.bus, app.path, ACCESSIBLE, "GetChildren"));
+      } catch {
+        continue; // an application that went away has no popups
+      }
+      const others = kids.filter((k) => !(k.bus === this.rootNode.bus && k.path === this.rootNode.path));
+      const states = await Promise.all(others.map((k) => optional(this.states({ ...k, parent: null }))));
+      others.forEach((k, i) => {
+        const st = states[i];
+        if (
+          st &&
+          hasState(st, ATSPI_STATE.SHOWING) &&
+          hasState(st, ATSPI_STATE.VISIBLE) &&
+          !hasState(st, ST_DEFUNCT)
+        )
+          out.push({ bus: k.bus, path: k.path, parent: null });
+      });
+    }
+    return out;
   }
 
   async alive(h: A11yHandle): Promise<boolean> {
@@ -499,7 +578,7 @@ export class X11Accessibility implements AccessibilityPort {
     if (best < 0 && frames.length === 1) best = 0;
     if (best < 0) throw uiError("target_not_found", "No accessibility tree matches this window.");
     const frame = frames[best]!;
-    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null });
+    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, mine);
   }
 
   dispose(): void {

@@ -141,6 +141,12 @@ export interface A11ySession {
    * when the provider cannot tell them apart.
    */
   popupRoots?(): Promise<A11yHandle[]>;
+  /**
+   * A stable identity of the node the handle names (the same for every handle of that node), so
+   * the node keeps its ref across walks; absent when the provider has none (refs then follow
+   * handle objects).
+   */
+  identity?(node: A11yHandle): string | null;
   dispose(): Promise<void>;
 }
 

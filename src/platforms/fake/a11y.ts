@@ -65,6 +65,11 @@ class FakeA11ySession implements A11ySession {
     return new FakeA11yHandle(this.id, [], fingerprint(r), this.hwnd);
   }
 
+  identity(node: A11yHandle): string | null {
+    if (!(node instanceof FakeA11yHandle) || node.session !== this.id) return null;
+    return `${node.hwnd}\u0000${node.path.join(".")}\u0000${node.fingerprint}`;
+  }
+
   /** The instance's other visible, not minimized windows (its menus, popups and dialogs). */
   async popupRoots(): Promise<A11yHandle[]> {
     await this.window();

@@ -476,6 +476,11 @@ class AtspiSession implements A11ySession {
     throw uiError("target_not_found", "No option has that name.");
   }
 
+  /** An AT-SPI object is its (bus name, object path): the same node for every handle. */
+  identity(h: A11yHandle): string | null {
+    return isNode(h) ? `${h.bus}\u0000${h.path}` : null;
+  }
+
   /** The application's other showing top-level windows (menus, popups, its dialogs). */
   async popupRoots(): Promise<A11yHandle[]> {
     this.check();

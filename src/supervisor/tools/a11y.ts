@@ -43,7 +43,7 @@ function semanticTool(
   return defineTool({
     name,
     title: name.replace(/_/g, " "),
-    description: `${description} Semantic pattern only, else pattern_not_supported.`,
+    description,
     capability: "interact",
     budget: "action",
     target: "ref",
@@ -72,7 +72,7 @@ export const a11yTools = [
     name: "inspect_tree",
     title: "Inspect accessibility tree",
     description:
-      "The window's accessibility tree with refs, states and patterns; the process's open menus/popups/dialogs as extra roots (popups). Never values; passwords redacted.",
+      "The window's accessibility tree (refs, states, patterns); the process's open menus/popups/dialogs in popups. Never values.",
     capability: "inspect",
     budget: "inspection",
     target: "window",
@@ -136,8 +136,7 @@ export const a11yTools = [
   defineTool({
     name: "find_elements",
     title: "Find elements",
-    description:
-      "Searches the window's tree (and its process's popups) by name substring, role, automation id and/or state.",
+    description: "Searches the window's tree and popups by name substring, role, automation id, state.",
     capability: "inspect",
     budget: "inspection",
     target: "window",
@@ -182,7 +181,7 @@ export const a11yTools = [
     name: "wait_for_element",
     title: "Wait for an element",
     description:
-      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id (and state) exists, or with gone: true until none does; returns its ref. Error timeout otherwise. Progress notifications; cancellable.",
+      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does); returns it, else error timeout. Cancellable.",
     capability: "inspect",
     budget: "inspection",
     target: "window",
@@ -233,22 +232,21 @@ export const a11yTools = [
   }),
 
   semanticTool("invoke_element", "invoke", "Invokes the element (Invoke / AT-SPI action).", DESTRUCTIVE),
-  semanticTool("toggle_element", "toggle", "Toggles the element (Toggle pattern).", EFFECT),
-  semanticTool("select_element", "select", "Selects the element (SelectionItem pattern).", EFFECT),
+  semanticTool("toggle_element", "toggle", "Toggles the element (Toggle pattern).", DESTRUCTIVE),
+  semanticTool("select_element", "select", "Selects the element (SelectionItem pattern).", DESTRUCTIVE),
   semanticTool("expand_element", "expand", "Expands the element (ExpandCollapse pattern).", EFFECT),
   semanticTool("collapse_element", "collapse", "Collapses the element (ExpandCollapse pattern).", EFFECT),
   semanticTool(
     "scroll_into_view",
     "scroll_into_view",
-    "Scrolls the element's container until it is visible (ScrollItem / AT-SPI Component.ScrollTo).",
+    "Scrolls the element into view (ScrollItem / Component.ScrollTo).",
     EFFECT,
   ),
 
   defineTool({
     name: "select_option",
     title: "Select option",
-    description:
-      "Selects the option named `name` (case aside) of a list or combo box (Selection / SelectionItem); target_not_found when none has that name.",
+    description: "Selects the option called `name` of a list or combo box.",
     capability: "interact",
     budget: "action",
     target: "ref",
@@ -259,7 +257,7 @@ export const a11yTools = [
       confirmation_token: ConfirmationToken,
     }),
     output: z.object({ correlation_id: CorrelationId, ...Observed }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const s = refSession(ctx, args.ref);
       const structured = await withObservation(ctx, s, args, async () => {
@@ -279,8 +277,7 @@ export const a11yTools = [
   defineTool({
     name: "set_element_value",
     title: "Set element value",
-    description:
-      "Sets the element's value (ValuePattern / EditableText). The value is never logged; needs a token when the policy protects interact.",
+    description: "Sets the element's value (Value / EditableText); never logged.",
     capability: "interact",
     budget: "action",
     target: "ref",
@@ -313,8 +310,7 @@ export const a11yTools = [
   defineTool({
     name: "click_element",
     title: "Click element",
-    description:
-      "Clicks the centre of the live element inside the consented window, after the same checks as click_window.",
+    description: "Clicks the live element's centre, with click_window's checks.",
     capability: "click",
     budget: "action",
     target: "ref",

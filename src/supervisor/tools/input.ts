@@ -37,13 +37,13 @@ function pointerTool(
   return defineTool({
     name,
     title,
-    description: `${title} at window-relative (x, y): move, 150 ms, verify identity/focus/occlusion/bounds, press, 50 ms, release.`,
+    description: `${title} at window-relative (x, y), verified (identity, focus, occlusion, bounds) just before.`,
     capability: "click",
     budget: "action",
     target: "window",
     input: withTarget({ x: Coord, y: Coord, confirmation_token: Token.optional() }),
     output: PointerOutput,
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const r = await ctx.call("input.pointer", {
         target: expectation(ctx),
@@ -65,8 +65,7 @@ export const inputTools = [
   defineTool({
     name: "hover_window",
     title: "Hover",
-    description:
-      "Moves the pointer to window-relative (x, y) after verification and dwells there (0–10000 ms).",
+    description: "Moves the pointer to window-relative (x, y) and dwells (≤ 10 s).",
     capability: "hover",
     budget: "action",
     target: "window",
@@ -98,8 +97,7 @@ export const inputTools = [
   defineTool({
     name: "scroll_window",
     title: "Scroll",
-    description:
-      "Vertical wheel notches (±1…20, positive = up) at window-relative (x, y) after verification.",
+    description: "Wheel notches (±1…20, positive = up) at window-relative (x, y).",
     capability: "click",
     budget: "action",
     target: "window",
@@ -135,7 +133,7 @@ export const inputTools = [
     name: "drag_window",
     title: "Drag",
     description:
-      "Left-button drag from start to end through up to 16 waypoints, re-verifying before each leg; the button is always released. Protected: needs a confirmation token.",
+      "Left-button drag through ≤ 16 waypoints, re-verified before each leg; always released. Protected (token).",
     capability: "drag",
     budget: "action",
     target: "window",
@@ -151,7 +149,7 @@ export const inputTools = [
         .optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, legs: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const points = [
         { x: args.start_x, y: args.start_y },
@@ -173,7 +171,7 @@ export const inputTools = [
     name: "send_text",
     title: "Type text",
     description:
-      "Types 1–4096 UTF-16 code units (astral characters count two; no NUL) into the focused control of the verified foreground window. Protected: needs a confirmation token. The text is never logged.",
+      "Types 1–4096 UTF-16 units into the focused control of the verified foreground window. Protected (token). Never logged.",
     capability: "text",
     budget: "action",
     target: "window",
@@ -188,7 +186,7 @@ export const inputTools = [
       confirmation_token: Token.optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, chars: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     cost: (args) => ({ textChars: args.text.length }),
     handler: async (ctx, args) => {
       ctx.counters.chars = args.text.length;
@@ -219,7 +217,7 @@ export const inputTools = [
     name: "send_key",
     title: "Press a key",
     description:
-      "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12) with up to two of ctrl/shift/alt. No system chords.",
+      "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
     capability: "key",
     budget: "action",
     target: "window",
@@ -230,7 +228,7 @@ export const inputTools = [
       confirmation_token: Token.optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       if (isSystemChord(args.modifiers, args.key))
         throw uiError("invalid_argument", "System chords are refused.");
@@ -251,8 +249,7 @@ export const inputTools = [
   defineTool({
     name: "send_key_sequence",
     title: "Press a key sequence",
-    description:
-      "Up to 10 allow-listed key steps, each re-verified before it is pressed; every key is released whatever fails.",
+    description: "Up to 10 allow-listed key steps, each re-verified; every key is always released.",
     capability: "key",
     budget: "action",
     target: "window",
@@ -265,7 +262,7 @@ export const inputTools = [
       confirmation_token: Token.optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const steps = args.keys.map((k) =>
         typeof k === "string"
@@ -288,8 +285,7 @@ export const inputTools = [
   defineTool({
     name: "close_window",
     title: "Close window",
-    description:
-      "Asks the window to close (WM_CLOSE / WM_DELETE_WINDOW); never kills. Protected: needs a confirmation token.",
+    description: "Asks the window to close (never kills). Protected (token).",
     capability: "close",
     budget: "action",
     target: "window",

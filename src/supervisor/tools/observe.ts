@@ -13,7 +13,8 @@ import type { SessionRecord } from "../sessions.js";
  * compared: never values.
  */
 
-export const Ref = z.string().min(1).max(64).describe("Element ref from inspect_tree / find_elements.");
+/** An element ref from inspect_tree / find_elements / wait_for_element (s1.e12). */
+export const Ref = z.string().min(1).max(64);
 export const StateArg = z.enum(STATES);
 
 /** How often a condition is asked for again (the first ask is immediate). */
@@ -28,14 +29,11 @@ export const Expect = z
     timeout_ms: z.number().int().min(0).max(5000).default(1000),
   })
   .describe(
-    "After the action, wait until this holds: the element (ref, default the acted one; or any named name_contains) has state / is gone. Result: verified.",
+    "Wait until ref (default: this element) or a name_contains match has state / is gone → verified.",
   );
 export type ExpectArg = z.output<typeof Expect>;
 
-export const Changes = z
-  .boolean()
-  .optional()
-  .describe("Also return the window tree's changes (added/removed nodes, changed states) by ref.");
+export const Changes = z.boolean().optional().describe("Return the tree's changes by ref.");
 
 export const ChangesOut = z.object({
   added: z.array(

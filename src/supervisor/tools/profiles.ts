@@ -57,8 +57,7 @@ export const profileTools = [
   defineTool({
     name: "resolve_coordinate_profile_point",
     title: "Resolve a profile point",
-    description:
-      "Window-relative point of a named safe region (its centre) or verification point in a coordinate profile. No platform calls.",
+    description: "Window-relative point of a profile's named safe region (centre) or verification point.",
     capability: "none",
     budget: "none",
     target: "none",
@@ -79,7 +78,7 @@ export const profileTools = [
     name: "check_coordinate_profile",
     title: "Check a coordinate profile",
     description:
-      "Whether the live window still matches a profile: window size first (size_mismatch), then the hash of the masked reference region (hash_mismatch).",
+      "Whether the live window still matches a profile (size, then the masked reference region's hash).",
     capability: "observe",
     budget: "inspection",
     target: "window",
@@ -120,7 +119,7 @@ export const profileTools = [
     name: "record_coordinate_profile",
     title: "Record a coordinate profile",
     description:
-      "Builds a coordinate profile from the live window (size and the hash of the masked reference region) and returns it; writes no file.",
+      "Builds a coordinate profile from the live window (size, masked reference hash); writes no file.",
     capability: "observe",
     budget: "inspection",
     target: "window",

@@ -11,6 +11,7 @@ import type {
   WindowInfo,
 } from "../../shared/platform.js";
 import { mapAtspiRole } from "./roles.js";
+import { scrollCellIntoView } from "./scrollInto.js";
 import { ATSPI_STATE, atspiStates } from "./states.js";
 
 /**
@@ -428,8 +429,9 @@ class AtspiSession implements A11ySession {
         case "scroll_into_view": {
           if (!ifaces.includes(COMPONENT)) throw uiError("pattern_not_supported");
           const ok = await this.bus.call(n.bus, n.path, COMPONENT, "ScrollTo", "u", [SCROLL_ANYWHERE]);
-          if (ok[0] !== true) throw uiError("pattern_not_supported", "The element cannot be scrolled to.");
-          return;
+          if (ok[0] === true) return;
+          // GTK 3 refuses ScrollTo for tree view cells: its scroll bar, as a person would.
+          return await scrollCellIntoView(this.bus, n);
         }
         case "select_option":
           if (!ifaces.includes(SELECTION)) throw uiError("pattern_not_supported");

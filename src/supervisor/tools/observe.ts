@@ -17,6 +17,8 @@ import type { SessionRecord } from "../sessions.js";
 export const Ref = z.string().min(1).max(64);
 export const StateArg = z.enum(STATES);
 
+/** Matches a gone condition looks at (all must be hidden); more is a truncated answer. */
+const GONE_MAX_RESULTS = 50;
 /** How often a condition is asked for again (the first ask is immediate). */
 const POLL_MS = 150;
 
@@ -64,7 +66,9 @@ async function probe(
   const target = ctx.target!.expectation;
   if (c.ref !== null) {
     const { node } = await ctx.callSession(s, "a11y.describe", { session_key: s.key, target, ref: c.ref });
-    if (c.gone) return { holds: node === null, element: null };
+    // Gone from what the agent can see: no longer there, or no longer shown (a closed menu's
+    // items may live on, hidden).
+    if (c.gone) return { holds: node === null || node.states.includes("offscreen"), element: null };
     if (node === null) return { holds: false, element: null };
     const named =
       c.name_contains === null || (node.name ?? "").toLowerCase().includes(c.name_contains.toLowerCase());
@@ -82,14 +86,15 @@ async function probe(
       role: c.role,
       automation_id: c.automation_id,
       state: c.state,
-      max_results: 1,
+      max_results: c.gone ? GONE_MAX_RESULTS : 1,
       deadline_ms: deadline,
     },
     deadline + ctx.sup.config.workerDeadlineMs,
   );
+  // A truncated search proves nothing is gone; matches that are not shown do not count.
+  if (c.gone)
+    return { holds: !r.truncated && r.elements.every((e) => e.states.includes("offscreen")), element: null };
   const first = r.elements[0] ?? null;
-  // A truncated search that found nothing proves nothing is gone.
-  if (c.gone) return { holds: first === null && !r.truncated, element: null };
   return { holds: first !== null, element: first };
 }
 

@@ -10,6 +10,7 @@ import { UiError, uiError } from "../shared/errors.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
 import { type CallContext, runChain, type Supervisor } from "./chain.js";
 import { policyStatusAt } from "./policy/load.js";
+import { CAPABILITIES } from "./policy/schema.js";
 import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
 import { toolsForPolicy } from "./tools/availability.js";
 import type { ToolDef } from "./tools/define.js";
@@ -57,15 +58,9 @@ function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {
  * does with the input): openWorldHint true. Reading a window, and the server's own bookkeeping,
  * stay inside what the server shows.
  */
-const OPEN_WORLD: ReadonlySet<string> = new Set([
-  "hover",
-  "click",
-  "interact",
-  "key",
-  "text",
-  "close",
-  "drag",
-]);
+const OPEN_WORLD: ReadonlySet<string> = new Set(
+  CAPABILITIES.filter((c) => c !== "observe" && c !== "inspect"),
+);
 
 function toolEntry(def: ToolDef): Tool {
   return {

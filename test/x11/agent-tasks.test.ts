@@ -1,22 +1,20 @@
 import { existsSync } from "node:fs";
-import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../src/shared/platform.js";
-import { ZENITY_TITLE } from "../../src/supervisor/consent/zenityPrompter.js";
-import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import { CLI, McpHarness } from "../support/mcp.js";
 import {
-  atspiBus,
-  clickDialogButton,
-  startApp,
-  startSession,
-  waitFor,
-  waitForNoWindow,
-  waitForWindow,
-  X11_AVAILABLE,
-  X11_REQUIRED,
-  type X11Session,
-  xdotool,
-} from "./support.js";
+  atspiCall,
+  atspiStateSet,
+  type Element,
+  type GtkDesk,
+  nodeOf,
+  type Rect,
+  shown,
+  startGtkDesk,
+  stopGtkDesk,
+  walkTree,
+} from "./gtk.js";
+import { waitFor, X11_AVAILABLE, X11_REQUIRED, xdotool } from "./support.js";
 
 /**
  * What an agent needs on real GTK 3 apps (gtk3-widget-factory, gtk3-demo) over stdio against the
@@ -27,120 +25,35 @@ import {
  */
 
 const HAVE_CLI = existsSync(CLI);
-const ST = { CHECKED: 4, EXPANDED: 10, FOCUSABLE: 11, SELECTED: 23 } as const;
-
-type Rect = [number, number, number, number];
-interface Element {
-  ref: string;
-  role: string;
-  name: string | null;
-  rect: Rect | null;
-  states: string[];
-  popup?: boolean;
-  patterns: string[];
-  offscreen: boolean;
-  children?: Element[];
-}
-interface Node {
-  h: { bus: string; path: string; parent: unknown };
-  f: A11yNodeFacts;
-}
+const ST = { CHECKED: 4, ENABLED: 8, EXPANDED: 10, FOCUSABLE: 11, SENSITIVE: 24 } as const;
 
 describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
   "x11 agent tasks on GTK windows (built CLI over stdio)",
   () => {
-    let session: X11Session;
+    let d: GtkDesk;
     let p: Platform;
     let h: McpHarness;
-    let bus: dbus.MessageBus;
     let factory: WindowInfo;
     let demo: WindowInfo;
 
     beforeAll(async () => {
-      session = startSession();
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      p = await createX11Platform({ workerKind: "other" });
-      startApp("gtk3-widget-factory", []);
-      factory = await waitForWindow(p, "gtk3-widget-factory");
-      startApp("gtk3-demo", []);
-      demo = await waitFor(
-        "gtk3-demo window",
-        async () =>
-          (await p.desktop.listWindows()).find(
-            (w) => w.instance?.exe_path.endsWith("/gtk3-demo") && w.visible && !w.iconic,
-          ) ?? null,
-        30_000,
-      );
-      bus = await atspiBus();
-      h = await McpHarness.start({
-        ...LOOSE_BUDGETS,
-        DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
-        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: [factory.instance!.exe_path, demo.instance!.exe_path].join(
-          ";",
-        ),
-        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "inspect,interact,click",
-        UIINSPECT_FOCUS_MODE: "activate",
-      });
-      for (const w of [factory, demo]) {
-        const pending = h.call("request_access", { hwnd: w.hwnd });
-        await clickDialogButton(p, ZENITY_TITLE, "Allow");
-        expect((await pending).structured.decision).toBe("approved");
-        await waitForNoWindow(p, ZENITY_TITLE);
-      }
+      d = await startGtkDesk("inspect,interact,click");
+      ({ p, h, factory, demo } = d);
     }, 180_000);
 
     afterAll(async () => {
-      await h?.close();
-      bus?.disconnect();
-      await p?.desktop.dispose();
-      session?.stop();
+      await stopGtkDesk(d ?? {});
     });
 
-    async function walk(w: WindowInfo): Promise<Node[]> {
-      const s = await p.accessibility.openSession(w);
-      const out: Node[] = [];
-      try {
-        const queue: A11yHandle[] = [await s.root()];
-        while (queue.length > 0) {
-          const n = queue.shift();
-          const f = await s.facts(n);
-          out.push({ h: n as Node["h"], f });
-          queue.push(...(await s.children(n)));
-        }
-      } finally {
-        await s.dispose();
-      }
-      return out;
-    }
-
-    async function call(
+    const walk = (w: WindowInfo) => walkTree(p, w, true);
+    const call = (
       node: { bus: string; path: string },
       iface: string,
       member: string,
       sig?: string,
       body?: unknown[],
-    ) {
-      const reply = await bus.call(
-        new dbus.Message({
-          destination: node.bus,
-          path: node.path,
-          interface: iface,
-          member,
-          signature: sig,
-          body,
-        }),
-      );
-      return reply?.body ?? [];
-    }
-
-    async function states(node: { bus: string; path: string }): Promise<Set<number>> {
-      const words = (await call(node, "org.a11y.atspi.Accessible", "GetState"))[0] as number[];
-      const out = new Set<number>();
-      words.forEach((word, i) => {
-        for (let b = 0; b < 32; b++) if ((word >>> b) & 1) out.add(i * 32 + b);
-      });
-      return out;
-    }
+    ) => atspiCall(d.bus, node, iface, member, sig, body);
+    const states = (node: { bus: string; path: string }) => atspiStateSet(d.bus, node);
 
     async function extents(node: { bus: string; path: string }): Promise<Rect> {
       const [x, y, w, hh] = (
@@ -149,22 +62,6 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       return [x!, y!, x! + w!, y! + hh!];
     }
 
-    function nodeOf(nodes: Node[], w: WindowInfo, e: Element): Node {
-      const r = e.rect!;
-      const hit = nodes.find(
-        (n) =>
-          n.f.role === e.role &&
-          n.f.rect !== null &&
-          n.f.rect[0] === r[0] + w.rect[0] &&
-          n.f.rect[1] === r[1] + w.rect[1] &&
-          n.f.rect[2] === r[2] + w.rect[0] &&
-          n.f.rect[3] === r[3] + w.rect[1],
-      );
-      if (!hit) throw new Error(`no AT-SPI node for a ${e.role}`);
-      return hit;
-    }
-
-    const shown = (e: Element) => !e.offscreen && e.rect !== null && e.rect[0] >= 0 && e.rect[1] >= 0;
     const find = async (w: WindowInfo, args: Record<string, unknown>) =>
       (await h.ok("find_elements", { hwnd: w.hwnd, ...args })).elements as Element[];
 
@@ -178,15 +75,18 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
           own.has(ST.CHECKED) && !c.states.includes("mixed"),
         );
         expect(c.states.includes("focusable")).toBe(own.has(ST.FOCUSABLE));
-        const sensitive = own.has(8) || own.has(24);
+        const sensitive = own.has(ST.ENABLED) || own.has(ST.SENSITIVE);
         expect(c.states.includes("enabled")).toBe(sensitive);
         expect(c.states.includes("disabled")).toBe(!sensitive);
       }
-      const c = checks.find(
-        (x) => x.states.includes("enabled") && !x.states.includes("checked") && !x.states.includes("mixed"),
-      )!;
-      expect(c).toBeDefined();
+      const c = checks.find((x) => x.states.includes("enabled") && !x.states.includes("mixed"))!;
+      expect(c, JSON.stringify(checks.map((x) => x.states))).toBeDefined();
       const node = nodeOf(nodes, factory, c).h;
+      if (c.states.includes("checked")) {
+        // Start from unchecked, so that the verified toggle below is a real change to checked.
+        expect((await h.call("toggle_element", { ref: c.ref })).isError).toBe(false);
+        await waitFor("unchecked first", async () => (!(await states(node)).has(ST.CHECKED) ? true : null));
+      }
       const r = await h.call("toggle_element", {
         ref: c.ref,
         expect: { state: "checked", timeout_ms: 5000 },

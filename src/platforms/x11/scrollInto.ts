@@ -1,6 +1,7 @@
 import dbus from "dbus-next";
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
+import type { AtspiBus } from "./atspi.js";
 import { ATSPI_STATE, hasAtspiState } from "./states.js";
 
 /**
@@ -20,17 +21,7 @@ export interface ScrollNode {
 }
 
 /** What the fallback needs from the session's bus. */
-export interface ScrollBus {
-  call(
-    destination: string,
-    path: string,
-    iface: string,
-    member: string,
-    signature?: string,
-    body?: unknown[],
-  ): Promise<unknown[]>;
-  getProperty(dest: string, path: string, iface: string, prop: string): Promise<unknown>;
-}
+export type ScrollBus = Pick<AtspiBus, "call" | "getProperty">;
 
 const ACCESSIBLE = "org.a11y.atspi.Accessible";
 const COMPONENT = "org.a11y.atspi.Component";

@@ -4,7 +4,16 @@ import { A11yNodeSchema } from "../../shared/protocol.js";
 import type { CallContext } from "../chain.js";
 import { formatElements, formatTree } from "../tree/format.js";
 import { defineTool } from "./define.js";
-import { Changes, ChangesOut, Expect, Ref, StateArg, waitForCondition, withObservation } from "./observe.js";
+import {
+  Changes,
+  ChangesOut,
+  Expect,
+  type ExpectArg,
+  Ref,
+  StateArg,
+  waitForCondition,
+  withObservation,
+} from "./observe.js";
 import { ConfirmationToken, CorrelationId, DESTRUCTIVE, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
 
 /** The worker protocol's node schema is the tools' output schema: one definition. */
@@ -18,6 +27,14 @@ function refSession(ctx: CallContext, ref: string) {
   return ctx.sup.sessions.lookupRef(ref, ctx.client.hash);
 }
 
+/** What find_elements and wait_for_element match on. */
+const SearchShape = {
+  name_contains: z.string().min(1).max(256).optional(),
+  role: z.string().min(1).max(64).optional(),
+  automation_id: z.string().min(1).max(256).optional(),
+  state: StateArg.optional(),
+};
+
 /** What an action's result carries besides its own fields when expect / changes were given. */
 const Observed = {
   verified: z.boolean().optional(),
@@ -25,6 +42,37 @@ const Observed = {
   changes: ChangesOut.optional(),
 };
 const ObserveArgs = { expect: Expect.optional(), changes: Changes };
+
+type Action =
+  | "invoke"
+  | "toggle"
+  | "select"
+  | "expand"
+  | "collapse"
+  | "scroll_into_view"
+  | "select_option"
+  | "set_value";
+
+/** One semantic action on a ref's element, with the call's optional expect / changes around it. */
+function actObserved<R extends Record<string, unknown>>(
+  ctx: CallContext,
+  args: { ref: string; expect?: ExpectArg | undefined; changes?: boolean | undefined },
+  action: Action,
+  value: string | null,
+  result: R,
+) {
+  const s = refSession(ctx, args.ref);
+  return withObservation(ctx, s, args, async () => {
+    await ctx.callSession(s, "a11y.act", {
+      session_key: s.key,
+      target: ctx.target!.expectation,
+      ref: s.inner,
+      action,
+      value,
+    });
+    return result;
+  });
+}
 
 type SemanticName =
   | "invoke_element"
@@ -36,7 +84,7 @@ type SemanticName =
 
 function semanticTool(
   name: SemanticName,
-  action: "invoke" | "toggle" | "select" | "expand" | "collapse" | "scroll_into_view",
+  action: Exclude<Action, "select_option" | "set_value">,
   description: string,
   annotations: typeof EFFECT | typeof DESTRUCTIVE,
 ) {
@@ -50,20 +98,9 @@ function semanticTool(
     input: z.strictObject({ ref: Ref, ...ObserveArgs, confirmation_token: ConfirmationToken }),
     output: z.object({ correlation_id: CorrelationId, ...Observed }),
     annotations,
-    handler: async (ctx, args) => {
-      const s = refSession(ctx, args.ref);
-      const structured = await withObservation(ctx, s, args, async () => {
-        await ctx.callSession(s, "a11y.act", {
-          session_key: s.key,
-          target: ctx.target!.expectation,
-          ref: s.inner,
-          action,
-          value: null,
-        });
-        return { correlation_id: ctx.correlationId };
-      });
-      return { structured };
-    },
+    handler: async (ctx, args) => ({
+      structured: await actObserved(ctx, args, action, null, { correlation_id: ctx.correlationId }),
+    }),
   });
 }
 
@@ -141,10 +178,7 @@ export const a11yTools = [
     budget: "inspection",
     target: "window",
     input: withTarget({
-      name_contains: z.string().min(1).max(256).optional(),
-      role: z.string().min(1).max(64).optional(),
-      automation_id: z.string().min(1).max(256).optional(),
-      state: StateArg.optional(),
+      ...SearchShape,
       max_results: z.number().int().min(1).max(500).default(50),
       confirmation_token: ConfirmationToken,
     }),
@@ -186,10 +220,7 @@ export const a11yTools = [
     budget: "inspection",
     target: "window",
     input: withTarget({
-      name_contains: z.string().min(1).max(256).optional(),
-      role: z.string().min(1).max(64).optional(),
-      automation_id: z.string().min(1).max(256).optional(),
-      state: StateArg.optional(),
+      ...SearchShape,
       gone: z.boolean().default(false),
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),
       confirmation_token: ConfirmationToken,
@@ -258,20 +289,11 @@ export const a11yTools = [
     }),
     output: z.object({ correlation_id: CorrelationId, ...Observed }),
     annotations: DESTRUCTIVE,
-    handler: async (ctx, args) => {
-      const s = refSession(ctx, args.ref);
-      const structured = await withObservation(ctx, s, args, async () => {
-        await ctx.callSession(s, "a11y.act", {
-          session_key: s.key,
-          target: ctx.target!.expectation,
-          ref: s.inner,
-          action: "select_option",
-          value: args.name,
-        });
-        return { correlation_id: ctx.correlationId };
-      });
-      return { structured };
-    },
+    handler: async (ctx, args) => ({
+      structured: await actObserved(ctx, args, "select_option", args.name, {
+        correlation_id: ctx.correlationId,
+      }),
+    }),
   }),
 
   defineTool({
@@ -291,19 +313,9 @@ export const a11yTools = [
     annotations: DESTRUCTIVE,
     cost: (args) => ({ textChars: args.value.length }),
     handler: async (ctx, args) => {
-      const s = refSession(ctx, args.ref);
       ctx.counters.chars = args.value.length;
-      const structured = await withObservation(ctx, s, args, async () => {
-        await ctx.callSession(s, "a11y.act", {
-          session_key: s.key,
-          target: ctx.target!.expectation,
-          ref: s.inner,
-          action: "set_value",
-          value: args.value,
-        });
-        return { correlation_id: ctx.correlationId, chars: args.value.length };
-      });
-      return { structured };
+      const result = { correlation_id: ctx.correlationId, chars: args.value.length };
+      return { structured: await actObserved(ctx, args, "set_value", args.value, result) };
     },
   }),
 

@@ -40,6 +40,8 @@ export const ERROR_CODES = [
   "credential_revoked",
   "platform_unavailable",
   "cancelled",
+  /** A wait (wait_for_element) ended without its condition holding. */
+  "timeout",
 ] as const;
 
 export const DenyReasonSchema = z.enum(ERROR_CODES);
@@ -122,6 +124,7 @@ export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
   credential_revoked: "The client's credential was revoked; everything it held has ended.",
   platform_unavailable: "The platform backend is unavailable.",
   cancelled: "The request was cancelled.",
+  timeout: "The awaited condition did not hold before the timeout.",
 };
 
 export function uiError(code: DenyReason, message?: string, retryAfterMs?: number): UiError {

@@ -127,9 +127,26 @@ export interface A11yNodeFacts {
   focused: boolean;
   is_password: boolean;
   patterns: string[];
+  /**
+   * States beyond enabled/focused/offscreen in the vocabulary of src/shared/states.ts (checked,
+   * expanded, selected, …); anything outside it is dropped by the worker. Never values.
+   */
+  states?: string[];
 }
 
-export type SemanticAction = "invoke" | "toggle" | "select" | "expand" | "collapse" | "set_value";
+/**
+ * Semantic actions. scroll_into_view brings the element into its scrolling container's view;
+ * select_option selects the child option whose accessible name is the value (lists, combo boxes).
+ */
+export type SemanticAction =
+  | "invoke"
+  | "toggle"
+  | "select"
+  | "expand"
+  | "collapse"
+  | "set_value"
+  | "scroll_into_view"
+  | "select_option";
 
 /** Opaque provider handle for a node inside one session. */
 export type A11yHandle = unknown;
@@ -152,6 +169,18 @@ export interface A11ySession extends A11yNodeSource {
   act(node: A11yHandle, action: SemanticAction, value?: string): Promise<void>;
   /** Whether the node still exists in the live tree. */
   alive(node: A11yHandle): Promise<boolean>;
+  /**
+   * Roots of the process instance's other showing top-level windows (menus, combo-box popups,
+   * tooltips, its own dialogs): part of the granted window for inspection and actions. Absent
+   * when the provider cannot tell them apart.
+   */
+  popupRoots?(): Promise<A11yHandle[]>;
+  /**
+   * A stable identity of the node the handle names (the same for every handle of that node), so
+   * the node keeps its ref across walks; absent when the provider has none (refs then follow
+   * handle objects).
+   */
+  identity?(node: A11yHandle): string | null;
   dispose(): Promise<void>;
 }
 

@@ -3,6 +3,7 @@ import { UiErrorBodySchema } from "./errors.js";
 import { RectSchema } from "./geometry.js";
 import { ProcessInstanceSchema } from "./identity.js";
 import { PlatformNameSchema, WindowInfoSchema } from "./platform.js";
+import { STATES } from "./states.js";
 
 /**
  * The one typed request/response protocol between the supervisor and its workers.
@@ -61,6 +62,9 @@ const A11yNodeSchema: z.ZodType<A11yNodeOut> = z.lazy(() =>
     enabled: z.boolean(),
     offscreen: z.boolean(),
     focused: z.boolean(),
+    states: z.array(z.enum(STATES)),
+    /** Present (true) on elements of the instance's other top-level windows (menus, popups, dialogs). */
+    popup: z.boolean().optional(),
     patterns: z.array(z.string()),
     children: z.array(A11yNodeSchema),
   }),
@@ -76,6 +80,8 @@ export interface A11yNodeOut {
   enabled: boolean;
   offscreen: boolean;
   focused: boolean;
+  states: (typeof STATES)[number][];
+  popup?: boolean | undefined;
   patterns: string[];
   children: A11yNodeOut[];
 }
@@ -222,7 +228,13 @@ export const OPS = {
       deadline_ms: z.number().int().positive(),
       root_ref: z.string().nullable(),
     }),
-    result: z.object({ root: A11yNodeSchema, node_count: z.number().int(), truncated: z.boolean() }),
+    result: z.object({
+      root: A11yNodeSchema,
+      /** Roots of the instance's other showing top-level windows (only for a whole-window walk). */
+      popups: z.array(A11yNodeSchema),
+      node_count: z.number().int(),
+      truncated: z.boolean(),
+    }),
   },
   "a11y.find": {
     worker: "uia",
@@ -232,6 +244,8 @@ export const OPS = {
       name_contains: z.string().nullable(),
       role: z.string().nullable(),
       automation_id: z.string().nullable(),
+      /** Only elements that have this state. */
+      state: z.enum(STATES).nullable().default(null),
       max_results: z.number().int().min(1).max(500),
       deadline_ms: z.number().int().positive(),
     }),
@@ -246,10 +260,26 @@ export const OPS = {
       session_key: z.string(),
       target: TargetExpectationSchema,
       ref: z.string(),
-      action: z.enum(["invoke", "toggle", "select", "expand", "collapse", "set_value"]),
+      action: z.enum([
+        "invoke",
+        "toggle",
+        "select",
+        "expand",
+        "collapse",
+        "set_value",
+        "scroll_into_view",
+        "select_option",
+      ]),
+      /** set_value: the value; select_option: the option's accessible name. */
       value: z.string().nullable(),
     }),
     result: Empty,
+  },
+  /** One element of a ref as it is now, or null when it is gone (expect / verified effects). */
+  "a11y.describe": {
+    worker: "uia",
+    args: z.object({ session_key: z.string(), target: TargetExpectationSchema, ref: z.string() }),
+    result: z.object({ node: A11yNodeSchema.nullable() }),
   },
   "a11y.element_center": {
     worker: "uia",

@@ -66,7 +66,15 @@ export function normalizeRole(raw: string): Role {
 }
 
 /** Semantic patterns an element can expose (what the act op can use). */
-export const PATTERNS = ["invoke", "toggle", "selection_item", "expand_collapse", "value"] as const;
+export const PATTERNS = [
+  "invoke",
+  "toggle",
+  "selection_item",
+  "expand_collapse",
+  "value",
+  "scroll_item",
+  "selection",
+] as const;
 export type PatternName = (typeof PATTERNS)[number];
 
 const PATTERN_SET: ReadonlySet<string> = new Set(PATTERNS);
@@ -85,6 +93,8 @@ export const ACTION_PATTERN: Record<SemanticAction, PatternName> = {
   expand: "expand_collapse",
   collapse: "expand_collapse",
   set_value: "value",
+  scroll_into_view: "scroll_item",
+  select_option: "selection",
 };
 
 /**

@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { GuardianHost } from "../guardian/host.js";
 import { DialogGate } from "../shared/dialogGate.js";
+import { intEnv } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
 import { AuditLog } from "./audit.js";
@@ -20,6 +21,7 @@ import type { LeaseGate } from "./leaseGate.js";
 import { createLeaseGate } from "./leaseGateImpl.js";
 import { log as defaultLog, type Logger } from "./log.js";
 import { loadPolicy } from "./policy/load.js";
+import { PolicyWatcher } from "./policy/watch.js";
 import { A11ySessions } from "./sessions.js";
 import { ConfirmationTokenStore } from "./tokens.js";
 import { WorkerHost } from "./workerHost.js";
@@ -127,7 +129,7 @@ export function buildSupervisor(
       audit.record({
         correlation_id: "000000000000",
         client: auditIdOf(e.grant.client),
-        policy_id: policyState.status === "ok" ? policyState.policy.policy_id : null,
+        policy_id: built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
         action: "none",
         tool: "revocation",
         outcome: "deny",
@@ -167,13 +169,15 @@ export function buildSupervisor(
     startedAt: clock(),
     version: serverVersion(),
   };
-  return {
+  const built = {
     ...sup,
     client: () => client,
     setClient: (info: unknown) => {
       client = ClientIdentity.fromClientInfo(info, salt);
     },
+    onPolicyChange: (listener: () => void) => watcher.onChange(listener),
     close: async () => {
+      watcher.stop();
       grants.revokeAll("shutdown");
       consent.dispose();
       await Promise.all([...Object.values(workers).map((w) => w.close()), sessions.closeAll()]);
@@ -181,4 +185,15 @@ export function buildSupervisor(
       await audit.close();
     },
   };
+  // The policy file is read again when it changes; every call sees the new state at once.
+  const watcher = new PolicyWatcher(
+    env,
+    () => new Date(clock()),
+    () => built.policyState,
+    (state) => {
+      built.policyState = state;
+    },
+  );
+  watcher.start(intEnv(env, "UIINSPECT_POLICY_WATCH_MS", 1000, 50, 60_000));
+  return built;
 }

@@ -57,6 +57,11 @@ export interface Supervisor {
   client: () => ClientIdentity;
   startedAt: number;
   version: string;
+  /**
+   * Calls the listener whenever the policy state changes while the server runs (the file was
+   * edited, the policy expired); returns the way to stop. Absent where nothing watches it.
+   */
+  onPolicyChange?: (listener: () => void) => () => void;
 }
 
 /** Sends notifications/progress when the client asked for it (a progressToken); else nothing. */

@@ -7,20 +7,16 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { quoteClientValue } from "../shared/echo.js";
-import { UiError, UiErrorBodySchema, uiError } from "../shared/errors.js";
+import { UiError, uiError } from "../shared/errors.js";
 import { formatPath } from "../shared/strictJson.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
 import { type CallContext, runChain, type Supervisor } from "./chain.js";
+import { policyStatusAt } from "./policy/load.js";
+import { CAPABILITIES } from "./policy/schema.js";
+import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
+import { toolsForPolicy } from "./tools/availability.js";
 import type { ToolDef } from "./tools/define.js";
 import { TOOLS, TOOLS_BY_NAME } from "./tools/index.js";
-
-const ErrorResultJson = (() => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(z.object({ error: UiErrorBodySchema })) as Record<
-    string,
-    unknown
-  >;
-  return rest;
-})();
 
 function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<
@@ -52,28 +48,44 @@ export function portableTuples(node: unknown): unknown {
 }
 
 /**
- * Errors are results too (SPEC §7), so the output schema admits the error shape.
+ * Errors are results too (SPEC §7), so the output schema admits the error shape (schemaTrim.ts).
  * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point.
  */
 function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {
-  const { $defs, ...success } = jsonSchemaOf(def.output, "output");
-  return {
-    type: "object",
-    anyOf: [success, ErrorResultJson],
-    ...($defs ? { $defs } : {}),
-  } as Tool["outputSchema"];
+  return trimOutputSchema(jsonSchemaOf(def.output, "output")) as Tool["outputSchema"];
 }
 
-/** Tool listing derived from the table: schemas, annotations, nothing hand-written. */
-export function listTools(): Tool[] {
-  return TOOLS.map((def) => ({
+/**
+ * Capabilities whose tools reach into another program (its effects are whatever that program
+ * does with the input): openWorldHint true. Reading a window, and the server's own bookkeeping,
+ * stay inside what the server shows.
+ */
+const OPEN_WORLD: ReadonlySet<string> = new Set(
+  CAPABILITIES.filter((c) => c !== "observe" && c !== "inspect"),
+);
+
+function toolEntry(def: ToolDef): Tool {
+  return {
     name: def.name,
     title: def.title,
     description: def.description,
-    inputSchema: jsonSchemaOf(def.input, "input") as Tool["inputSchema"],
+    inputSchema: trimInputSchema(jsonSchemaOf(def.input, "input")) as Tool["inputSchema"],
     outputSchema: outputSchemaOf(def),
-    annotations: { title: def.title, ...def.annotations, openWorldHint: false },
-  }));
+    annotations: { ...def.annotations, openWorldHint: OPEN_WORLD.has(def.capability) },
+  };
+}
+
+/** Each table row's listing entry, built once (schemas do not change while the server runs). */
+const ENTRIES: ReadonlyMap<string, Tool> = new Map(TOOLS.map((d) => [d.name, toolEntry(d)]));
+
+/** Tool listing derived from the table: schemas, annotations, nothing hand-written. */
+export function listTools(defs: readonly ToolDef[] = TOOLS): Tool[] {
+  return defs.map((d) => ENTRIES.get(d.name) ?? toolEntry(d));
+}
+
+/** The listing for the supervisor's policy as it is now (tools/list). */
+export function listToolsFor(sup: Supervisor): Tool[] {
+  return listTools(toolsForPolicy(policyStatusAt(sup.policyState, () => new Date(sup.clock()))));
 }
 
 /** The one place where an error becomes an MCP result. */
@@ -224,14 +236,30 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
   const server = new Server(
     { name: "uiinspect-mcp", version: sup.version },
     {
-      capabilities: { tools: { listChanged: false } },
+      capabilities: { tools: { listChanged: true } },
       instructions:
-        "Deny-by-default desktop automation. Call list_windows, then request_access for a window (a person approves it), then inspect/screenshot/act. Protected actions (text, close, drag by default) need request_confirmation first.",
+        "Deny-by-default desktop automation. Call list_windows, then request_access for a window (a person approves it), then inspect/screenshot/act. A window is named by exactly one of hwnd (from list_windows) or title_contains (a substring matching exactly one allowed window). Protected actions (text, close, drag by default) need a confirmation_token from request_confirmation. Element actions go through the semantic pattern only (else pattern_not_supported), and take expect to report verified.",
     },
   );
   server.oninitialized = () => onClientInfo(server.getClientVersion() ?? null);
-  const tools = listTools();
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listToolsFor(sup) }));
+  // Each connected session hears when the policy changes what can be listed.
+  let listed = listToolsFor(sup)
+    .map((t) => t.name)
+    .join();
+  const stop = sup.onPolicyChange?.(() => {
+    const now = listToolsFor(sup)
+      .map((t) => t.name)
+      .join();
+    if (now === listed || server.transport === undefined) return;
+    listed = now;
+    server.sendToolListChanged().catch(() => sup.log.debug({}, "tools_list_changed_not_sent"));
+  });
+  const previousOnClose = server.onclose;
+  server.onclose = () => {
+    stop?.();
+    previousOnClose?.();
+  };
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
     return callTool(sup, request.params.name, request.params.arguments, {

@@ -11,15 +11,13 @@ export const HwndSchema = z
   .union([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/)])
   .transform((v) => String(v).replace(/^0+(?=\d)/, ""));
 
-/** Exactly one of hwnd or title_contains. */
+/**
+ * Exactly one of hwnd (from list_windows) or title_contains (a title substring that must match
+ * exactly one allowed window; the server's instructions say so once instead of in every tool).
+ */
 export const TargetShape = {
-  hwnd: HwndSchema.optional().describe("Window handle from list_windows (decimal integer or string)."),
-  title_contains: z
-    .string()
-    .min(1)
-    .max(256)
-    .optional()
-    .describe("Case-insensitive substring of the window title; must match exactly one allowed window."),
+  hwnd: HwndSchema.optional(),
+  title_contains: z.string().min(1).max(256).optional(),
 };
 
 export function exactlyOneTarget(v: {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { A11yNodeOut } from "../../src/shared/protocol.js";
+import { statesOf } from "../../src/shared/states.js";
 import {
   formatElements,
   formatNodeLine,
@@ -9,7 +10,7 @@ import {
 } from "../../src/supervisor/tree/format.js";
 
 function node(over: Partial<A11yNodeOut>): A11yNodeOut {
-  return {
+  const n: A11yNodeOut = {
     ref: "e1",
     role: "button",
     name: null,
@@ -19,10 +20,13 @@ function node(over: Partial<A11yNodeOut>): A11yNodeOut {
     enabled: true,
     offscreen: false,
     focused: false,
+    states: [],
     patterns: [],
     children: [],
     ...over,
   };
+  // As the worker does: the booleans are states too.
+  return over.states !== undefined ? n : { ...n, states: statesOf(n) };
 }
 
 describe("formatTree", () => {

@@ -1,5 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { uiaStates } from "../../src/platforms/win32/uia/states.js";
+import { ATSPI_STATE, atspiStates } from "../../src/platforms/x11/states.js";
 import {
   ACTION_PATTERN,
   ATSPI_ROLES,
@@ -9,6 +11,7 @@ import {
   ROLES,
   UIA_CONTROL_TYPE_ROLES,
 } from "../../src/shared/roles.js";
+import { normalizeStates, STATES, statesOf } from "../../src/shared/states.js";
 
 describe("role vocabulary", () => {
   it("keeps vocabulary roles and forgives spelling", () => {
@@ -27,7 +30,7 @@ describe("role vocabulary", () => {
     }
   });
 
-  it("keeps only the five semantic patterns, deduplicated, in a fixed order", () => {
+  it("keeps only the semantic patterns, deduplicated, in a fixed order", () => {
     expect(normalizePatterns(["value", "scroll", "Invoke", "invoke", "window", "text"])).toEqual([
       "invoke",
       "value",
@@ -66,5 +69,81 @@ describe("role vocabulary", () => {
       expect(new Set(docList(cols[3])), `${role} AT-SPI`).toEqual(new Set(atspi));
     }
     for (const p of PATTERNS) expect(doc).toMatch(new RegExp(`^\\|\\s*\`${p}\`\\s*\\|`, "m"));
+    // The states table (4 columns) lists exactly the state vocabulary, in its order.
+    const stateRows = rows.filter((c) => c.length === 6 && STATES.includes(c[1]?.replace(/`/g, "") as never));
+    expect(stateRows.map((c) => c[1]?.replace(/`/g, ""))).toEqual([...STATES]);
+  });
+});
+
+describe("state vocabulary", () => {
+  it("keeps only vocabulary states, settles exclusive pairs, in a fixed order", () => {
+    expect(normalizeStates(["Checked", "enabled", "bogus", "checked", "disabled", "mixed"])).toEqual([
+      "disabled",
+      "mixed",
+    ]);
+    expect(normalizeStates(["collapsed", "expanded", "editable", "readonly"])).toEqual([
+      "expanded",
+      "readonly",
+    ]);
+    expect(
+      statesOf({ enabled: false, focused: true, offscreen: true, states: ["enabled", "selected"] }),
+    ).toEqual(["disabled", "focused", "selected", "offscreen"]);
+    expect(statesOf({ enabled: true, focused: false, offscreen: false })).toEqual(["enabled"]);
+  });
+
+  it("maps AT-SPI state bits (two words) onto the vocabulary", () => {
+    const words = (...bits: number[]) => {
+      const w = [0, 0];
+      for (const b of bits) w[b >> 5] = ((w[b >> 5] ?? 0) | (1 << (b & 31))) >>> 0;
+      return w;
+    };
+    const S = ATSPI_STATE;
+    expect(atspiStates(words(S.CHECKED, S.FOCUSABLE), "check box")).toEqual(["focusable", "checked"]);
+    expect(atspiStates(words(S.CHECKED, S.INDETERMINATE), "check box")).toEqual(["mixed"]);
+    // A pulsing progress bar is INDETERMINATE without being a check state.
+    expect(atspiStates(words(S.INDETERMINATE), "progress bar")).toEqual([]);
+    expect(atspiStates(words(S.EXPANDABLE), "tree item")).toEqual(["collapsed"]);
+    expect(atspiStates(words(S.EXPANDABLE, S.EXPANDED), "tree item")).toEqual(["expanded"]);
+    expect(atspiStates(words(S.EDITABLE, S.REQUIRED, S.INVALID_ENTRY), "text")).toEqual([
+      "editable",
+      "required",
+      "invalid",
+    ]);
+    expect(atspiStates(words(S.EDITABLE, S.READ_ONLY, S.MODAL, S.BUSY), "text")).toEqual([
+      "readonly",
+      "modal",
+      "busy",
+    ]);
+  });
+
+  it("maps UIA properties onto the vocabulary, absent properties saying nothing", () => {
+    const none = {
+      isKeyboardFocusable: null,
+      toggleState: null,
+      expandCollapseState: null,
+      selectionItemIsSelected: null,
+      isValuePatternAvailable: false,
+      valueIsReadOnly: null,
+      windowIsModal: null,
+      isRequiredForForm: null,
+      isDataValidForForm: null,
+    };
+    expect(uiaStates(none)).toEqual([]);
+    expect(uiaStates({ ...none, toggleState: 1, isKeyboardFocusable: true })).toEqual([
+      "focusable",
+      "checked",
+    ]);
+    expect(uiaStates({ ...none, toggleState: 2 })).toEqual(["mixed"]);
+    expect(uiaStates({ ...none, expandCollapseState: 0 })).toEqual(["collapsed"]);
+    expect(uiaStates({ ...none, expandCollapseState: 3 })).toEqual([]);
+    expect(uiaStates({ ...none, isValuePatternAvailable: true, valueIsReadOnly: true })).toEqual([
+      "readonly",
+    ]);
+    expect(uiaStates({ ...none, isValuePatternAvailable: true })).toEqual(["editable"]);
+    expect(
+      uiaStates({ ...none, selectionItemIsSelected: true, windowIsModal: true, isRequiredForForm: true }),
+    ).toEqual(["selected", "modal", "required"]);
+    expect(uiaStates({ ...none, isDataValidForForm: false })).toEqual(["invalid"]);
+    expect(uiaStates({ ...none, isDataValidForForm: true })).toEqual([]);
   });
 });

@@ -92,7 +92,13 @@ describe("concurrent inspect_tree on several windows", () => {
     const tagsOf = new Map<number, Set<string>>();
     for (const { w, r } of results) {
       expect(r.isError, JSON.stringify(r.structured)).toBe(false);
-      expect(r.structured).toMatchObject({ node_count: 25, truncated: false });
+      // The instance's other window (same pid: w ± 3) is part of the granted window, as a popup
+      // root; no window of another instance ever is.
+      const sibling = (w + 3) % WINDOWS;
+      expect(r.structured).toMatchObject({ node_count: 50, truncated: false });
+      const popups = r.structured.popups as Node[];
+      expect(popups).toHaveLength(1);
+      for (const n of flatten(popups[0]!)) expect(n.name?.startsWith(`W${sibling} `)).toBe(true);
       const nodes = flatten(r.structured.root as Node);
       expect(nodes).toHaveLength(25);
       for (const n of nodes) {
@@ -102,7 +108,8 @@ describe("concurrent inspect_tree on several windows", () => {
         (tagsOf.get(w) ?? tagsOf.set(w, new Set()).get(w))?.add(n.ref.split(".")[0]);
       }
       const text = r.content.map((c) => c.text ?? "").join("\n");
-      for (let other = 0; other < WINDOWS; other++) if (other !== w) expect(text).not.toContain(`W${other} `);
+      for (let other = 0; other < WINDOWS; other++)
+        if (other !== w && other !== sibling) expect(text).not.toContain(`W${other} `);
     }
     // One session tag per window, and no ref shared between windows.
     const allTags = [...tagsOf.values()].map((s) => [...s]);

@@ -25,9 +25,13 @@ afterEach(async () => {
 });
 
 describe("foundation over stdio (built CLI + SDK client)", () => {
-  it("lists every tool with schemas and annotations", async () => {
+  it("lists every tool the policy can authorize, with schemas and annotations", async () => {
     const d = desktop();
-    const h = await start({ UIINSPECT_FAKE_DESKTOP: d.path });
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
+      DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,hover,click,interact,key,text,close,drag",
+    });
     const { tools } = await h.client.listTools();
     const names = tools.map((t) => t.name);
     for (const n of [
@@ -44,7 +48,7 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
     for (const t of tools) {
       expect(t.inputSchema.type).toBe("object");
       expect(t.outputSchema).toBeDefined();
-      expect(t.annotations?.openWorldHint).toBe(false);
+      expect(typeof t.annotations?.openWorldHint).toBe("boolean");
       expect(typeof t.annotations?.readOnlyHint).toBe("boolean");
       expect(typeof t.annotations?.destructiveHint).toBe("boolean");
       expect(typeof t.annotations?.idempotentHint).toBe("boolean");

@@ -55,6 +55,7 @@ describe("accessibility port", () => {
       focused: false,
       is_password: false,
       patterns: ["invoke"],
+      states: [],
     });
     const pw = await s.facts(kids[1]);
     expect(pw.is_password).toBe(true);

@@ -1,22 +1,111 @@
 import { Ajv } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
+import { A11yNodeSchema } from "../../src/shared/protocol.js";
+import { loadPolicy, type PolicyState } from "../../src/supervisor/policy/load.js";
+import { CAPABILITIES, type Capability } from "../../src/supervisor/policy/schema.js";
 import { listTools } from "../../src/supervisor/server.js";
-import { TOOLS } from "../../src/supervisor/tools/index.js";
+import { toolsForPolicy } from "../../src/supervisor/tools/availability.js";
+import { TOOLS, TOOLS_BY_NAME } from "../../src/supervisor/tools/index.js";
 
 // Clients validate with whatever JSON Schema draft they run: the listing must mean the
 // same to a draft-07 validator (ajv's default, used by many MCP clients) and to 2020-12.
 const validators = { "draft-07": new Ajv({ strict: false }), "2020-12": new Ajv2020({ strict: false }) };
 
+const INPUT_CAPS = new Set(["hover", "click", "interact", "key", "text", "close", "drag"]);
+const DESTRUCTIVE_TOOLS = [
+  "send_text",
+  "send_key",
+  "send_key_sequence",
+  "drag_window",
+  "close_window",
+  "set_element_value",
+  "invoke_element",
+  "toggle_element",
+  "select_element",
+  "select_option",
+  "click_window",
+  "double_click_window",
+  "right_click_window",
+  "click_element",
+];
+
+function okPolicy(actions: Capability[]): PolicyState {
+  const state = loadPolicy(
+    { DESKTOP_AUTOMATION_ALLOWED_TITLES: "*", DESKTOP_AUTOMATION_ALLOWED_ACTIONS: actions.join(",") },
+    () => new Date(),
+  );
+  expect(state.status).toBe("ok");
+  return state;
+}
+
 describe("tool listing derived from the table", () => {
   const tools = listTools();
 
-  it("has one entry per table row with the SPEC's annotations", () => {
+  it("has one entry per table row with annotations that tell the truth", () => {
     expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
     expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length);
     for (const t of tools) {
-      expect(t.annotations?.openWorldHint).toBe(false);
+      const def = TOOLS_BY_NAME.get(t.name)!;
       expect(t.inputSchema.type).toBe("object");
+      expect(t.annotations?.openWorldHint, t.name).toBe(INPUT_CAPS.has(def.capability));
+      if (t.annotations?.readOnlyHint) expect(t.annotations.destructiveHint, t.name).toBe(false);
+      expect(t.annotations?.destructiveHint, t.name).toBe(DESTRUCTIVE_TOOLS.includes(t.name));
+      // Every tool that drives the target's input can change state: never read-only.
+      if (INPUT_CAPS.has(def.capability)) expect(t.annotations?.readOnlyHint, t.name).toBe(false);
+    }
+    for (const n of [
+      "inspect_tree",
+      "find_elements",
+      "wait_for_element",
+      "list_windows",
+      "screenshot_window",
+    ])
+      expect(tools.find((t) => t.name === n)?.annotations?.readOnlyHint, n).toBe(true);
+  });
+
+  it("the whole listing costs at most 9000 tokens (chars / 4) with every tool in it", () => {
+    expect(tools.length).toBeGreaterThanOrEqual(40);
+    expect(JSON.stringify(tools).length / 4).toBeLessThanOrEqual(9000);
+  });
+
+  it("lists only what the policy can ever authorize (health_check always)", () => {
+    const names = (state: PolicyState) => listTools(toolsForPolicy(state)).map((t) => t.name);
+    expect(names({ status: "none" })).toEqual(["health_check"]);
+    expect(names({ status: "error", code: "policy_invalid", reasons: [], source: "file" })).toEqual([
+      "health_check",
+    ]);
+    const observeOnly = names(okPolicy(["observe"]));
+    for (const n of observeOnly) {
+      const def = TOOLS_BY_NAME.get(n)!;
+      expect(INPUT_CAPS.has(def.capability), n).toBe(false);
+      expect(def.capability === "inspect", n).toBe(false);
+    }
+    expect(observeOnly).toContain("screenshot_window");
+    expect(observeOnly).toContain("request_access");
+    // observe is not protected: there is nothing to confirm.
+    expect(observeOnly).not.toContain("request_confirmation");
+    const inspect = names(okPolicy(["inspect"]));
+    expect(inspect).toContain("wait_for_element");
+    expect(inspect).not.toContain("invoke_element");
+    expect(inspect).not.toContain("screenshot_window");
+    const text = names(okPolicy(["text"]));
+    expect(text).toContain("send_text");
+    expect(text).toContain("request_confirmation");
+    expect(names(okPolicy([...CAPABILITIES]))).toEqual(TOOLS.map((t) => t.name));
+  });
+
+  it("request_confirmation returns the token under the name the tools take (and the old one)", () => {
+    const def = TOOLS_BY_NAME.get("request_confirmation")!;
+    const shape = (def.output as unknown as { shape: Record<string, unknown> }).shape;
+    expect(Object.keys(shape)).toContain("confirmation_token");
+    expect(Object.keys(shape)).toContain("token_id");
+    for (const t of TOOLS.filter((d) => INPUT_CAPS.has(d.capability))) {
+      const props = (tools.find((x) => x.name === t.name)?.inputSchema.properties ?? {}) as Record<
+        string,
+        unknown
+      >;
+      expect(Object.keys(props), t.name).toContain("confirmation_token");
     }
   });
 
@@ -37,9 +126,9 @@ describe("tool listing derived from the table", () => {
         foreground: true,
       };
       expect(list({ windows: [window] })).toBe(true);
-      expect(list({ windows: [{ ...window, rect: [0, 0, 10] }] })).toBe(false);
+      expect(list({ windows: "none" })).toBe(false);
       expect(list({ error: { code: "rate_limited", message: "m", retry_after_ms: 5 } })).toBe(true);
-      expect(list({ error: { code: "not_a_code", message: "m" } })).toBe(false);
+      expect(list({ error: "rate_limited" })).toBe(false);
       const tree = ajv.compile(tools.find((t) => t.name === "inspect_tree")?.outputSchema ?? {});
       const node = (children: unknown[]) => ({
         ref: "s1.e1",
@@ -52,12 +141,41 @@ describe("tool listing derived from the table", () => {
         enabled: true,
         offscreen: false,
         focused: false,
+        states: ["enabled", "checked"],
         patterns: [],
         children,
       });
       expect(
-        tree({ correlation_id: "0123456789ab", root: node([node([])]), node_count: 2, truncated: false }),
+        tree({
+          correlation_id: "0123456789ab",
+          root: node([node([])]),
+          popups: [{ ...node([]), popup: true }],
+          node_count: 3,
+          truncated: false,
+        }),
       ).toBe(true);
+      expect(tree({ correlation_id: "0123456789ab", root: [], popups: {}, node_count: 1 })).toBe(false);
+      const wait = ajv.compile(tools.find((t) => t.name === "wait_for_element")?.inputSchema ?? {});
+      expect(wait({ hwnd: "1", name_contains: "OK", state: "checked", timeout_ms: 1000 })).toBe(true);
+      expect(wait({ hwnd: "1", state: "pressed" })).toBe(false);
     });
   }
+
+  it("node states come from the vocabulary only (the worker protocol's schema)", () => {
+    const base = {
+      ref: "e1",
+      role: "button",
+      name: null,
+      automation_id: null,
+      class_name: null,
+      rect: null,
+      enabled: true,
+      offscreen: false,
+      focused: false,
+      patterns: [],
+      children: [],
+    };
+    expect(A11yNodeSchema.safeParse({ ...base, states: ["enabled", "checked"] }).success).toBe(true);
+    expect(A11yNodeSchema.safeParse({ ...base, states: ["pressed"] }).success).toBe(false);
+  });
 });

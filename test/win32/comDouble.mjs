@@ -200,11 +200,29 @@ export function createComDouble({ hwnd, pid, tree }) {
     writePtr(out, makeElement(n));
     return S_OK;
   }, P.updatedCache);
+  // State properties (as UIA answers them for an element with the pattern): VT_I4 or VT_BOOL.
+  const STATE_PROPS = {
+    30086: (n) => (n.patterns ?? []).includes("toggle") && { vt: 3, v: n.state.toggled ? 1 : 0 },
+    30070: (n) => (n.patterns ?? []).includes("expandcollapse") && { vt: 3, v: n.state.expanded ? 1 : 0 },
+    30079: (n) => (n.patterns ?? []).includes("select") && { vt: 11, v: n.state.selected },
+    30009: (n) => n.focusable !== undefined && { vt: 11, v: n.focusable },
+    30025: (n) => n.required !== undefined && { vt: 11, v: n.required },
+  };
   elementSlots[12] = reg((self, id, variant) => {
     const n = obj(self).state.node;
     if (!live(n)) return UIA_E_ELEMENTNOTAVAILABLE;
+    const stateProp = STATE_PROPS[id]?.(n);
+    if (stateProp) {
+      koffi.encode(variant, 0, "uint16_t", stateProp.vt);
+      if (stateProp.vt === 3) koffi.encode(variant, 8, "int32_t", stateProp.v);
+      else koffi.encode(variant, 8, "int16_t", stateProp.v ? -1 : 0);
+      return S_OK;
+    }
     const p = AVAIL[id];
-    if (!p) return E_INVALIDARG;
+    if (!p) {
+      koffi.encode(variant, 0, "uint16_t", 0); // VT_EMPTY: not supported
+      return id in STATE_PROPS || id >= 30000 ? S_OK : E_INVALIDARG;
+    }
     koffi.encode(variant, 0, "uint16_t", 11); // VT_BOOL
     koffi.encode(variant, 8, "int16_t", (n.patterns ?? []).includes(p) ? -1 : 0);
     return S_OK;

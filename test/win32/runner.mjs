@@ -594,6 +594,7 @@ function doubleTree() {
         automation_id: "remember",
         rect: [120, 400, 300, 420],
         patterns: ["toggle"],
+        focusable: true,
       },
       {
         role: "edit",
@@ -675,13 +676,16 @@ test("UIA adapter vs COM double: cached facts, roles, rects, password flag, patt
       "roles",
     );
     const pw = all.find((n) => n.automation_id === "pw");
-    eq([pw.is_password, pw.focused, pw.patterns], [true, true, ["set_value"]], "password facts");
+    eq([pw.is_password, pw.focused, pw.patterns], [true, true, ["value"]], "password facts");
+    eq(pw.states, ["editable"], "a Value element that is not read-only is editable");
+    eq(all.find((n) => n.automation_id === "remember").states, ["focusable"], "unchecked, focusable");
+    eq(all.find((n) => n.automation_id === "docs").states, ["collapsed"], "collapsed tree item");
     eq(all[0].rect, [100, 100, 700, 500], "root rect (screen)");
     eq(all.find((n) => n.automation_id === "dis").enabled, false, "disabled");
     eq(all.find((n) => n.automation_id === "taxes").offscreen, true, "offscreen");
     eq(
       all.find((n) => n.automation_id === "docs").patterns,
-      ["select", "expand", "collapse"],
+      ["selection_item", "expand_collapse"],
       "tree item patterns",
     );
     const pane = all[all.length - 1];
@@ -717,6 +721,21 @@ test("UIA adapter vs COM double: actions, pattern_not_supported, element_stale, 
       ["invoke:ok", "toggle:remember", "set_value:pw", "expand:docs", "collapse:docs", "select:docs"],
       "actions reached the provider",
     );
+    // States read back through a fresh cache (the children's FindAllBuildCache).
+    const fresh = {};
+    for (const k of await s.children(root)) fresh[(await s.facts(k)).automation_id] = await s.facts(k);
+    eq(fresh.remember.states, ["focusable", "checked"], "checked after Toggle");
+    const docsAgain = (await s.children((await s.children(root))[4]))[0];
+    eq((await s.facts(docsAgain)).states, ["selected", "collapsed"], "selected after Select");
+    // select_option: the option by name among the descendants, through SelectionItem.Select.
+    await s.act(byId.folders, "select_option", " documents ");
+    eq(
+      dbl.actions.at(-1),
+      { action: "select", automation_id: "docs" },
+      "select_option selected the named item",
+    );
+    await rejectsWith(s.act(byId.folders, "select_option", "Nope"), "target_not_found", "no such option");
+    await rejectsWith(s.act(byId.ok, "scroll_into_view"), "pattern_not_supported", "no ScrollItem pattern");
     eq(dbl.find((n) => n.automation_id === "pw").state.value, "hunter2 ✓", "value set through a BSTR");
     await rejectsWith(s.act(byId.pw, "invoke"), "pattern_not_supported", "invoke on an edit");
     await rejectsWith(s.act(byId.ok, "toggle"), "pattern_not_supported", "toggle on a button");

@@ -1,21 +1,21 @@
 import { existsSync } from "node:fs";
-import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../src/shared/platform.js";
-import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import { CLI, type McpHarness } from "../support/mcp.js";
 import {
-  approveConsentDialog,
-  atspiBus,
-  startApp,
-  startSession,
-  UNSAFE_XTEST,
-  waitFor,
-  waitForExe,
-  waitForWindow,
-  X11_AVAILABLE,
-  X11_REQUIRED,
-  type X11Session,
-} from "./support.js";
+  atspiCall,
+  atspiStateSet,
+  type Element,
+  type GtkDesk,
+  type Node,
+  nodeOf,
+  type Rect,
+  shown,
+  startGtkDesk,
+  stopGtkDesk,
+  walkTree,
+} from "./gtk.js";
+import { waitFor, X11_AVAILABLE, X11_REQUIRED } from "./support.js";
 
 /**
  * Semantic actions over stdio against the built CLI on real GTK 3 windows (gtk3-widget-factory,
@@ -35,138 +35,37 @@ const ST_SELECTABLE = 22;
 const ST_SELECTED = 23;
 const ST_SHOWING = 25;
 
-type Rect = [number, number, number, number];
-interface Element {
-  ref: string;
-  role: string;
-  name: string | null;
-  rect: Rect | null;
-  patterns: string[];
-  offscreen: boolean;
-  children?: Element[];
-}
-interface Node {
-  h: { bus: string; path: string };
-  f: A11yNodeFacts;
-}
-
 describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
   "x11 semantic actions on GTK windows (built CLI over stdio)",
   () => {
-    let session: X11Session;
+    let d: GtkDesk;
     let p: Platform;
     let h: McpHarness;
-    let bus: dbus.MessageBus;
     let factory: WindowInfo;
     let demo: WindowInfo;
 
     beforeAll(async () => {
-      session = startSession();
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      p = await createX11Platform({ workerKind: "other" });
-      startApp("gtk3-widget-factory", []);
-      factory = await waitForWindow(p, "gtk3-widget-factory");
-      startApp("gtk3-demo", []);
-      // gtk3-demo's title follows the selected demo: find it by its executable.
-      demo = await waitForExe(p, "/gtk3-demo");
-      bus = await atspiBus();
-      h = await McpHarness.start({
-        ...UNSAFE_XTEST,
-        ...LOOSE_BUDGETS,
-        DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
-        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: [factory.instance!.exe_path, demo.instance!.exe_path].join(
-          ";",
-        ),
-        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "inspect,interact,click",
-      });
-      for (const w of [factory, demo]) {
-        const pending = h.call("request_access", { hwnd: w.hwnd });
-        await approveConsentDialog();
-        expect((await pending).structured.decision).toBe("approved");
-      }
+      d = await startGtkDesk("inspect,interact,click");
+      ({ p, h, factory, demo } = d);
       // Starting both GTK demos, the server and two consent dialogs, each button found by a full
       // AT-SPI walk, takes well over a minute on a loaded 2-core machine.
     }, 180_000);
 
     afterAll(async () => {
-      await h?.close();
-      bus?.disconnect();
-      await p?.desktop.dispose();
-      session?.stop();
+      await stopGtkDesk(d ?? {});
     });
 
-    /** The live tree as the test's own AT-SPI walk sees it (visible nodes only). */
-    async function walk(w: WindowInfo): Promise<Node[]> {
-      const s = await p.accessibility.openSession(w);
-      const out: Node[] = [];
-      try {
-        const queue: A11yHandle[] = [await s.root()];
-        while (queue.length > 0) {
-          const n = queue.shift();
-          const f = await s.facts(n);
-          if (f.offscreen) continue;
-          out.push({ h: n as Node["h"], f });
-          queue.push(...(await s.children(n)));
-        }
-      } finally {
-        await s.dispose();
-      }
-      return out;
-    }
-
-    async function states(node: Node["h"]): Promise<Set<number>> {
-      const reply = await bus.call(
-        new dbus.Message({
-          destination: node.bus,
-          path: node.path,
-          interface: "org.a11y.atspi.Accessible",
-          member: "GetState",
-        }),
-      );
-      const words = reply?.body[0] as number[];
-      const out = new Set<number>();
-      words.forEach((word, i) => {
-        for (let b = 0; b < 32; b++) if ((word >>> b) & 1) out.add(i * 32 + b);
-      });
-      return out;
-    }
+    const walk = (w: WindowInfo) => walkTree(p, w);
+    const states = (node: Node["h"]) => atspiStateSet(d.bus, node);
 
     async function childCount(node: Node["h"]): Promise<number> {
-      const reply = await bus.call(
-        new dbus.Message({
-          destination: node.bus,
-          path: node.path,
-          interface: "org.freedesktop.DBus.Properties",
-          member: "Get",
-          signature: "ss",
-          body: ["org.a11y.atspi.Accessible", "ChildCount"],
-        }),
-      );
-      const v = reply?.body[0] as { value: unknown } | undefined;
+      const body = await atspiCall(d.bus, node, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "ChildCount",
+      ]);
+      const v = body[0] as { value: unknown } | undefined;
       return Number(v?.value);
     }
-
-    /** The AT-SPI node of an MCP element: same role and the same screen rect. */
-    function nodeOf(nodes: Node[], w: WindowInfo, e: Element): Node {
-      const r = e.rect!;
-      const hit = nodes.find(
-        (n) =>
-          n.f.role === e.role &&
-          n.f.rect !== null &&
-          n.f.rect[0] === r[0] + w.rect[0] &&
-          n.f.rect[1] === r[1] + w.rect[1] &&
-          n.f.rect[2] === r[2] + w.rect[0] &&
-          n.f.rect[3] === r[3] + w.rect[1],
-      );
-      if (!hit) throw new Error(`no AT-SPI node for a ${e.role}`);
-      return hit;
-    }
-
-    /**
-     * On screen now. Other notebook/stack pages report offscreen nodes; GTK tree rows scrolled out
-     * of view are not flagged offscreen but have huge negative extents.
-     */
-    const shown = (e: Element) => !e.offscreen && e.rect !== null && e.rect[0] >= 0 && e.rect[1] >= 0;
 
     async function find(w: WindowInfo, args: Record<string, unknown>): Promise<Element[]> {
       return (await h.ok("find_elements", { hwnd: w.hwnd, ...args })).elements as Element[];

@@ -10,18 +10,14 @@ import type {
   SemanticAction,
   WindowInfo,
 } from "../../shared/platform.js";
+import { ACTION_PATTERN } from "../../shared/roles.js";
 import { type FakeContext, findWindow, instanceOf } from "./context.js";
-import type { PatternName, ScenarioNode, ScenarioWindow } from "./scenario.js";
+import type { ScenarioNode, ScenarioWindow } from "./scenario.js";
 
-/** The pattern each semantic action needs. */
-export const ACTION_PATTERN: Record<SemanticAction, PatternName> = {
-  invoke: "invoke",
-  toggle: "toggle",
-  select: "selection_item",
-  expand: "expand_collapse",
-  collapse: "expand_collapse",
-  set_value: "value",
-};
+export { ACTION_PATTERN };
+
+/** How deep under a list / combo box select_option looks for the option (combo → list → item). */
+const OPTION_DEPTH = 2;
 
 /**
  * A node handle: the index chain from the root plus a fingerprint of the node it named, both
@@ -36,6 +32,8 @@ export class FakeA11yHandle {
     readonly session: number,
     readonly path: readonly number[],
     readonly fingerprint: string,
+    /** The window whose tree the path walks: the granted one, or one of its instance's popups. */
+    readonly hwnd: string,
   ) {}
 }
 
@@ -64,7 +62,27 @@ class FakeA11ySession implements A11ySession {
   async root(): Promise<A11yHandle> {
     const w = await this.window();
     const r = rootOf(w);
-    return new FakeA11yHandle(this.id, [], fingerprint(r));
+    return new FakeA11yHandle(this.id, [], fingerprint(r), this.hwnd);
+  }
+
+  identity(node: A11yHandle): string | null {
+    if (!(node instanceof FakeA11yHandle) || node.session !== this.id) return null;
+    return `${node.hwnd}\u0000${node.path.join(".")}\u0000${node.fingerprint}`;
+  }
+
+  /** The instance's other visible, not minimized windows (its menus, popups and dialogs). */
+  async popupRoots(): Promise<A11yHandle[]> {
+    await this.window();
+    const s = this.ctx.scenario();
+    return s.windows
+      .filter(
+        (w) =>
+          String(w.hwnd) !== this.hwnd &&
+          w.visible &&
+          !w.iconic &&
+          sameInstance(instanceOf(s, w), this.instance),
+      )
+      .map((w) => new FakeA11yHandle(this.id, [], fingerprint(rootOf(w)), String(w.hwnd)));
   }
 
   async facts(node: A11yHandle): Promise<A11yNodeFacts> {
@@ -86,6 +104,7 @@ class FakeA11ySession implements A11ySession {
       focused: n.focused ?? false,
       is_password: n.is_password ?? false,
       patterns: [...(n.patterns ?? [])],
+      states: [...(n.states ?? [])],
     };
   }
 
@@ -94,7 +113,9 @@ class FakeA11ySession implements A11ySession {
     const w = await this.window();
     await this.delay(w);
     const { node: n } = await this.resolve(h);
-    return (n.children ?? []).map((c, i) => new FakeA11yHandle(this.id, [...h.path, i], fingerprint(c)));
+    return (n.children ?? []).map(
+      (c, i) => new FakeA11yHandle(this.id, [...h.path, i], fingerprint(c), h.hwnd),
+    );
   }
 
   async act(node: A11yHandle, action: SemanticAction, value?: string): Promise<void> {
@@ -104,8 +125,21 @@ class FakeA11ySession implements A11ySession {
     if (needed === undefined) throw uiError("invalid_argument", "Unknown semantic action.");
     if (!(n.patterns ?? []).includes(needed)) throw uiError("pattern_not_supported");
     if (n.enabled === false) throw uiError("pattern_not_supported", "The element is disabled.");
-    if (action === "set_value" && typeof value !== "string") {
-      throw uiError("invalid_argument", "set_value needs a value.");
+    if ((action === "set_value" || action === "select_option") && typeof value !== "string") {
+      throw uiError("invalid_argument", "This action needs a value.");
+    }
+    if (action === "select_option") {
+      // The option is a selectable descendant named exactly so (case aside), like a UIA list item.
+      const option = findOption(n, value ?? "", OPTION_DEPTH);
+      if (option === null) throw uiError("target_not_found", "No option has that name.");
+      this.ctx.effects.append({
+        type: "a11y",
+        hwnd: String(window.hwnd),
+        action,
+        automation_id: n.automation_id ?? null,
+        option_automation_id: option.automation_id ?? null,
+      });
+      return;
     }
     this.ctx.effects.append({
       type: "a11y",
@@ -137,18 +171,20 @@ class FakeA11ySession implements A11ySession {
     return node;
   }
 
-  /** The live window of this session (same hwnd, same process instance), after its fault if any. */
-  private async window(): Promise<ScenarioWindow> {
+  /** A live window of this session (same process instance), after its fault if any. */
+  private async window(hwnd: string = this.hwnd): Promise<ScenarioWindow> {
     if (this.disposed) throw uiError("element_stale");
     const s = this.ctx.scenario();
-    const w = findWindow(s, this.hwnd);
+    const w = findWindow(s, hwnd);
     if (w === null || !sameInstance(instanceOf(s, w), this.instance)) throw uiError("element_stale");
     await this.ctx.touch(w);
     return w;
   }
 
   private async resolve(h: FakeA11yHandle): Promise<{ node: ScenarioNode; window: ScenarioWindow }> {
-    const window = await this.window();
+    // A popup that was hidden is gone for its refs, like a closed menu.
+    const window = await this.window(h.hwnd);
+    if (h.hwnd !== this.hwnd && (!window.visible || window.iconic)) throw uiError("element_stale");
     let n: ScenarioNode | undefined = rootOf(window);
     for (const i of h.path) {
       n = n.children?.[i];
@@ -162,6 +198,19 @@ class FakeA11ySession implements A11ySession {
     const ms = w.a11y_delay_ms ?? 0;
     if (ms > 0) await sleep(ms);
   }
+}
+
+function findOption(n: ScenarioNode, name: string, depth: number): ScenarioNode | null {
+  const want = name.trim().toLowerCase();
+  let level: ScenarioNode[] = n.children ?? [];
+  for (let d = 0; d < depth && level.length > 0; d += 1) {
+    const hit = level.find(
+      (c) => (c.patterns ?? []).includes("selection_item") && c.name.trim().toLowerCase() === want,
+    );
+    if (hit !== undefined) return hit;
+    level = level.flatMap((c) => c.children ?? []);
+  }
+  return null;
 }
 
 export class FakeAccessibility implements AccessibilityPort {

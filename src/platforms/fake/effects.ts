@@ -13,7 +13,15 @@ export type Effect =
   | { type: "key_up"; key: string; by?: "guardian" }
   | { type: "text"; hwnd: string; text: string; mode: string }
   | { type: "restore" | "activate" | "close"; hwnd: string }
-  | { type: "a11y"; hwnd: string; action: string; automation_id: string | null; value?: string };
+  | {
+      type: "a11y";
+      hwnd: string;
+      action: string;
+      automation_id: string | null;
+      value?: string;
+      /** select_option: the automation_id of the option chosen by name. */
+      option_automation_id?: string | null;
+    };
 
 /**
  * The simulated screen's record of what was emitted: one JSON line per effect, appended

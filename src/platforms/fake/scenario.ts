@@ -5,6 +5,7 @@ import { z } from "zod";
 import { readBoundedFile } from "../../shared/boundedFile.js";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, RectSchema } from "../../shared/geometry.js";
+import { type ElementState, STATES } from "../../shared/states.js";
 import { formatPath, MAX_REPORTED_PROBLEMS, parseStrictJson } from "../../shared/strictJson.js";
 
 /**
@@ -45,6 +46,8 @@ export interface ScenarioNode {
   enabled?: boolean | undefined;
   offscreen?: boolean | undefined;
   focused?: boolean | undefined;
+  /** States beyond enabled/focused/offscreen (checked, expanded, selected, …). */
+  states?: ElementState[] | undefined;
   children?: ScenarioNode[] | undefined;
 }
 
@@ -60,6 +63,7 @@ export const ScenarioNodeSchema: z.ZodType<ScenarioNode, ScenarioNode> = z.lazy(
     enabled: z.boolean().optional(),
     offscreen: z.boolean().optional(),
     focused: z.boolean().optional(),
+    states: z.array(z.enum(STATES)).optional(),
     children: z.array(ScenarioNodeSchema).optional(),
   }),
 );

@@ -33,6 +33,8 @@ import {
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
 import { PeerLink, type PeerReply, PeerTimeout, verifiedPeerPath } from "./atspiPeer.js";
+import { scrollCellIntoView } from "./scrollInto.js";
+import { ATSPI_STATE } from "./states.js";
 
 /**
  * AT-SPI2 over D-Bus with dbus-next's low-level bus.call (no introspection per node). The a11y
@@ -58,6 +60,10 @@ const COORD_SCREEN = 0;
 const MAX_NODES = 20_000;
 /** Peer links kept at most per worker (the oldest closes first). */
 const MAX_PEERS = 32;
+/** AtspiScrollType ANYWHERE: the least scrolling that brings the node into view. */
+const SCROLL_ANYWHERE = 6;
+/** How deep under a list / combo box select_option looks for the option (combo → menu → item). */
+const OPTION_DEPTH = 2;
 
 /** A node: where it lives, plus the parent needed for Selection. */
 interface Node {
@@ -354,7 +360,13 @@ class AtspiSession implements A11ySession {
   private readonly roleNames = new Map<string, Promise<string>>();
   private disposed = false;
 
-  constructor(bus: AtspiBus, root: Node, bulk: boolean) {
+  constructor(
+    bus: AtspiBus,
+    root: Node,
+    bulk: boolean,
+    /** The instance's application objects on the a11y bus (where its popups live). */
+    private readonly apps: readonly { bus: string; path: string }[] = [],
+  ) {
     this.bus = bus;
     this.rootNode = root;
     this.bulk = bulk;
@@ -591,6 +603,16 @@ class AtspiSession implements A11ySession {
           if (ok[0] !== true) throw uiError("pattern_not_supported");
           return;
         }
+        case "scroll_into_view": {
+          if (!ifaces.includes(COMPONENT)) throw uiError("pattern_not_supported");
+          const ok = await this.bus.call(n.bus, n.path, COMPONENT, "ScrollTo", "u", [SCROLL_ANYWHERE]);
+          if (ok[0] === true) return;
+          // GTK 3 refuses ScrollTo for tree view cells: its scroll bar, as a person would.
+          return await scrollCellIntoView(this.bus, n);
+        }
+        case "select_option":
+          if (!ifaces.includes(SELECTION)) throw uiError("pattern_not_supported");
+          return await this.selectOption(n, value ?? "");
         case "set_value": {
           if (!ifaces.includes(EDITABLE_TEXT)) throw uiError("pattern_not_supported");
           const ok = await this.bus.call(n.bus, n.path, EDITABLE_TEXT, "SetTextContents", "s", [value ?? ""]);
@@ -603,6 +625,66 @@ class AtspiSession implements A11ySession {
     } catch (e) {
       return staleToUi(e);
     }
+  }
+
+  /**
+   * Selection.SelectChild on the container the agent named, with the index of the option named
+   * `name` (case aside) among its siblings: a list's own children, or a combo box's menu items
+   * (GTK's combo box selects its i-th menu item; selecting inside the menu would only highlight).
+   */
+  private async selectOption(n: Node, name: string): Promise<void> {
+    const want = name.trim().toLowerCase();
+    let level: Node[] = [n];
+    for (let d = 0; d < OPTION_DEPTH && level.length > 0; d += 1) {
+      const next: Node[] = [];
+      for (const parent of level) {
+        const kids = refs(await this.bus.call(parent.bus, parent.path, ACCESSIBLE, "GetChildren"));
+        const names = await Promise.all(
+          kids.map((k) => optional(this.bus.getProperty(k.bus, k.path, ACCESSIBLE, "Name"))),
+        );
+        const idx = names.findIndex((v) => typeof v === "string" && v.trim().toLowerCase() === want);
+        if (idx >= 0) {
+          const ok = await this.bus.call(n.bus, n.path, SELECTION, "SelectChild", "i", [idx]);
+          if (ok[0] !== true) throw uiError("pattern_not_supported", "The option cannot be selected.");
+          return;
+        }
+        for (const k of kids) next.push({ bus: k.bus, path: k.path, parent });
+      }
+      level = next;
+    }
+    throw uiError("target_not_found", "No option has that name.");
+  }
+
+  /** An AT-SPI object is its (bus name, object path): the same node for every handle. */
+  identity(h: A11yHandle): string | null {
+    return isNode(h) ? `${h.bus}\u0000${h.path}` : null;
+  }
+
+  /** The application's other showing top-level windows (menus, popups, its dialogs). */
+  async popupRoots(): Promise<A11yHandle[]> {
+    this.check();
+    const out: Node[] = [];
+    for (const app of this.apps) {
+      let kids: Array<{ bus: string; path: string }>;
+      try {
+        kids = refs(await this.bus.call(app.bus, app.path, ACCESSIBLE, "GetChildren"));
+      } catch {
+        continue; // an application that went away has no popups
+      }
+      const others = kids.filter((k) => !(k.bus === this.rootNode.bus && k.path === this.rootNode.path));
+      const states = await Promise.all(others.map((k) => optional(this.states({ ...k, parent: null }))));
+      others.forEach((k, i) => {
+        const st = states[i];
+        if (
+          st &&
+          hasState(st, ATSPI_STATE.SHOWING) &&
+          hasState(st, ATSPI_STATE.VISIBLE) &&
+          !hasState(st, ST_DEFUNCT)
+        )
+          out.push({ bus: k.bus, path: k.path, parent: null });
+      });
+    }
+    return out;
   }
 
   async alive(h: A11yHandle): Promise<boolean> {
@@ -689,7 +771,7 @@ export class X11Accessibility implements AccessibilityPort {
     if (best < 0 && frames.length === 1) best = 0;
     if (best < 0) throw uiError("target_not_found", "No accessibility tree matches this window.");
     const frame = frames[best]!;
-    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk);
+    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk, mine);
   }
 
   dispose(): void {

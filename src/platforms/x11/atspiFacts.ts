@@ -1,6 +1,7 @@
 import type { Rect } from "../../shared/geometry.js";
 import type { A11yNodeFacts } from "../../shared/platform.js";
 import { mapAtspiRole } from "./roles.js";
+import { atspiStates } from "./states.js";
 
 /**
  * AT-SPI's raw answers about one node → the provider facts. Both ways of reading a node (one
@@ -27,6 +28,8 @@ const ST_VISIBLE = 30;
 export const INVOKE_ACTIONS = ["click", "press", "activate", "jump"];
 export const TOGGLE_ACTIONS = ["toggle"];
 export const EXPAND_ACTIONS = ["expand or contract", "expand", "collapse", "expand or collapse"];
+/** Items of a scrolling container: these list the scroll_item pattern (Component.ScrollTo). */
+const SCROLL_ITEM_ROLES = new Set(["list item", "table cell", "tree item", "table row"]);
 export const CHECKABLE_ROLES = new Set([
   "check box",
   "toggle button",
@@ -99,6 +102,8 @@ export function atspiFacts(input: AtspiFactsInput): A11yNodeFacts {
   if (input.parentInterfaces?.includes(SELECTION) && hasState(states, ST_SELECTABLE))
     patterns.push("selection_item");
   if (editable) patterns.push("value");
+  if (interfaces.includes(COMPONENT) && SCROLL_ITEM_ROLES.has(roleName)) patterns.push("scroll_item");
+  if (interfaces.includes(SELECTION)) patterns.push("selection");
   return {
     role: mapAtspiRole(roleName, editable),
     name: typeof input.name === "string" ? input.name : null,
@@ -112,5 +117,6 @@ export function atspiFacts(input: AtspiFactsInput): A11yNodeFacts {
     focused: hasState(states, ST_FOCUSED),
     is_password: roleName === "password text",
     patterns,
+    states: atspiStates(states, roleName),
   };
 }

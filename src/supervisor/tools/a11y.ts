@@ -4,12 +4,20 @@ import { A11yNodeSchema } from "../../shared/protocol.js";
 import type { CallContext } from "../chain.js";
 import { formatElements, formatTree } from "../tree/format.js";
 import { defineTool } from "./define.js";
-import { ConfirmationToken, CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
+import {
+  Changes,
+  ChangesOut,
+  Expect,
+  type ExpectArg,
+  Ref,
+  StateArg,
+  waitForCondition,
+  withObservation,
+} from "./observe.js";
+import { ConfirmationToken, CorrelationId, DESTRUCTIVE, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
 
 /** The worker protocol's node schema is the tools' output schema: one definition. */
 const NodeOut = A11yNodeSchema;
-
-const Ref = z.string().min(1).max(64).describe("Element ref from inspect_tree / find_elements, e.g. s1.e12.");
 
 function session(ctx: CallContext) {
   return ctx.sup.sessions.sessionFor(ctx.client.hash, ctx.target!);
@@ -19,32 +27,80 @@ function refSession(ctx: CallContext, ref: string) {
   return ctx.sup.sessions.lookupRef(ref, ctx.client.hash);
 }
 
+/** What find_elements and wait_for_element match on. */
+const SearchShape = {
+  name_contains: z.string().min(1).max(256).optional(),
+  role: z.string().min(1).max(64).optional(),
+  automation_id: z.string().min(1).max(256).optional(),
+  state: StateArg.optional(),
+};
+
+/** What an action's result carries besides its own fields when expect / changes were given. */
+const Observed = {
+  verified: z.boolean().optional(),
+  elapsed_ms: z.number().optional(),
+  changes: ChangesOut.optional(),
+};
+const ObserveArgs = { expect: Expect.optional(), changes: Changes };
+
+type Action =
+  | "invoke"
+  | "toggle"
+  | "select"
+  | "expand"
+  | "collapse"
+  | "scroll_into_view"
+  | "select_option"
+  | "set_value";
+
+/** One semantic action on a ref's element, with the call's optional expect / changes around it. */
+function actObserved<R extends Record<string, unknown>>(
+  ctx: CallContext,
+  args: { ref: string; expect?: ExpectArg | undefined; changes?: boolean | undefined },
+  action: Action,
+  value: string | null,
+  result: R,
+) {
+  const s = refSession(ctx, args.ref);
+  return withObservation(ctx, s, args, async () => {
+    await ctx.callSession(s, "a11y.act", {
+      session_key: s.key,
+      target: ctx.target!.expectation,
+      ref: s.inner,
+      action,
+      value,
+    });
+    return result;
+  });
+}
+
+type SemanticName =
+  | "invoke_element"
+  | "toggle_element"
+  | "select_element"
+  | "expand_element"
+  | "collapse_element"
+  | "scroll_into_view";
+
 function semanticTool(
-  name: "invoke_element" | "toggle_element" | "select_element" | "expand_element" | "collapse_element",
-  action: "invoke" | "toggle" | "select" | "expand" | "collapse",
+  name: SemanticName,
+  action: Exclude<Action, "select_option" | "set_value">,
   description: string,
+  annotations: typeof EFFECT | typeof DESTRUCTIVE,
 ) {
   return defineTool({
     name,
-    title: name.replace("_", " "),
-    description: `${description} Only through the semantic pattern; pattern_not_supported otherwise (never a click).`,
+    title: name.replace(/_/g, " "),
+    description,
     capability: "interact",
     budget: "action",
     target: "ref",
-    input: z.strictObject({ ref: Ref, confirmation_token: z.string().max(128).optional() }),
-    output: z.object({ correlation_id: CorrelationId }),
-    annotations: EFFECT,
-    handler: async (ctx, args) => {
-      const s = refSession(ctx, args.ref);
-      await ctx.callSession(s, "a11y.act", {
-        session_key: s.key,
-        target: ctx.target!.expectation,
-        ref: s.inner,
-        action,
-        value: null,
-      });
-      return { structured: { correlation_id: ctx.correlationId } };
-    },
+    input: z.strictObject({ ref: Ref, ...ObserveArgs, confirmation_token: ConfirmationToken }),
+    output: z.object({ correlation_id: CorrelationId, ...Observed }),
+    annotations,
+    handler: async (ctx, args) => ({
+      structured: await actObserved(ctx, args, action, null, { correlation_id: ctx.correlationId }),
+    }),
   });
 }
 
@@ -53,7 +109,7 @@ export const a11yTools = [
     name: "inspect_tree",
     title: "Inspect accessibility tree",
     description:
-      "The window's accessibility tree (bounded: max_depth ≤ 32, max_nodes ≤ 5000, a deadline), with refs for semantic actions. Never reads values; password fields are redacted.",
+      "The window's accessibility tree (refs, states, patterns); the process's open menus/popups/dialogs in popups. Never values.",
     capability: "inspect",
     budget: "inspection",
     target: "window",
@@ -66,6 +122,7 @@ export const a11yTools = [
     output: z.object({
       correlation_id: CorrelationId,
       root: NodeOut,
+      popups: z.array(NodeOut),
       node_count: z.number().int(),
       truncated: z.boolean(),
     }),
@@ -93,16 +150,22 @@ export const a11yTools = [
         deadline + ctx.sup.config.workerDeadlineMs,
       );
       const root = ctx.sup.sessions.externalize(s, r.root);
+      const popups = r.popups.map((p) => ctx.sup.sessions.externalize(s, p));
       ctx.counters.nodes = r.node_count;
+      ctx.counters.popups = popups.length;
       ctx.counters.truncated = r.truncated;
+      const summary = { truncated: r.truncated, node_count: r.node_count };
       return {
         structured: {
           correlation_id: ctx.correlationId,
           root,
+          popups,
           node_count: r.node_count,
           truncated: r.truncated,
         },
-        text: formatTree(root, { truncated: r.truncated, node_count: r.node_count }),
+        text: [root, ...popups]
+          .map((n, i, all) => formatTree(n, { ...summary, truncated: i === all.length - 1 && r.truncated }))
+          .join("\n"),
       };
     },
   }),
@@ -110,14 +173,12 @@ export const a11yTools = [
   defineTool({
     name: "find_elements",
     title: "Find elements",
-    description: "Searches the window's accessibility tree by name substring, role and/or automation id.",
+    description: "Searches the window's tree and popups by name substring, role, automation id, state.",
     capability: "inspect",
     budget: "inspection",
     target: "window",
     input: withTarget({
-      name_contains: z.string().min(1).max(256).optional(),
-      role: z.string().min(1).max(64).optional(),
-      automation_id: z.string().min(1).max(256).optional(),
+      ...SearchShape,
       max_results: z.number().int().min(1).max(500).default(50),
       confirmation_token: ConfirmationToken,
     }),
@@ -135,6 +196,7 @@ export const a11yTools = [
           name_contains: args.name_contains ?? null,
           role: args.role ?? null,
           automation_id: args.automation_id ?? null,
+          state: args.state ?? null,
           max_results: args.max_results,
           deadline_ms: deadline,
         },
@@ -149,73 +211,153 @@ export const a11yTools = [
     },
   }),
 
-  semanticTool("invoke_element", "invoke", "Invokes the element (Invoke pattern / AT-SPI action)."),
-  semanticTool("toggle_element", "toggle", "Toggles the element (Toggle pattern)."),
-  semanticTool("select_element", "select", "Selects the element (SelectionItem pattern)."),
-  semanticTool("expand_element", "expand", "Expands the element (ExpandCollapse pattern)."),
-  semanticTool("collapse_element", "collapse", "Collapses the element (ExpandCollapse pattern)."),
+  defineTool({
+    name: "wait_for_element",
+    title: "Wait for an element",
+    description:
+      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does); returns it, else error timeout. Cancellable.",
+    capability: "inspect",
+    budget: "inspection",
+    target: "window",
+    input: withTarget({
+      ...SearchShape,
+      gone: z.boolean().default(false),
+      timeout_ms: z.number().int().min(0).max(30_000).default(5000),
+      confirmation_token: ConfirmationToken,
+    }),
+    output: z.object({
+      correlation_id: CorrelationId,
+      elapsed_ms: z.number(),
+      element: NodeOut.optional(),
+    }),
+    annotations: READ_ONLY,
+    handler: async (ctx, args) => {
+      if (args.name_contains === undefined && args.role === undefined && args.automation_id === undefined)
+        throw uiError("invalid_argument", "Give name_contains, role or automation_id.");
+      const s = session(ctx);
+      const r = await waitForCondition(
+        ctx,
+        s,
+        {
+          ref: null,
+          name_contains: args.name_contains ?? null,
+          role: args.role ?? null,
+          automation_id: args.automation_id ?? null,
+          state: args.state ?? null,
+          gone: args.gone,
+        },
+        args.timeout_ms,
+        true,
+      );
+      if (r === "timeout") throw uiError("timeout");
+      const element = r.element === null ? undefined : ctx.sup.sessions.externalize(s, r.element);
+      return {
+        structured: {
+          correlation_id: ctx.correlationId,
+          elapsed_ms: r.elapsed_ms,
+          ...(element ? { element } : {}),
+        },
+        ...(element ? { text: formatElements([element]) } : {}),
+      };
+    },
+  }),
+
+  semanticTool("invoke_element", "invoke", "Invokes the element (Invoke / AT-SPI action).", DESTRUCTIVE),
+  semanticTool("toggle_element", "toggle", "Toggles the element (Toggle pattern).", DESTRUCTIVE),
+  semanticTool("select_element", "select", "Selects the element (SelectionItem pattern).", DESTRUCTIVE),
+  semanticTool("expand_element", "expand", "Expands the element (ExpandCollapse pattern).", EFFECT),
+  semanticTool("collapse_element", "collapse", "Collapses the element (ExpandCollapse pattern).", EFFECT),
+  semanticTool(
+    "scroll_into_view",
+    "scroll_into_view",
+    "Scrolls the element into view (ScrollItem / Component.ScrollTo).",
+    EFFECT,
+  ),
+
+  defineTool({
+    name: "select_option",
+    title: "Select option",
+    description: "Selects the option called `name` of a list or combo box.",
+    capability: "interact",
+    budget: "action",
+    target: "ref",
+    input: z.strictObject({
+      ref: Ref,
+      name: z.string().min(1).max(256),
+      ...ObserveArgs,
+      confirmation_token: ConfirmationToken,
+    }),
+    output: z.object({ correlation_id: CorrelationId, ...Observed }),
+    annotations: DESTRUCTIVE,
+    handler: async (ctx, args) => ({
+      structured: await actObserved(ctx, args, "select_option", args.name, {
+        correlation_id: ctx.correlationId,
+      }),
+    }),
+  }),
 
   defineTool({
     name: "set_element_value",
     title: "Set element value",
-    description:
-      "Sets the element's value through ValuePattern / EditableText. The value is never logged; a token is needed when the policy protects interact.",
+    description: "Sets the element's value (Value / EditableText); never logged.",
     capability: "interact",
     budget: "action",
     target: "ref",
     input: z.strictObject({
       ref: Ref,
       value: z.string().max(4096),
-      confirmation_token: z.string().max(128).optional(),
+      ...ObserveArgs,
+      confirmation_token: ConfirmationToken,
     }),
-    output: z.object({ correlation_id: CorrelationId, chars: z.number().int() }),
-    annotations: EFFECT,
+    output: z.object({ correlation_id: CorrelationId, chars: z.number().int(), ...Observed }),
+    annotations: DESTRUCTIVE,
     cost: (args) => ({ textChars: args.value.length }),
     handler: async (ctx, args) => {
-      const s = refSession(ctx, args.ref);
       ctx.counters.chars = args.value.length;
-      await ctx.callSession(s, "a11y.act", {
-        session_key: s.key,
-        target: ctx.target!.expectation,
-        ref: s.inner,
-        action: "set_value",
-        value: args.value,
-      });
-      return { structured: { correlation_id: ctx.correlationId, chars: args.value.length } };
+      const result = { correlation_id: ctx.correlationId, chars: args.value.length };
+      return { structured: await actObserved(ctx, args, "set_value", args.value, result) };
     },
   }),
 
   defineTool({
     name: "click_element",
     title: "Click element",
-    description:
-      "Clicks the centre of the live element, inside the consented window, after the same last-moment checks as click_window.",
+    description: "Clicks the live element's centre, with click_window's checks.",
     capability: "click",
     budget: "action",
     target: "ref",
     input: z.strictObject({
       ref: Ref,
       button: z.enum(["left", "right"]).default("left"),
-      confirmation_token: z.string().max(128).optional(),
+      ...ObserveArgs,
+      confirmation_token: ConfirmationToken,
     }),
     output: z.object({
       correlation_id: CorrelationId,
       screen_x: z.number().int(),
       screen_y: z.number().int(),
+      ...Observed,
     }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const s = refSession(ctx, args.ref);
       const target = ctx.target!.expectation;
-      const c = await ctx.callSession(s, "a11y.element_center", { session_key: s.key, target, ref: s.inner });
-      const r = await ctx.call("input.pointer", {
-        target,
-        kind: args.button === "right" ? "right_click" : "click",
-        x: c.x,
-        y: c.y,
-        focus_mode: ctx.sup.config.focusMode,
+      const structured = await withObservation(ctx, s, args, async () => {
+        const c = await ctx.callSession(s, "a11y.element_center", {
+          session_key: s.key,
+          target,
+          ref: s.inner,
+        });
+        const r = await ctx.call("input.pointer", {
+          target,
+          kind: args.button === "right" ? "right_click" : "click",
+          x: c.x,
+          y: c.y,
+          focus_mode: ctx.sup.config.focusMode,
+        });
+        return { correlation_id: ctx.correlationId, ...r };
       });
-      return { structured: { correlation_id: ctx.correlationId, ...r } };
+      return { structured };
     },
   }),
 ];

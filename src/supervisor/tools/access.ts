@@ -27,7 +27,7 @@ export const accessTools = [
     name: "request_access",
     title: "Request access to a window",
     description:
-      "Asks the person at this desktop, through a dialog owned by this server, to let this client use the given capabilities on this exact process instance (default: all the policy allows). Deny is the default.",
+      "Asks the person at this desktop (server-owned dialog, Deny default) to grant capabilities (default: all the policy allows) on this exact process instance.",
     capability: "consent",
     budget: "none",
     target: "window",
@@ -133,7 +133,7 @@ export const accessTools = [
   defineTool({
     name: "get_access_state",
     title: "Access state",
-    description: "This client's live grants: hwnd, pid, capabilities and expiry (no other identities).",
+    description: "This client's live grants: hwnd, pid, capabilities, expiry.",
     capability: "none",
     budget: "none",
     target: "none",
@@ -164,8 +164,7 @@ export const accessTools = [
   defineTool({
     name: "release_access",
     title: "Release access",
-    description:
-      "Drops this client's grant for the window and ends its automation session; by hwnd it works even after the window is gone.",
+    description: "Drops this client's grant for the window and ends its automation session.",
     // Giving up access is always allowed: no policy, grant or live window is needed for it.
     capability: "none",
     budget: "none",
@@ -203,7 +202,7 @@ export const accessTools = [
     name: "request_confirmation",
     title: "Request a confirmation token",
     description:
-      "Issues a single-use token (TTL ≤ 300 s) for one protected action class on this exact process instance, after the checks the action itself would do.",
+      "Issues a single-use confirmation_token (TTL ≤ 300 s) for one protected action class on this process instance.",
     capability: "per_class",
     budget: "none",
     target: "window",
@@ -213,6 +212,9 @@ export const accessTools = [
     }),
     output: z.object({
       correlation_id: CorrelationId,
+      /** The name the protected tools take it under. */
+      confirmation_token: z.string(),
+      /** The same token under its former name; kept for one release. */
       token_id: z.string(),
       action_class: z.string(),
       expires_at: z.string(),
@@ -236,6 +238,7 @@ export const accessTools = [
       return {
         structured: {
           correlation_id: ctx.correlationId,
+          confirmation_token: issued.token_id,
           token_id: issued.token_id,
           action_class: args.action_class,
           expires_at: issued.expires_at,
@@ -247,8 +250,7 @@ export const accessTools = [
   defineTool({
     name: "preview_action",
     title: "Preview an action",
-    description:
-      "Says whether an action class would be allowed on the window, whether it needs a token and whether one is held.",
+    description: "Whether an action class would be allowed on the window and needs a token.",
     capability: "consent",
     budget: "none",
     target: "window",

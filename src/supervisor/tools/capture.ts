@@ -19,7 +19,7 @@ export const captureTools = [
     name: "screenshot_window",
     title: "Screenshot a window region",
     description:
-      "PNG of a region of the granted window: with a policy file, a named safe region (region_name); in env mode (when unrestricted screenshots are enabled) the window minus crop_* margins. Masks are painted black; grid=true overlays labelled lines.",
+      "PNG of a named safe region of the granted window (env mode with unrestricted screenshots: the window minus crop_* margins). Masks painted black.",
     capability: "observe",
     budget: "inspection",
     target: "window",

@@ -146,8 +146,7 @@ export const discoveryTools = [
   defineTool({
     name: "health_check",
     title: "Health check",
-    description:
-      "Server health: policy source and status, platform, versions, DPI awareness, workers and lease state. Never screen content.",
+    description: "Server health: policy status, platform, versions, workers, lease. Never screen content.",
     capability: "none",
     budget: "none",
     target: "none",
@@ -179,7 +178,7 @@ export const discoveryTools = [
   defineTool({
     name: "get_window_state",
     title: "Window state",
-    description: "State of one allowed window: visible, iconic (minimized), foreground, on_top, rect.",
+    description: "State of one allowed window: visible, iconic, foreground, on_top, rect.",
     capability: "discovery",
     budget: "discovery",
     target: "none",
@@ -210,7 +209,7 @@ export const discoveryTools = [
   defineTool({
     name: "get_virtual_screen_bounds",
     title: "Virtual screen bounds",
-    description: "Bounds of the whole virtual screen (all monitors) in physical pixels.",
+    description: "Virtual screen bounds (all monitors), physical pixels.",
     capability: "observe",
     budget: "inspection",
     target: "none",
@@ -238,7 +237,7 @@ export const discoveryTools = [
     name: "wait_for_window",
     title: "Wait for a window",
     description:
-      "Waits until exactly one allowed window's title contains the text (≤ 30 s). Sends progress notifications when asked; cancellable.",
+      "Waits (≤ 30 s) until exactly one allowed window's title contains the text. Progress; cancellable.",
     capability: "discovery",
     budget: "discovery",
     target: "none",
@@ -287,8 +286,7 @@ export const discoveryTools = [
   defineTool({
     name: "wait_for_title_change",
     title: "Wait for a title change",
-    description:
-      "Waits until the granted window's title differs from its title at the call (≤ 30 s); errors at once if the window leaves or its process changes.",
+    description: "Waits (≤ 30 s) until the granted window's title changes.",
     capability: "observe",
     budget: "inspection",
     target: "window",

@@ -38,13 +38,13 @@ function pointerTool(
   return defineTool({
     name,
     title,
-    description: `${title} at window-relative (x, y): move, 150 ms, verify identity/focus/occlusion/bounds, press, 50 ms, release.`,
+    description: `${title} at window-relative (x, y), verified (identity, focus, occlusion, bounds) just before.`,
     capability: "click",
     budget: "action",
     target: "window",
     input: withTarget({ x: Coord, y: Coord, confirmation_token: Token.optional() }),
     output: PointerOutput,
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const r = await ctx.call("input.pointer", {
         target: expectation(ctx),
@@ -66,8 +66,7 @@ export const inputTools = [
   defineTool({
     name: "hover_window",
     title: "Hover",
-    description:
-      "Moves the pointer to window-relative (x, y) after verification and dwells there (0–10000 ms).",
+    description: "Moves the pointer to window-relative (x, y) and dwells (≤ 10 s).",
     capability: "hover",
     budget: "action",
     target: "window",
@@ -99,8 +98,7 @@ export const inputTools = [
   defineTool({
     name: "scroll_window",
     title: "Scroll",
-    description:
-      "Vertical wheel notches (±1…20, positive = up) at window-relative (x, y) after verification.",
+    description: "Wheel notches (±1…20, positive = up) at window-relative (x, y).",
     capability: "click",
     budget: "action",
     target: "window",
@@ -136,7 +134,7 @@ export const inputTools = [
     name: "drag_window",
     title: "Drag",
     description:
-      "Left-button drag from start to end through up to 16 waypoints, re-verifying before each leg; the button is always released. Protected: needs a confirmation token.",
+      "Left-button drag through ≤ 16 waypoints, re-verified before each leg; always released. Protected (token).",
     capability: "drag",
     budget: "action",
     target: "window",
@@ -152,7 +150,7 @@ export const inputTools = [
         .optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, legs: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const points = [
         { x: args.start_x, y: args.start_y },
@@ -174,7 +172,7 @@ export const inputTools = [
     name: "send_text",
     title: "Type text",
     description:
-      "Types 1–4096 UTF-16 code units (astral characters count two; no NUL) into the focused control of the verified foreground window. Protected: needs a confirmation token. The text is never logged.",
+      "Types 1–4096 UTF-16 units into the focused control of the verified foreground window. Protected (token). Never logged.",
     capability: "text",
     budget: "action",
     target: "window",
@@ -189,7 +187,7 @@ export const inputTools = [
       confirmation_token: Token.optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, chars: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     cost: (args) => ({ textChars: args.text.length }),
     handler: async (ctx, args) => {
       ctx.counters.chars = args.text.length;
@@ -220,7 +218,7 @@ export const inputTools = [
     name: "send_key",
     title: "Press a key",
     description:
-      "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12) with up to two of ctrl/shift/alt. No system chords.",
+      "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
     capability: "key",
     budget: "action",
     target: "window",
@@ -231,7 +229,7 @@ export const inputTools = [
       confirmation_token: Token.optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       if (isSystemChord(args.modifiers, args.key))
         throw uiError("invalid_argument", "System chords are refused.");
@@ -252,8 +250,7 @@ export const inputTools = [
   defineTool({
     name: "send_key_sequence",
     title: "Press a key sequence",
-    description:
-      "Up to 10 allow-listed key steps, each re-verified before it is pressed; every key is released whatever fails.",
+    description: "Up to 10 allow-listed key steps, each re-verified; every key is always released.",
     capability: "key",
     budget: "action",
     target: "window",
@@ -266,7 +263,7 @@ export const inputTools = [
       confirmation_token: Token.optional(),
     }),
     output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
-    annotations: EFFECT,
+    annotations: DESTRUCTIVE,
     handler: async (ctx, args) => {
       const steps = args.keys.map((k) =>
         typeof k === "string"
@@ -289,8 +286,7 @@ export const inputTools = [
   defineTool({
     name: "close_window",
     title: "Close window",
-    description:
-      "Asks the window to close (WM_CLOSE / WM_DELETE_WINDOW); never kills. Protected: needs a confirmation token.",
+    description: "Asks the window to close (never kills). Protected (token).",
     capability: "close",
     budget: "action",
     target: "window",

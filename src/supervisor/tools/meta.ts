@@ -10,7 +10,7 @@ export const metaTools = [
     name: "get_rate_limit_state",
     title: "Rate limit state",
     description:
-      "Rate limits and usage in the sliding 60 s window: this client's budgets, the policy's per-application limits and, for each window this client holds a grant on (by hwnd and pid), that application's usage by all clients. Never keys, titles or other identities.",
+      "Rate limits and usage (sliding 60 s): this client's budgets, the policy's per-application limits and usage of the apps it holds grants on.",
     capability: "observe",
     budget: "none",
     target: "none",
@@ -74,8 +74,7 @@ export const metaTools = [
   defineTool({
     name: "get_audit_events",
     title: "Audit events",
-    description:
-      "The newest audit events of this client on this server, redacted by construction (codes and counts only).",
+    description: "Newest audit events of this client (codes and counts only).",
     capability: "observe",
     budget: "none",
     target: "none",

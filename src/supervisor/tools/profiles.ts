@@ -82,8 +82,7 @@ export const profileTools = [
   defineTool({
     name: "resolve_coordinate_profile_point",
     title: "Resolve a profile point",
-    description:
-      "Window-relative point of a named safe region (its centre) or verification point in a coordinate profile. No platform calls.",
+    description: "Window-relative point of a profile's named safe region (centre) or verification point.",
     capability: "none",
     budget: "none",
     target: "none",
@@ -107,7 +106,7 @@ export const profileTools = [
     name: "check_coordinate_profile",
     title: "Check a coordinate profile",
     description:
-      "Whether the live window still matches a profile: its executable (application_mismatch), its size (size_mismatch), the hash of the masked reference region (hash_mismatch), then the verification points' colours (color_mismatch).",
+      "Whether the live window still matches a profile (executable, size, masked reference hash, point colours).",
     capability: "observe",
     budget: "inspection",
     target: "window",
@@ -151,7 +150,7 @@ export const profileTools = [
     name: "record_coordinate_profile",
     title: "Record a coordinate profile",
     description:
-      "Builds a coordinate profile from the live window (its executable, size, the hash of the masked reference region and each verification point's colour) and returns it; writes no file. In file-policy mode the reference region is the policy's safe region of that name.",
+      "Builds a coordinate profile from the live window (executable, size, masked reference hash, point colours); writes no file.",
     capability: "observe",
     budget: "inspection",
     target: "window",

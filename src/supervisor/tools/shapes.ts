@@ -13,7 +13,7 @@ export const ConfirmationToken = z
   .min(1)
   .max(128)
   .optional()
-  .describe("From request_confirmation; needed only when the policy protects this capability.");
+  .describe("From request_confirmation, for protected capabilities.");
 
 /** An object schema plus "exactly one of hwnd / title_contains". */
 export function withTarget<S extends z.ZodRawShape>(shape: S) {

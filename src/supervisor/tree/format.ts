@@ -7,13 +7,15 @@ import type { A11yNodeOut } from "../../shared/protocol.js";
  *   - window "Ruffle" [ref=e1]
  *     - button "Play" [ref=e2] (invoke)
  *     - edit [password] [ref=e3] (value)
- *     - check_box "Sound" [disabled] [ref=e4] (toggle)
+ *     - check_box "Sound" [disabled] [checked] [ref=e4] (toggle)
+ *   - menu "Edit" [popup] [ref=e9]
  *
  * Names are target-provided text. They may appear in tool RESULTS (the agent asked for them)
  * but never in logs or audit: do not pass these strings to a logger. They are quoted and
  * escaped so a name cannot break a line or forge another line (newlines, quotes, control,
  * format and bidi characters become escapes), and cut to a fixed length. Rects are left out
- * to save tokens (they are in structuredContent).
+ * to save tokens (they are in structuredContent), and so are the states every element has or
+ * that say little (`enabled`, `focusable`); every other state is shown.
  */
 
 /** Longest name shown in text form (UTF-16 units), beyond which it is cut with "…". */
@@ -53,14 +55,16 @@ function refToken(s: string): string {
   return /^[a-z0-9_.]{1,64}$/i.test(s) ? s : "unknown";
 }
 
+/** States left out of the text form: nearly every element has them. */
+const QUIET_STATES: ReadonlySet<string> = new Set(["enabled", "focusable"]);
+
 /** One node as one line (no indentation, no children). */
 export function formatNodeLine(n: A11yNodeOut): string {
   const parts = [`- ${token(n.role)}`];
   if (n.is_password === true) parts.push("[password]");
   else if (n.name !== null && n.name !== "") parts.push(quoteName(n.name));
-  if (!n.enabled) parts.push("[disabled]");
-  if (n.focused) parts.push("[focused]");
-  if (n.offscreen) parts.push("[offscreen]");
+  if (n.popup === true) parts.push("[popup]");
+  for (const st of n.states) if (!QUIET_STATES.has(st)) parts.push(`[${token(st)}]`);
   parts.push(`[ref=${refToken(n.ref)}]`);
   if (n.patterns.length > 0) parts.push(`(${n.patterns.map(token).join(", ")})`);
   return parts.join(" ");

@@ -4,10 +4,11 @@ import { sameInstance } from "../../shared/identity.js";
 import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
 import type { A11yNodeOut, TargetExpectation } from "../../shared/protocol.js";
 import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "../../shared/roles.js";
+import { type ElementState, statesOf } from "../../shared/states.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget } from "../verify.js";
 import { type LiveSession, SessionStore } from "./sessions.js";
-import { Budget, relativeRect, walk } from "./walk.js";
+import { Budget, relativeRect, STOPPED, walk } from "./walk.js";
 
 /**
  * The uia worker's handlers: a11y.inspect, a11y.find, a11y.act, a11y.element_center and
@@ -80,11 +81,41 @@ export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect): A11yNod
     enabled: f.enabled === true,
     offscreen: f.offscreen === true,
     focused: f.focused === true,
+    states: statesOf(f),
     patterns: normalizePatterns(f.patterns),
     children: [],
   };
   if (password) node.is_password = true;
   return node;
+}
+
+/** Visits of one walk → the nodes of the protocol, linked to their parents; [0] is the root. */
+function buildTree(
+  live: LiveSession,
+  visits: readonly { handle: A11yHandle; facts: A11yNodeFacts; parent: number }[],
+  windowRect: Rect,
+): A11yNodeOut[] {
+  const out: A11yNodeOut[] = [];
+  for (const v of visits) {
+    const node = toNode(live.refFor(v.handle), v.facts, windowRect);
+    out.push(node);
+    if (v.parent >= 0) out[v.parent]?.children.push(node);
+  }
+  return out;
+}
+
+/**
+ * The instance's popup roots; none when the provider cannot tell them or they vanish, and
+ * `cut` when the deadline left no time to ask (the answer is then truncated).
+ */
+async function popupRootsOf(
+  live: LiveSession,
+  budget: Budget,
+): Promise<{ roots: A11yHandle[]; cut: boolean }> {
+  if (live.provider.popupRoots === undefined) return { roots: [], cut: false };
+  const r = await budget.race(live.provider.popupRoots().catch(() => [] as A11yHandle[]));
+  budget.throwIfCancelled();
+  return r === STOPPED ? { roots: [], cut: true } : { roots: r, cut: false };
 }
 
 function deadlineFor(ms: number | null, ctx: HandlerContext): number {
@@ -196,16 +227,45 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
           concurrency,
         });
         if (live.closed) throw uiError("element_stale", "The automation session has ended.");
-        const out: A11yNodeOut[] = [];
-        for (const v of visits) {
-          const node = toNode(live.refFor(v.handle), v.facts, window.rect);
-          out.push(node);
-          if (v.parent >= 0) out[v.parent]?.children.push(node);
-        }
+        const out = buildTree(live, visits, window.rect);
         const rootNode = out[0];
         if (rootNode === undefined)
           throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
-        return { root: rootNode, node_count: out.length, truncated };
+        let nodeCount = out.length;
+        let cut = truncated;
+        const popups: A11yNodeOut[] = [];
+        // A subtree walk (root_ref) is about that subtree only; a whole-window walk includes the
+        // instance's menus, popups and dialogs as extra roots, within the same node limit.
+        const extra = args.root_ref === null ? await popupRootsOf(live, budget) : { roots: [], cut: false };
+        cut ||= extra.cut;
+        for (const p of extra.roots) {
+          const room = args.max_nodes - nodeCount;
+          if (room <= 0 || budget.expired) {
+            cut = true;
+            break;
+          }
+          let sub: Awaited<ReturnType<typeof walk>>;
+          try {
+            sub = await walk(live.provider, p, budget, {
+              maxDepth: args.max_depth,
+              maxNodes: room,
+              concurrency,
+            });
+          } catch (e) {
+            if (isUiError(e) && e.code === "cancelled") throw e;
+            cut = true; // a popup that closed while it was read
+            continue;
+          }
+          if (live.closed) throw uiError("element_stale", "The automation session has ended.");
+          const tree = buildTree(live, sub.visits, window.rect);
+          const top = tree[0];
+          if (top === undefined) continue;
+          top.popup = true;
+          popups.push(top);
+          nodeCount += tree.length;
+          cut ||= sub.truncated;
+        }
+        return { root: rootNode, popups, node_count: nodeCount, truncated: cut };
       }),
 
     "a11y.find": (args, ctx) =>
@@ -220,9 +280,11 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
           if (!ROLE_NAMES.has(role)) throw uiError("invalid_argument");
         }
         const needle = args.name_contains?.toLowerCase() ?? null;
+        const wanted: ElementState | null = args.state;
         const matches = (f: A11yNodeFacts): boolean => {
           if (role !== null && normalizeRole(f.role) !== role) return false;
           if (args.automation_id !== null && f.automation_id !== args.automation_id) return false;
+          if (wanted !== null && !statesOf(f).includes(wanted)) return false;
           if (needle !== null) {
             // A password field never matches by name: its name may itself be the secret.
             if (isPassword(f) || f.name === null) return false;
@@ -240,32 +302,60 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
           (p) => budget.must(p),
         );
         const root = await budget.must(live.provider.root());
-        const found: { handle: A11yHandle; facts: A11yNodeFacts }[] = [];
-        const result = await walk(live.provider, root, budget, {
-          maxDepth: FIND_MAX_DEPTH,
-          maxNodes: FIND_MAX_NODES,
-          concurrency,
-          onVisit: (v) => {
-            if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts });
-            return found.length > args.max_results;
-          },
-        });
+        const found: { handle: A11yHandle; facts: A11yNodeFacts; popup: boolean }[] = [];
+        let walked = 0;
+        let truncated = false;
+        const search = async (from: A11yHandle, popup: boolean) => {
+          const result = await walk(live.provider, from, budget, {
+            maxDepth: FIND_MAX_DEPTH,
+            maxNodes: FIND_MAX_NODES - walked,
+            concurrency,
+            onVisit: (v) => {
+              if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts, popup });
+              return found.length > args.max_results;
+            },
+          });
+          walked += result.visits.length;
+          truncated ||= result.truncated;
+        };
+        await search(root, false);
+        // The instance's menus, popups and dialogs are part of the granted window.
+        const extra =
+          found.length > args.max_results ? { roots: [], cut: false } : await popupRootsOf(live, budget);
+        truncated ||= extra.cut;
+        for (const p of extra.roots) {
+          if (walked >= FIND_MAX_NODES || budget.expired || found.length > args.max_results) {
+            truncated = true;
+            break;
+          }
+          try {
+            await search(p, true);
+          } catch (e) {
+            if (isUiError(e) && e.code === "cancelled") throw e;
+            truncated = true;
+          }
+        }
         if (live.closed) throw uiError("element_stale", "The automation session has ended.");
         const shown = found.slice(0, args.max_results);
         return {
-          elements: shown.map((m) => toNode(live.refFor(m.handle), m.facts, window.rect)),
-          truncated: result.truncated || found.length > args.max_results,
+          elements: shown.map((m) => {
+            const node = toNode(live.refFor(m.handle), m.facts, window.rect);
+            if (m.popup) node.popup = true;
+            return node;
+          }),
+          truncated: truncated || found.length > args.max_results,
         };
       }),
 
     "a11y.act": (args, ctx) =>
       run(ctx, null, async (budget) => {
         refuseSelf(args.target);
-        if (args.action === "set_value" && args.value === null) {
-          throw uiError("invalid_argument", "set_value needs a value.");
+        const takesValue = args.action === "set_value" || args.action === "select_option";
+        if (takesValue && args.value === null) {
+          throw uiError("invalid_argument", "This action needs a value.");
         }
-        if (args.action !== "set_value" && args.value !== null) {
-          throw uiError("invalid_argument", "Only set_value takes a value.");
+        if (!takesValue && args.value !== null) {
+          throw uiError("invalid_argument", "Only set_value and select_option take a value.");
         }
         // Identity, visible, not minimized; semantic patterns need no foreground.
         await checked(ctx.platform, args.session_key, args.target, budget);
@@ -278,6 +368,29 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
         }
         await budget.must(live.provider.act(handle, args.action, args.value ?? undefined));
         return {};
+      }),
+
+    "a11y.describe": (args, ctx) =>
+      run(ctx, null, async (budget) => {
+        refuseSelf(args.target);
+        const window = await checked(ctx.platform, args.session_key, args.target, budget);
+        const live = await existing(args.session_key, args.target);
+        let handle: A11yHandle;
+        try {
+          handle = await liveNode(live, args.ref, budget);
+        } catch (e) {
+          // Gone is an answer here (expect gone: true), not a failure.
+          if (isUiError(e) && e.code === "element_stale" && !live.closed) return { node: null };
+          throw e;
+        }
+        let facts: A11yNodeFacts;
+        try {
+          facts = await budget.must(live.provider.facts(handle));
+        } catch (e) {
+          if (isUiError(e) && e.code === "element_stale" && !live.closed) return { node: null };
+          throw e;
+        }
+        return { node: toNode(args.ref, facts, window.rect) };
       }),
 
     "a11y.element_center": (args, ctx) =>

@@ -18,7 +18,10 @@ import { verifyTarget } from "../verify.js";
  */
 export class LiveSession {
   private readonly refs = new Map<string, A11yHandle>();
-  private readonly refOf = new Map<A11yHandle, string>();
+  /** Handle objects, or the provider's stable identity of a node when it has one, → ref. */
+  private readonly refOf = new Map<unknown, string>();
+  /** ref → the key it is filed under in refOf. */
+  private readonly keyOf = new Map<string, unknown>();
   private ended = false;
 
   constructor(
@@ -37,18 +40,18 @@ export class LiveSession {
   /** The ref of a node (the same ref again when the provider hands out the same handle). */
   refFor(handle: A11yHandle): string {
     if (this.ended) throw uiError("element_stale", "The automation session has ended.");
-    const known = this.refOf.get(handle);
+    const key = this.provider.identity?.(handle) ?? handle;
+    const known = this.refOf.get(key);
     if (known !== undefined) return known;
     const ref = this.mint();
     this.refs.set(ref, handle);
-    this.refOf.set(handle, ref);
+    this.refOf.set(key, ref);
+    this.keyOf.set(ref, key);
     // Oldest refs go first when a session has handed out very many (they become stale).
     while (this.refs.size > this.maxRefs) {
       const oldest = this.refs.keys().next();
       if (oldest.done) break;
-      const h = this.refs.get(oldest.value);
-      this.refs.delete(oldest.value);
-      if (h !== undefined && this.refOf.get(h) === oldest.value) this.refOf.delete(h);
+      this.forget(oldest.value);
     }
     return ref;
   }
@@ -62,9 +65,10 @@ export class LiveSession {
 
   /** Forgets one ref (its node is gone). */
   forget(ref: string): void {
-    const h = this.refs.get(ref);
+    const key = this.keyOf.get(ref);
     this.refs.delete(ref);
-    if (h !== undefined && this.refOf.get(h) === ref) this.refOf.delete(h);
+    this.keyOf.delete(ref);
+    if (key !== undefined && this.refOf.get(key) === ref) this.refOf.delete(key);
   }
 
   get refCount(): number {
@@ -77,6 +81,7 @@ export class LiveSession {
     this.ended = true;
     this.refs.clear();
     this.refOf.clear();
+    this.keyOf.clear();
     try {
       await this.provider.dispose();
     } catch {

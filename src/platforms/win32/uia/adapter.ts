@@ -28,6 +28,7 @@ import {
   vcall,
 } from "./com.js";
 import { roleForControlType } from "./roles.js";
+import { uiaStates } from "./states.js";
 import {
   CLSID,
   IUIAutomationElement as El,
@@ -38,6 +39,7 @@ import {
   IUIAutomationElementArray,
   IUIAutomationExpandCollapsePattern,
   IUIAutomationInvokePattern,
+  IUIAutomationScrollItemPattern,
   IUIAutomationSelectionItemPattern,
   IUIAutomationTogglePattern,
   IUIAutomationValuePattern,
@@ -45,6 +47,7 @@ import {
   PropertyId,
   TreeScope,
   VT_BOOL,
+  VT_I4,
 } from "./vtables.js";
 
 const COINIT_MULTITHREADED = 0x0;
@@ -67,16 +70,32 @@ const CACHED_PROPERTIES = [
   PropertyId.IsSelectionItemPatternAvailable,
   PropertyId.IsExpandCollapsePatternAvailable,
   PropertyId.IsValuePatternAvailable,
+  PropertyId.IsScrollItemPatternAvailable,
+  PropertyId.IsSelectionPatternAvailable,
+  // States (docs/roles.md): read in the same round trip, never a value.
+  PropertyId.IsKeyboardFocusable,
+  PropertyId.ToggleToggleState,
+  PropertyId.ExpandCollapseExpandCollapseState,
+  PropertyId.SelectionItemIsSelected,
+  PropertyId.ValueIsReadOnly,
+  PropertyId.WindowIsModal,
+  PropertyId.IsRequiredForForm,
+  PropertyId.IsDataValidForForm,
 ] as const;
 
-/** Pattern availability property → the semantic action names it enables. */
-const PATTERN_FLAGS: ReadonlyArray<[number, string[]]> = [
-  [PropertyId.IsInvokePatternAvailable, ["invoke"]],
-  [PropertyId.IsTogglePatternAvailable, ["toggle"]],
-  [PropertyId.IsSelectionItemPatternAvailable, ["select"]],
-  [PropertyId.IsExpandCollapsePatternAvailable, ["expand", "collapse"]],
-  [PropertyId.IsValuePatternAvailable, ["set_value"]],
+/** Pattern availability property → the pattern name of the vocabulary (src/shared/roles.ts). */
+const PATTERN_FLAGS: ReadonlyArray<[number, string]> = [
+  [PropertyId.IsInvokePatternAvailable, "invoke"],
+  [PropertyId.IsTogglePatternAvailable, "toggle"],
+  [PropertyId.IsSelectionItemPatternAvailable, "selection_item"],
+  [PropertyId.IsExpandCollapsePatternAvailable, "expand_collapse"],
+  [PropertyId.IsValuePatternAvailable, "value"],
+  [PropertyId.IsScrollItemPatternAvailable, "scroll_item"],
+  [PropertyId.IsSelectionPatternAvailable, "selection"],
 ];
+
+/** How deep under a list / combo box select_option looks for the option (combo → list → item). */
+const OPTION_DEPTH = 2;
 
 export interface UiaOptions {
   /**
@@ -183,11 +202,58 @@ export class UiaSession implements A11ySession {
 
   async children(h: A11yHandle): Promise<A11yHandle[]> {
     const n = this.node(h);
+    try {
+      return this.childPointers(n.ptr).map((el) => ({ id: this.adopt(el).id }));
+    } catch (e) {
+      throw uiaError(e);
+    }
+  }
+
+  async act(h: A11yHandle, action: SemanticAction, value?: string): Promise<void> {
+    const n = this.node(h);
+    if (action === "select_option") return this.selectOption(n.ptr, value ?? "");
+    return this.runPattern(n.ptr, action, value);
+  }
+
+  /**
+   * Selects the descendant (children, then grandchildren) whose name is `name` (case aside) and
+   * that has the SelectionItem pattern, through SelectionItem.Select. Names are compared here and
+   * never leave the worker.
+   */
+  private async selectOption(container: bigint, name: string): Promise<void> {
+    const want = name.trim().toLowerCase();
+    const held: bigint[] = [];
+    try {
+      let level = [container];
+      for (let d = 0; d < OPTION_DEPTH && level.length > 0; d += 1) {
+        const next: bigint[] = [];
+        for (const parent of level) {
+          for (const child of this.childPointers(parent)) {
+            held.push(child);
+            const f = readCachedFacts(child);
+            if (f.patterns.includes("selection_item") && (f.name ?? "").trim().toLowerCase() === want) {
+              return await this.runPattern(child, "select");
+            }
+            next.push(child);
+          }
+        }
+        level = next;
+      }
+      throw uiError("target_not_found", "No option has that name.");
+    } catch (e) {
+      throw uiaError(e);
+    } finally {
+      for (const p of held) release(p);
+    }
+  }
+
+  /** The children of an element with the cache request applied; the caller releases them. */
+  private childPointers(parent: bigint): bigint[] {
     let arr: bigint | null = null;
-    const out: A11yHandle[] = [];
+    const out: bigint[] = [];
     try {
       arr = outPtr(
-        n.ptr,
+        parent,
         El.FindAllBuildCache,
         "int scope, void *cond, void *cache",
         TreeScope.Children,
@@ -196,31 +262,27 @@ export class UiaSession implements A11ySession {
       );
       const len = getInt(arr, IUIAutomationElementArray.get_Length);
       check(len.hr);
-      for (let i = 0; i < len.value; i++) {
-        const el = outPtr(arr, IUIAutomationElementArray.GetElement, "int index", i);
-        out.push({ id: this.adopt(el).id });
-      }
+      for (let i = 0; i < len.value; i++)
+        out.push(outPtr(arr, IUIAutomationElementArray.GetElement, "int index", i));
       return out;
     } catch (e) {
-      throw uiaError(e);
+      for (const p of out) release(p);
+      throw e;
     } finally {
       release(arr);
     }
   }
 
-  async act(h: A11yHandle, action: SemanticAction, value?: string): Promise<void> {
-    const n = this.node(h);
+  private async runPattern(
+    ptr: bigint,
+    action: Exclude<SemanticAction, "select_option">,
+    value?: string,
+  ): Promise<void> {
     const spec = ACTIONS[action];
     let pattern: bigint | null = null;
     try {
       try {
-        pattern = outPtr(
-          n.ptr,
-          El.GetCurrentPatternAs,
-          "int id, void *iid",
-          spec.patternId,
-          w.guid(spec.iid),
-        );
+        pattern = outPtr(ptr, El.GetCurrentPatternAs, "int id, void *iid", spec.patternId, w.guid(spec.iid));
       } catch (e) {
         if (e instanceof ComError && e.hr === UIA_E_ELEMENTNOTAVAILABLE) throw e;
         throw uiError("pattern_not_supported");
@@ -272,7 +334,10 @@ export class UiaSession implements A11ySession {
   }
 }
 
-const ACTIONS: Record<SemanticAction, { patternId: number; iid: string; method: number }> = {
+const ACTIONS: Record<
+  Exclude<SemanticAction, "select_option">,
+  { patternId: number; iid: string; method: number }
+> = {
   invoke: {
     patternId: PatternId.Invoke,
     iid: IID.IUIAutomationInvokePattern,
@@ -303,6 +368,11 @@ const ACTIONS: Record<SemanticAction, { patternId: number; iid: string; method: 
     iid: IID.IUIAutomationValuePattern,
     method: IUIAutomationValuePattern.SetValue,
   },
+  scroll_into_view: {
+    patternId: PatternId.ScrollItem,
+    iid: IID.IUIAutomationScrollItemPattern,
+    method: IUIAutomationScrollItemPattern.ScrollIntoView,
+  },
 };
 
 function cachedBool(el: bigint, index: number): boolean {
@@ -311,16 +381,31 @@ function cachedBool(el: bigint, index: number): boolean {
   return !failed(r.hr) && r.value !== 0;
 }
 
-/** A VT_BOOL cached property through a VARIANT, cleared after reading. */
-function cachedVariantBool(el: bigint, propertyId: number): boolean {
+/** A VT_BOOL or VT_I4 cached property through a VARIANT (cleared after reading); null when absent. */
+function cachedVariant(el: bigint, propertyId: number): boolean | number | null {
   const v = Buffer.alloc(24);
   const hr = vcall(el, El.GetCachedPropertyValue, "int id, void *variant", propertyId, v);
   try {
-    if (failed(hr)) return false;
-    return v.readUInt16LE(0) === VT_BOOL && v.readInt16LE(8) !== 0;
+    if (failed(hr)) return null;
+    const vt = v.readUInt16LE(0);
+    if (vt === VT_BOOL) return v.readInt16LE(8) !== 0;
+    if (vt === VT_I4) return v.readInt32LE(8);
+    return null;
   } finally {
     w.VariantClear?.(v);
   }
+}
+
+function cachedVariantBool(el: bigint, propertyId: number): boolean {
+  return cachedVariant(el, propertyId) === true;
+}
+
+function asBool(v: boolean | number | null): boolean | null {
+  return typeof v === "boolean" ? v : null;
+}
+
+function asInt(v: boolean | number | null): number | null {
+  return typeof v === "number" ? v : null;
 }
 
 export function readCachedFacts(el: bigint): A11yNodeFacts {
@@ -334,7 +419,24 @@ export function readCachedFacts(el: bigint): A11yNodeFacts {
     if (r[2] > r[0] && r[3] > r[1]) rect = r;
   }
   const patterns: string[] = [];
-  for (const [prop, names] of PATTERN_FLAGS) if (cachedVariantBool(el, prop)) patterns.push(...names);
+  for (const [prop, pattern] of PATTERN_FLAGS) if (cachedVariantBool(el, prop)) patterns.push(pattern);
+  const states = uiaStates({
+    isKeyboardFocusable: asBool(cachedVariant(el, PropertyId.IsKeyboardFocusable)),
+    toggleState: patterns.includes("toggle") ? asInt(cachedVariant(el, PropertyId.ToggleToggleState)) : null,
+    expandCollapseState: patterns.includes("expand_collapse")
+      ? asInt(cachedVariant(el, PropertyId.ExpandCollapseExpandCollapseState))
+      : null,
+    selectionItemIsSelected: patterns.includes("selection_item")
+      ? asBool(cachedVariant(el, PropertyId.SelectionItemIsSelected))
+      : null,
+    isValuePatternAvailable: patterns.includes("value"),
+    valueIsReadOnly: patterns.includes("value")
+      ? asBool(cachedVariant(el, PropertyId.ValueIsReadOnly))
+      : null,
+    windowIsModal: asBool(cachedVariant(el, PropertyId.WindowIsModal)),
+    isRequiredForForm: asBool(cachedVariant(el, PropertyId.IsRequiredForForm)),
+    isDataValidForForm: asBool(cachedVariant(el, PropertyId.IsDataValidForForm)),
+  });
   const name = getBstr(el, El.get_CachedName);
   const automationId = getBstr(el, El.get_CachedAutomationId);
   const className = getBstr(el, El.get_CachedClassName);
@@ -349,6 +451,7 @@ export function readCachedFacts(el: bigint): A11yNodeFacts {
     focused: cachedBool(el, El.get_CachedHasKeyboardFocus),
     is_password: cachedBool(el, El.get_CachedIsPassword),
     patterns,
+    states,
   };
 }
 

@@ -86,6 +86,7 @@ export const IUIAutomationInvokePattern = { Invoke: 3 } as const;
 export const IUIAutomationTogglePattern = { Toggle: 3 } as const;
 export const IUIAutomationSelectionItemPattern = { Select: 3 } as const;
 export const IUIAutomationExpandCollapsePattern = { Expand: 3, Collapse: 4 } as const;
+export const IUIAutomationScrollItemPattern = { ScrollIntoView: 3 } as const;
 /** SetValue only; get_CurrentValue (4) is never called: values are not read. */
 export const IUIAutomationValuePattern = { SetValue: 3 } as const;
 
@@ -104,6 +105,7 @@ export const IID = {
   IUIAutomationSelectionItemPattern: "a8efa66a-0fda-421a-9194-38021f3578ea",
   IUIAutomationExpandCollapsePattern: "619be086-1f4e-4ee4-bafa-210128738730",
   IUIAutomationValuePattern: "a94cd8b1-0844-4cd6-9d2d-640537ab39e9",
+  IUIAutomationScrollItemPattern: "b488300f-d015-4f19-9c29-bb595e3645ef",
 } as const;
 
 /** Property, pattern and scope ids from the same idl. */
@@ -113,16 +115,26 @@ export const PropertyId = {
   ControlType: 30003,
   Name: 30005,
   HasKeyboardFocus: 30008,
+  IsKeyboardFocusable: 30009,
   IsEnabled: 30010,
   AutomationId: 30011,
   ClassName: 30012,
   IsPassword: 30019,
   IsOffscreen: 30022,
+  IsRequiredForForm: 30025,
   IsExpandCollapsePatternAvailable: 30028,
   IsInvokePatternAvailable: 30031,
+  IsScrollItemPatternAvailable: 30035,
   IsSelectionItemPatternAvailable: 30036,
+  IsSelectionPatternAvailable: 30037,
   IsTogglePatternAvailable: 30041,
   IsValuePatternAvailable: 30043,
+  ValueIsReadOnly: 30046,
+  ExpandCollapseExpandCollapseState: 30070,
+  WindowIsModal: 30077,
+  SelectionItemIsSelected: 30079,
+  ToggleToggleState: 30086,
+  IsDataValidForForm: 30103,
 } as const;
 
 export const PatternId = {
@@ -131,6 +143,7 @@ export const PatternId = {
   ExpandCollapse: 10005,
   SelectionItem: 10010,
   Toggle: 10015,
+  ScrollItem: 10017,
 } as const;
 
 export const TreeScope = { Element: 1, Children: 2, Descendants: 4, Subtree: 7 } as const;

@@ -11,7 +11,8 @@ export function withLedger(input: InputPort, ledger: PressLedger): InputPort {
   return {
     moveTo: (x, y) => input.moveTo(x, y),
     wheel: (n) => input.wheel(n),
-    typeText: (hwnd, text, mode) => input.typeText(hwnd, text, mode),
+    // beforeEachKey carries the per-character verification and the dialog gate: always passed on.
+    typeText: (hwnd, text, mode, beforeEachKey) => input.typeText(hwnd, text, mode, beforeEachKey),
     async buttonDown(button: MouseButton) {
       await ledger.hold([{ kind: "button", button }]);
       await input.buttonDown(button);

@@ -103,7 +103,7 @@ export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
   minimized: "The target window is minimized.",
   not_foreground: "The target window is not in the foreground.",
   occluded: "The target window is covered at the requested place.",
-  out_of_bounds: "A coordinate lies outside the target window.",
+  out_of_bounds: "A coordinate or region lies outside the target window or the visible screen.",
   input_grabbed: "Another program holds the keyboard or pointer (an open menu or grab); nothing was sent.",
   consent_required: "Access to this window has not been granted; call request_access first.",
   consent_denied: "Access to this window was denied.",

@@ -47,13 +47,16 @@ export async function verifyTarget(
     if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
     region = offset(opts.region, window.rect[0], window.rect[1]);
   }
-  if (points.length > 0) {
-    // Never clamped: XTest (and SendInput) would move the pointer to the screen edge and press
-    // whatever lies there. A captured region may extend past the edge: what lies outside the
-    // screen is no window's pixels and is returned black (see docs/security.md).
+  if (points.length > 0 || region) {
+    // Never clamped. A point beyond the edge: XTest (and SendInput) would move the pointer to
+    // the edge and press whatever lies there. A region beyond it: the part outside is no one's
+    // pixels (the screen read returns black there), so the image would not show what the
+    // window shows; the caller asks again for the part on screen (see docs/security.md).
     const screen = await desktop.virtualScreen();
     if (points.some((p) => !containsPoint(screen, p.x, p.y)))
       throw uiError("out_of_bounds", "A coordinate lies outside the visible screen.");
+    if (region && !containsRect(screen, region))
+      throw uiError("out_of_bounds", "The region extends past the edge of the visible screen.");
   }
   for (const p of points) if (pointOccluded(all, window, p.x, p.y)) throw uiError("occluded");
   if (region && rectOccluded(all, window, region)) throw uiError("occluded");

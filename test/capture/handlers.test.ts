@@ -228,6 +228,41 @@ describe("capture.region", () => {
     await expect(capture({ region: [250, 0, 400, 300] })).resolves.toBeTruthy();
   });
 
+  it("refuses a region past the edge of the visible screen before reading anything, never clamps it", async () => {
+    // The window [1800,1000,2200,1300] reaches past the 1920×1080 screen on the right and bottom.
+    writeScenarioFile(path, scenario({ rect: [1800, 1000, 2200, 1300] }));
+    const hook = withHook(() => undefined);
+    // Screen [1800,1000,1920,1080]: touches the right and bottom edges (exclusive), inside.
+    const inside = await capture({ region: [0, 0, 120, 80] }, hook.platform);
+    expect([inside.width, inside.height]).toEqual([120, 80]);
+    const img = await decode(inside.png ?? new Uint8Array());
+    expect(px(img, 119, 79)).toBe("3366cc");
+    expect(hook.frames).toHaveLength(1);
+    for (const region of [
+      [0, 0, 121, 80], // one column past the right edge
+      [0, 0, 120, 81], // one row past the bottom edge
+      [50, 50, 400, 300], // the whole rest of the window, off screen on both
+    ] as Rect[]) {
+      let message = "";
+      try {
+        await capture({ region }, hook.platform);
+      } catch (e) {
+        if (!isUiError(e)) throw e;
+        expect(e.code).toBe("out_of_bounds");
+        message = e.message;
+      }
+      expect(message).toBe("The region extends past the edge of the visible screen.");
+    }
+    // Nothing was read for any of them.
+    expect(hook.frames).toHaveLength(1);
+    // The left and top edges too: a window partly above and left of the screen's origin.
+    writeScenarioFile(path, scenario({ rect: [-50, -20, 350, 280] }));
+    expect(await codeOf(capture({ region: [0, 20, 100, 80] }, hook.platform))).toBe("out_of_bounds");
+    expect(await codeOf(capture({ region: [50, 0, 100, 80] }, hook.platform))).toBe("out_of_bounds");
+    await expect(capture({ region: [50, 20, 150, 80] }, hook.platform)).resolves.toBeTruthy();
+    expect(hook.frames).toHaveLength(2);
+  });
+
   it("returns a PNG that owns its whole ArrayBuffer (transferable without extra bytes)", async () => {
     const r = await capture({ compression_level: 0 });
     const png = r.png ?? new Uint8Array(1);
@@ -269,6 +304,8 @@ describe("capture.region", () => {
       ["covered", "occluded", () => scenario({ coverRect: [120, 120, 200, 200] })],
       ["minimized", "minimized", () => scenario({ iconic: true })],
       ["replaced", "target_changed", () => scenario({ pid: 5151 })],
+      // The screen shrank (a monitor went away) under the region: screen [100,100,200,180].
+      ["screen shrank", "out_of_bounds", () => ({ ...scenario(), virtual_screen: [0, 0, 150, 150] })],
       [
         "closed",
         "target_gone",

@@ -293,6 +293,42 @@ describe("failing captures give their pixels back", () => {
   });
 });
 
+describe("a region past the edge of the visible screen", () => {
+  it("is out_of_bounds with no image and its pixels given back; a region on screen of the same window passes", async () => {
+    const { d, h } = await twoStageCapturesPerMinute();
+    const grab = () => h.call("screenshot_window", { hwnd: 1001, region_name: "stage" });
+    const used = async () =>
+      ((await h.ok("get_rate_limit_state")).applications as Array<{ screenshot_pixels: { used: number } }>)[0]
+        ?.screenshot_pixels.used;
+    // The window reaches past the 1920×1080 screen; stage [10,50,330,290] is screen
+    // [1510,750,1830,990]: fully on screen, so it is captured.
+    d.write(scenario([paintedRuffle({ rect: [1500, 700, 2324, 1340] })]));
+    const inside = await grab();
+    expect(inside.isError, JSON.stringify(inside.structured)).toBe(false);
+    expect(decode(inside).at(290, 150)).toEqual(RED);
+    expect(await used()).toBe(320 * 240);
+    // Stage crossing the right edge (screen [1700,750,2020,990]), the bottom edge
+    // ([1510,900,1830,1140]) and both: refused, never clipped or clamped.
+    for (const rect of [
+      [1690, 700, 2514, 1340],
+      [1500, 850, 2324, 1490],
+      [1700, 900, 2524, 1540],
+    ]) {
+      d.write(scenario([paintedRuffle({ rect })]));
+      const r = await grab();
+      expect(r.code, `window at ${rect.join(",")}`).toBe("out_of_bounds");
+      expect(r.content.some((c) => c.type === "image")).toBe(false);
+      expect(JSON.stringify(r.structured)).toContain("past the edge of the visible screen");
+    }
+    // Each refusal gave its pixels back: one capture's worth is used, one is left.
+    expect(await used()).toBe(320 * 240);
+    expect((await h.ok("get_rate_limit_state")).memory).toMatchObject({ in_use_bytes: 0 });
+    d.write(scenario([paintedRuffle({ rect: [1500, 700, 2324, 1340] })]));
+    expect((await grab()).isError).toBe(false);
+    expect((await grab()).code).toBe("rate_limited");
+  });
+});
+
 describe("coordinate-profile captures are budgeted like screenshots", () => {
   it("record and check count screenshot pixels per application", async () => {
     const { h } = await twoStageCapturesPerMinute();

@@ -4,7 +4,7 @@ import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdi
 import dbus from "dbus-next";
 import koffi, { type LibraryHandle } from "koffi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { containsPoint } from "../../src/shared/geometry.js";
+import { containsPoint, containsRect } from "../../src/shared/geometry.js";
 import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, LOOSE_BUDGETS, McpHarness, type ToolCall } from "../support/mcp.js";
 import {
@@ -442,7 +442,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       }
     });
 
-    it("the target destroyed while screenshots are in flight: each answers pixels or target_gone, the server keeps serving", async () => {
+    it("a region across the screen edge is out_of_bounds; the target destroyed while on-screen screenshots are in flight: each answers pixels or target_gone, the server keeps serving", async () => {
       // The whole window must be uncovered for a screenshot: the helper xterms go away first.
       for (const a of helpers) {
         a.child.kill("SIGKILL");
@@ -453,15 +453,36 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
         return all.some((w) => w.hwnd === cover.hwnd || w.hwnd === stealer.hwnd) ? null : true;
       });
       await bringToFront(factory.hwnd);
+      // gtk3-widget-factory opens taller than the 1280×800 screen: a region that crosses the
+      // edge is refused (never clipped to black), the part on screen is captured.
+      const w = await live(factory.hwnd);
+      const screen = await p.desktop.virtualScreen();
+      expect(containsRect(screen, w.rect), "the factory reaches past the screen edge").toBe(false);
+      const whole = await h.call("screenshot_window", {
+        hwnd: factory.hwnd,
+        crop_left: 0,
+        crop_top: 0,
+        crop_right: 0,
+        crop_bottom: 0,
+      });
+      expect(whole.code).toBe("out_of_bounds");
+      expect(whole.content.some((c) => c.type === "image")).toBe(false);
+      const onScreen = {
+        hwnd: factory.hwnd,
+        crop_left: Math.max(0, screen[0] - w.rect[0]),
+        crop_top: Math.max(0, screen[1] - w.rect[1]),
+        crop_right: Math.max(0, w.rect[2] - screen[2]),
+        crop_bottom: Math.max(0, w.rect[3] - screen[3]),
+      };
       // Four screenshots in flight; at the first answer four more are sent and the server is
       // stopped at once, the window destroyed (XKillClient), the server resumed. The first batch
       // may have finished or meet the destroyed window anywhere in its pipeline; the second was
       // sent but not yet served when the window went away, so none of those returns pixels.
       const shots: Array<Promise<ToolCall>> = [];
-      for (let i = 0; i < 4; i++) shots.push(h.call("screenshot_window", { hwnd: factory.hwnd }));
+      for (let i = 0; i < 4; i++) shots.push(h.call("screenshot_window", onScreen));
       const first = await Promise.race(shots);
       const late: Array<Promise<ToolCall>> = [];
-      for (let i = 0; i < 4; i++) late.push(h.call("screenshot_window", { hwnd: factory.hwnd }));
+      for (let i = 0; i < 4; i++) late.push(h.call("screenshot_window", onScreen));
       process.kill(serverPid, "SIGSTOP");
       try {
         xdotool("windowkill", factory.hwnd);
@@ -471,7 +492,8 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       } finally {
         process.kill(serverPid, "SIGCONT");
       }
-      expect(first.code ?? "ok").toBe("ok");
+      expect(first.code ?? "ok", JSON.stringify(first.structured)).toBe("ok");
+      expect(first.content.some((c) => c.type === "image")).toBe(true);
       const codes = (await Promise.all(shots)).map((r) => (r.isError ? r.code : "ok"));
       for (const c of codes) expect(["ok", "target_gone"]).toContain(c);
       const lateCodes = (await Promise.all(late)).map((r) => (r.isError ? r.code : "ok"));
@@ -480,7 +502,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await waitFor("factory window destroyed", async () =>
         (await p.desktop.getWindow(factory.hwnd)) === null ? true : null,
       );
-      const after = await h.call("screenshot_window", { hwnd: factory.hwnd });
+      const after = await h.call("screenshot_window", onScreen);
       expect(["target_gone", "target_not_found"]).toContain(after.code);
       expect((await h.ok("list_windows")).windows).toEqual([]);
       expect((await h.ok("health_check")).platform).toBe("x11");

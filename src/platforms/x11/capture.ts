@@ -9,8 +9,10 @@ import type { XConnection } from "./xconn.js";
 
 /**
  * Root-window capture: XShmGetImage when MIT-SHM works, XGetImage otherwise. The requested rect
- * is clipped to the screen; what lies outside stays black. Pixels are copied out of native
- * memory before the image is destroyed; the shm segment is detached and removed every time.
+ * is clipped to the screen; what lies outside stays black (the worker's check refuses such a
+ * rect with out_of_bounds before it gets here; the clip keeps the port total). Pixels are
+ * copied out of native memory before the image is destroyed; the shm segment is detached and
+ * removed every time.
  */
 
 const Z_PIXMAP = 2;

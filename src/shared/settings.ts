@@ -288,7 +288,7 @@ export const SETTINGS = {
     scope: "server",
     values: ["0", "1"],
     default: "0",
-    doc: "UNSAFE, tests under Xvfb only: `1` lets XTest input (any local program) answer consent and lease dialogs; health_check and doctor say so loudly",
+    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs; health_check and doctor warn loudly",
   }),
   win32Dialog: choice({
     env: "UIINSPECT_WIN32_DIALOG",

@@ -101,6 +101,8 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
       UIINSPECT_PLATFORM: "",
       DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
       UIINSPECT_CONSENT_TIMEOUT_MS: "20000",
+      // The dialog is answered with SendInput below: injected input may answer it (unsafe, tests only).
+      UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1",
       UIINSPECT_LOG_LEVEL: process.env.UIINSPECT_E2E_LOG_LEVEL ?? "warn",
     });
     const serverErr = () => transport.stderrText;

@@ -43,6 +43,7 @@ const t = {
   ),
   ShowWindow: user32.func("int __stdcall ShowWindow(intptr_t h, int cmd)"),
   IsWindow: user32.func("int __stdcall IsWindow(intptr_t h)"),
+  IsWindowEnabled: user32.func("int __stdcall IsWindowEnabled(intptr_t h)"),
   GetAsyncKeyState: user32.func("int16_t __stdcall GetAsyncKeyState(int vk)"),
   SetForegroundWindow: user32.func("int __stdcall SetForegroundWindow(intptr_t h)"),
   GetForegroundWindow: user32.func("intptr_t __stdcall GetForegroundWindow()"),
@@ -779,6 +780,23 @@ test("UIA adapter vs COM double: a provider of another process is target_changed
 });
 
 // Consent dialog ---------------------------------------------------------------------------------
+// The dialogs here are answered with SendInput, which the dialog thread's low-level hooks
+// swallow as injected unless the unsafe test setting is on: it is on for every test (and the
+// servers and brokers they spawn, which inherit this environment) except the one that proves
+// the default refuses injected input.
+const UNSAFE_INJECTED = "UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT";
+process.env[UNSAFE_INJECTED] = "1";
+/** Shows a consent dialog with the unsafe setting at `value` ("1" or absent = the default). */
+function showConsentWith(value, timeoutMs) {
+  const saved = process.env[UNSAFE_INJECTED];
+  if (value === undefined) delete process.env[UNSAFE_INJECTED];
+  else process.env[UNSAFE_INJECTED] = value;
+  try {
+    return showConsentDialog(CONSENT_TEXT, timeoutMs);
+  } finally {
+    process.env[UNSAFE_INJECTED] = saved;
+  }
+}
 async function findDialog() {
   return waitFor(async () => {
     const ws = await desktop.listWindows();
@@ -831,7 +849,7 @@ async function answerUntilSettled(p, act) {
 
 /** Clicks the dialog's button whose text matches `re` with real (SendInput) mouse input. */
 async function clickButton(dlg, re) {
-  const btn = childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text));
+  const btn = dialogButton(dlg, re);
   assert(btn, `button ${re} among ${JSON.stringify(childWindows(Number(dlg.hwnd)).map((c) => c.text))}`);
   const r = windowRect(btn.hwnd);
   await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
@@ -846,6 +864,63 @@ test("consent dialog: clicking Approve (SendInput) approves", async () => {
   assert(dlg, "dialog shown");
   eq(await answerUntilSettled(p, () => clickButton(dlg, /approve|yes/i)), "approve", "approved by a click");
 });
+
+/** The dialog's Button child whose text matches `re`. */
+function dialogButton(dlg, re) {
+  return childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text)) ?? null;
+}
+
+test("consent dialog: injected input never answers it by default; the unsafe setting lets it through", async () => {
+  // Default setting: SendInput clicks on Approve and injected Tab/Space/Enter, each after the
+  // security delay (the Approve button enabled again), never approve; the dialog times out.
+  const p = showConsentWith(undefined, 9000);
+  let settled = false;
+  p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  const dlg = await findDialog();
+  assert(dlg, "dialog shown");
+  const approve = await waitFor(() => dialogButton(dlg, /approve|yes/i), 5000);
+  assert(approve, "approve button present");
+  facts.consent_approve_disabled_when_first_seen = t.IsWindowEnabled(approve.hwnd) === 0;
+  const seen = performance.now();
+  assert(
+    await waitFor(() => t.IsWindowEnabled(approve.hwnd) !== 0, 8000, 20),
+    "approve enabled after the delay",
+  );
+  bench.consent_buttons_enabled_after_seen_ms = Math.round(performance.now() - seen);
+  // Attempts made while Approve is enabled: those only the injected filter (the hooks) refuses.
+  let attempts = 0;
+  while (!settled) {
+    try {
+      if (t.IsWindowEnabled(approve.hwnd) === 0) throw new Error("approve disabled: not an attempt");
+      await clickButton(dlg, /approve|yes/i);
+      t.SetForegroundWindow(Number(dlg.hwnd));
+      for (const key of ["tab", "space", "enter"]) {
+        await input.keyDown(key);
+        await input.keyUp(key);
+      }
+      attempts++;
+    } catch {
+      // The dialog went away (timed out) or its delay restarted: the loop ends on `settled`.
+    }
+    await waitFor(() => settled, 700);
+  }
+  await rejectsWith(p, "consent_timeout", "injected clicks and keys never approve by default");
+  assert(attempts >= 2, `injected attempts made while Approve was enabled (${attempts})`);
+  facts.consent_injected_attempts_refused = attempts;
+
+  // The unsafe setting: the same SendInput click approves (after the delay).
+  const q = showConsentWith("1", 20000);
+  const dlg2 = await findDialog();
+  assert(dlg2, "second dialog shown");
+  eq(
+    await answerUntilSettled(q, () => clickButton(dlg2, /approve|yes/i)),
+    "approve",
+    "unsafe setting: click approves",
+  );
+}, 60000);
 
 test("consent dialog: timeout closes it and fails closed; abort cancels", async () => {
   await rejectsWith(showConsentDialog(CONSENT_TEXT, 1500), "consent_timeout", "timeout");

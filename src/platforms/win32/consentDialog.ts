@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
+import { unsafeXtestConsent } from "../x11/dialog/spawn.js";
 import * as w from "./ffi.js";
 
 /**
@@ -57,7 +58,7 @@ export function showConsentDialog(
       return;
     }
     const worker = new Worker(new URL("./consentThread.js", import.meta.url), {
-      workerData: { text, title: CONSENT_DIALOG_TITLE },
+      workerData: { text, title: CONSENT_DIALOG_TITLE, allowInjected: unsafeXtestConsent(process.env) },
     });
     let tid = 0;
     let kind: "taskdialog" | "messagebox" = "taskdialog";

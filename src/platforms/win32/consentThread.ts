@@ -1,18 +1,23 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { choiceSetting } from "../../shared/env.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { guardDialogThread } from "./dialogGuard.js";
 import * as w from "./ffi.js";
 
 /**
  * The consent dialog's own thread (a worker_thread = its own OS thread and message loop).
  * It reports its thread id first, so the caller can find and close the dialog by thread,
  * then blocks in TaskDialogIndirect (comctl32 v6, activated through shell32's manifest) or,
- * when that is unavailable, MessageBoxW. Deny is the default button in both.
+ * when that is unavailable, MessageBoxW. Deny is the default button in both. While either is up,
+ * guardDialogThread's hooks and timer (run by the dialog's modal loop) keep injected input and
+ * input during the security delay away from it.
  */
 
 interface Init {
   text: string;
   title: string;
+  /** The unsafe test setting: injected (SendInput) input may answer; the security delay stays. */
+  allowInjected: boolean;
 }
 
 const IDYES = 6;
@@ -143,11 +148,17 @@ if (port) {
   const tid = w.GetCurrentThreadId();
   // UIINSPECT_WIN32_DIALOG=messagebox skips the TaskDialog; taskdialog, unset or anything else tries it first.
   const useTaskDialog = choiceSetting(process.env, SETTINGS.win32Dialog) === "taskdialog";
+  const guard = guardDialogThread(tid, init.allowInjected === true, [ID_APPROVE, IDYES]);
   port.postMessage({ type: "thread", tid, kind: useTaskDialog ? "taskdialog" : "messagebox" });
-  let answer: "approve" | "deny" | null = useTaskDialog ? taskDialog(init.text, init.title) : null;
-  if (answer === null) {
-    port.postMessage({ type: "thread", tid, kind: "messagebox" });
-    answer = messageBox(init.text, init.title);
+  let answer: "approve" | "deny" | null;
+  try {
+    answer = useTaskDialog ? taskDialog(init.text, init.title) : null;
+    if (answer === null) {
+      port.postMessage({ type: "thread", tid, kind: "messagebox" });
+      answer = messageBox(init.text, init.title);
+    }
+  } finally {
+    guard.stop();
   }
   port.postMessage({ type: "answer", answer });
 }

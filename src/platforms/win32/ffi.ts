@@ -94,6 +94,32 @@ export const GetAncestor = bind<[H, number], H>(
 export const GetForegroundWindow = bind<[], H>(U, "intptr_t __stdcall GetForegroundWindow()");
 /** POINT by value is one 8-byte register on x64: pass (y << 32) | x as an int64 (see pointArg). */
 export const WindowFromPoint = bind<[bigint], H>(U, "intptr_t __stdcall WindowFromPoint(int64_t pt)");
+export const GetDlgItem = bind<[H, number], H>(U, "intptr_t __stdcall GetDlgItem(intptr_t dlg, int id)");
+export const EnableWindow = bind<[H, number], number>(
+  U,
+  "int __stdcall EnableWindow(intptr_t hwnd, int enable)",
+);
+/** Low-level hook and thread-timer callbacks (the consent dialog's input guard). */
+export const LowLevelHookProc = koffi.proto(
+  "intptr_t __stdcall LowLevelHookProc(int code, uintptr_t wp, void *lp)",
+);
+export const TimerProc = koffi.proto(
+  "void __stdcall TimerProc(intptr_t hwnd, uint32_t msg, uintptr_t id, uint32_t time)",
+);
+export const SetWindowsHookExW = bind<[number, bigint, H, number], H>(
+  U,
+  "intptr_t __stdcall SetWindowsHookExW(int idHook, void *proc, intptr_t hmod, uint32_t tid)",
+);
+export const UnhookWindowsHookEx = bind<[H], number>(U, "int __stdcall UnhookWindowsHookEx(intptr_t hhk)");
+export const CallNextHookEx = bind<[H, number, number, unknown], number>(
+  U,
+  "intptr_t __stdcall CallNextHookEx(intptr_t hhk, int code, uintptr_t wp, void *lp)",
+);
+export const SetTimer = bind<[H, number, number, bigint], number>(
+  U,
+  "uintptr_t __stdcall SetTimer(intptr_t hwnd, uintptr_t id, uint32_t ms, void *proc)",
+);
+export const KillTimer = bind<[H, number], number>(U, "int __stdcall KillTimer(intptr_t hwnd, uintptr_t id)");
 export const SetForegroundWindow = bind<[H], number>(U, "int __stdcall SetForegroundWindow(intptr_t hwnd)");
 export const AllowSetForegroundWindow = bind<[number], number>(
   U,
@@ -166,6 +192,7 @@ export const GetDpiForWindow = optional<[H], number>(U, "uint32_t __stdcall GetD
 // kernel32 -------------------------------------------------------------------------
 const K = "kernel32.dll";
 export const GetCurrentProcessId = bind<[], number>(K, "uint32_t __stdcall GetCurrentProcessId()");
+export const GetModuleHandleW = bind<[null], H>(K, "intptr_t __stdcall GetModuleHandleW(void *name)");
 export const GetCurrentThreadId = bind<[], number>(K, "uint32_t __stdcall GetCurrentThreadId()");
 export const GetCurrentProcess = bind<[], H>(K, "intptr_t __stdcall GetCurrentProcess()");
 export const GetLastError = bind<[], number>(K, "uint32_t __stdcall GetLastError()");

@@ -25,6 +25,10 @@ export const ENV = {
 /** Calls `onLine` for each line of `input` (split on spaces); stops at an over-long line. */
 export function readLines(input: Readable, onLine: (fields: string[]) => void, onTooLong: () => void): void {
   const rl = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  // readline re-emits its input's errors: unhandled, a worker that died with an answer still
+  // unread (ECONNRESET on the guardian's read) would crash the guardian and leave its remaps in
+  // place. The stream's own error/close listeners decide what a broken input means.
+  rl.on("error", () => undefined);
   rl.on("line", (line) => {
     if (line.length > MAX_LINE) {
       onTooLong();

@@ -320,9 +320,15 @@ export class X11Input implements InputPort {
             byKeysym.delete(old);
             this.flush();
             await sleep(REMAP_SETTLE_MS);
+            // Back to empty before the guardian's record changes: at every moment the keycode
+            // holds the keysym the record names, or nothing, so a death in between leaves no
+            // remap the guardian would not recognise as ours.
+            n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, new BigUint64Array(km.per), 1);
+            this.flush();
+            remapped.delete(kc);
+            this.ledger.release([{ kind: "remap", code: kc, keysym: old }]);
           }
           const syms = new BigUint64Array(km.per).fill(BigInt(ks));
-          if (old !== undefined) this.ledger.release([{ kind: "remap", code: kc, keysym: old }]);
           await this.ledger.hold([{ kind: "remap", code: kc, keysym: ks }]);
           remapped.set(kc, ks);
           n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);

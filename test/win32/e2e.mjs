@@ -211,7 +211,9 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
       // Figures (no assertion on time): 800×600 screenshots through the whole server — chain,
       // capture worker (BitBlt + GetDIBits + verification), masks, sharp PNG, MCP framing.
       const before = h.windowRect(n.hwnd);
-      h.resize(n.hwnd, 900, 700);
+      // At the screen's origin: the 800×600 region of a 900×700 window must lie on the visible
+      // screen (1280×800 here), or the capture is out_of_bounds.
+      h.place(n.hwnd, 0, 0, 900, 700);
       const bench = {
         hwnd: w.hwnd,
         region_name: "bench",
@@ -236,7 +238,7 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
       };
       // Notepad remembers its size at close (registry): put it back, or every later notepad in
       // this prefix opens at 900×700 and the capture test's region shows only blank edit area.
-      h.resize(n.hwnd, before[2] - before[0], before[3] - before[1]);
+      h.place(n.hwnd, before[0], before[1], before[2] - before[0], before[3] - before[1]);
       h.clearModified(n.edit);
       const ctok = (await call("request_confirmation", { action_class: "close", hwnd: w.hwnd }))
         .structuredContent.token_id;

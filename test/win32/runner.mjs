@@ -951,6 +951,8 @@ registerE2e({
     facts,
     bench,
     resize: (hw, cx, cy) => t.SetWindowPos(hw, 0, 0, 0, cx, cy, 0x0002 | 0x0004 | 0x0010),
+    // SWP_NOZORDER | SWP_NOACTIVATE: position and size at once.
+    place: (hw, x, y, cx, cy) => t.SetWindowPos(hw, 0, x, y, cx, cy, 0x0004 | 0x0010),
     startNotepad,
     closeNotepad,
     findDialog,

@@ -922,6 +922,72 @@ test("consent dialog: injected input never answers it by default; the unsafe set
   );
 }, 60000);
 
+test("lease MessageBox: injected input never answers it by default (the request times out, no lease); the unsafe setting lets it through", async () => {
+  // The broker's own dialog class, in this process: its MessageBox runs on its own guarded
+  // worker thread (lease/native/windowsDialogThread.js), as in the broker.
+  const { WindowsMessageBoxDialog } = await imp("lease/native/windows.js");
+  const title = "uiinspect-mcp: lease request (runner)";
+  const content = { title, text: "Allow uiinspect-mcp to act on this desktop for 1 hour?" };
+  const findBox = () =>
+    waitFor(
+      async () => (await desktop.listWindows()).find((w) => w.title === title && w.visible) ?? null,
+      10000,
+    );
+  const gone = () =>
+    waitFor(async () => !(await desktop.listWindows()).some((w) => w.title === title && w.visible), 10000);
+
+  // Default setting: SendInput clicks on Yes and injected Tab/Space/Enter, made while Yes is
+  // enabled (after the security delay), never approve; the deadline closes the box.
+  const p = new WindowsMessageBoxDialog({}).prompt(content, AbortSignal.timeout(9000));
+  let settled = false;
+  p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  const box = await findBox();
+  assert(box, "lease MessageBox shown");
+  const yes = await waitFor(() => dialogButton(box, /yes/i), 5000);
+  assert(yes, "Yes button present");
+  facts.lease_yes_disabled_when_first_seen = t.IsWindowEnabled(yes.hwnd) === 0;
+  const seen = performance.now();
+  assert(await waitFor(() => t.IsWindowEnabled(yes.hwnd) !== 0, 8000, 20), "Yes enabled after the delay");
+  bench.lease_yes_enabled_after_seen_ms = Math.round(performance.now() - seen);
+  let attempts = 0;
+  while (!settled) {
+    try {
+      if (t.IsWindowEnabled(yes.hwnd) === 0) throw new Error("Yes disabled: not an attempt");
+      await clickButton(box, /yes/i);
+      t.SetForegroundWindow(Number(box.hwnd));
+      for (const key of ["tab", "space", "enter"]) {
+        await input.keyDown(key);
+        await input.keyUp(key);
+      }
+      attempts++;
+    } catch {
+      // The box went away (deadline) or its delay restarted: the loop ends on `settled`.
+    }
+    await waitFor(() => settled, 700);
+  }
+  await rejectsWith(p, "consent_timeout", "injected clicks and keys never approve the lease by default");
+  assert(attempts >= 2, `injected attempts made while Yes was enabled (${attempts})`);
+  facts.lease_injected_attempts_refused = attempts;
+  assert(await gone(), "the box was closed at the deadline");
+
+  // The unsafe setting: the same SendInput click on Yes approves (after the delay).
+  const q = new WindowsMessageBoxDialog({ [UNSAFE_INJECTED]: "1" }).prompt(
+    content,
+    AbortSignal.timeout(30000),
+  );
+  const box2 = await findBox();
+  assert(box2, "second lease MessageBox shown");
+  eq(
+    await answerUntilSettled(q, () => clickButton(box2, /yes/i)),
+    "approve",
+    "unsafe setting: click on Yes approves",
+  );
+  assert(await gone(), "the box is gone after the answer");
+}, 90000);
+
 test("consent dialog: timeout closes it and fails closed; abort cancels", async () => {
   await rejectsWith(showConsentDialog(CONSENT_TEXT, 1500), "consent_timeout", "timeout");
   const still = (await desktop.listWindows()).some((w) => w.title === CONSENT_DIALOG_TITLE && w.visible);

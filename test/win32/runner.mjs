@@ -870,6 +870,31 @@ function dialogButton(dlg, re) {
   return childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text)) ?? null;
 }
 
+/**
+ * Until settled(): an injected (SendInput) click on `button` of `dlg` plus injected Tab, Space,
+ * Enter, each round made only while the button is enabled (after the security delay). Returns
+ * how many rounds were made.
+ */
+async function injectUntilSettled(settled, dlg, button, re) {
+  let attempts = 0;
+  while (!settled()) {
+    try {
+      if (t.IsWindowEnabled(button.hwnd) === 0) throw new Error("button disabled: not an attempt");
+      await clickButton(dlg, re);
+      t.SetForegroundWindow(Number(dlg.hwnd));
+      for (const key of ["tab", "space", "enter"]) {
+        await input.keyDown(key);
+        await input.keyUp(key);
+      }
+      attempts++;
+    } catch {
+      // The dialog went away (timed out) or its delay restarted: the loop ends on settled().
+    }
+    await waitFor(settled, 700);
+  }
+  return attempts;
+}
+
 test("consent dialog: injected input never answers it by default; the unsafe setting lets it through", async () => {
   // Default setting: SendInput clicks on Approve and injected Tab/Space/Enter, each after the
   // security delay (the Approve button enabled again), never approve; the dialog times out.
@@ -891,22 +916,7 @@ test("consent dialog: injected input never answers it by default; the unsafe set
   );
   bench.consent_buttons_enabled_after_seen_ms = Math.round(performance.now() - seen);
   // Attempts made while Approve is enabled: those only the injected filter (the hooks) refuses.
-  let attempts = 0;
-  while (!settled) {
-    try {
-      if (t.IsWindowEnabled(approve.hwnd) === 0) throw new Error("approve disabled: not an attempt");
-      await clickButton(dlg, /approve|yes/i);
-      t.SetForegroundWindow(Number(dlg.hwnd));
-      for (const key of ["tab", "space", "enter"]) {
-        await input.keyDown(key);
-        await input.keyUp(key);
-      }
-      attempts++;
-    } catch {
-      // The dialog went away (timed out) or its delay restarted: the loop ends on `settled`.
-    }
-    await waitFor(() => settled, 700);
-  }
+  const attempts = await injectUntilSettled(() => settled, dlg, approve, /approve|yes/i);
   await rejectsWith(p, "consent_timeout", "injected clicks and keys never approve by default");
   assert(attempts >= 2, `injected attempts made while Approve was enabled (${attempts})`);
   facts.consent_injected_attempts_refused = attempts;
@@ -952,22 +962,7 @@ test("lease MessageBox: injected input never answers it by default (the request 
   const seen = performance.now();
   assert(await waitFor(() => t.IsWindowEnabled(yes.hwnd) !== 0, 8000, 20), "Yes enabled after the delay");
   bench.lease_yes_enabled_after_seen_ms = Math.round(performance.now() - seen);
-  let attempts = 0;
-  while (!settled) {
-    try {
-      if (t.IsWindowEnabled(yes.hwnd) === 0) throw new Error("Yes disabled: not an attempt");
-      await clickButton(box, /yes/i);
-      t.SetForegroundWindow(Number(box.hwnd));
-      for (const key of ["tab", "space", "enter"]) {
-        await input.keyDown(key);
-        await input.keyUp(key);
-      }
-      attempts++;
-    } catch {
-      // The box went away (deadline) or its delay restarted: the loop ends on `settled`.
-    }
-    await waitFor(() => settled, 700);
-  }
+  const attempts = await injectUntilSettled(() => settled, box, yes, /yes/i);
   await rejectsWith(p, "consent_timeout", "injected clicks and keys never approve the lease by default");
   assert(attempts >= 2, `injected attempts made while Yes was enabled (${attempts})`);
   facts.lease_injected_attempts_refused = attempts;

@@ -130,7 +130,7 @@ export async function selectLeaseDialog(env: Env = process.env): Promise<LeaseDi
   if (wanted === "x11" && process.platform !== "win32") return new X11LeaseDialog(env);
   if (wanted === "messagebox" && process.platform === "win32") {
     const { WindowsMessageBoxDialog } = await import("./native/windows.js");
-    return new WindowsMessageBoxDialog();
+    return new WindowsMessageBoxDialog(env);
   }
   throw uiError("invalid_argument", "UIINSPECT_LEASE_DIALOG must be x11 (Linux) or messagebox (Windows).");
 }

@@ -870,6 +870,31 @@ function dialogButton(dlg, re) {
   return childWindows(Number(dlg.hwnd)).find((c) => c.cls === "Button" && re.test(c.text)) ?? null;
 }
 
+/**
+ * Until settled(): an injected (SendInput) click on `button` of `dlg` plus injected Tab, Space,
+ * Enter, each round made only while the button is enabled (after the security delay). Returns
+ * how many rounds were made.
+ */
+async function injectUntilSettled(settled, dlg, button, re) {
+  let attempts = 0;
+  while (!settled()) {
+    try {
+      if (t.IsWindowEnabled(button.hwnd) === 0) throw new Error("button disabled: not an attempt");
+      await clickButton(dlg, re);
+      t.SetForegroundWindow(Number(dlg.hwnd));
+      for (const key of ["tab", "space", "enter"]) {
+        await input.keyDown(key);
+        await input.keyUp(key);
+      }
+      attempts++;
+    } catch {
+      // The dialog went away (timed out) or its delay restarted: the loop ends on settled().
+    }
+    await waitFor(settled, 700);
+  }
+  return attempts;
+}
+
 test("consent dialog: injected input never answers it by default; the unsafe setting lets it through", async () => {
   // Default setting: SendInput clicks on Approve and injected Tab/Space/Enter, each after the
   // security delay (the Approve button enabled again), never approve; the dialog times out.
@@ -891,22 +916,7 @@ test("consent dialog: injected input never answers it by default; the unsafe set
   );
   bench.consent_buttons_enabled_after_seen_ms = Math.round(performance.now() - seen);
   // Attempts made while Approve is enabled: those only the injected filter (the hooks) refuses.
-  let attempts = 0;
-  while (!settled) {
-    try {
-      if (t.IsWindowEnabled(approve.hwnd) === 0) throw new Error("approve disabled: not an attempt");
-      await clickButton(dlg, /approve|yes/i);
-      t.SetForegroundWindow(Number(dlg.hwnd));
-      for (const key of ["tab", "space", "enter"]) {
-        await input.keyDown(key);
-        await input.keyUp(key);
-      }
-      attempts++;
-    } catch {
-      // The dialog went away (timed out) or its delay restarted: the loop ends on `settled`.
-    }
-    await waitFor(() => settled, 700);
-  }
+  const attempts = await injectUntilSettled(() => settled, dlg, approve, /approve|yes/i);
   await rejectsWith(p, "consent_timeout", "injected clicks and keys never approve by default");
   assert(attempts >= 2, `injected attempts made while Approve was enabled (${attempts})`);
   facts.consent_injected_attempts_refused = attempts;
@@ -921,6 +931,57 @@ test("consent dialog: injected input never answers it by default; the unsafe set
     "unsafe setting: click approves",
   );
 }, 60000);
+
+test("lease MessageBox: injected input never answers it by default (the request times out, no lease); the unsafe setting lets it through", async () => {
+  // The broker's own dialog class, in this process: its MessageBox runs on its own guarded
+  // worker thread (lease/native/windowsDialogThread.js), as in the broker.
+  const { WindowsMessageBoxDialog } = await imp("lease/native/windows.js");
+  const title = "uiinspect-mcp: lease request (runner)";
+  const content = { title, text: "Allow uiinspect-mcp to act on this desktop for 1 hour?" };
+  const findBox = () =>
+    waitFor(
+      async () => (await desktop.listWindows()).find((w) => w.title === title && w.visible) ?? null,
+      10000,
+    );
+  const gone = () =>
+    waitFor(async () => !(await desktop.listWindows()).some((w) => w.title === title && w.visible), 10000);
+
+  // Default setting: SendInput clicks on Yes and injected Tab/Space/Enter, made while Yes is
+  // enabled (after the security delay), never approve; the deadline closes the box.
+  const p = new WindowsMessageBoxDialog({}).prompt(content, AbortSignal.timeout(9000));
+  let settled = false;
+  p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  const box = await findBox();
+  assert(box, "lease MessageBox shown");
+  const yes = await waitFor(() => dialogButton(box, /yes/i), 5000);
+  assert(yes, "Yes button present");
+  facts.lease_yes_disabled_when_first_seen = t.IsWindowEnabled(yes.hwnd) === 0;
+  const seen = performance.now();
+  assert(await waitFor(() => t.IsWindowEnabled(yes.hwnd) !== 0, 8000, 20), "Yes enabled after the delay");
+  bench.lease_yes_enabled_after_seen_ms = Math.round(performance.now() - seen);
+  const attempts = await injectUntilSettled(() => settled, box, yes, /yes/i);
+  await rejectsWith(p, "consent_timeout", "injected clicks and keys never approve the lease by default");
+  assert(attempts >= 2, `injected attempts made while Yes was enabled (${attempts})`);
+  facts.lease_injected_attempts_refused = attempts;
+  assert(await gone(), "the box was closed at the deadline");
+
+  // The unsafe setting: the same SendInput click on Yes approves (after the delay).
+  const q = new WindowsMessageBoxDialog({ [UNSAFE_INJECTED]: "1" }).prompt(
+    content,
+    AbortSignal.timeout(30000),
+  );
+  const box2 = await findBox();
+  assert(box2, "second lease MessageBox shown");
+  eq(
+    await answerUntilSettled(q, () => clickButton(box2, /yes/i)),
+    "approve",
+    "unsafe setting: click on Yes approves",
+  );
+  assert(await gone(), "the box is gone after the answer");
+}, 90000);
 
 test("consent dialog: timeout closes it and fails closed; abort cancels", async () => {
   await rejectsWith(showConsentDialog(CONSENT_TEXT, 1500), "consent_timeout", "timeout");

@@ -1,6 +1,8 @@
+import { Worker } from "node:worker_threads";
 import koffi from "koffi";
 import { uiError } from "../../shared/errors.js";
 import { normalizeExecutablePath, type ProcessInstance } from "../../shared/identity.js";
+import { SETTINGS } from "../../shared/settings.js";
 import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialog.js";
 import type { LeaseScope } from "../endpoint.js";
 import type { InstanceResolver } from "../instance.js";
@@ -52,7 +54,8 @@ import { processUserSid } from "./windowsIdentity.js";
  * - overlapped I/O on every instance, one koffi async WaitForMultipleObjects at a time
  *   (at most 62 connections at once: MAXIMUM_WAIT_OBJECTS less the wake event and the
  *   listening instance);
- * - process instances (creation time, image path, session) and the MessageBox lease dialog.
+ * - process instances (creation time, image path, session) and the MessageBox lease dialog
+ *   (on its own guarded thread: windowsDialogThread.ts).
  *
  * Run under Wine 8 with the Windows node.exe by test/win32/lease.mjs (mutex, pipe + DACL, peer
  * SID check, overlapped I/O, MessageBox, instance resolver). Not verifiable there: Wine ignores
@@ -90,8 +93,12 @@ const QueryFullProcessImageNameW = k32.func(
 const ConvertStringSecurityDescriptorToSecurityDescriptorW = adv.func(
   "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(str16 sddl, uint32_t rev, _Out_ void **sd, void *size)",
 );
-const MessageBoxW = u32.func("int __stdcall MessageBoxW(void *hwnd, str16 text, str16 title, uint32_t type)");
-const FindWindowW = u32.func("void * __stdcall FindWindowW(void *cls, str16 title)");
+const FindWindowExW = u32.func(
+  "void * __stdcall FindWindowExW(void *parent, void *after, void *cls, str16 title)",
+);
+const GetWindowThreadProcessId = u32.func(
+  "uint32_t __stdcall GetWindowThreadProcessId(void *hwnd, void *pid)",
+);
 const PostMessageW = u32.func(
   "int __stdcall PostMessageW(void *hwnd, uint32_t msg, uintptr_t w, intptr_t l)",
 );
@@ -455,18 +462,47 @@ export function windowsInstanceResolver(session: string): InstanceResolver {
   };
 }
 
-const MB_YESNO = 0x4;
-const MB_ICONWARNING = 0x30;
-const MB_DEFBUTTON2 = 0x100;
-const MB_SETFOREGROUND = 0x10000;
-const MB_TOPMOST = 0x40000;
-const IDYES = 6;
 const IDNO = 7;
 const WM_COMMAND = 0x111;
+const CLOSE_RETRY_MS = 100;
+const CLOSE_GIVE_UP_MS = 5000;
 
-/** MessageBoxW (Yes/No, No the default) on a koffi worker thread; closed with IDNO on abort. */
+/** The visible windows titled `title` that thread `tid` owns (never another program's look-alike). */
+function threadWindowsTitled(tid: number, title: string): Ptr[] {
+  const out: Ptr[] = [];
+  let after: Ptr = null;
+  for (let i = 0; i < 64; i++) {
+    after = FindWindowExW(null, after, null, title);
+    if (!validHandle(after)) break;
+    if (GetWindowThreadProcessId(after, null) === tid) out.push(after);
+  }
+  return out;
+}
+
+type FromDialogThread = { type: "thread"; tid: number } | { type: "answer"; answer: LeaseDialogAnswer };
+
+/** Checked by hand: the broker does not load zod for two message shapes from its own thread. */
+function parseThreadMessage(raw: unknown): FromDialogThread | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const m = raw as Record<string, unknown>;
+  if (m.type === "thread" && typeof m.tid === "number" && Number.isInteger(m.tid))
+    return { type: "thread", tid: m.tid };
+  if (m.type === "answer" && (m.answer === "approve" || m.answer === "deny"))
+    return { type: "answer", answer: m.answer };
+  return null;
+}
+
+/**
+ * MessageBoxW (Yes/No, No the default) on its own worker_thread (windowsDialogThread.ts),
+ * guarded like the consent dialog (platforms/win32/dialogGuard.ts): injected input aimed at it
+ * is swallowed unless UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT=1, and Yes stays disabled (input
+ * swallowed) for the security delay after it shows. On abort it is closed with IDNO, found by
+ * its thread; a box we closed is never an approval.
+ */
 export class WindowsMessageBoxDialog implements LeaseDialog {
   readonly kind = "messagebox";
+
+  constructor(private readonly env: Record<string, string | undefined> = process.env) {}
 
   prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer> {
     return new Promise<LeaseDialogAnswer>((resolve, reject) => {
@@ -474,25 +510,55 @@ export class WindowsMessageBoxDialog implements LeaseDialog {
         reject(uiError("consent_timeout"));
         return;
       }
+      const worker = new Worker(new URL("./windowsDialogThread.js", import.meta.url), {
+        workerData: {
+          text: `${content.text}\n\nYes = Allow, No = Deny.`,
+          title: content.title,
+          allowInjected: this.env[SETTINGS.unsafeAllowXtestConsent.env] === "1",
+        },
+      });
+      let tid = 0;
+      let settled = false;
       let aborted = false;
+      let closing: NodeJS.Timeout | null = null;
+      let giveUp: NodeJS.Timeout | null = null;
+      const finish = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        if (closing) clearInterval(closing);
+        if (giveUp) clearTimeout(giveUp);
+        signal.removeEventListener("abort", onAbort);
+        fn();
+        void worker.terminate();
+      };
+      const closeBox = () => {
+        if (!tid) return;
+        for (const hwnd of threadWindowsTitled(tid, content.title)) PostMessageW(hwnd, WM_COMMAND, IDNO, 0);
+      };
       const onAbort = () => {
         aborted = true;
-        const hwnd: Ptr = FindWindowW(null, content.title);
-        if (validHandle(hwnd)) PostMessageW(hwnd, WM_COMMAND, IDNO, 0);
+        // Retried: the box may not be shown yet, or miss the first post while it settles.
+        closeBox();
+        closing = setInterval(closeBox, CLOSE_RETRY_MS);
+        giveUp = setTimeout(() => finish(() => reject(uiError("consent_timeout"))), CLOSE_GIVE_UP_MS);
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      const text = `${content.text}\n\nYes = Allow, No = Deny.`;
-      MessageBoxW.async(
-        null,
-        text,
-        content.title,
-        MB_YESNO | MB_ICONWARNING | MB_DEFBUTTON2 | MB_SETFOREGROUND | MB_TOPMOST,
-        (err: unknown, r: number) => {
-          signal.removeEventListener("abort", onAbort);
-          if (aborted) reject(uiError("consent_timeout"));
-          else resolve(!err && r === IDYES ? "approve" : "deny");
-        },
+      worker.on("message", (raw: unknown) => {
+        const m = parseThreadMessage(raw);
+        if (!m) return;
+        if (m.type === "thread") {
+          tid = m.tid;
+          if (aborted) closeBox();
+          return;
+        }
+        const answer = m.answer;
+        finish(() => (aborted ? reject(uiError("consent_timeout")) : resolve(answer)));
+      });
+      // A thread that fails or ends without an answer is a denial (fail closed).
+      worker.on("error", () =>
+        finish(() => (aborted ? reject(uiError("consent_timeout")) : resolve("deny"))),
       );
+      worker.on("exit", () => finish(() => (aborted ? reject(uiError("consent_timeout")) : resolve("deny"))));
     });
   }
 }

@@ -3,6 +3,7 @@ import { choiceSetting } from "../../shared/env.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { guardDialogThread } from "./dialogGuard.js";
 import * as w from "./ffi.js";
+import { type DialogThreadInit, IDYES, yesNoBox } from "./yesNoBox.js";
 
 /**
  * The consent dialog's own thread (a worker_thread = its own OS thread and message loop).
@@ -12,20 +13,6 @@ import * as w from "./ffi.js";
  * guardDialogThread's hooks and timer (run by the dialog's modal loop) keep injected input and
  * input during the security delay away from it.
  */
-
-interface Init {
-  text: string;
-  title: string;
-  /** The unsafe test setting: injected (SendInput) input may answer; the security delay stays. */
-  allowInjected: boolean;
-}
-
-const IDYES = 6;
-const MB_YESNO = 0x4;
-const MB_ICONWARNING = 0x30;
-const MB_DEFBUTTON2 = 0x100;
-const MB_SETFOREGROUND = 0x10000;
-const MB_TOPMOST = 0x40000;
 
 const ID_APPROVE = 1001;
 const ID_DENY = 1002;
@@ -133,16 +120,10 @@ function taskDialog(text: string, title: string): "approve" | "deny" | null {
 }
 
 function messageBox(text: string, title: string): "approve" | "deny" {
-  const r = w.MessageBoxW(
-    0,
-    `${text}\n\nYes = approve, No = deny.`,
-    title,
-    MB_YESNO | MB_ICONWARNING | MB_DEFBUTTON2 | MB_TOPMOST | MB_SETFOREGROUND,
-  );
-  return r === IDYES ? "approve" : "deny";
+  return yesNoBox(`${text}\n\nYes = approve, No = deny.`, title) ? "approve" : "deny";
 }
 
-const init = workerData as Init;
+const init = workerData as DialogThreadInit;
 const port = parentPort;
 if (port) {
   const tid = w.GetCurrentThreadId();

@@ -7,33 +7,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { call, startServer } from "./mcp.mjs";
+import { startX11Session, stopX11Session, waitFor } from "./x11.mjs";
+
+export { waitFor };
 
 export const REPO = resolve(import.meta.dirname, "../..");
 
-export async function waitFor(what, fn, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The desktop; `stop()` ends every app, server and the session it started. */
 export async function startDesk() {
-  const out = execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "start"], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-    timeout: 60_000,
-  });
-  const env = Object.fromEntries(
-    out
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
-  Object.assign(process.env, env, { GDK_BACKEND: "x11" });
+  const env = startX11Session();
   const apps = [];
   const servers = [];
   const dir = mkdtempSync(join(tmpdir(), "uix-bench-x11-"));
@@ -130,9 +112,7 @@ export async function startDesk() {
       } catch {
         // gone
       }
-      execFileSync("bash", [join(REPO, ".ci/x11-session.sh"), "stop", env.UIINSPECT_X11_STATE], {
-        stdio: "inherit",
-      });
+      stopX11Session(env);
       rmSync(dir, { recursive: true, force: true });
     },
   };

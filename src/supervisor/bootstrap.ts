@@ -24,7 +24,7 @@ import { loadPolicy } from "./policy/load.js";
 import { PolicyWatcher } from "./policy/watch.js";
 import { A11ySessions } from "./sessions.js";
 import { ConfirmationTokenStore } from "./tokens.js";
-import { WorkerHost } from "./workerHost.js";
+import { type Isolation, WorkerHost } from "./workerHost.js";
 
 export function serverVersion(): string {
   const require = createRequire(import.meta.url);
@@ -71,6 +71,11 @@ export interface BuildOptions {
   env?: Record<string, string | undefined>;
   logger?: Logger;
   clock?: () => number;
+  /**
+   * Overrides the configured isolation; `inline` (workers on this thread, src/workers/inline.ts)
+   * is for the in-process test harness (test/support/inProcess.ts) and has no setting.
+   */
+  isolation?: Isolation;
 }
 
 export function buildSupervisor(
@@ -79,14 +84,17 @@ export function buildSupervisor(
   const env = opts.env ?? process.env;
   const logger = opts.logger ?? defaultLog;
   const clock = opts.clock ?? Date.now;
-  const config = loadConfig(env);
+  const loaded = loadConfig(env);
+  const config = opts.isolation ? { ...loaded, isolation: opts.isolation } : loaded;
   const policyState = loadPolicy(env, () => new Date(clock()));
   const dialogs = new DialogGate();
   // The release guardian: every press and remap of the input worker is recorded there first, so
   // nothing stays down whatever ends the worker or this process (docs/architecture.md).
-  const guardian = config.platform
-    ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
-    : null;
+  // An inline worker lives and dies with this thread: there is no separate worker to outlive.
+  const guardian =
+    config.platform && config.isolation !== "inline"
+      ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
+      : null;
   const makeHost = (kind: WorkerKind) =>
     new WorkerHost({
       init: {

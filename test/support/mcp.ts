@@ -48,8 +48,22 @@ export async function okOn(
   return r.structured;
 }
 
+/** A connected server a test drives: the built CLI over stdio, or the in-process one. */
+export interface ServerHarness {
+  readonly client: Client;
+  /** What the server logged (stderr of the CLI, the log stream in process). */
+  readonly stderr: string[];
+  call(
+    name: string,
+    args?: Record<string, unknown>,
+    opts?: { signal?: AbortSignal; onprogress?: (p: unknown) => void },
+  ): Promise<ToolCall>;
+  ok(name: string, args?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
 /** The built CLI as a child process, driven by the SDK's own Client over stdio. */
-export class McpHarness {
+export class McpHarness implements ServerHarness {
   readonly client: Client;
   readonly stderr: string[] = [];
 

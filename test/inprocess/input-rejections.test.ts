@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, RUFFLE, ruffleWindow } from "../support/mcp.js";
 
 /**
  * Every rejected input call emits nothing at all: the effects_log of the simulated desktop is
@@ -32,9 +33,9 @@ const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   consent: { answer: "approve", delay_ms: 0 },
 });
 
-const harnesses: McpHarness[] = [];
+const harnesses: InProcessHarness[] = [];
 async function start(d: FakeDesktop, env: Record<string, string> = {}, policy: Args = filePolicy()) {
-  const h = await McpHarness.start({
+  const h = await InProcessHarness.start({
     UIINSPECT_PLATFORM: "fake",
     UIINSPECT_FAKE_DESKTOP: d.path,
     DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(policy),
@@ -49,7 +50,7 @@ afterAll(async () => {
 });
 
 /** One call per input tool, with a fresh confirmation token where the class is protected. */
-async function everyInputCall(h: McpHarness, target: Args = { hwnd: 1001 }, x = 10, y = 10) {
+async function everyInputCall(h: InProcessHarness, target: Args = { hwnd: 1001 }, x = 10, y = 10) {
   const tok = async (action_class: string) => {
     const r = await h.call("request_confirmation", { ...target, action_class });
     return r.isError ? "no-token" : String(r.structured.token_id);
@@ -78,7 +79,7 @@ async function everyInputCall(h: McpHarness, target: Args = { hwnd: 1001 }, x = 
 }
 
 /** Asserts the call fails with `code` and leaves the effects log exactly as it was. */
-async function refused(h: McpHarness, d: FakeDesktop, name: string, args: Args, code: string) {
+async function refused(h: InProcessHarness, d: FakeDesktop, name: string, args: Args, code: string) {
   const before = d.effectsLog().length;
   const r = await h.call(name, args);
   expect(r.code, `${name} ${JSON.stringify(args).slice(0, 120)}`).toBe(code);
@@ -88,7 +89,7 @@ async function refused(h: McpHarness, d: FakeDesktop, name: string, args: Args, 
 
 describe("verification refusals (out_of_bounds, occluded, not_foreground, minimized)", () => {
   let d: FakeDesktop;
-  let h: McpHarness;
+  let h: InProcessHarness;
   beforeAll(async () => {
     d = new FakeDesktop(scenario([ruffleWindow()]));
     h = await start(d);
@@ -201,7 +202,7 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
 
 describe("argument and token refusals, resolved before anything is emitted", () => {
   let d: FakeDesktop;
-  let h: McpHarness;
+  let h: InProcessHarness;
   beforeAll(async () => {
     d = new FakeDesktop(scenario([ruffleWindow()]));
     h = await start(d);

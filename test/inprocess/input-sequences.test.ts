@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
 
 /**
- * Exact emitted sequences over stdio (built CLI + SDK client), read from the fake effects_log.
+ * Exact emitted sequences in process (SDK client over InMemoryTransport), read from the fake effects_log.
  * The Ruffle window's origin is (100, 100): every screen coordinate is origin + (x, y).
  */
 
@@ -26,11 +27,11 @@ function since(d: FakeDesktop, from: number): Effect[] {
 }
 
 let d: FakeDesktop;
-let h: McpHarness;
+let h: InProcessHarness;
 
 beforeAll(async () => {
   d = new FakeDesktop(scenario());
-  h = await McpHarness.start({
+  h = await InProcessHarness.start({
     UIINSPECT_PLATFORM: "fake",
     UIINSPECT_FAKE_DESKTOP: d.path,
     DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
@@ -339,7 +340,7 @@ describe("audit of input attempts", () => {
 describe("text mode", () => {
   it("DESKTOP_AUTOMATION_TEXT_MODE=wm_char reaches the platform", async () => {
     const d2 = new FakeDesktop(scenario());
-    const h2 = await McpHarness.start({
+    const h2 = await InProcessHarness.start({
       UIINSPECT_PLATFORM: "fake",
       UIINSPECT_FAKE_DESKTOP: d2.path,
       DESKTOP_AUTOMATION_POLICY_FILE: d2.writePolicy(filePolicy()),

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { instanceKey } from "../../src/shared/identity.js";
-import { FakeDesktop, filePolicy, McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow } from "../support/mcp.js";
 
 /**
  * get_rate_limit_state reports the per-application budgets too (SPEC §6: limits and usage, never
@@ -26,19 +27,19 @@ const KEYS = [
 
 const STAGE_PIXELS = 320 * 240;
 
-const harnesses: McpHarness[] = [];
+const harnesses: InProcessHarness[] = [];
 afterEach(async () => {
   await Promise.all(harnesses.splice(0).map((h) => h.close()));
 });
 
-async function start(): Promise<{ h: McpHarness; d: FakeDesktop }> {
+async function start(): Promise<{ h: InProcessHarness; d: FakeDesktop }> {
   const d = new FakeDesktop({
     session: 1,
     foreground: 1001,
     windows: [ruffleWindow(), OTHER],
     consent: { answer: "approve", delay_ms: 0 },
   });
-  const h = await McpHarness.start({
+  const h = await InProcessHarness.start({
     UIINSPECT_PLATFORM: "fake",
     UIINSPECT_FAKE_DESKTOP: d.path,
     // The file sets two limits; the third comes from the environment (file fields override env ones).

@@ -1,10 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
 
 /**
- * What an agent needs to finish a task, over stdio against the built CLI on the simulated
+ * What an agent needs to finish a task, in process (test/support/inProcess.ts) on the simulated
  * desktop: states on every node, the instance's popups as extra roots, wait_for_element,
  * scroll_into_view, select_option, verified effects (expect / changes), and a tool listing
  * that follows the policy (tools/list_changed when the policy file changes).
@@ -95,9 +96,9 @@ function scenario(windows: Array<Record<string, unknown>>): Record<string, unkno
   return { session: 1, foreground: 1001, windows, consent: { answer: "approve", delay_ms: 0 } };
 }
 
-const harnesses: McpHarness[] = [];
-async function start(d: FakeDesktop, env: Record<string, string> = {}): Promise<McpHarness> {
-  const h = await McpHarness.start({
+const harnesses: InProcessHarness[] = [];
+async function start(d: FakeDesktop, env: Record<string, string> = {}): Promise<InProcessHarness> {
+  const h = await InProcessHarness.start({
     UIINSPECT_PLATFORM: "fake",
     ...LOOSE_BUDGETS,
     UIINSPECT_FAKE_DESKTOP: d.path,

@@ -3,6 +3,8 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { pino } from "pino";
 import { buildSupervisor } from "../../src/supervisor/bootstrap.js";
+import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/clientIdentity.js";
+import { supervisorFor } from "../../src/supervisor/multiSession.js";
 import { createMcpServer } from "../../src/supervisor/server.js";
 import {
   callToolOn,
@@ -58,6 +60,30 @@ export class InProcessHarness implements ServerHarness {
     const client = new Client(clientInfo);
     await client.connect(clientSide);
     return new InProcessHarness(client, stderr, sup, server);
+  }
+
+  /**
+   * Another client on this same supervisor (its own identity, grants, tokens and budgets), as
+   * remote mode serves many sessions from one server (src/supervisor/multiSession.ts).
+   */
+  async join(clientInfo: { name: string; version: string }): Promise<ServerHarness> {
+    const identity = ClientIdentity.fromClientInfo(clientInfo, newConnectionSalt());
+    const server = createMcpServer(supervisorFor(this.sup, identity, null), () => undefined);
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client(clientInfo);
+    await client.connect(clientSide);
+    const stderr = this.stderr;
+    return {
+      client,
+      stderr,
+      call: (name, args = {}, opts = {}) => callToolOn(client, name, args, opts),
+      ok: (name, args = {}) => okOn(client, name, args),
+      close: async () => {
+        await client.close();
+        await server.close();
+      },
+    };
   }
 
   call(

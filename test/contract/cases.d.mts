@@ -10,8 +10,10 @@ export interface ContractContext {
   platform: Platform;
   /** A visible, unobscured top-level window of a known process, inside the screen. */
   subject: WindowInfo & { instance: NonNullable<WindowInfo["instance"]> };
-  /** The pointer position, read independently of the backend under test. */
-  pointer(): Promise<{ x: number; y: number }>;
+  /** The pointer position, read independently of the backend under test (may poll for `expected`). */
+  pointer(expected: { x: number; y: number }): Promise<{ x: number; y: number }>;
+  /** Pixels a pointer read may differ by (Win32 rounds normalised absolute coordinates). */
+  pointerSlack: number;
   isWindowInfo(w: unknown): boolean;
   /** Whether an accessibility provider serves this window here (false: openSession may fail with a code). */
   hasAccessibility: boolean;

@@ -66,6 +66,7 @@ runContract("fake", true, async () => {
     subject: withInstance(subject),
     isWindowInfo,
     hasAccessibility: true,
+    pointerSlack: 0,
     pointer: async () => {
       const move = desk
         .effectsLog()
@@ -91,6 +92,7 @@ runContract("x11", X11_AVAILABLE, async () => {
     subject: withInstance(subject),
     isWindowInfo,
     hasAccessibility: true,
+    pointerSlack: 0,
     pointer: async () => {
       const out = xdotool("getmouselocation", "--shell");
       const num = (k: string) =>

@@ -1,8 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it } from "vitest";
-import { InProcessHarness } from "../support/inProcess.js";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
+import { describe, expect, it } from "vitest";
+import { FakeDesktop, filePolicy, ruffleWindow } from "../support/mcp.js";
+import { closeServersAfterEach, serveFake } from "../support/servers.js";
 
 /**
  * What an agent needs to finish a task, in process (test/support/inProcess.ts) on the simulated
@@ -96,20 +96,8 @@ function scenario(windows: Array<Record<string, unknown>>): Record<string, unkno
   return { session: 1, foreground: 1001, windows, consent: { answer: "approve", delay_ms: 0 } };
 }
 
-const harnesses: InProcessHarness[] = [];
-async function start(d: FakeDesktop, env: Record<string, string> = {}): Promise<InProcessHarness> {
-  const h = await InProcessHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    ...LOOSE_BUDGETS,
-    UIINSPECT_FAKE_DESKTOP: d.path,
-    ...env,
-  });
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterEach();
+const start = (d: FakeDesktop, env: Record<string, string> = {}) => serveFake(d, { env });
 
 async function until<T>(what: string, fn: () => T | null | undefined, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;

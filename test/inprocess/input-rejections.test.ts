@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { InProcessHarness } from "../support/inProcess.js";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow, type ServerHarness } from "../support/mcp.js";
+import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
 /**
  * Every rejected input call emits nothing at all: the effects_log of the simulated desktop is
@@ -33,24 +33,12 @@ const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   consent: { answer: "approve", delay_ms: 0 },
 });
 
-const harnesses: InProcessHarness[] = [];
-async function start(d: FakeDesktop, env: Record<string, string> = {}, policy: Args = filePolicy()) {
-  const h = await InProcessHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    UIINSPECT_FAKE_DESKTOP: d.path,
-    DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(policy),
-    ...LOOSE_BUDGETS,
-    ...env,
-  });
-  harnesses.push(h);
-  return h;
-}
-afterAll(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterAll();
+const start = (d: FakeDesktop, env: Record<string, string> = {}, policy: Args = filePolicy()) =>
+  serveFake(d, { env, policy });
 
 /** One call per input tool, with a fresh confirmation token where the class is protected. */
-async function everyInputCall(h: InProcessHarness, target: Args = { hwnd: 1001 }, x = 10, y = 10) {
+async function everyInputCall(h: ServerHarness, target: Args = { hwnd: 1001 }, x = 10, y = 10) {
   const tok = async (action_class: string) => {
     const r = await h.call("request_confirmation", { ...target, action_class });
     return r.isError ? "no-token" : String(r.structured.token_id);
@@ -79,7 +67,7 @@ async function everyInputCall(h: InProcessHarness, target: Args = { hwnd: 1001 }
 }
 
 /** Asserts the call fails with `code` and leaves the effects log exactly as it was. */
-async function refused(h: InProcessHarness, d: FakeDesktop, name: string, args: Args, code: string) {
+async function refused(h: ServerHarness, d: FakeDesktop, name: string, args: Args, code: string) {
   const before = d.effectsLog().length;
   const r = await h.call(name, args);
   expect(r.code, `${name} ${JSON.stringify(args).slice(0, 120)}`).toBe(code);
@@ -89,7 +77,7 @@ async function refused(h: InProcessHarness, d: FakeDesktop, name: string, args: 
 
 describe("verification refusals (out_of_bounds, occluded, not_foreground, minimized)", () => {
   let d: FakeDesktop;
-  let h: InProcessHarness;
+  let h: ServerHarness;
   beforeAll(async () => {
     d = new FakeDesktop(scenario([ruffleWindow()]));
     h = await start(d);
@@ -202,7 +190,7 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
 
 describe("argument and token refusals, resolved before anything is emitted", () => {
   let d: FakeDesktop;
-  let h: InProcessHarness;
+  let h: ServerHarness;
   beforeAll(async () => {
     d = new FakeDesktop(scenario([ruffleWindow()]));
     h = await start(d);

@@ -1,6 +1,8 @@
-import { afterAll, afterEach, expect } from "vitest";
-import { InProcessHarness } from "./inProcess.js";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, RUFFLE, ruffleWindow, type ServerHarness } from "./mcp.js";
+import { expect } from "vitest";
+import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow, type ServerHarness } from "./mcp.js";
+import { serveFake } from "./servers.js";
+
+export { closeServersAfterAll, closeServersAfterEach } from "./servers.js";
 
 /**
  * Helpers for the consent / authorization tests: the simulated desktop, its scripted consent
@@ -81,20 +83,6 @@ export class Desk {
   private policies = 0;
 }
 
-const live: ServerHarness[] = [];
-
-/** Closes every server a test file started, after each test (or once at the end for shared ones). */
-export function closeServersAfterEach(): void {
-  afterEach(async () => {
-    await Promise.all(live.splice(0).map((h) => h.close()));
-  });
-}
-export function closeServersAfterAll(): void {
-  afterAll(async () => {
-    await Promise.all(live.splice(0).map((h) => h.close()));
-  });
-}
-
 export interface ServeOptions {
   env?: Record<string, string>;
   client?: { name: string; version: string };
@@ -105,20 +93,13 @@ export interface ServeOptions {
 }
 
 /** Starts the in-process server on the desk with a file policy (all actions allowed) and loose budgets. */
-export async function serve(desk: Desk, opts: ServeOptions = {}): Promise<ServerHarness> {
-  const h = await InProcessHarness.start(
-    {
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: desk.fake.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: desk.policy(opts.policy),
-      ...LOOSE_BUDGETS,
-      ...opts.env,
-    },
-    opts.client,
-    { clock: opts.clock },
-  );
-  live.push(h);
-  return h;
+export function serve(desk: Desk, opts: ServeOptions = {}): Promise<ServerHarness> {
+  return serveFake(desk.fake, {
+    policy: filePolicy(opts.policy),
+    env: opts.env,
+    clock: opts.clock,
+    client: opts.client,
+  });
 }
 
 /** Polls until `pred` holds (a state the test waits for, not a timing assertion). */

@@ -4,7 +4,7 @@ import { isUiError, uiError } from "../../src/shared/errors.js";
 import type { Platform } from "../../src/shared/platform.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { inputHandlers } from "../../src/workers/input/handlers.js";
-import { FakeDesktop, filePolicy, ruffleWindow, type ServerHarness } from "../support/mcp.js";
+import { FakeDesktop, filePolicy, otherWindow, ruffleWindow, type ServerHarness } from "../support/mcp.js";
 import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
 /**
@@ -17,20 +17,7 @@ import { closeServersAfterAll, serveFake } from "../support/servers.js";
 type Effect = Record<string, unknown>;
 type Args = Record<string, unknown>;
 
-const other = (over: Args = {}): Args => ({
-  hwnd: 2002,
-  title: "Other app",
-  class: "Other",
-  pid: 7777,
-  process_start: "2026-11-30T07:00:00Z",
-  process_path: "C:\\Other\\other.exe",
-  rect: [1200, 800, 1600, 1000],
-  visible: true,
-  iconic: false,
-  z: 1,
-  fill: "#aa0000",
-  ...over,
-});
+const other = (over: Args = {}): Args => otherWindow({ rect: [1200, 800, 1600, 1000], z: 1, ...over });
 
 const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   session: 1,

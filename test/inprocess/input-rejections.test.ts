@@ -1,5 +1,12 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow, type ServerHarness } from "../support/mcp.js";
+import {
+  FakeDesktop,
+  filePolicy,
+  otherWindow,
+  RUFFLE,
+  ruffleWindow,
+  type ServerHarness,
+} from "../support/mcp.js";
 import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
 /**
@@ -10,21 +17,7 @@ import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
 type Args = Record<string, unknown>;
 
-/** Another process's window (never allowed by the policy), used to cover or take the focus. */
-const other = (over: Args = {}): Args => ({
-  hwnd: 2002,
-  title: "Other app",
-  class: "Other",
-  pid: 7777,
-  process_start: "2026-11-30T07:00:00Z",
-  process_path: "C:\\Other\\other.exe",
-  rect: [0, 0, 400, 400],
-  visible: true,
-  iconic: false,
-  z: 0,
-  fill: "#aa0000",
-  ...over,
-});
+const other = otherWindow;
 
 const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   session: 1,

@@ -6,14 +6,7 @@ import { buildSupervisor } from "../../src/supervisor/bootstrap.js";
 import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/clientIdentity.js";
 import { supervisorFor } from "../../src/supervisor/multiSession.js";
 import { createMcpServer } from "../../src/supervisor/server.js";
-import {
-  callToolOn,
-  type FakeDesktop,
-  LOOSE_BUDGETS,
-  okOn,
-  type ServerHarness,
-  type ToolCall,
-} from "./mcp.js";
+import { ClientHarness, type FakeDesktop, LOOSE_BUDGETS, type ServerHarness } from "./mcp.js";
 
 /**
  * The server in this test's own thread: the real supervisor (policy, consent, grants, tokens,
@@ -23,14 +16,16 @@ import {
  * stdio. What needs a process of its own (the CLI, stdout purity, signals, process isolation,
  * the release guardian) stays in the stdio suites (McpHarness, ServerProcess).
  */
-export class InProcessHarness implements ServerHarness {
+export class InProcessHarness extends ClientHarness {
   private constructor(
-    readonly client: Client,
+    client: Client,
     /** The server's log lines (pino JSON), where a stdio server would write stderr. */
-    readonly stderr: string[],
+    stderr: string[],
     readonly sup: ReturnType<typeof buildSupervisor>,
     private readonly server: Server,
-  ) {}
+  ) {
+    super(client, stderr);
+  }
 
   /**
    * `env` is what a stdio test gives the CLI (nothing of the runner's environment leaks in);
@@ -73,35 +68,29 @@ export class InProcessHarness implements ServerHarness {
     await server.connect(serverSide);
     const client = new Client(clientInfo);
     await client.connect(clientSide);
-    const stderr = this.stderr;
-    return {
-      client,
-      stderr,
-      call: (name, args = {}, opts = {}) => callToolOn(client, name, args, opts),
-      ok: (name, args = {}) => okOn(client, name, args),
-      close: async () => {
-        await client.close();
-        await server.close();
-      },
-    };
-  }
-
-  call(
-    name: string,
-    args: Record<string, unknown> = {},
-    opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
-  ): Promise<ToolCall> {
-    return callToolOn(this.client, name, args, opts);
-  }
-
-  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    return okOn(this.client, name, args);
+    return new JoinedClient(client, this.stderr, server);
   }
 
   /** As a stdio server ends: workers stopped, grants revoked, then the connection closed. */
   async close(): Promise<void> {
     await this.client.close();
     await this.sup.close();
+    await this.server.close();
+  }
+}
+
+/** A second client of an in-process supervisor: closing it ends only its connection. */
+class JoinedClient extends ClientHarness {
+  constructor(
+    client: Client,
+    stderr: string[],
+    private readonly server: Server,
+  ) {
+    super(client, stderr);
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
     await this.server.close();
   }
 }

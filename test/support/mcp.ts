@@ -62,15 +62,30 @@ export interface ServerHarness {
   close(): Promise<void>;
 }
 
-/** The built CLI as a child process, driven by the SDK's own Client over stdio. */
-export class McpHarness implements ServerHarness {
-  readonly client: Client;
-  readonly stderr: string[] = [];
+/** call/ok over a connected SDK client; subclasses say how the server runs and ends. */
+export abstract class ClientHarness implements ServerHarness {
+  constructor(
+    readonly client: Client,
+    readonly stderr: string[] = [],
+  ) {}
 
-  private constructor(client: Client) {
-    this.client = client;
+  call(
+    name: string,
+    args: Record<string, unknown> = {},
+    opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
+  ): Promise<ToolCall> {
+    return callToolOn(this.client, name, args, opts);
   }
 
+  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    return okOn(this.client, name, args);
+  }
+
+  abstract close(): Promise<void>;
+}
+
+/** The built CLI as a child process, driven by the SDK's own Client over stdio. */
+export class McpHarness extends ClientHarness {
   static async start(
     env: Record<string, string>,
     clientInfo = { name: "uiinspect-test", version: "1.0.0" },
@@ -91,18 +106,6 @@ export class McpHarness implements ServerHarness {
     transport.stderr?.on("data", (d: Buffer) => h.stderr.push(d.toString("utf8")));
     await client.connect(transport);
     return h;
-  }
-
-  call(
-    name: string,
-    args: Record<string, unknown> = {},
-    opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
-  ): Promise<ToolCall> {
-    return callToolOn(this.client, name, args, opts);
-  }
-
-  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    return okOn(this.client, name, args);
   }
 
   async close(): Promise<void> {
@@ -187,6 +190,24 @@ export function ruffleWindow(over: Record<string, unknown> = {}): Record<string,
         { role: "edit", name: "Password", is_password: true, rect: [20, 100, 220, 130], patterns: ["value"] },
       ],
     },
+    ...over,
+  };
+}
+
+/** Another process's window (never allowed by the e2e policy): it covers a target or takes the focus. */
+export function otherWindow(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    hwnd: 2002,
+    title: "Other app",
+    class: "Other",
+    pid: 7777,
+    process_start: "2026-11-30T07:00:00Z",
+    process_path: "C:\\Other\\other.exe",
+    rect: [0, 0, 400, 400],
+    visible: true,
+    iconic: false,
+    z: 0,
+    fill: "#aa0000",
     ...over,
   };
 }

@@ -194,6 +194,16 @@ export function ruffleWindow(over: Record<string, unknown> = {}): Record<string,
   };
 }
 
+/** A desktop with these windows (1001 in front) whose consent dialog approves at once. */
+export function approvingDesktop(windows: Array<Record<string, unknown>> = [ruffleWindow()]): FakeDesktop {
+  return new FakeDesktop({
+    session: 1,
+    foreground: 1001,
+    windows,
+    consent: { answer: "approve", delay_ms: 0 },
+  });
+}
+
 /** Another process's window (never allowed by the e2e policy): it covers a target or takes the focus. */
 export function otherWindow(over: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -42,7 +42,8 @@ export async function serveFake(d: FakeDesktop, o: FakeServerOptions = {}): Prom
 }
 
 /** Tracks a server started some other way, so the file's hook closes it too. */
-export function track<T extends ServerHarness>(h: T): T {
+export async function track<T extends ServerHarness>(started: Promise<T>): Promise<T> {
+  const h = await started;
   live.push(h);
   return h;
 }

@@ -2,10 +2,10 @@ import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { UNSAFE_XTEST_SETTING } from "../platforms/x11/dialog/spawn.js";
-import type { Supervisor } from "../supervisor/chain.js";
 import type { ServerConfig } from "../supervisor/config.js";
 import { describeConsentDialog } from "../supervisor/consent/dialogInfo.js";
 import type { PolicyState } from "../supervisor/policy/load.js";
+import type { Supervisor } from "../supervisor/supervisor.js";
 import { allowedWindows } from "../supervisor/targets.js";
 import type { ProbeRequest, ProbeResult } from "./doctorProbe.js";
 

@@ -89,7 +89,7 @@ export class X11Releaser implements Releaser, X11InputState {
     const max = [0];
     n.XDisplayKeycodes(dpy, min, max);
     const per = [0];
-    const p = n.XGetKeyboardMapping(dpy, min[0]!, 1, per);
+    const p = n.XGetKeyboardMapping(dpy, min[0] ?? 0, 1, per);
     if (p !== null && p !== 0n) n.XFree(p);
     this.per = per[0] || 1;
     const c = n.xcb_connect(display, [0]);
@@ -101,14 +101,14 @@ export class X11Releaser implements Releaser, X11InputState {
     const bits = new Uint8Array(32);
     this.extra.XQueryKeymap(this.dpy, bits);
     const out: number[] = [];
-    for (let kc = 0; kc < 256; kc++) if (bits[kc >> 3]! & (1 << (kc & 7))) out.push(kc);
+    for (let kc = 0; kc < 256; kc++) if ((bits[kc >> 3] ?? 0) & (1 << (kc & 7))) out.push(kc);
     return out;
   }
 
   buttonsDown(): number[] {
     const mask = [0];
     this.extra.XQueryPointer(this.dpy, this.root, [0], [0], [0], [0], [0], [0], mask);
-    return ([1, 2, 3] as const).filter((b) => (mask[0]! & BUTTON_MASK[b]) !== 0);
+    return ([1, 2, 3] as const).filter((b) => ((mask[0] ?? 0) & BUTTON_MASK[b]) !== 0);
   }
 
   keysyms(code: number): bigint[] {

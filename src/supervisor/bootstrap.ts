@@ -6,7 +6,6 @@ import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
 import { AuditLog } from "./audit.js";
 import { budgetConfigFromEnv, MemoryBudget, memoryBudgetBytesFromEnv, RateBudgets } from "./budgets.js";
-import type { Supervisor, Workers } from "./chain.js";
 import { auditIdOf, ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
 import { loadConfig, type ServerConfig } from "./config.js";
 import { ConsentBroker } from "./consent/broker.js";
@@ -23,6 +22,7 @@ import { log as defaultLog, type Logger } from "./log.js";
 import { loadPolicy } from "./policy/load.js";
 import { PolicyWatcher } from "./policy/watch.js";
 import { A11ySessions } from "./sessions.js";
+import type { Supervisor, Workers } from "./supervisor.js";
 import { ConfirmationTokenStore } from "./tokens.js";
 import { type Isolation, WorkerHost } from "./workerHost.js";
 

@@ -232,7 +232,7 @@ export async function listenWindowsPipe(
       bury(inst);
       return;
     }
-    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0]!)));
+    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0] ?? 0)));
     inst.handlers?.data(chunk);
     if (inst.state === "reading") startRead(inst);
   };
@@ -251,7 +251,8 @@ export async function listenWindowsPipe(
   // loop, so a client that stops reading cannot stall answers to everyone else.
   const pump = (inst: Instance) => {
     while (inst.state === "reading" && !inst.writing && inst.queued.length > 0) {
-      const frame = inst.queued.length === 1 ? inst.queued[0]! : Buffer.concat(inst.queued);
+      const [first] = inst.queued;
+      const frame = inst.queued.length === 1 && first ? first : Buffer.concat(inst.queued);
       inst.queued = [];
       const mem = koffi.alloc("uint8_t", frame.length);
       const ov = koffi.alloc(OVERLAPPED, 1);
@@ -298,7 +299,7 @@ export async function listenWindowsPipe(
     waitables.delete(inst.event);
     listening = null;
     const pidOut = [0];
-    const pid = GetNamedPipeClientProcessId(inst.h, pidOut) ? pidOut[0]! : 0;
+    const pid = GetNamedPipeClientProcessId(inst.h, pidOut) ? (pidOut[0] ?? 0) : 0;
     const sid = pid > 0 ? processUserSid(pid) : null;
     if (sid === null) {
       refused("peer_unknown", { pid: pid || undefined });
@@ -405,8 +406,8 @@ export async function listenWindowsPipe(
     const waitMs = pendingWrites.size > 0 ? WRITE_POLL_MS : 1000;
     WaitForMultipleObjects.async(handles.length, handles, 0, waitMs, (err: unknown, r: number) => {
       if (!err && r >= WAIT_OBJECT_0 + 1 && r < WAIT_OBJECT_0 + handles.length) {
-        const w = list[r - 1]!;
-        if (waitables.get(w.event) === w) w.onSignal();
+        const w = list[r - 1];
+        if (w && waitables.get(w.event) === w) w.onSignal();
       }
       loop();
     });
@@ -444,7 +445,7 @@ export function windowsInstanceResolver(session: string): InstanceResolver {
       const buf = Buffer.alloc(2 * 1024);
       const size = [1024];
       if (!QueryFullProcessImageNameW(h, 0, buf, size)) return null;
-      const exe = buf.toString("utf16le", 0, size[0]! * 2);
+      const exe = buf.toString("utf16le", 0, (size[0] ?? 0) * 2);
       const sess = [0];
       if (!ProcessIdToSessionId(pid, sess)) return null;
       const live: ProcessInstance = {

@@ -101,8 +101,10 @@ function servedByScope(pipe: bigint, scope: LeaseScope): boolean {
   if (objectOwnerSid(pipe) !== scope.user) return false;
   // And the process recorded as its server: this user in this session, read from one handle.
   const pid = [0];
-  if (!GetNamedPipeServerProcessId(pipe, pid) || !(pid[0]! > 0)) return false;
-  const server = processIdentity(pid[0]!);
+  if (!GetNamedPipeServerProcessId(pipe, pid)) return false;
+  const serverPid = pid[0] ?? 0;
+  if (!(serverPid > 0)) return false;
+  const server = processIdentity(serverPid);
   return server?.sid === scope.user && server.session === scope.instance_session;
 }
 

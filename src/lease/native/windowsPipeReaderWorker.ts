@@ -82,7 +82,7 @@ function readUntilEnd(conn: number, pipe: bigint): void {
     if (!awaitRead(pipe)) return;
     const n = [0];
     if (!GetOverlappedResult(pipe, ov, n, 0) || n[0] === 0) return;
-    post({ t: "data", conn, chunk: new Uint8Array(koffi.view(buf, n[0]!)).slice() });
+    post({ t: "data", conn, chunk: new Uint8Array(koffi.view(buf, n[0] ?? 0)).slice() });
   }
 }
 

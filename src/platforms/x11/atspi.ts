@@ -160,16 +160,17 @@ export class AtspiBus {
    * once; an application that offers none, or one the kernel does not confirm, stays on the bus.
    */
   linkPeer(busName: string, pid: number): Promise<void> {
-    if (!this.peers.has(busName)) {
+    let link = this.peers.get(busName);
+    if (!link) {
       while (this.peers.size >= MAX_PEERS) {
-        const [oldest, link] = this.peers.entries().next().value as [string, Promise<PeerLink | null>];
+        const [oldest, evicted] = this.peers.entries().next().value as [string, Promise<PeerLink | null>];
         this.peers.delete(oldest);
-        void link.then((l) => l?.close());
+        void evicted.then((l) => l?.close());
       }
-      const link = this.openPeer(busName, pid);
+      link = this.openPeer(busName, pid);
       this.peers.set(busName, link);
     }
-    return this.peers.get(busName)!.then(() => undefined);
+    return link.then(() => undefined);
   }
 
   private async openPeer(busName: string, pid: number): Promise<PeerLink | null> {
@@ -769,8 +770,8 @@ export class X11Accessibility implements AccessibilityPort {
       }
     });
     if (best < 0 && frames.length === 1) best = 0;
-    if (best < 0) throw uiError("target_not_found", "No accessibility tree matches this window.");
-    const frame = frames[best]!;
+    const frame = frames[best];
+    if (!frame) throw uiError("target_not_found", "No accessibility tree matches this window.");
     return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk, mine);
   }
 

@@ -98,7 +98,7 @@ export class X11Capture implements CapturePort {
       let d = (dy + y) * outW + dx;
       const end = s + cw;
       while (s < end) {
-        const p = src[s++]!;
+        const p = src[s++] ?? 0;
         dst[d++] = 0xff000000 | ((p & 0xff) << 16) | (p & 0xff00) | ((p >>> 16) & 0xff);
       }
     }

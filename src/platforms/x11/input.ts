@@ -100,12 +100,14 @@ export class X11Input implements InputPort {
       const rx = [0];
       const ry = [0];
       n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
-      const at = verified.get(`${rx[0]},${ry[0]}`);
+      const [px = 0] = rx;
+      const [py = 0] = ry;
+      const at = verified.get(`${px},${py}`);
       if (!at || Number(child[0] ?? 0) !== at.top)
         throw uiError("occluded", "What lies under the pointer changed since the check.");
       if (at.top === at.frame && at.frame !== at.client) {
         const inner: Array<bigint | number> = [0];
-        n.XTranslateCoordinates(dpy, this.x.root, at.frame, rx[0]!, ry[0]!, [0], [0], inner);
+        n.XTranslateCoordinates(dpy, this.x.root, at.frame, px, py, [0], [0], inner);
         if (Number(inner[0] ?? 0) !== at.client)
           throw uiError("occluded", "What lies under the pointer changed since the check.");
       }
@@ -224,18 +226,20 @@ export class X11Input implements InputPort {
     const min = [0];
     const max = [0];
     n.XDisplayKeycodes(this.x.dpy, min, max);
-    const count = max[0]! - min[0]! + 1;
+    const [minKc = 0] = min;
+    const [maxKc = 0] = max;
+    const count = maxKc - minKc + 1;
     const per = [0];
-    const p = n.XGetKeyboardMapping(this.x.dpy, min[0]!, count, per);
+    const p = n.XGetKeyboardMapping(this.x.dpy, minKc, count, per);
     if (p === null || p === 0n) throw uiError("platform_unavailable", "The keyboard mapping is unavailable.");
     let syms: bigint[];
     try {
-      const raw = koffi.decode(p, "unsigned long", count * per[0]!) as ArrayLike<bigint | number>;
+      const raw = koffi.decode(p, "unsigned long", count * (per[0] ?? 0)) as ArrayLike<bigint | number>;
       syms = Array.from(raw, (v) => BigInt(v));
     } finally {
       n.XFree(p);
     }
-    this.keymap = { min: min[0]!, max: max[0]!, per: per[0]!, syms };
+    this.keymap = { min: minKc, max: maxKc, per: per[0] ?? 0, syms };
     return this.keymap;
   }
 
@@ -293,14 +297,14 @@ export class X11Input implements InputPort {
     const pressable = new Set<number>(spare);
     if (shiftKc !== 0) pressable.add(shiftKc);
     for (const ch of text) {
-      const found = this.lookup(km, keysymForChar(ch.codePointAt(0)!));
+      const found = this.lookup(km, keysymForChar(ch.codePointAt(0) ?? 0));
       if (found) pressable.add(found.kc);
     }
     const taps: HeldEntry[] = [...pressable].map((code) => ({ kind: "keycode", code }));
     await this.ledger.hold(taps);
     try {
       for (const ch of text) {
-        const cp = ch.codePointAt(0)!;
+        const cp = ch.codePointAt(0) ?? 0;
         const ks = keysymForChar(cp);
         const found = this.lookup(km, ks);
         if (found && (!found.shift || shiftKc !== 0)) {
@@ -312,7 +316,7 @@ export class X11Input implements InputPort {
         if (kc === undefined) {
           if (spare.length === 0)
             throw uiError("platform_unavailable", "No spare keycode for this character.");
-          kc = spare[next % spare.length]!;
+          kc = spare[next % spare.length] ?? 0;
           next++;
           const old = remapped.get(kc);
           if (old !== undefined) {

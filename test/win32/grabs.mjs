@@ -7,108 +7,38 @@
 // window" is measured, not assumed. Each refusal has a positive control: once the grab is gone
 // the same call lands (the counters move), so a counter that cannot count fails the test.
 
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import koffi from "koffi";
 import {
+  className,
+  cursor,
+  foregroundGui,
   GRAB_ATTACH_CAPTURE,
-  GRAB_COUNT,
   GRAB_END_MENU,
   GRAB_MENU,
   GRAB_RELEASE,
   GRAB_STEAL_AFTER,
-  GRABBER_CLASS,
-} from "./grabber.mjs";
+  GUI_INMENUMODE,
+  GUI_POPUPMENUMODE,
+  GUI_SYSTEMMENUMODE,
+  pidOf,
+  startGrabber as spawnGrabber,
+  win32,
+} from "./grabberClient.mjs";
 
 const loader = new URL("./loader.mjs", import.meta.url).href;
-const grabberEntry = fileURLToPath(new URL("./grabber.mjs", import.meta.url));
-
-const user32 = koffi.load("user32.dll");
-const g = {
-  SendMessageTimeoutW: user32.func(
-    "intptr_t __stdcall SendMessageTimeoutW(intptr_t h, uint32_t m, uintptr_t wp, intptr_t lp, uint32_t f, uint32_t ms, _Out_ uintptr_t *r)",
-  ),
-  PostMessageW: user32.func("int __stdcall PostMessageW(intptr_t h, uint32_t m, uintptr_t wp, intptr_t lp)"),
-  GetWindowThreadProcessId: user32.func(
-    "uint32_t __stdcall GetWindowThreadProcessId(intptr_t h, _Out_ uint32_t *pid)",
-  ),
-  GetGUIThreadInfo: user32.func("int __stdcall GetGUIThreadInfo(uint32_t tid, _Inout_ void *info)"),
-  GetCursorPos: user32.func("int __stdcall GetCursorPos(_Out_ void *p)"),
-  GetForegroundWindow: user32.func("intptr_t __stdcall GetForegroundWindow()"),
-};
-const SMTO_ABORTIFHUNG = 0x2;
-const GUI_INMENUMODE = 0x4;
-const GUI_SYSTEMMENUMODE = 0x8;
-const GUI_POPUPMENUMODE = 0x10;
-
-/** The foreground thread's GUITHREADINFO as the test reads it itself (x64 layout). */
-function foregroundGui() {
-  const b = Buffer.alloc(72);
-  b.writeUInt32LE(72, 0);
-  if (!g.GetGUIThreadInfo(0, b)) return null;
-  return {
-    flags: b.readUInt32LE(4),
-    active: Number(b.readBigInt64LE(8)),
-    focus: Number(b.readBigInt64LE(16)),
-    capture: Number(b.readBigInt64LE(24)),
-    menuOwner: Number(b.readBigInt64LE(32)),
-  };
-}
-
-function pidOf(hwnd) {
-  const pid = [0];
-  g.GetWindowThreadProcessId(hwnd, pid);
-  return pid[0];
-}
-
-function cursor() {
-  const p = Buffer.alloc(8);
-  g.GetCursorPos(p);
-  return [p.readInt32LE(0), p.readInt32LE(4)];
-}
 
 export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsWith, h }) {
   const imp = (p) => import(new URL(p, dist).href);
   const { platform, facts } = h;
 
-  /** The grabber process and its window (it counts; see grabber.mjs). */
-  async function startGrabber(x, y, cx = 300, cy = 200) {
-    // windowsHide: false — a console-less node.exe aborts in libuv under Wine 8 (see e2e.mjs).
-    const child = spawn(
-      process.execPath,
-      ["--import", loader, grabberEntry, String(x), String(y), String(cx), String(cy)],
-      {
-        stdio: ["pipe", "ignore", "ignore"],
-        windowsHide: false,
-      },
-    );
-    const win = await waitFor(async () => {
-      const ws = await platform.desktop.listWindows();
-      return ws.find((w) => w.pid === child.pid && w.window_class === GRABBER_CLASS && w.visible) ?? null;
-    }, 20000);
-    if (!win) child.kill();
-    assert(win, "the grabber's window appeared");
-    const hwnd = Number(win.hwnd);
-    const send = (msg, wp = 0) => {
-      const out = [0];
-      const ok = g.SendMessageTimeoutW(hwnd, msg, wp, 0, SMTO_ABORTIFHUNG, 5000, out);
-      assert(ok !== 0, `the grabber answered message 0x${msg.toString(16)}`);
-      return Number(out[0]);
-    };
-    return {
-      child,
-      hwnd,
-      send,
-      post: (msg, wp = 0) => g.PostMessageW(hwnd, msg, wp, 0),
-      windowInput: () => send(GRAB_COUNT, 0),
-      lowLevel: () => send(GRAB_COUNT, 1),
-      reset: () => send(GRAB_COUNT, 2),
-      stop: () => {
-        child.stdin.end();
-        setTimeout(() => child.kill(), 2000).unref?.();
-      },
-    };
-  }
+  const startGrabber = (x, y) =>
+    spawnGrabber({
+      listWindows: () => platform.desktop.listWindows(),
+      waitFor,
+      assert,
+      nodeArgs: ["--import", loader],
+      x,
+      y,
+    });
 
   async function handlers() {
     const { inputHandlers } = await imp("workers/input/handlers.js");
@@ -152,7 +82,7 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
     try {
       assert(await h.focus(n), "notepad back in front");
       const hs = await handlers();
-      const tid = g.GetWindowThreadProcessId(n.hwnd, null);
+      const tid = win32.GetWindowThreadProcessId(n.hwnd, null);
       eq(
         grabber.send(GRAB_ATTACH_CAPTURE, tid),
         1,
@@ -162,13 +92,13 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
       facts.grab_capture_gui = gui && {
         capture_is_grabber: gui.capture === grabber.hwnd,
         flags: gui.flags,
-        foreground_is_notepad: g.GetForegroundWindow() === n.hwnd,
+        foreground_is_notepad: win32.GetForegroundWindow() === n.hwnd,
       };
       assert(
         gui && gui.capture === grabber.hwnd,
         "GetGUIThreadInfo(0) names the grabber's window as the capture",
       );
-      assert(g.GetForegroundWindow() === n.hwnd, "notepad is still the foreground window");
+      assert(win32.GetForegroundWindow() === n.hwnd, "notepad is still the foreground window");
       const textBefore = h.getText(n.edit);
       const at = cursor();
       grabber.reset();
@@ -204,7 +134,7 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
     try {
       assert(await h.focus(n), "notepad back in front");
       const hs = await handlers();
-      const tid = g.GetWindowThreadProcessId(n.hwnd, null);
+      const tid = win32.GetWindowThreadProcessId(n.hwnd, null);
       assert(grabber.post(GRAB_MENU, tid), "menu request posted");
       const gui = await waitFor(() => {
         const i = foregroundGui();
@@ -216,8 +146,9 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
         system_menu_mode: (gui.flags & GUI_SYSTEMMENUMODE) !== 0,
         menu_owner_is_grabber_window: gui.menuOwner === grabber.hwnd,
         menu_owner_in_grabber_process: pidOf(gui.menuOwner) === grabber.child.pid,
+        menu_owner_class: className(gui.menuOwner),
         capture_is_menu_owner: gui.capture === gui.menuOwner,
-        foreground_is_notepad: g.GetForegroundWindow() === n.hwnd,
+        foreground_is_notepad: win32.GetForegroundWindow() === n.hwnd,
       };
       assert(gui, "GetGUIThreadInfo(0) reports menu mode while the grabber's menu is open");
       assert(
@@ -227,7 +158,7 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
       const textBefore = h.getText(n.edit);
       const at = cursor();
       grabber.reset();
-      if (g.GetForegroundWindow() === n.hwnd) {
+      if (win32.GetForegroundWindow() === n.hwnd) {
         await rejectsWith(
           hs.click(target, 100, 120),
           "input_grabbed",
@@ -275,7 +206,7 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
       eq(grabber.send(GRAB_STEAL_AFTER, 24), 1, "the grabber is armed");
       const sending = hs.text(target, text);
       await rejectsWith(sending, "not_foreground", "the text stops at the first key after the change");
-      assert(g.GetForegroundWindow() === grabber.hwnd, "the grabber holds the foreground");
+      assert(win32.GetForegroundWindow() === grabber.hwnd, "the grabber holds the foreground");
       await sleep(300);
       eq(grabber.windowInput(), 0, "input messages in the grabber's window");
       const got = h.getText(n.edit).length - before;

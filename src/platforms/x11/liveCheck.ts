@@ -52,7 +52,9 @@ export async function confirmLive(
   const frame = desktop.framesByClient.get(client)?.frame ?? client;
   const at = children.indexOf(frame);
   if (at < 0) throw uiError("target_changed", "The target window's frame changed.");
-  const above = children.slice(at + 1);
+  // A key (no point, no region) goes to the focus, which is checked below: what is stacked above
+  // the target cannot take it, so the second batch is left out (it is per character of text).
+  const above = check.points.length > 0 || check.region !== null ? children.slice(at + 1) : [];
   const attrs = above.map((w) => x.getMapState(w));
   const geoms = above.map((w) => x.getGeometry(w));
   const covering: number[] = [];

@@ -7,9 +7,8 @@
 //     -o /tmp/rt-$n.txt node bench/x11-check-roundtrips.mjs; done
 //
 // (the difference between the two runs over 200 is one check's share; BENCH_DIST: another build).
-import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
-import { startX11Session, stopX11Session, waitFor } from "./lib/x11.mjs";
+import { startBenchApps, startX11Session, stopX11Session } from "./lib/x11.mjs";
 
 const REPO = resolve(import.meta.dirname, "..");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
@@ -30,21 +29,9 @@ try {
   const { verifyTarget } = await import(join(DIST, "workers/verify.js"));
   platform = await createX11Platform({ workerKind: "other" });
   const desktop = platform.desktop;
-  for (let i = 0; i < 3; i++)
-    apps.push(
-      spawn("xterm", ["-T", `rt xterm ${i}`, "-geometry", `30x5+${900 + i * 20}+${500 + i * 60}`], {
-        stdio: "ignore",
-      }),
-    );
-  apps.push(spawn("gtk3-widget-factory", [], { env: process.env, stdio: "ignore" }));
-  const win = await waitFor("gtk3-widget-factory", async () =>
-    (await desktop.listWindows()).find((w) => w.title === "gtk3-widget-factory" && w.visible && w.instance),
-  );
-  await waitFor("three xterms", async () =>
-    (await desktop.listWindows()).filter((w) => w.title.startsWith("rt xterm")).length === 3 ? true : null,
-  );
-  await desktop.activateWindow(win.hwnd);
-  await waitFor("factory focused", async () => (await desktop.getWindow(win.hwnd))?.foreground);
+  const started = await startBenchApps(desktop, "rt");
+  apps.push(...started.apps);
+  const win = started.win;
   const target = { hwnd: win.hwnd, instance: win.instance };
   // Same setup either way; only the checks differ between a 0-round and an N-round run.
   await verifyTarget(desktop, target, check);

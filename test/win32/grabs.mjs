@@ -76,12 +76,29 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
     eq(cursor(), cursorBefore, `${what}: the cursor did not move`);
   }
 
-  test("grabs: another process's mouse capture in the target's input queue refuses click, key and text (input_grabbed), nothing reaches any window; released, the click lands", async () => {
+  /** Notepad in front and a grabber beside it for `fn`; both closed afterwards, whatever failed. */
+  async function withNotepadAndGrabber(fn) {
     const { n, w, target } = await frontNotepad();
     const grabber = await startGrabber(700, 480);
     try {
       assert(await h.focus(n), "notepad back in front");
-      const hs = await handlers();
+      await fn({ n, w, target, grabber, hs: await handlers() });
+    } finally {
+      grabber.stop();
+      await h.closeNotepad(n);
+    }
+  }
+
+  /** The control: once nothing holds the input, the same click is let through and lands. */
+  async function clickLands(hs, grabber, target, w) {
+    const r = await hs.click(target, 100, 120);
+    if (w) eq([r.screen_x, r.screen_y], [w.rect[0] + 100, w.rect[1] + 120], "the click's screen point");
+    assert(await waitFor(() => grabber.lowLevel() >= 2, 5000), "the hooks saw the click (control)");
+    eq(grabber.windowInput(), 0, "the grabber's window got nothing");
+  }
+
+  test("grabs: another process's mouse capture in the target's input queue refuses click, key and text (input_grabbed), nothing reaches any window; released, the click lands", async () => {
+    await withNotepadAndGrabber(async ({ n, w, target, grabber, hs }) => {
       const tid = win32.GetWindowThreadProcessId(n.hwnd, null);
       eq(
         grabber.send(GRAB_ATTACH_CAPTURE, tid),
@@ -118,22 +135,12 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
       // Released: the same click is let through and lands (the hooks see it; the grabber's window does not).
       grabber.send(GRAB_RELEASE);
       assert(await waitFor(() => foregroundGui()?.capture === 0, 5000), "the capture is released");
-      const r = await hs.click(target, 100, 120);
-      eq([r.screen_x, r.screen_y], [w.rect[0] + 100, w.rect[1] + 120], "the click's screen point");
-      assert(await waitFor(() => grabber.lowLevel() >= 2, 5000), "the hooks saw the click (control)");
-      eq(grabber.windowInput(), 0, "the released grabber's window got nothing");
-    } finally {
-      grabber.stop();
-      await h.closeNotepad(n);
-    }
+      await clickLands(hs, grabber, target, w);
+    });
   }, 60000);
 
   test("grabs: another process's popup menu (TrackPopupMenu) in the target's input queue refuses click and key; closed, the click lands", async () => {
-    const { n, target } = await frontNotepad();
-    const grabber = await startGrabber(700, 480);
-    try {
-      assert(await h.focus(n), "notepad back in front");
-      const hs = await handlers();
+    await withNotepadAndGrabber(async ({ n, target, grabber, hs }) => {
       const tid = win32.GetWindowThreadProcessId(n.hwnd, null);
       assert(grabber.post(GRAB_MENU, tid), "menu request posted");
       const gui = await waitFor(() => {
@@ -184,21 +191,12 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
         "the menu closed",
       );
       assert(await h.focus(n), "notepad in front after the menu");
-      await hs.click(target, 100, 120);
-      assert(await waitFor(() => grabber.lowLevel() >= 2, 5000), "the hooks saw the click (control)");
-      eq(grabber.windowInput(), 0, "the grabber's window got nothing");
-    } finally {
-      grabber.stop();
-      await h.closeNotepad(n);
-    }
+      await clickLands(hs, grabber, target, null);
+    });
   }, 60000);
 
   test("send_text re-verifies foreground and focus per character: another process taking the foreground mid-text gets nothing", async () => {
-    const { n, target } = await frontNotepad();
-    const grabber = await startGrabber(700, 480);
-    try {
-      assert(await h.focus(n), "notepad back in front");
-      const hs = await handlers();
+    await withNotepadAndGrabber(async ({ n, target, grabber, hs }) => {
       const before = h.getText(n.edit).length;
       const text = "password=".padEnd(400, "x");
       grabber.reset();
@@ -212,10 +210,7 @@ export function registerGrabs({ dist, test, assert, eq, waitFor, sleep, rejectsW
       const got = h.getText(n.edit).length - before;
       facts.text_chars_before_steal = got;
       assert(got >= 1 && got < text.length, `notepad got the start only (${got} of ${text.length})`);
-    } finally {
-      grabber.stop();
-      await h.closeNotepad(n);
-    }
+    });
   }, 90000);
 
   test("no clamping: a click past the virtual screen's edge of a partly off-screen window is out_of_bounds, nothing emitted", async () => {

@@ -26,11 +26,12 @@ async function makeReleaser(platform: string): Promise<{ releaser: Releaser; jou
     const dir = stateDir();
     const scope = `x11-${process.env.DISPLAY ?? ""}`;
     if (dir === null) return { releaser, journal: null };
-    // Remaps left by a run that died with its guardian: repaired before anything else.
+    // Remaps and auto-repeats left by a run that died with its guardian: repaired before anything else.
     const left = FileRemapJournal.leftovers(dir, scope);
-    for (const r of left.remaps) {
+    for (const r of [...left.remaps, ...left.repeats]) {
       try {
-        releaser.restoreRemap(r.code, r.keysym);
+        if (r.kind === "remap") releaser.restoreRemap(r.code, r.keysym);
+        else releaser.restoreRepeat(r.code);
       } catch {
         // one failed restore does not stop the others
       }

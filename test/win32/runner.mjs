@@ -1077,6 +1077,27 @@ registerE2e({
   },
 });
 
+// Last-moment checks against another process: capture, menu mode, focus per key, no clamping ------
+const { registerGrabs } = await import("./grabs.mjs");
+registerGrabs({
+  dist,
+  test,
+  assert,
+  eq,
+  waitFor,
+  sleep,
+  rejectsWith,
+  h: {
+    facts,
+    platform,
+    startNotepad,
+    closeNotepad,
+    focus,
+    getText,
+    place: (hw, x, y, cx, cy) => t.SetWindowPos(hw, 0, x, y, cx, cy, 0x0004 | 0x0010),
+  },
+});
+
 // The unattended-lease broker's Windows transport ---------------------------------------------------
 const { registerLease } = await import("./lease.mjs");
 registerLease({

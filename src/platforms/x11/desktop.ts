@@ -134,6 +134,7 @@ export class X11Desktop implements DesktopPort {
     z: number,
     focusPath: ReadonlySet<number>,
     rootGeoms: ReadonlyMap<number, Pending<Geometry>>,
+    serverPids: ReadonlyMap<number, number>,
   ): WindowInfo | null {
     const results = {
       netName: settle(p.netName),
@@ -161,7 +162,7 @@ export class X11Desktop implements DesktopPort {
     // WM_CLASS is "instance\0class\0"; the class part names the application.
     const klassParts = (results.klass.value?.bytes.toString("latin1") ?? "").split("\u0000");
     const windowClass = klassParts[1] || klassParts[0] || "";
-    const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null);
+    const pid = this.windowPid(p.xid, serverPids, results.pid.value ?? null, results.machine.value ?? null);
     const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
     // A window torn down with its client is gone, not an instance-less window (which a call would
     // report as target_not_allowed). Either order happens: the client killed after its properties
@@ -217,11 +218,17 @@ export class X11Desktop implements DesktopPort {
   /**
    * The PID behind a window. With X-Resource: the PID the X server knows for the client that
    * owns the window (from its local connection), never the client's own claim, so a window
-   * cannot borrow another process's identity; 0 for remote or unknown clients. Without it:
-   * _NET_WM_PID, trusted only when WM_CLIENT_MACHINE is unset or names this host.
+   * cannot borrow another process's identity; 0 for remote or unknown clients (`serverPids`:
+   * one X-Resource answer for every listed window). Without it: _NET_WM_PID, trusted only when
+   * WM_CLIENT_MACHINE is unset or names this host.
    */
-  private windowPid(xid: number, netPid: PropertyValue | null, machineProp: PropertyValue | null): number {
-    if (this.x.hasXRes) return this.x.clientPid(xid) ?? 0;
+  private windowPid(
+    xid: number,
+    serverPids: ReadonlyMap<number, number>,
+    netPid: PropertyValue | null,
+    machineProp: PropertyValue | null,
+  ): number {
+    if (this.x.hasXRes) return serverPids.get(xid) ?? 0;
     const claimed = cardinals(netPid)[0] ?? 0;
     const machine = text(machineProp, this.x.atoms.UTF8_STRING);
     const local = machine === null || machine === "" || machine === this.host || machine === "localhost";
@@ -328,11 +335,13 @@ export class X11Desktop implements DesktopPort {
     for (const w of rootTree.resolve().children) rootGeoms.set(w, this.x.getGeometry(w));
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
     const focusPath = this.focusPath(focus.resolve());
+    // One X-Resource request for the owners of all of them (not one round trip per window).
+    const serverPids = this.x.clientPids(bottomToTop);
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
     const out: WindowInfo[] = [];
     for (const p of pending) {
-      const w = this.collect(p, out.length, focusPath, rootGeoms);
+      const w = this.collect(p, out.length, focusPath, rootGeoms, serverPids);
       if (w) out.push(w);
     }
     // Replies nobody asked for stay queued otherwise; a vanished top-level is no error here.

@@ -5,6 +5,7 @@ import { intSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
@@ -25,17 +26,6 @@ const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
 const REMAP_SETTLE_MS = intSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
-/** XKeyboardControl (8 ints) and the masks for one key's auto-repeat mode. */
-const KEYBOARD_CONTROL_SIZE = 32;
-const KBC_KEY_OFFSET = 24;
-const KBC_AUTO_REPEAT_MODE_OFFSET = 28;
-const KB_KEY = 1 << 6;
-const KB_AUTO_REPEAT_MODE = 1 << 7;
-const AUTO_REPEAT_OFF = 0;
-const AUTO_REPEAT_ON = 1;
-/** XKeyboardState on LP64: 4 ints, unsigned long led_mask, int global_auto_repeat, char[32]. */
-const KEYBOARD_STATE_SIZE = 64;
-const AUTO_REPEATS_OFFSET = 28;
 const GRAB_MODE_ASYNC = 1;
 const GRAB_SUCCESS = 0;
 
@@ -151,7 +141,7 @@ export class X11Input implements InputPort {
    */
   async keyDown(key: LogicalKey): Promise<void> {
     const kc = this.keycodeForKey(key);
-    this.autoRepeatOff(kc);
+    await this.autoRepeatOff(kc);
     this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0));
   }
 
@@ -197,26 +187,25 @@ export class X11Input implements InputPort {
     }
   }
 
-  private autoRepeatOff(kc: number): void {
-    if (this.repeatRestore.has(kc)) return;
-    const state = Buffer.alloc(KEYBOARD_STATE_SIZE);
-    this.x.n.XGetKeyboardControl(this.x.dpy, state);
-    const repeats = ((state[AUTO_REPEATS_OFFSET + (kc >> 3)] ?? 0) >> (kc & 7)) & 1;
-    if (repeats === 0) return;
-    this.setAutoRepeat(kc, AUTO_REPEAT_OFF);
+  /**
+   * Recorded in the ledger before it happens (like a press): a worker killed mid hold leaves the
+   * key without auto-repeat, and the guardian turns it back on (x11Releaser.ts).
+   */
+  private async autoRepeatOff(kc: number): Promise<void> {
+    if (this.repeatRestore.has(kc) || !keyAutoRepeats(this.x.n, this.x.dpy, kc)) return;
+    await this.ledger.hold([{ kind: "repeat", code: kc }]);
+    this.setAutoRepeat(kc, false);
     this.repeatRestore.add(kc);
   }
 
   private autoRepeatRestore(kc: number): void {
     if (!this.repeatRestore.delete(kc)) return;
-    this.setAutoRepeat(kc, AUTO_REPEAT_ON);
+    this.setAutoRepeat(kc, true);
+    this.ledger.release([{ kind: "repeat", code: kc }]);
   }
 
-  private setAutoRepeat(kc: number, mode: number): void {
-    const values = Buffer.alloc(KEYBOARD_CONTROL_SIZE);
-    values.writeInt32LE(kc, KBC_KEY_OFFSET);
-    values.writeInt32LE(mode, KBC_AUTO_REPEAT_MODE_OFFSET);
-    this.x.n.XChangeKeyboardControl(this.x.dpy, KB_KEY | KB_AUTO_REPEAT_MODE, values);
+  private setAutoRepeat(kc: number, on: boolean): void {
+    setKeyAutoRepeat(this.x.n, this.x.dpy, kc, on);
     this.flush();
   }
 

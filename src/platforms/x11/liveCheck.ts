@@ -52,7 +52,9 @@ export async function confirmLive(
   const frame = desktop.framesByClient.get(client)?.frame ?? client;
   const at = children.indexOf(frame);
   if (at < 0) throw uiError("target_changed", "The target window's frame changed.");
-  const above = children.slice(at + 1);
+  // A key (no point, no region) goes to the focus, which is checked below: what is stacked above
+  // the target cannot take it, so the second batch is left out (it is per character of text).
+  const above = check.points.length > 0 || check.region !== null ? children.slice(at + 1) : [];
   // All requests first, then all replies: one round trip for the whole stack above the window.
   const asked = above.map((w) => ({ w, attrs: x.getMapState(w), geom: x.getGeometry(w) }));
   const covering: number[] = [];

@@ -143,7 +143,8 @@ class FakePeer {
 function reply(to: RawMessage, signature: string, body: unknown[]): Buffer {
   const m = new dbus.Message({
     type: dbus.MessageType.METHOD_RETURN,
-    replySerial: to.serial,
+    // dbus-next types it as a string; its marshaller writes a u32 and needs the number.
+    replySerial: to.serial as unknown as string,
     signature,
     body,
   });
@@ -154,7 +155,8 @@ function reply(to: RawMessage, signature: string, body: unknown[]): Buffer {
 function errorReply(to: RawMessage, name: string): Buffer {
   const m = new dbus.Message({
     type: dbus.MessageType.ERROR,
-    replySerial: to.serial,
+    // dbus-next types it as a string; its marshaller writes a u32 and needs the number.
+    replySerial: to.serial as unknown as string,
     errorName: name,
     signature: "s",
     body: ["gone"],

@@ -19,6 +19,9 @@ declare module "dbus-next/lib/message.js" {
     serial: number;
     type: number;
     flags: number;
+    path?: string;
+    interface?: string;
+    member?: string;
     replySerial?: number;
     errorName?: string;
     signature?: string;

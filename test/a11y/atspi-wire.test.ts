@@ -5,10 +5,10 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import dbus from "dbus-next";
 import { marshallMessage } from "dbus-next/lib/marshall-compat.js";
-import { type RawMessage, unmarshalMessages } from "dbus-next/lib/message.js";
+import { type RawMessage, unmarshall, unmarshalMessages } from "dbus-next/lib/message.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PeerLink, PeerTimeout } from "../../src/platforms/x11/atspiPeer.js";
-import { encodeMethodCall } from "../../src/platforms/x11/atspiWire.js";
+import { encodeMethodCall, MessageReader, WireError } from "../../src/platforms/x11/atspiWire.js";
 
 /**
  * The peer link writes method calls itself (atspiWire.ts) and reads replies with dbus-next's
@@ -84,6 +84,95 @@ describe("AT-SPI method call bytes", () => {
     }
   });
 });
+
+describe("AT-SPI reply reader", () => {
+  const replies = [
+    returnOf(7, "(iiii)", [[-5, 20, 300, 4000]]),
+    returnOf(8, "a(so)", [[[":1.5", "/org/a11y/atspi/accessible/3"]]]),
+    returnOf(9, "a(sss)", [[["click", "Press it", "<Alt>c"]]]),
+    returnOf(10, "", []),
+    returnOf(11, "a((so)(so)(so)iiassusau)", [
+      [
+        [
+          [":1.5", "/p/1"],
+          [":1.5", "/org/a11y/atspi/accessible/root"],
+          [":1.5", "/p/0"],
+          2,
+          0,
+          ["org.a11y.atspi.Accessible", "org.a11y.atspi.Component"],
+          "Naïve ✓",
+          43,
+          "",
+          [256, 0],
+        ],
+      ],
+    ]),
+    errorOf(12, "org.freedesktop.DBus.Error.UnknownMethod"),
+  ];
+  const wire = Buffer.concat(replies);
+
+  it("frames and reads what dbus-next reads, however the bytes are split", () => {
+    // dbus-next's whole-message reader (it cannot read a message without a body signature).
+    const want = replies.map((r, i) => {
+      if (i === 3) return { serial: 110, replySerial: 10, signature: undefined, body: [] };
+      const m = unmarshall(r);
+      return { serial: m.serial, replySerial: m.replySerial, signature: m.signature, body: m.body };
+    });
+    for (const step of [1, 3, 16, 100, wire.length]) {
+      const got: RawMessage[] = [];
+      const reader = new MessageReader((m) => got.push(m));
+      for (let o = 0; o < wire.length; o += step) reader.push(wire.subarray(o, o + step));
+      expect(
+        got.map((m) => ({
+          serial: m.serial,
+          replySerial: m.replySerial,
+          signature: m.signature,
+          body: m.body,
+        })),
+        `chunks of ${step}`,
+      ).toEqual(want);
+      expect(got[5]?.type).toBe(dbus.MessageType.ERROR);
+      expect(got[5]?.errorName).toBe("org.freedesktop.DBus.Error.UnknownMethod");
+    }
+  });
+
+  it("refuses what is no D-Bus message", () => {
+    const bad = (mutate: (b: Buffer) => void, which = 0) => {
+      const b = Buffer.from(replies[which]!);
+      mutate(b);
+      return () => new MessageReader(() => {}).push(b);
+    };
+    expect(bad((b) => (b[0] = 0x41))).toThrow(WireError); // no endianness mark
+    expect(bad((b) => b.writeUInt32LE(0x7fffffff, 4))).toThrow(WireError); // body of 2 GiB
+    expect(bad((b) => (b[17] = 3))).toThrow(WireError); // header field with a 3-type signature
+    expect(bad((b) => b.writeUInt32LE(0xfff0, 20), 5)).toThrow(WireError); // error name past the header
+    // An array (a(so)) claiming more bytes than its message holds.
+    expect(bad((b) => b.writeUInt32LE(0x7fff, 16 + ((b.readUInt32LE(12) + 7) & ~7)), 1)).toThrow(WireError);
+  });
+});
+
+function returnOf(replySerial: number, signature: string, body: unknown[]): Buffer {
+  const m = new dbus.Message({
+    type: dbus.MessageType.METHOD_RETURN,
+    replySerial: replySerial as unknown as string,
+    signature,
+    body,
+  });
+  m.serial = 100 + replySerial;
+  return marshallMessage(m)[0];
+}
+
+function errorOf(replySerial: number, name: string): Buffer {
+  const m = new dbus.Message({
+    type: dbus.MessageType.ERROR,
+    replySerial: replySerial as unknown as string,
+    errorName: name,
+    signature: "s",
+    body: ["gone"],
+  });
+  m.serial = 100 + replySerial;
+  return marshallMessage(m)[0];
+}
 
 /** A fake application server: the server half of the handshake, then dbus-next's reader. */
 class FakePeer {

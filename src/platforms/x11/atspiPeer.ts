@@ -3,8 +3,8 @@ import { createConnection, type Socket } from "node:net";
 import dbus from "dbus-next";
 import clientHandshake from "dbus-next/lib/handshake.js";
 import { messageToJsFmt } from "dbus-next/lib/marshall-compat.js";
-import { type RawMessage, unmarshalMessages } from "dbus-next/lib/message.js";
-import { encodeMethodCall } from "./atspiWire.js";
+import type { RawMessage } from "dbus-next/lib/message.js";
+import { encodeMethodCall, MessageReader } from "./atspiWire.js";
 
 /**
  * A peer-to-peer D-Bus link to one application's own AT-SPI server (the address it answers to
@@ -128,23 +128,18 @@ export class PeerLink {
     stream.on("error", () => this.close());
     stream.on("end", () => this.close());
     stream.on("close", () => this.close());
-    // dbus-next's framing and body reader, without its per-message Message object (a
-    // validation of every name and a copy of every body into another form). Its reader throws on
-    // a malformed message, from a stream event: caught here, the link then closes (the
-    // application is the one writing to it).
-    const before = new Set(stream.listeners("readable"));
-    unmarshalMessages(stream, (msg) => this.receive(msg), {});
-    for (const l of stream.listeners("readable")) {
-      if (before.has(l)) continue;
-      stream.removeListener("readable", l as () => void);
-      stream.on("readable", () => {
-        try {
-          (l as () => void)();
-        } catch {
-          this.close();
-        }
-      });
-    }
+    // Framed and read by atspiWire's reader (dbus-next's body reader, without its per-message
+    // Message object, a validation of every name and a copy of every body into another form).
+    // Malformed input from the application closes the link.
+    const reader = new MessageReader((msg) => this.receive(msg));
+    stream.on("data", (chunk: Buffer) => {
+      if (this.closedFlag) return;
+      try {
+        reader.push(chunk);
+      } catch {
+        this.close();
+      }
+    });
   }
 
   /** Connects and authenticates; rejects when the peer does not complete the handshake in `ms`. */

@@ -1,6 +1,7 @@
-// dbus-next's internal pieces used for peer-to-peer links (atspiPeer.ts), where there is no bus
-// daemon to say Hello to: the client handshake, the message reader, and the converters between
-// its marshaller's form of a body and the JS form its MessageBus hands out.
+// dbus-next's internal pieces used for peer-to-peer links (atspiPeer.ts, atspiWire.ts), where
+// there is no bus daemon to say Hello to: the client handshake, its body reader and signature
+// parser, and the converters between its marshaller's form of a body and the JS form its
+// MessageBus hands out.
 declare module "dbus-next/lib/handshake.js" {
   import type { Duplex } from "node:stream";
 
@@ -27,6 +28,8 @@ declare module "dbus-next/lib/message.js" {
     signature?: string;
     body?: unknown[];
   }
+  /** One whole message's bytes → the message (what the stream reader hands out). */
+  export function unmarshall(buf: Buffer): RawMessage;
   export function unmarshalMessages(
     stream: Readable,
     onMessage: (msg: RawMessage) => void,
@@ -42,4 +45,28 @@ declare module "dbus-next/lib/marshall-compat.js" {
   export function messageToJsFmt(msg: RawMessage): RawMessage;
   /** A message's bytes and the file descriptors it carries. */
   export function marshallMessage(msg: Message): [Buffer, number[]];
+}
+
+declare module "dbus-next/lib/signature.js" {
+  export interface SignatureTree {
+    type: string;
+    child: SignatureTree[];
+  }
+  export function parseSignature(signature: string): SignatureTree[];
+}
+
+declare module "dbus-next/lib/dbus-buffer.js" {
+  import type { SignatureTree } from "dbus-next/lib/signature.js";
+
+  /** dbus-next's body reader over one buffer (alignment relative to its start + startPos). */
+  export default class DBusBuffer {
+    constructor(
+      buffer: Buffer,
+      startPos: number,
+      endian: number,
+      fds: undefined,
+      options: { ayBuffer: boolean },
+    );
+    readStruct(tree: SignatureTree[]): unknown[];
+  }
 }

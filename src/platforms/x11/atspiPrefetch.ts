@@ -29,8 +29,12 @@ export interface PrefetchPlan {
   maxDepth: number;
 }
 
-/** Calls in flight at once: enough to keep the application's queue full across our own pauses. */
-export const PREFETCH_WINDOW = 128;
+/**
+ * Calls in flight at once. Measured on gtk3-widget-factory at load ~20: 1024 in flight walked in
+ * 0.8–0.9× the time of 128 (fewer wake-ups of both processes); bounded all the same, since a
+ * walk that stops early (find_elements found enough) wastes at most this many calls.
+ */
+export const PREFETCH_WINDOW = 512;
 
 type Call = (kind: CallKind, path: string) => Promise<unknown[]>;
 

@@ -49,17 +49,25 @@ describe("AT-SPI method call bytes", () => {
     ];
     for (const [i, [path, iface, member, sig, body]] of cases.entries()) {
       const serial = 1 + i * 977;
-      expect(encodeMethodCall(serial, path, iface, member, sig, body), `${member}(${sig})`).toEqual(
-        dbusNextBytes(serial, path, iface, member, sig, body),
-      );
+      expect(
+        encodeMethodCall({ serial, path, iface, member, signature: sig, body }),
+        `${member}(${sig})`,
+      ).toEqual(dbusNextBytes(serial, path, iface, member, sig, body));
     }
   });
 
   it("hands other signatures to dbus-next", () => {
     const body = ["org.a11y.atspi.Value", "CurrentValue", new dbus.Variant("d", 4.5)];
-    expect(encodeMethodCall(9, "/a/b", "org.freedesktop.DBus.Properties", "Set", "ssv", body)).toEqual(
-      dbusNextBytes(9, "/a/b", "org.freedesktop.DBus.Properties", "Set", "ssv", body),
-    );
+    expect(
+      encodeMethodCall({
+        serial: 9,
+        path: "/a/b",
+        iface: "org.freedesktop.DBus.Properties",
+        member: "Set",
+        signature: "ssv",
+        body,
+      }),
+    ).toEqual(dbusNextBytes(9, "/a/b", "org.freedesktop.DBus.Properties", "Set", "ssv", body));
   });
 
   it("refuses a malformed path, name or argument instead of writing it", () => {
@@ -78,7 +86,15 @@ describe("AT-SPI method call bytes", () => {
     ];
     for (const [path, member, sig, body] of bad) {
       expect(
-        () => encodeMethodCall(1, path, "org.a11y.atspi.Accessible", member, sig, body),
+        () =>
+          encodeMethodCall({
+            serial: 1,
+            path,
+            iface: "org.a11y.atspi.Accessible",
+            member,
+            signature: sig,
+            body,
+          }),
         path + member,
       ).toThrow();
     }

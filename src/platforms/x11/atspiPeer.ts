@@ -192,7 +192,7 @@ export class PeerLink {
     this.serial = this.serial >= 0xffffffff ? 1 : this.serial + 1;
     let bytes: Buffer;
     try {
-      bytes = encodeMethodCall(serial, path, iface, member, signature ?? "", body ?? []);
+      bytes = encodeMethodCall({ serial, path, iface, member, signature: signature ?? "", body: body ?? [] });
     } catch {
       // A path the application handed us that is no object path: no such object.
       return Promise.resolve({ ok: false, errorName: "org.freedesktop.DBus.Error.UnknownObject" });

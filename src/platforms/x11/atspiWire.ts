@@ -51,17 +51,21 @@ function stringField(bytes: number): number {
  * The message bytes, or throws for a path, name or body that is not valid for its type (the
  * caller treats that as an object that does not exist: the path came from the application).
  */
-export function encodeMethodCall(
-  serial: number,
-  path: string,
-  iface: string,
-  member: string,
-  signature: string,
-  body: readonly unknown[],
-): Buffer {
+export interface MethodCall {
+  serial: number;
+  path: string;
+  iface: string;
+  member: string;
+  /** "" for no arguments. */
+  signature: string;
+  body: readonly unknown[];
+}
+
+export function encodeMethodCall(call: MethodCall): Buffer {
+  const { serial, path, iface, member, signature, body } = call;
   if (!isObjectPath(path)) throw new Error("invalid object path");
   if (!NAME.test(iface) || !NAME.test(member)) throw new Error("invalid name");
-  if (!DIRECT.has(signature)) return viaDbusNext(serial, path, iface, member, signature, body);
+  if (!DIRECT.has(signature)) return viaDbusNext(call);
   if (body.length !== signature.length) throw new Error("body does not match signature");
   const strings: Buffer[] = [];
   for (let i = 0; i < signature.length; i += 1) {
@@ -144,16 +148,10 @@ export function encodeMethodCall(
   return buf;
 }
 
-function viaDbusNext(
-  serial: number,
-  path: string,
-  iface: string,
-  member: string,
-  signature: string,
-  body: readonly unknown[],
-): Buffer {
+function viaDbusNext(call: MethodCall): Buffer {
+  const { path, iface, member, signature, body } = call;
   const msg = new dbus.Message({ path, interface: iface, member, signature, body: [...body] });
-  msg.serial = serial;
+  msg.serial = call.serial;
   return marshallMessage(msg)[0];
 }
 

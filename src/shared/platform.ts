@@ -155,6 +155,14 @@ export type A11yHandle = unknown;
 export interface A11yNodeSource {
   facts(node: A11yHandle): Promise<A11yNodeFacts>;
   children(node: A11yHandle): Promise<A11yHandle[]>;
+  /** Called once when the walk it served ends (a source that asks ahead stops asking). */
+  release?(): void;
+}
+
+/** The bounds of one walk, told to a walk source so it never asks ahead past them. */
+export interface WalkLimits {
+  maxNodes: number;
+  maxDepth: number;
 }
 
 export interface A11ySession extends A11yNodeSource {
@@ -164,7 +172,7 @@ export interface A11ySession extends A11yNodeSource {
    * provider has one (AT-SPI's Cache.GetItems) and asks per node only for what it lacks. The
    * facts must equal facts()/children() of the same nodes. Without it a walk asks node by node.
    */
-  walkSource?(root: A11yHandle): Promise<A11yNodeSource>;
+  walkSource?(root: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource>;
   /** Runs a semantic action; throws UiError("pattern_not_supported") when absent. */
   act(node: A11yHandle, action: SemanticAction, value?: string): Promise<void>;
   /** Whether the node still exists in the live tree. */

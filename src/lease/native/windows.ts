@@ -3,6 +3,7 @@ import koffi from "koffi";
 import { uiError } from "../../shared/errors.js";
 import { normalizeExecutablePath, type ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { switchIsOn } from "../../shared/settingsReader.js";
 import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialog.js";
 import type { LeaseScope } from "../endpoint.js";
 import type { InstanceResolver } from "../instance.js";
@@ -514,7 +515,7 @@ export class WindowsMessageBoxDialog implements LeaseDialog {
         workerData: {
           text: `${content.text}\n\nYes = Allow, No = Deny.`,
           title: content.title,
-          allowInjected: this.env[SETTINGS.unsafeAllowXtestConsent.env] === "1",
+          allowInjected: switchIsOn(this.env, SETTINGS.unsafeAllowXtestConsent),
         },
       });
       let tid = 0;

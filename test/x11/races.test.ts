@@ -301,7 +301,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await h?.close();
       watch?.close();
       bus?.disconnect();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

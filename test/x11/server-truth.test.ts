@@ -151,7 +151,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
     afterAll(async () => {
       await stopAttackers();
       await h?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

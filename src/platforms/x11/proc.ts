@@ -30,7 +30,12 @@ function bootTime(): number | null {
 function statFieldsOf(stat: string): string[] | null {
   // comm (field 2) may contain spaces and parentheses: split after the last ")".
   const close = stat.lastIndexOf(")");
-  return close < 0 ? null : stat.slice(close + 2).trim().split(" ");
+  return close < 0
+    ? null
+    : stat
+        .slice(close + 2)
+        .trim()
+        .split(" ");
 }
 
 /** Fields 3… of /proc/PID/stat, or null when unreadable. */

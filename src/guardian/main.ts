@@ -1,6 +1,8 @@
 import { rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { dirname } from "node:path";
+import { SETTINGS } from "../shared/settings.js";
+import { readText } from "../shared/settingsReader.js";
 import { decodeEntry } from "./entries.js";
 import { Guardian, type Releaser, type RemapJournal } from "./guardian.js";
 import { ENV, readLines, SOURCE_PATTERN, TOKEN_PATTERN } from "./wire.js";
@@ -44,7 +46,7 @@ async function makeReleaser(platform: string): Promise<{ releaser: Releaser; jou
     return { releaser: new Win32Releaser(), journal: null };
   }
   if (platform === "fake") {
-    const path = process.env.UIINSPECT_FAKE_DESKTOP;
+    const path = readText(process.env, SETTINGS.fakeDesktop);
     if (!path) throw new Error("no scenario");
     const { FakeReleaser } = await import("./fakeReleaser.js");
     return { releaser: new FakeReleaser(path), journal: null };

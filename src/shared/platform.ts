@@ -209,4 +209,10 @@ export interface Platform {
   accessibility: AccessibilityPort;
   /** Only where the consent dialog is native code (Win32). */
   dialog?: DialogPort;
+  /**
+   * Releases every port and what they share (the X connection and the a11y bus; COM and GDI
+   * objects), once: a second call does nothing, and a port used afterwards fails with
+   * platform_unavailable where it would touch a released resource.
+   */
+  dispose(): Promise<void>;
 }

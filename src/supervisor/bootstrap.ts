@@ -1,9 +1,10 @@
 import { createRequire } from "node:module";
 import { GuardianHost } from "../guardian/host.js";
 import { DialogGate } from "../shared/dialogGate.js";
-import { intEnv } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
+import { SETTINGS } from "../shared/settings.js";
+import { readSetting } from "../shared/settingsReader.js";
 import { AuditLog } from "./audit.js";
 import { budgetConfigFromEnv, MemoryBudget, memoryBudgetBytesFromEnv, RateBudgets } from "./budgets.js";
 import { auditIdOf, ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
@@ -202,6 +203,6 @@ export function buildSupervisor(
       built.policyState = state;
     },
   );
-  watcher.start(intEnv(env, "UIINSPECT_POLICY_WATCH_MS", 1000, 50, 60_000));
+  watcher.start(readSetting(env, SETTINGS.policyWatchMs));
   return built;
 }

@@ -2,8 +2,8 @@ import type { DenyReason } from "../shared/errors.js";
 import { uiError } from "../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../shared/identity.js";
 import { SETTINGS } from "../shared/settings.js";
+import { readSetting } from "../shared/settingsReader.js";
 import type { Clock } from "./budgets.js";
-import { readSettingInt } from "./budgets.js";
 
 export const DEFAULT_GRANT_TTL_MS = SETTINGS.grantTtlMs.default;
 
@@ -255,7 +255,7 @@ function mapKey(client: string, instanceKey: string): string {
   return `${client}\u0000${instanceKey}`;
 }
 
-/** UIINSPECT_GRANT_TTL_MS: default 300000, allowed 1000..86400000; throws invalid_argument. */
+/** UIINSPECT_GRANT_TTL_MS as loadConfig reads it: default 300000, 1000..86400000; throws ConfigError. */
 export function grantTtlFromEnv(env: Record<string, string | undefined>): number {
-  return readSettingInt(env, SETTINGS.grantTtlMs);
+  return readSetting(env, SETTINGS.grantTtlMs);
 }

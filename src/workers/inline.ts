@@ -66,7 +66,7 @@ export function startInlineWorker(
       stopped = true;
       const s = await served;
       s?.stop();
-      await s?.platform?.desktop.dispose().catch(() => undefined);
+      await s?.platform?.dispose().catch(() => undefined);
     },
   };
 }

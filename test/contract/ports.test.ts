@@ -103,8 +103,8 @@ runContract("x11", X11_AVAILABLE, async () => {
 });
 
 afterAll(async () => {
-  await fake?.desktop.dispose();
-  await x11?.desktop.dispose();
+  await fake?.dispose();
+  await x11?.dispose();
   app?.child.kill("SIGKILL");
   session?.stop();
 });

@@ -1172,6 +1172,6 @@ for (const tc of tests) {
   writeFileSync(resultsPath, JSON.stringify({ done: false, results, bench, facts }, null, 2));
 }
 for (const c of children) c.kill();
-await desktop.dispose();
+await platform.dispose();
 writeFileSync(resultsPath, JSON.stringify({ done: true, results, bench, facts }, null, 2));
 process.exit(0);

@@ -71,7 +71,7 @@ describe.skipIf(!x11CliSuite("lifecycle"))(
 
     afterAll(async () => {
       await h?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

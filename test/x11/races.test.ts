@@ -294,7 +294,7 @@ describe.skipIf(!x11CliSuite("races"))(
       await h?.close();
       watch?.close();
       bus?.disconnect();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

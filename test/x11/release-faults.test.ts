@@ -120,7 +120,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     afterAll(async () => {
       process.stderr.write(`x11 release battery: ${results.length} cases\n${results.join("\n")}\n`);
       x?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

@@ -150,7 +150,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
     afterAll(async () => {
       await stopAttackers();
       await h?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

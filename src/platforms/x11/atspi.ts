@@ -1,5 +1,4 @@
 import dbus from "dbus-next";
-import { intSetting } from "../../shared/env.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
 import type {
@@ -13,6 +12,7 @@ import type {
   WindowInfo,
 } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
 import { withTimeout as rejectAfter } from "../../shared/timeout.js";
 import {
   ACTION,
@@ -56,7 +56,7 @@ const REGISTRY = "org.a11y.atspi.Registry";
 const ROOT_PATH = "/org/a11y/atspi/accessible/root";
 const NULL_PATH = "/org/a11y/atspi/null";
 /** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
-const CALL_TIMEOUT_MS = intSetting(process.env, SETTINGS.atspiCallTimeoutMs);
+const CALL_TIMEOUT_MS = readSetting(process.env, SETTINGS.atspiCallTimeoutMs);
 const COORD_SCREEN = 0;
 /** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
 const MAX_NODES = 20_000;

@@ -1,10 +1,10 @@
 import koffi from "koffi";
 import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { dialogGate } from "../../shared/dialogGate.js";
-import { intSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
@@ -23,7 +23,7 @@ const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
  * Time given to clients to read a remapped key before the mapping is restored; 10..5000 ms,
  * anything else is the default 300.
  */
-const REMAP_SETTLE_MS = intSetting(process.env, SETTINGS.x11RemapSettleMs);
+const REMAP_SETTLE_MS = readSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
 const GRAB_MODE_ASYNC = 1;

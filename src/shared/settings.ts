@@ -222,6 +222,14 @@ export const SETTINGS = {
     max: 120_000,
     doc: "per-request worker deadline, 500–120000 ms; a silent worker is torn down",
   }),
+  uiaIdleRetireMs: int({
+    env: "UIINSPECT_UIA_IDLE_RETIRE_MS",
+    scope: "server",
+    default: 300_000,
+    min: 0,
+    max: 86_400_000,
+    doc: "a grant's uia worker idle this long is stopped, 0–86400000 ms (0 = never); its refs become `element_stale`",
+  }),
   isolation: choice({
     env: "UIINSPECT_WORKER_ISOLATION",
     flag: "isolation",

@@ -21,6 +21,8 @@ export interface ServerConfig {
   logLevel: string;
   /** Per-request worker deadline for ordinary calls. */
   workerDeadlineMs: number;
+  /** A grant's uia worker idle this long is retired (0 = never). */
+  uiaIdleRetireMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -71,5 +73,6 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     lease: oneOf(env, SETTINGS.lease),
     logLevel: oneOf(env, SETTINGS.logLevel),
     workerDeadlineMs: int(env, SETTINGS.workerDeadlineMs),
+    uiaIdleRetireMs: int(env, SETTINGS.uiaIdleRetireMs),
   };
 }

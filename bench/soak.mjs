@@ -1,15 +1,16 @@
-// Memory soak on a private Xvfb desktop: one built server per isolation mode (thread and
-// process, side by side), each granted gtk3-widget-factory, runs a mixed loop for
-// SOAK_MINUTES (default 10): screenshot_window 800×600, inspect_tree, find_elements,
-// list_windows, health_check. The resident set of the server and its worker processes is
-// sampled every SOAK_SAMPLE_S seconds (default 10).
+// Memory soak on a private Xvfb desktop: one built server per isolation mode (thread, then
+// process: one after the other, so neither run slows the other), each granted
+// gtk3-widget-factory, runs a mixed loop for SOAK_MINUTES (default 10): screenshot_window
+// 800×600, inspect_tree, find_elements, list_windows, health_check. The resident set of the
+// server and its worker processes is sampled every SOAK_SAMPLE_S seconds (default 10).
 //
 //   npm run build && node bench/soak.mjs
 //   SOAK_MINUTES=2 SOAK_MODES=thread node bench/soak.mjs    (a short exploratory run)
 //
-// Prints one JSON object: per mode the samples (MiB: the server's RSS, and RSS and PSS summed
-// over the server and its worker processes), start / peak / end, and the slope after minute 3
-// (MiB/min, least squares), with the load average.
+// Prints one JSON object: per mode the samples (MiB: the server's RSS, RSS and PSS summed over
+// the server and its child processes, and each process by role), start / minute 3 / peak / end,
+// the slope after minute 3 (MiB/min, least squares), the uia worker's counters from
+// health_check (grant expiry and idle retirement replace it), and the load average.
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { call, LOOSE } from "./lib/mcp.mjs";
@@ -34,18 +35,13 @@ function slope(points) {
   return den === 0 ? null : Math.round((num / den) * 100) / 100;
 }
 
-const desk = await startDesk();
-try {
-  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
-  const runs = [];
-  for (const mode of MODES) {
-    const server = await desk.grantedServer(
-      win,
-      { safe_regions: [{ name: "r800x600", rect: REGION }] },
-      { ...LOOSE, UIINSPECT_WORKER_ISOLATION: mode },
-    );
-    runs.push({ mode, server, samples: [], ops: 0, errors: 0 });
-  }
+async function soak(desk, win, mode) {
+  const server = await desk.grantedServer(
+    win,
+    { safe_regions: [{ name: "r800x600", rect: REGION }] },
+    { ...LOOSE, UIINSPECT_WORKER_ISOLATION: mode },
+  );
+  const r = { samples: [], ops: 0, errors: 0, loadavg_at_start: loadavg().map(round2) };
   const t0 = performance.now();
   const end = t0 + MINUTES * 60_000;
   const mix = [
@@ -56,56 +52,66 @@ try {
     (c) => call(c, "list_windows", {}),
     (c) => call(c, "health_check", {}),
   ];
-  const loops = runs.map(async (r) => {
+  const loop = (async () => {
     for (let i = 0; performance.now() < end; i += 1) {
       try {
-        await mix[i % mix.length](r.server.client);
+        await mix[i % mix.length](server.client);
         r.ops += 1;
       } catch {
         r.errors += 1;
       }
     }
-  });
+  })();
   const sampler = (async () => {
     for (;;) {
       const t = (performance.now() - t0) / 60_000;
-      for (const r of runs) r.samples.push({ min: Math.round(t * 100) / 100, ...memoryMiB(r.server.pid) });
+      r.samples.push({ min: round2(t), ...memoryMiB(server.pid) });
       if (performance.now() >= end) return;
       await new Promise((res) =>
         setTimeout(res, Math.min(SAMPLE_S * 1000, Math.max(0, end - performance.now()))),
       );
     }
   })();
-  await Promise.all([...loops, sampler]);
-  const out = {
-    minutes: MINUTES,
-    loadavg_at_end: loadavg().map((v) => Math.round(v * 100) / 100),
-    modes: Object.fromEntries(
-      runs.map((r) => {
-        const series = (k) => {
-          const v = r.samples.map((s) => s[k]);
-          return {
-            start: v[0],
-            peak: Math.max(...v),
-            end: v[v.length - 1],
-            slope_after_min3_per_min: slope(r.samples.filter((s) => s.min >= 3).map((s) => [s.min, s[k]])),
-          };
-        };
-        return [
-          r.mode,
-          {
-            ops: r.ops,
-            errors: r.errors,
-            server_rss_mib: series("rss"),
-            tree_rss_mib: series("tree_rss"),
-            tree_pss_mib: series("tree_pss"),
-            samples: r.samples,
-          },
-        ];
-      }),
-    ),
+  await Promise.all([loop, sampler]);
+  const health = await call(server.client, "health_check", {});
+  await server.client.close();
+  const series = (pick) => {
+    const v = r.samples.map(pick);
+    const at3 = r.samples.find((s) => s.min >= 3);
+    return {
+      start: v[0],
+      min3: at3 ? pick(at3) : null,
+      peak: Math.max(...v),
+      end: v[v.length - 1],
+      slope_after_min3_per_min: slope(r.samples.filter((s) => s.min >= 3).map((s) => [s.min, pick(s)])),
+    };
   };
-  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  const roles = [...new Set(r.samples.flatMap((s) => s.processes.map((p) => p.role)))];
+  const ofRole = (role, k) => (s) => s.processes.filter((p) => p.role === role).reduce((a, p) => a + p[k], 0);
+  return {
+    ops: r.ops,
+    errors: r.errors,
+    loadavg_at_start: r.loadavg_at_start,
+    loadavg_at_end: loadavg().map(round2),
+    uia_worker: health.workers.find((w) => w.kind === "uia"),
+    server_rss_mib: series((s) => s.rss),
+    tree_rss_mib: series((s) => s.tree_rss),
+    tree_pss_mib: series((s) => s.tree_pss),
+    pss_by_role_mib: Object.fromEntries(roles.map((role) => [role, series(ofRole(role, "pss"))])),
+    samples: r.samples,
+  };
+}
+
+function round2(v) {
+  return Math.round(v * 100) / 100;
+}
+
+const desk = await startDesk();
+try {
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const modes = {};
+  for (const mode of MODES) modes[mode] = await soak(desk, win, mode);
+  process.stdout.write(`${JSON.stringify({ minutes: MINUTES, modes }, null, 2)}\n`);
 } finally {
   await desk.stop();
 }

@@ -123,7 +123,8 @@ export async function startDesk() {
  * Memory of a server in MiB: `rss` of its own process, and `tree_rss` / `tree_pss` over it and
  * all its descendants (process isolation's workers). RSS counts pages shared between processes
  * (the node binary, libraries) once per process; PSS splits them, so a tree's PSS is what it
- * costs the machine.
+ * costs the machine. `processes`: each process of the tree by role (server, a worker kind,
+ * guardian) with its RSS and PSS.
  */
 export function memoryMiB(pid) {
   const kids = new Map();
@@ -133,23 +134,38 @@ export function memoryMiB(pid) {
     if (!kids.has(pp)) kids.set(pp, []);
     kids.get(pp).push(p);
   }
-  const field = (p, name) => {
+  const rollup = (p) => {
     try {
-      const m = new RegExp(`\\n?${name}:\\s+(\\d+)`).exec(readFileSync(`/proc/${p}/smaps_rollup`, "utf8"));
-      return Number(m?.[1] ?? 0);
+      return readFileSync(`/proc/${p}/smaps_rollup`, "utf8");
     } catch {
-      return 0;
+      return "";
+    }
+  };
+  const field = (text, name) => Number(new RegExp(`\\n?${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0);
+  const role = (p) => {
+    try {
+      const cmd = readFileSync(`/proc/${p}/cmdline`, "utf8");
+      return /workers\/(\w+)\/main/.exec(cmd)?.[1] ?? (/guardian/.test(cmd) ? "guardian" : "server");
+    } catch {
+      return "gone";
     }
   };
   const mib = (kb) => Math.round((kb / 1024) * 10) / 10;
   let rss = 0;
   let pss = 0;
+  const processes = [];
   const stack = [pid];
   while (stack.length > 0) {
     const p = stack.pop();
-    rss += field(p, "Rss");
-    pss += field(p, "Pss");
+    const text = rollup(p);
+    rss += field(text, "Rss");
+    pss += field(text, "Pss");
+    processes.push({
+      role: p === pid ? "server" : role(p),
+      rss: mib(field(text, "Rss")),
+      pss: mib(field(text, "Pss")),
+    });
     for (const k of kids.get(p) ?? []) stack.push(k);
   }
-  return { rss: mib(field(pid, "Rss")), tree_rss: mib(rss), tree_pss: mib(pss) };
+  return { rss: processes[0].rss, tree_rss: mib(rss), tree_pss: mib(pss), processes };
 }

@@ -250,6 +250,14 @@ export const SETTINGS = {
     max: 60_000,
     doc: "how often the policy file is checked for a change, 50–60000 ms (a bad value gives the default)",
   }),
+  uiaIdleRetireMs: int({
+    env: "UIINSPECT_UIA_IDLE_RETIRE_MS",
+    scope: "server",
+    default: 300_000,
+    min: 0,
+    max: 86_400_000,
+    doc: "a grant's uia worker idle this long is stopped, 0–86400000 ms (0 = never); its refs become `element_stale`",
+  }),
   isolation: choice({
     env: "UIINSPECT_WORKER_ISOLATION",
     flag: "isolation",

@@ -127,7 +127,9 @@ export function buildSupervisor(
       }
     },
   });
-  const sessions = new A11ySessions(() => makeHost("uia"), logger, config.isolation);
+  const sessions = new A11ySessions(() => makeHost("uia"), logger, config.isolation, {
+    idleRetireMs: config.uiaIdleRetireMs,
+  });
   const tokens = new ConfirmationTokenStore(clock);
   grants.onRevoke((e) => {
     sessions.disposeByInstance(e.grant.instanceKey, e.grant.client);

@@ -20,6 +20,8 @@ export interface ServerConfig {
   logLevel: string;
   /** Per-request worker deadline for ordinary calls. */
   workerDeadlineMs: number;
+  /** A grant's uia worker idle this long is retired (0 = never). */
+  uiaIdleRetireMs: number;
 }
 
 export { ConfigError };
@@ -54,5 +56,6 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     lease: readSetting(env, SETTINGS.lease),
     logLevel: readSetting(env, SETTINGS.logLevel),
     workerDeadlineMs: readSetting(env, SETTINGS.workerDeadlineMs),
+    uiaIdleRetireMs: readSetting(env, SETTINGS.uiaIdleRetireMs),
   };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { uiError } from "../shared/errors.js";
 import type { ProcessInstance } from "../shared/identity.js";
 import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../shared/protocol.js";
+import { IdleRetirement, type IdleTime, REAL_TIME } from "./idleRetirement.js";
 import type { Logger } from "./log.js";
 import type { ResolvedTarget } from "./targets.js";
 import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "./workerHost.js";
@@ -21,7 +22,18 @@ interface GrantWorker {
   client: string;
   instanceKey: string;
   key: string;
-  host: WorkerHost;
+  host: GrantHost;
+  /** Stops the worker once the grant has made no accessibility call for a while. */
+  idle: IdleRetirement;
+}
+
+/** What the sessions need of a worker host (a narrow face, so tests can stand one in). */
+export type GrantHost = Pick<WorkerHost, "call" | "close" | "warm" | "onTeardown" | "stats">;
+
+export interface A11ySessionsOptions {
+  /** A grant's uia worker idle this long is retired (0 = never). */
+  idleRetireMs: number;
+  time?: IdleTime;
 }
 
 type A11yOp = Extract<OpName, `a11y.${string}`>;
@@ -37,6 +49,11 @@ type A11yOp = Extract<OpName, `a11y.${string}`>;
  * `s3.e12`), and a ref names the window its node belongs to. When a session ends, its tags
  * are forgotten and every ref under them is stale, even if a new worker hands out the same
  * inner ref again later.
+ *
+ * A grant whose worker has answered no accessibility call for `idleRetireMs` has it retired:
+ * the worker (its isolate, its provider connection) is stopped like at revocation, its refs
+ * become `element_stale`, and the grant's next call starts a fresh worker. A grant's worker
+ * costs tens of MiB, and an agent that has not looked for minutes walks the tree again anyway.
  */
 export class A11ySessions {
   private readonly byTag = new Map<string, SessionRecord>();
@@ -46,12 +63,19 @@ export class A11ySessions {
   private readonly grants = new Map<string, GrantWorker>();
   private nextTag = 1;
   private retired: WorkerStats;
+  /** Grant workers retired for idleness (health_check). */
+  private idleRetirements = 0;
+  private readonly idleRetireMs: number;
+  private readonly time: IdleTime;
 
   constructor(
-    private readonly makeHost: () => WorkerHost,
+    private readonly makeHost: () => GrantHost,
     private readonly log: Logger,
     isolation: Isolation,
+    opts: A11ySessionsOptions,
   ) {
+    this.idleRetireMs = opts.idleRetireMs;
+    this.time = opts.time ?? REAL_TIME;
     this.retired = {
       kind: "uia",
       state: "stopped",
@@ -67,12 +91,14 @@ export class A11ySessions {
     const gk = `${client}:${target.instanceKey}`;
     const wk = `${gk}:${target.window.hwnd}`;
     const existing = this.byWindow.get(wk);
+    const tag = existing ? existing.tag : `s${this.nextTag++}`;
+    const g = this.grants.get(gk) ?? this.startGrantWorker(gk, client, target.instanceKey, tag);
+    // Asking for a session counts as use: its call follows, so the worker is not retired between.
+    g.idle.touch();
     if (existing) return existing;
-    const tag = `s${this.nextTag++}`;
-    const grant = this.grants.get(gk) ?? this.startGrantWorker(gk, client, target.instanceKey, tag);
     const rec: SessionRecord = {
       tag,
-      key: grant.key,
+      key: g.key,
       client,
       instanceKey: target.instanceKey,
       instance: target.instance,
@@ -92,7 +118,7 @@ export class A11ySessions {
   ): Promise<OpResult<K>> {
     const grant = this.grants.get(`${rec.client}:${rec.instanceKey}`);
     if (!grant || !this.byTag.has(rec.tag)) throw uiError("element_stale");
-    return grant.host.call(op, args, opts);
+    return grant.idle.around(() => grant.host.call(op, args, opts));
   }
 
   /** Finds the session of an external ref; refs of another client are as stale as dead ones. */
@@ -117,12 +143,7 @@ export class A11ySessions {
   disposeByInstance(instanceKey: string, client?: string): void {
     for (const [gk, g] of [...this.grants]) {
       if (g.instanceKey !== instanceKey || (client && g.client !== client)) continue;
-      this.forgetGrant(gk);
-      // Let the worker release provider objects (COM pointers, D-Bus) politely, then end it.
-      g.host
-        .call("a11y.dispose", { session_key: g.key }, { deadlineMs: 2000 })
-        .catch(() => this.log.debug({}, "a11y_dispose_failed"))
-        .finally(() => void g.host.close());
+      this.endGrant(gk, g);
     }
   }
 
@@ -135,7 +156,7 @@ export class A11ySessions {
   }
 
   /** All grant workers together, for health_check. */
-  stats(): WorkerStats & { sessions: number } {
+  stats(): WorkerStats & { sessions: number; idle_retirements: number } {
     const live = [...this.grants.values()].map((g) => g.host.stats());
     const sum = (k: "restarts" | "crashes" | "timeouts" | "inflight") =>
       this.retired[k] + live.reduce((n, s) => n + s[k], 0);
@@ -148,6 +169,7 @@ export class A11ySessions {
       inflight: sum("inflight"),
       isolation: live[0]?.isolation ?? this.retired.isolation,
       sessions: this.grants.size,
+      idle_retirements: this.idleRetirements,
     };
   }
 
@@ -157,9 +179,34 @@ export class A11ySessions {
     await Promise.all(hosts.map((h) => h.close()));
   }
 
+  /** Forgets the grant's sessions (every ref stale), lets its worker release politely, ends it. */
+  private endGrant(gk: string, g: GrantWorker): void {
+    this.forgetGrant(gk);
+    // Let the worker release provider objects (COM pointers, D-Bus) politely, then end it.
+    g.host
+      .call("a11y.dispose", { session_key: g.key }, { deadlineMs: 2000 })
+      .catch(() => this.log.debug({}, "a11y_dispose_failed"))
+      .finally(() => void g.host.close());
+  }
+
   private startGrantWorker(gk: string, client: string, instanceKey: string, tag: string): GrantWorker {
     const host = this.makeHost();
-    const grant: GrantWorker = { client, instanceKey, key: `${tag}-${randomBytes(6).toString("hex")}`, host };
+    const grant: GrantWorker = {
+      client,
+      instanceKey,
+      key: `${tag}-${randomBytes(6).toString("hex")}`,
+      host,
+      idle: new IdleRetirement(
+        this.idleRetireMs,
+        () => {
+          if (this.grants.get(gk) !== grant) return;
+          this.idleRetirements += 1;
+          this.log.info({ kind: "uia" }, "uia_worker_retired_idle");
+          this.endGrant(gk, grant);
+        },
+        this.time,
+      ),
+    };
     // A crashed or hung worker has lost its sessions: every ref it handed out is stale.
     host.onTeardown(() => {
       if (this.grants.get(gk) === grant) this.forgetGrant(gk);
@@ -180,6 +227,7 @@ export class A11ySessions {
       timeouts: this.retired.timeouts + s.timeouts,
       isolation: s.isolation,
     };
+    g.idle.stop();
     this.grants.delete(gk);
     for (const rec of [...this.byTag.values()]) {
       if (`${rec.client}:${rec.instanceKey}` !== gk) continue;

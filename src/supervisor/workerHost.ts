@@ -15,6 +15,7 @@ import {
   WorkerToSupervisorSchema,
 } from "../shared/protocol.js";
 import type { Logger } from "./log.js";
+import { limitMallocArenas, mallocArenaEnv, trimMalloc } from "./nativeMemory.js";
 
 /**
  * V8 grows a busy isolate's young generation up to 3 × 16 MiB semi-spaces and keeps it; with
@@ -121,6 +122,8 @@ export class WorkerHost {
   constructor(opts: WorkerHostOptions) {
     this.kind = opts.init.kind;
     this.opts = opts;
+    // Before the first worker thread exists (the limit applies to arenas created after it).
+    limitMallocArenas();
     // A thread reads the shared cell itself; a child process is told every change.
     if (opts.isolation === "process")
       opts.dialogGate?.onChange((open) => this.safeSend({ type: "dialog_state", open }));
@@ -357,6 +360,8 @@ export class WorkerHost {
     });
     worker.on("exit", () => {
       port1.close();
+      // The thread's isolate went back to malloc; give it back to the system (shared process).
+      trimMalloc();
       onExit();
     });
     return {
@@ -396,6 +401,7 @@ export class WorkerHost {
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       env: {
         ...process.env,
+        ...mallocArenaEnv(),
         ...this.opts.env,
         UIINSPECT_WORKER_INIT: JSON.stringify(init),
         UIINSPECT_SERVER_PID: String(process.pid),

@@ -74,6 +74,7 @@ const HealthOutput = z.object({
       timeouts: z.number(),
       inflight: z.number(),
       sessions: z.number().optional(),
+      idle_retirements: z.number().optional(),
     }),
   ),
   lease: z.object({

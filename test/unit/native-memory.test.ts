@@ -1,0 +1,21 @@
+import { describe, expect, it } from "vitest";
+import {
+  limitMallocArenas,
+  MALLOC_ARENA_MAX,
+  mallocArenaEnv,
+  trimMalloc,
+} from "../../src/supervisor/nativeMemory.js";
+
+describe("malloc arena cap", () => {
+  it("child processes get MALLOC_ARENA_MAX unless the operator set their own", () => {
+    expect(mallocArenaEnv({})).toEqual({ MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) });
+    expect(mallocArenaEnv({ MALLOC_ARENA_MAX: "" })).toEqual({ MALLOC_ARENA_MAX: String(MALLOC_ARENA_MAX) });
+    expect(mallocArenaEnv({ MALLOC_ARENA_MAX: "8" })).toEqual({});
+  });
+
+  it("the in-process cap and the trim never throw, whatever the C library", () => {
+    expect(() => limitMallocArenas({})).not.toThrow();
+    expect(() => limitMallocArenas({})).not.toThrow();
+    expect(() => trimMalloc()).not.toThrow();
+  });
+});

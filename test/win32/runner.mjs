@@ -886,6 +886,8 @@ test("UIA adapter vs COM double: the instance's other top-levels are popup roots
 
 test("UIA popups on a real notepad menu (#32768): enumerated, part of the granted window for clicks", async () => {
   const n = await startNotepad();
+  // Notepad saves its placement when it closes and the next one opens there: put it back after.
+  const original = n.win.rect;
   try {
     // A small window, so the File menu hangs below it.
     t.SetWindowPos(n.hwnd, 0, 100, 100, 260, 90, 0x0014 /* SWP_NOZORDER | SWP_NOACTIVATE */);
@@ -937,6 +939,8 @@ test("UIA popups on a real notepad menu (#32768): enumerated, part of the grante
     );
   } finally {
     t.PostMessageW(n.hwnd, 0x001f /* WM_CANCELMODE */, 0, 0);
+    const [l, tp, r, b] = original;
+    t.SetWindowPos(n.hwnd, 0, l, tp, r - l, b - tp, 0x0014);
     await closeNotepad(n);
   }
 });

@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, type McpHarness } from "../support/mcp.js";
+import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
 import {
   atspiCall,
   type Element,
@@ -15,7 +16,7 @@ import {
   stopGtkDesk,
   walkTree,
 } from "./gtk.js";
-import { atspiText, REPO, waitFor, X11_AVAILABLE, X11_REQUIRED, xdotool } from "./support.js";
+import { atspiText, waitFor, X11_AVAILABLE, X11_REQUIRED, xdotool } from "./support.js";
 
 /**
  * click_element on an item of a real GTK context menu (an override-redirect top-level of the
@@ -30,12 +31,6 @@ import { atspiText, REPO, waitFor, X11_AVAILABLE, X11_REQUIRED, xdotool } from "
 const HAVE_CLI = existsSync(CLI);
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 
-interface Attacker {
-  child: ChildProcess;
-  count(what: string): number;
-  stop(): Promise<void>;
-}
-
 describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
   "x11 click_element on the granted process's popup menu outside its main window (built CLI over stdio)",
   () => {
@@ -47,37 +42,11 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
     let attackerBin: string;
     const attackers: Attacker[] = [];
 
-    function attack(args: string[]): Promise<Attacker> {
-      const child = spawn(attackerBin, args, { env: process.env, stdio: ["ignore", "pipe", "inherit"] });
-      let out = "";
-      child.stdout?.setEncoding("utf8");
-      child.stdout?.on("data", (s: string) => {
-        out += s;
-      });
-      const exited = new Promise<void>((r) => child.once("exit", () => r()));
-      const a: Attacker = {
-        child,
-        count: (what) => out.split("\n").filter((l) => l === what).length,
-        stop: async () => {
-          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-          await exited;
-        },
-      };
-      attackers.push(a);
-      return waitFor("attacker ready", async () => (/^ready/m.test(out) ? a : null));
-    }
-
-    /** Waits until the attacker has counted every event the X server sent it so far. */
-    async function settled(a: Attacker): Promise<void> {
-      const before = a.count("sync");
-      a.child.kill("SIGUSR2");
-      await waitFor("attacker synced", async () => (a.count("sync") > before ? true : null));
-    }
+    const attack = (args: string[]) => startAttacker(attackerBin, args, attackers);
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), "uix-popup-"));
-      attackerBin = join(dir, "attacker");
-      execFileSync("cc", ["-o", attackerBin, join(REPO, "test/x11/fixtures/attacker.c"), "-lX11"]);
+      attackerBin = buildAttacker(dir);
       d = await startGtkDesk("inspect,interact,click");
       ({ p, h, factory } = d);
       // Only the factory on screen: the demo would cover the space the menu opens into.

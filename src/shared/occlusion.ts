@@ -18,9 +18,25 @@ export function windowsAbove(all: readonly WindowInfo[], target: WindowInfo): Wi
   );
 }
 
-/** Whether a screen point of `target` is covered by a window above it. */
+/**
+ * Whether a screen point of `target` is covered by another instance's window above it. A point
+ * on one of the instance's own windows stacked above the target (a popup, a menu) is judged from
+ * the topmost of those there: what lies under it there is hidden.
+ */
 export function pointOccluded(all: readonly WindowInfo[], target: WindowInfo, x: number, y: number): boolean {
-  return windowsAbove(all, target).some((w) => containsPoint(w.rect, x, y));
+  const own = target.instance;
+  const anchor = all
+    .filter(
+      (w) =>
+        w.visible &&
+        !w.iconic &&
+        own !== null &&
+        w.instance !== null &&
+        sameInstance(w.instance, own) &&
+        containsPoint(w.rect, x, y),
+    )
+    .reduce((top, w) => (w.z < top.z ? w : top), target);
+  return windowsAbove(all, anchor).some((w) => containsPoint(w.rect, x, y));
 }
 
 /** Whether any part of a screen rect of `target` is covered by a window above it. */

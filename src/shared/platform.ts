@@ -88,6 +88,12 @@ export interface DesktopPort {
    * just made) and nothing else. Throws occluded / not_foreground / input_grabbed.
    */
   confirmLive?(target: WindowInfo, check: LiveCheck): Promise<void>;
+  /**
+   * Optional: screen rects of the target process's other mapped top-level windows that
+   * listWindows does not carry (X11: override-redirect menus, combo popups, tooltips), from the
+   * display server itself. Absent where the listing carries them all (Win32, the fake desktop).
+   */
+  unlistedOwnWindows?(target: WindowInfo): Promise<Rect[]>;
   /** Polite close request (WM_CLOSE / WM_DELETE_WINDOW); never a kill. */
   closeWindow(hwnd: string): Promise<void>;
   dispose(): Promise<void>;

@@ -38,10 +38,7 @@ export async function verifyTarget(
   if (!window.visible) throw uiError("target_gone", "The target window is not visible.");
   if (opts.requireForeground && !window.foreground) throw uiError("not_foreground");
   const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
-  const points = (opts.points ?? []).map((p) => {
-    if (!containsPoint(bounds, p.x, p.y)) throw uiError("out_of_bounds");
-    return { x: window.rect[0] + p.x, y: window.rect[1] + p.y };
-  });
+  const points = await pointsInside(desktop, window, all, opts.points ?? []);
   let region: Rect | null = null;
   if (opts.region) {
     if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
@@ -68,6 +65,38 @@ export async function verifyTarget(
     grabs: { keyboard: opts.grabs?.keyboard === true, pointer: opts.grabs?.pointer === true },
   });
   return { window, all };
+}
+
+/**
+ * The screen points of window-relative `points`, each inside the window or inside one of its
+ * process instance's other shown top-levels (its popups, menus, own dialogs: part of it), else
+ * out_of_bounds. The instance's other windows are looked up only for a point outside the window.
+ */
+export async function pointsInside(
+  desktop: DesktopPort,
+  window: WindowInfo,
+  all: readonly WindowInfo[],
+  points: ReadonlyArray<{ x: number; y: number }>,
+): Promise<Array<{ x: number; y: number }>> {
+  const screen = points.map((p) => ({ x: window.rect[0] + p.x, y: window.rect[1] + p.y }));
+  const outside = screen.filter((p) => !containsPoint(window.rect, p.x, p.y));
+  if (outside.length === 0) return screen;
+  const own = window.instance;
+  const areas = all
+    .filter(
+      (w) =>
+        w.hwnd !== window.hwnd &&
+        w.visible &&
+        !w.iconic &&
+        !w.owner_exited &&
+        own !== null &&
+        w.instance !== null &&
+        sameInstance(w.instance, own),
+    )
+    .map((w) => w.rect);
+  if (desktop.unlistedOwnWindows) areas.push(...(await desktop.unlistedOwnWindows(window)));
+  for (const p of outside) if (!areas.some((r) => containsPoint(r, p.x, p.y))) throw uiError("out_of_bounds");
+  return screen;
 }
 
 /** After pixels were read: the window must not have moved, resized or been covered meanwhile. */

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
+import type { Rect } from "../../src/shared/geometry.js";
 import type { ProcessInstance } from "../../src/shared/identity.js";
 import { pointOccluded, rectOccluded } from "../../src/shared/occlusion.js";
-import type { WindowInfo } from "../../src/shared/platform.js";
+import type { DesktopPort, WindowInfo } from "../../src/shared/platform.js";
+import { pointsInside } from "../../src/workers/verify.js";
 
 /** The occlusion rule: a window above the target covers it unless it is the target's own instance's. */
 
@@ -46,5 +48,66 @@ describe("occlusion by the target's own windows", () => {
       expect(pointOccluded([cover, target], target, 60, 60)).toBe(true);
       expect(rectOccluded([cover, target], target, [0, 0, 400, 300])).toBe(true);
     }
+  });
+});
+
+describe("points on the target's own popups", () => {
+  const target = win({ hwnd: "100", z: 2, foreground: true, rect: [100, 100, 400, 300] });
+  // A menu of the target, above it and reaching past its left edge.
+  const menu = win({ hwnd: "101", z: 0, rect: [20, 120, 160, 280] });
+  const foreign = { pid: 11, instance: { ...app, pid: 11 } };
+
+  it("another instance's window stacked between the target and its menu is hidden under the menu", () => {
+    const between = win({ hwnd: "200", z: 1, rect: [0, 100, 90, 200], ...foreign });
+    expect(pointOccluded([menu, between, target], target, 50, 150)).toBe(false);
+    // Where the menu is not, that window covers the point.
+    expect(pointOccluded([menu, between, target], target, 10, 110)).toBe(true);
+  });
+
+  it("another instance's window above the menu covers the menu's point", () => {
+    const above = win({ hwnd: "201", z: 0, rect: [40, 140, 60, 160], ...foreign });
+    const menuBelow = { ...menu, z: 1 };
+    expect(pointOccluded([above, menuBelow, target], target, 50, 150)).toBe(true);
+  });
+
+  const desktop = (extra: Rect[] = []) =>
+    ({
+      unlistedOwnWindows: async () => extra,
+    }) as unknown as DesktopPort;
+
+  it("pointsInside: a point on the instance's menu outside the window is inside; elsewhere out_of_bounds", async () => {
+    const all = [menu, target];
+    // Window-relative: the menu lies left of the window (negative x).
+    expect(await pointsInside(desktop(), target, all, [{ x: -50, y: 50 }])).toEqual([{ x: 50, y: 150 }]);
+    await expect(pointsInside(desktop(), target, all, [{ x: -90, y: -90 }])).rejects.toMatchObject({
+      code: "out_of_bounds",
+    });
+    // Another instance's window there does not make the point part of the target.
+    const other = { ...menu, ...foreign };
+    await expect(pointsInside(desktop(), target, [other, target], [{ x: -50, y: 50 }])).rejects.toMatchObject(
+      {
+        code: "out_of_bounds",
+      },
+    );
+    // A minimized or hidden own window is no part of what the agent sees.
+    for (const gone of [
+      { ...menu, iconic: true },
+      { ...menu, visible: false },
+    ])
+      await expect(
+        pointsInside(desktop(), target, [gone, target], [{ x: -50, y: 50 }]),
+      ).rejects.toMatchObject({
+        code: "out_of_bounds",
+      });
+  });
+
+  it("pointsInside: the display server's unlisted own windows (X11 override-redirect menus) count", async () => {
+    const unlisted: Rect = [20, 120, 160, 280];
+    expect(await pointsInside(desktop([unlisted]), target, [target], [{ x: -50, y: 50 }])).toEqual([
+      { x: 50, y: 150 },
+    ]);
+    await expect(pointsInside(desktop(), target, [target], [{ x: -50, y: 50 }])).rejects.toMatchObject({
+      code: "out_of_bounds",
+    });
   });
 });

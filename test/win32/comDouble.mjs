@@ -87,9 +87,13 @@ function protos() {
   return P;
 }
 
-export function createComDouble({ hwnd, pid, tree }) {
+// `windows`: more top-level windows the double serves (ElementFromHandle): hwnd → { tree, pid? }.
+export function createComDouble({ hwnd, pid, tree, windows = new Map() }) {
   const oleaut = koffi.load("oleaut32.dll");
   const SysAllocString = oleaut.func("void * __stdcall SysAllocString(const char16_t *s)");
+  const SafeArrayCreateVector = oleaut.func(
+    "void * __stdcall SafeArrayCreateVector(uint16_t vt, int lb, uint32_t n)",
+  );
   protos();
   const objects = new Map(); // address (string) → { iface, refs, state }
   const registered = [];
@@ -161,6 +165,14 @@ export function createComDouble({ hwnd, pid, tree }) {
     for (const c of n.children ?? []) index(c, n);
   };
   index(tree, null);
+  for (const wnd of windows.values()) {
+    index(wnd.tree, null);
+    const mark = (n) => {
+      n.pid ??= wnd.pid;
+      for (const c of n.children ?? []) mark(c);
+    };
+    mark(wnd.tree);
+  }
   const live = (n) => n && !n.removed && (n.parent === null || live(n.parent));
 
   // Element ---------------------------------------------------------------------------------
@@ -211,6 +223,21 @@ export function createComDouble({ hwnd, pid, tree }) {
   elementSlots[12] = reg((self, id, variant) => {
     const n = obj(self).state.node;
     if (!live(n)) return UIA_E_ELEMENTNOTAVAILABLE;
+    if (id === 30000) {
+      // RuntimeId: VT_ARRAY | VT_I4 in a real SAFEARRAY (the adapter's VariantClear frees it).
+      // A node with runtime_id: null has none (VT_EMPTY), like providers that give none.
+      const rid = n.runtime_id === undefined ? [7, n.pid ?? pid, n.uid] : n.runtime_id;
+      if (rid === null) {
+        koffi.encode(variant, 0, "uint16_t", 0);
+        return S_OK;
+      }
+      const sa = SafeArrayCreateVector(3, 0, rid.length);
+      const data = koffi.decode(sa, 16, "void *");
+      for (const [i, v] of rid.entries()) koffi.encode(data, i * 4, "int32_t", v);
+      koffi.encode(variant, 0, "uint16_t", 0x2003);
+      koffi.encode(variant, 8, "void *", sa);
+      return S_OK;
+    }
     const stateProp = STATE_PROPS[id]?.(n);
     if (stateProp) {
       koffi.encode(variant, 0, "uint16_t", stateProp.vt);
@@ -356,11 +383,12 @@ export function createComDouble({ hwnd, pid, tree }) {
   // IUIAutomation(2) ------------------------------------------------------------------------
   const autoSlots = [];
   autoSlots[10] = reg((_self, h, _cache, out) => {
-    if (Number(h) !== Number(hwnd)) {
+    const served = Number(h) === Number(hwnd) ? tree : windows.get(Number(h))?.tree;
+    if (!served || !live(served)) {
       writePtr(out, null);
       return E_INVALIDARG;
     }
-    writePtr(out, makeElement(tree));
+    writePtr(out, makeElement(served));
     return S_OK;
   }, P.fromHandleBC);
   autoSlots[18] = reg((_self, out) => {

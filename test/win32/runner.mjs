@@ -29,6 +29,12 @@ try {
 } catch {
   walkMod = null;
 }
+let sessionsMod = null;
+try {
+  sessionsMod = await imp("workers/uia/sessions.js");
+} catch {
+  sessionsMod = null;
+}
 
 // Independent Win32 bindings (the test's own, not the backend's) ----------------------------
 const user32 = koffi.load("user32.dll");
@@ -42,6 +48,7 @@ const t = {
     "int __stdcall SetWindowPos(intptr_t h, intptr_t after, int x, int y, int cx, int cy, uint32_t f)",
   ),
   ShowWindow: user32.func("int __stdcall ShowWindow(intptr_t h, int cmd)"),
+  PostMessageW: user32.func("int __stdcall PostMessageW(intptr_t h, uint32_t m, uintptr_t wp, intptr_t lp)"),
   IsWindow: user32.func("int __stdcall IsWindow(intptr_t h)"),
   IsWindowEnabled: user32.func("int __stdcall IsWindowEnabled(intptr_t h)"),
   GetAsyncKeyState: user32.func("int16_t __stdcall GetAsyncKeyState(int vk)"),
@@ -776,6 +783,165 @@ test("UIA adapter vs COM double: a provider of another process is target_changed
     await acc.dispose();
     eq(dbl.refsOfAutomation(), 0, "automation released");
     dbl.dispose();
+  }
+});
+
+test("UIA adapter vs COM double: stable identities across walks (RuntimeId; the path when there is none)", async () => {
+  const tree = doubleTree();
+  tree.children.find((c) => c.automation_id === "dis").runtime_id = null; // a provider without one
+  const dbl = createComDouble({ hwnd: DOUBLE_HWND, pid: DOUBLE_PID, tree });
+  const acc = new UiaAccessibility({ createAutomation: () => dbl.automation, instanceWindows: () => [] });
+  try {
+    const s = await acc.openSession(doubleWindow());
+    const keysOfWalk = async () => {
+      const out = {};
+      for (const k of await s.children(await s.root()))
+        out[(await s.facts(k)).automation_id ?? "-"] = s.identity(k);
+      return out;
+    };
+    const first = await keysOfWalk();
+    const second = await keysOfWalk();
+    eq(second, first, "every node keeps its identity in a second walk (new element pointers)");
+    assert(/^rid:7\.4242\.\d+$/.test(first.ok), `a RuntimeId key: ${first.ok}`);
+    assert(first.ok !== first.remember, "different nodes, different identities");
+    eq(first.dis, "path:r/3", "no RuntimeId: the position from the root");
+    // Through the uia worker's session store: the same ref for the same node, so changes: true
+    // reports changed states rather than a removed and an added node.
+    if (sessionsMod) {
+      let n = 0;
+      const live = new sessionsMod.LiveSession(
+        "k",
+        doubleWindow().hwnd,
+        doubleWindow().instance,
+        s,
+        () => `e${++n}`,
+        1000,
+      );
+      const refs = async () => {
+        const out = [];
+        for (const k of await s.children(await s.root())) out.push(live.refFor(k));
+        return out;
+      };
+      eq(await refs(), await refs(), "refs are stable across walks");
+    }
+    await s.dispose();
+    eq(dbl.leaks(), [], "RuntimeId arrays and elements released");
+  } finally {
+    await acc.dispose();
+    dbl.dispose();
+  }
+});
+
+test("UIA adapter vs COM double: the instance's other top-levels are popup roots; another process's are not", async () => {
+  const MENU = 0x4343;
+  const FOREIGN = 0x4444;
+  const windows = new Map([
+    [
+      MENU,
+      {
+        tree: {
+          role: "menu",
+          name: "Context",
+          rect: [690, 300, 820, 360],
+          children: [
+            {
+              role: "menu_item",
+              name: "Copy",
+              automation_id: "copy",
+              rect: [692, 302, 818, 330],
+              patterns: ["invoke"],
+            },
+          ],
+        },
+      },
+    ],
+    [FOREIGN, { pid: 9999, tree: { role: "menu", name: "Other", rect: [0, 0, 50, 50] } }],
+  ]);
+  const dbl = createComDouble({ hwnd: DOUBLE_HWND, pid: DOUBLE_PID, tree: doubleTree(), windows });
+  const acc = new UiaAccessibility({
+    createAutomation: () => dbl.automation,
+    instanceWindows: () => [MENU, FOREIGN, 0x4545 /* closed meanwhile */],
+  });
+  try {
+    const s = await acc.openSession(doubleWindow());
+    const roots = await s.popupRoots();
+    eq(roots.length, 1, "one popup root: the foreign provider and the vanished window are left out");
+    const menu = await s.facts(roots[0]);
+    eq([menu.role, menu.name], ["menu", "Context"], "the popup's facts");
+    const [copy] = await s.children(roots[0]);
+    await s.act(copy, "invoke");
+    eq(dbl.actions.at(-1), { action: "invoke", automation_id: "copy" }, "the popup item's action reached it");
+    eq(
+      s.identity(roots[0]),
+      (await s.popupRoots()).map((h) => s.identity(h))[0],
+      "the popup keeps its identity",
+    );
+    await s.dispose();
+    eq(dbl.leaks(), [], "popup roots released, the foreign one at once");
+  } finally {
+    await acc.dispose();
+    dbl.dispose();
+  }
+});
+
+test("UIA popups on a real notepad menu (#32768): enumerated, part of the granted window for clicks", async () => {
+  const n = await startNotepad();
+  // Notepad saves its placement when it closes and the next one opens there: put it back after.
+  const original = n.win.rect;
+  try {
+    // A small window, so the File menu hangs below it.
+    t.SetWindowPos(n.hwnd, 0, 100, 100, 260, 90, 0x0014 /* SWP_NOZORDER | SWP_NOACTIVATE */);
+    assert(await focus(n), "notepad focused");
+    const { instanceTopLevels } = await imp("platforms/win32/uia/adapter.js");
+    const main = await desktop.getWindow(String(n.hwnd));
+    eq(instanceTopLevels(main), [], "no popup before the menu opens");
+    t.PostMessageW(n.hwnd, 0x0112 /* WM_SYSCOMMAND */, 0xf100 /* SC_KEYMENU */, 0x66 /* 'f' */);
+    const menus = await waitFor(() => {
+      const hs = instanceTopLevels(main);
+      return hs.length > 0 ? hs : null;
+    }, 10000);
+    assert(menus, "the File menu's window was enumerated");
+    const cls = Buffer.alloc(512);
+    const len = t.GetClassNameW(menus[0], cls, 256);
+    eq(cls.toString("utf16le", 0, len * 2), "#32768", "a real menu window");
+    // The COM double serves the real hwnds (Wine 8 has no UIA): the adapter's own enumeration
+    // finds the menu and makes it a popup root.
+    const windows = new Map([[menus[0], { tree: { role: "menu", name: "File", rect: [0, 0, 1, 1] } }]]);
+    const dbl = createComDouble({ hwnd: n.hwnd, pid: main.pid, tree: doubleTree(), windows });
+    const acc = new UiaAccessibility({ createAutomation: () => dbl.automation });
+    try {
+      const s = await acc.openSession(main);
+      const roots = await s.popupRoots();
+      eq(roots.length, 1, "the menu is a popup root");
+      eq((await s.facts(roots[0])).role, "menu", "served for the menu's hwnd");
+      await s.dispose();
+    } finally {
+      await acc.dispose();
+      dbl.dispose();
+    }
+    // A point on the menu below the window is inside the granted window (same instance) and
+    // passes the last-moment truth (WindowFromPoint's root is the target's process).
+    const all = await desktop.listWindows();
+    const menuWin = all.find((x) => x.hwnd === String(menus[0]));
+    assert(menuWin && sameInstance(menuWin.instance, main.instance), "the menu is the same instance");
+    const now = all.find((x) => x.hwnd === String(n.hwnd));
+    const px = Math.floor((menuWin.rect[0] + menuWin.rect[2]) / 2);
+    const py = menuWin.rect[3] - 4;
+    assert(py >= now.rect[3], `the probe point (${py}) lies below the main window (${now.rect[3]})`);
+    const rel = { x: px - now.rect[0], y: py - now.rect[1] };
+    const expectation = { hwnd: main.hwnd, instance: main.instance };
+    await verifyTarget(desktop, expectation, { points: [rel], grabs: { pointer: true } });
+    // Outside both: out_of_bounds.
+    await rejectsWith(
+      verifyTarget(desktop, expectation, { points: [{ x: now.rect[2] - now.rect[0] + 300, y: 5 }] }),
+      "out_of_bounds",
+      "a point on neither window",
+    );
+  } finally {
+    t.PostMessageW(n.hwnd, 0x001f /* WM_CANCELMODE */, 0, 0);
+    const [l, tp, r, b] = original;
+    t.SetWindowPos(n.hwnd, 0, l, tp, r - l, b - tp, 0x0014);
+    await closeNotepad(n);
   }
 });
 

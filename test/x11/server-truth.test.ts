@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,9 +6,9 @@ import koffi from "koffi";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
 import {
   approveConsentDialog,
-  REPO,
   startApp,
   startSession,
   UNSAFE_XTEST,
@@ -31,14 +31,6 @@ import {
 
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 
-interface Attacker {
-  child: ChildProcess;
-  xid: number;
-  /** Lines the attacker printed ("key", "button", "focus"). */
-  count(what: string): number;
-  stop(): Promise<void>;
-}
-
 describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11 last-moment checks against the X server's truth (attacks, built CLI over stdio)",
   () => {
@@ -51,31 +43,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
     let target: WindowInfo;
     const attackers: Attacker[] = [];
 
-    function attack(args: string[]): Promise<Attacker> {
-      const child = spawn(attackerBin, args, { env: process.env, stdio: ["ignore", "pipe", "inherit"] });
-      let out = "";
-      child.stdout?.setEncoding("utf8");
-      child.stdout?.on("data", (d: string) => {
-        out += d;
-      });
-      const exited = new Promise<void>((r) => child.once("exit", () => r()));
-      const a: Attacker = {
-        child,
-        xid: 0,
-        count: (what) => out.split("\n").filter((l) => l === what).length,
-        stop: async () => {
-          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-          await exited;
-        },
-      };
-      attackers.push(a);
-      return waitFor("attacker ready", async () => {
-        const m = /^ready(?: (\d+))?$/m.exec(out);
-        if (!m) return null;
-        a.xid = Number(m[1] ?? 0);
-        return a;
-      });
-    }
+    const attack = (args: string[]) => startAttacker(attackerBin, args, attackers);
 
     const typed = () => (existsSync(typedFile) ? readFileSync(typedFile, "latin1") : "");
 
@@ -89,13 +57,6 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       return live();
     }
 
-    /** Waits until the attacker has counted every event the X server sent it so far. */
-    async function settled(a: Attacker): Promise<void> {
-      const before = a.count("sync");
-      a.child.kill("SIGUSR2");
-      await waitFor("attacker synced", async () => (a.count("sync") > before ? true : null));
-    }
-
     async function stopAttackers(): Promise<void> {
       for (const a of attackers.splice(0)) await a.stop();
     }
@@ -103,8 +64,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
     beforeAll(async () => {
       session = startSession();
       dir = mkdtempSync(join(tmpdir(), "uix-truth-"));
-      attackerBin = join(dir, "attacker");
-      execFileSync("cc", ["-o", attackerBin, join(REPO, "test/x11/fixtures/attacker.c"), "-lX11"]);
+      attackerBin = buildAttacker(dir);
       typedFile = join(dir, "typed.txt");
       const { createX11Platform } = await import("../../src/platforms/x11/index.js");
       p = await createX11Platform({ workerKind: "other" });

@@ -314,6 +314,32 @@ export class X11Desktop implements DesktopPort {
     return confirmLive(this.x, this, target, check);
   }
 
+  /**
+   * The target process's mapped override-redirect top-levels (its menus, combo popups,
+   * tooltips): QueryTree of the root, the server's map state, geometry and override-redirect
+   * flag of each child, and X-Resource for their owners. Only the server's word.
+   */
+  async unlistedOwnWindows(target: WindowInfo): Promise<Rect[]> {
+    if (target.pid <= 0) return [];
+    const children = this.x.queryTree(this.x.root).resolve().children;
+    // All requests first, then all replies: one round trip for the whole tree.
+    const asked = children.map((win) => ({
+      win,
+      attrs: this.x.getMapState(win),
+      geom: this.x.getGeometry(win),
+    }));
+    const shown: Array<{ win: number; rect: Rect }> = [];
+    asked.forEach(({ win, attrs, geom }) => {
+      const a = settle(attrs).value;
+      const g = settle(geom).value;
+      if (!a || !g || a.mapState !== 2 || !a.overrideRedirect) return;
+      const { x, y, width, height, border } = g;
+      shown.push({ win, rect: [x, y, x + width + 2 * border, y + height + 2 * border] });
+    });
+    const pids = this.x.clientPids(shown.map((s) => s.win));
+    return shown.filter((s) => pids.get(s.win) === target.pid).map((s) => s.rect);
+  }
+
   /** The focus window and its ancestors: a client is in front when it is one of them. */
   private focusPath(focus: number): Set<number> {
     if (focus === 0 || focus === 1 || focus === this.x.root) return new Set();

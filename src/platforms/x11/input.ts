@@ -7,6 +7,7 @@ import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
+import { PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
 
@@ -84,6 +85,10 @@ export class X11Input implements InputPort {
       this.flush();
       return;
     }
+    // The check proved the target's own popup grab: its owner is told again under the server
+    // grab, so the recording starts now (the server must still run the recording's enable).
+    const grabOwner = [...verified.values()].find((v) => v.grabOwner !== null)?.grabOwner ?? null;
+    const deliveries = grabOwner === null ? null : await PointerDeliveries.start(this.x);
     n.XGrabServer(dpy);
     try {
       const child: Array<bigint | number> = [0];
@@ -101,13 +106,18 @@ export class X11Input implements InputPort {
         if (Number(inner[0] ?? 0) !== at.client)
           throw uiError("occluded", "What lies under the pointer changed since the check.");
       }
-      if (n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) !== GRAB_SUCCESS)
+      if (
+        n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
+      ) {
+        n.XUngrabPointer(dpy, 0);
+      } else if (deliveries === null || !(await pointerGrabHeldBy(this.x, at.grabOwner ?? 0, deliveries))) {
         throw uiError("input_grabbed");
-      n.XUngrabPointer(dpy, 0);
+      }
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
     } finally {
       n.XUngrabServer(dpy);
       this.flush();
+      deliveries?.close();
     }
   }
 

@@ -2,6 +2,7 @@ import { isUiError, uiError } from "../../shared/errors.js";
 import { containsPoint, intersect, type Rect } from "../../shared/geometry.js";
 import type { LiveCheck, WindowInfo } from "../../shared/platform.js";
 import type { X11Desktop } from "./desktop.js";
+import { pointerGrabProvenFor } from "./grabOwner.js";
 import type { Pending, XConnection } from "./xconn.js";
 
 /**
@@ -43,11 +44,15 @@ export async function confirmLive(
   const tree = settle(rootTree);
   const focused = focus ? settle(focus) : null;
   const topAt = hits.map(settle);
-  const grabbed = [kb, ptr].some((r) => r !== null && replyValue(r) !== GRAB_SUCCESS);
+  const keyboardHeld = kb !== null && replyValue(kb) !== GRAB_SUCCESS;
+  const pointerHeld = ptr !== null && replyValue(ptr) !== GRAB_SUCCESS;
   const children = replyValue(tree).children;
   const hitTops = topAt.map(replyValue);
   const focusWin = focused ? replyValue(focused) : null;
-  if (grabbed) throw uiError("input_grabbed");
+  // A held grab is another client's unless proven the target's, and that only for a press: its
+  // events follow the pointer grab (a toolkit's popup grabs both devices; see grabOwner.ts).
+  const mayBeTargetsGrab = pointerHeld && check.points.length > 0;
+  if ((keyboardHeld || pointerHeld) && !mayBeTargetsGrab) throw uiError("input_grabbed");
 
   const frame = desktop.framesByClient.get(client)?.frame ?? client;
   const at = children.indexOf(frame);
@@ -57,7 +62,7 @@ export async function confirmLive(
   const above = check.points.length > 0 || check.region !== null ? children.slice(at + 1) : [];
   // All requests first, then all replies: one round trip for the whole stack above the window.
   const asked = above.map((w) => ({ w, attrs: x.getMapState(w), geom: x.getGeometry(w) }));
-  const covering: number[] = [];
+  const candidates: Array<{ win: number; rect: Rect; inputOnly: boolean }> = [];
   asked.forEach(({ w, attrs, geom }) => {
     const a = settle(attrs);
     const g = settle(geom);
@@ -71,12 +76,31 @@ export async function confirmLive(
     ];
     const onPoint = check.points.some((p) => containsPoint(r, p.x, p.y));
     const onRegion = !a.value.inputOnly && check.region !== null && intersect(r, check.region) !== null;
-    if (onPoint || onRegion) covering.push(w);
+    if (onPoint || onRegion) candidates.push({ win: w, rect: r, inputOnly: a.value.inputOnly });
   });
 
-  const owners = ownerPids(x, desktop, [...covering, ...hitTops.filter((w) => w !== frame && w !== 0)]);
+  const owners = ownerPids(x, desktop, [
+    ...candidates.map((c) => c.win),
+    ...hitTops.filter((w) => w !== frame && w !== 0),
+  ]);
   const ours = (w: number) => target.pid > 0 && owners.get(w) === target.pid;
-  if (covering.some((w) => !ours(w))) throw uiError("occluded");
+  // A region (pixels of the window) must be covered by nothing of another process above the frame.
+  const region = check.region;
+  if (
+    region !== null &&
+    candidates.some((c) => !c.inputOnly && intersect(c.rect, region) !== null && !ours(c.win))
+  )
+    throw uiError("occluded");
+  // A point may lie on one of the target process's own top-levels above its frame (a popup, a
+  // menu): another process's window covers it only when stacked above the topmost of those there.
+  for (const p of check.points) {
+    const here = candidates.filter((c) => containsPoint(c.rect, p.x, p.y));
+    let anchor = -1;
+    here.forEach((c, i) => {
+      if (ours(c.win)) anchor = i;
+    });
+    if (here.slice(anchor + 1).some((c) => !ours(c.win))) throw uiError("occluded");
+  }
 
   // The exact points: what the X server would deliver a press to.
   const insideFrame = check.points.map((p, i) =>
@@ -92,12 +116,19 @@ export async function confirmLive(
     if (!ours(top)) throw uiError("occluded");
   });
 
+  // Every point lands on the target's own windows; a grab held meanwhile must be its own too.
+  const grabProven = mayBeTargetsGrab && (await pointerGrabProvenFor(x, target.pid));
+  if (mayBeTargetsGrab && !grabProven) throw uiError("input_grabbed");
+
   if (check.grabs.pointer) {
     x.confirmedPoints = new Map(
       // A point without a top (there is one per point) is left out: a press there is refused.
       check.points.flatMap((p, i) => {
         const top = hitTops[i];
-        return top === undefined ? [] : [[`${p.x},${p.y}`, { top, frame, client }] as const];
+        if (top === undefined) return [];
+        return [
+          [`${p.x},${p.y}`, { top, frame, client, grabOwner: grabProven ? target.pid : null }] as const,
+        ];
       }),
     );
   }

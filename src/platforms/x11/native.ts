@@ -208,6 +208,30 @@ export interface X11Native {
     XResGetClientPid: (value: Ptr) => number;
     XResClientIdsDestroy: (numIds: number, ids: Ptr) => void;
   } | null;
+  /**
+   * The RECORD extension's client side (in libXtst): which clients the server delivers events
+   * to, for telling whose pointer grab is active (see grabOwner.ts).
+   */
+  xrecord: {
+    XRecordAllocRange: () => Ptr | null;
+    XRecordCreateContext: (
+      dpy: Ptr,
+      flags: number,
+      clients: bigint[],
+      nclients: number,
+      ranges: Ptr[],
+      nranges: number,
+    ) => bigint | number;
+    XRecordEnableContextAsync: (dpy: Ptr, ctx: bigint | number, cb: unknown, closure: Ptr | null) => number;
+    XRecordProcessReplies: (dpy: Ptr) => void;
+    XRecordDisableContext: (dpy: Ptr, ctx: bigint | number) => number;
+    XRecordFreeContext: (dpy: Ptr, ctx: bigint | number) => number;
+    XRecordFreeData: (data: Ptr) => void;
+    /** koffi types: the range struct and the intercept callback's prototype / data struct. */
+    Range: TypeObject;
+    InterceptData: TypeObject;
+    InterceptProc: TypeObject;
+  };
   /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
   XGetXCBConnection: ((dpy: Ptr) => Ptr | null) | null;
   /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
@@ -445,6 +469,63 @@ export function x11Native(): X11Native {
     shmdt: f(libc, "int shmdt(void *addr)"),
     shmctl: f(libc, "int shmctl(int id, int cmd, void *buf)"),
   };
+  const r8 = koffi.struct("XRecordRange8", { first: "uint8", last: "uint8" });
+  const r16 = koffi.struct("XRecordRange16", { first: "uint16", last: "uint16" });
+  const rExt = koffi.struct("XRecordExtRange", { ext_major: r8, ext_minor: r16 });
+  const Range = koffi.struct("XRecordRange", {
+    core_requests: r8,
+    core_replies: r8,
+    ext_requests: rExt,
+    ext_replies: rExt,
+    delivered_events: r8,
+    device_events: r8,
+    errors: r8,
+    client_started: "int",
+    client_died: "int",
+  });
+  const InterceptData = koffi.struct("XRecordInterceptData", {
+    id_base: "unsigned long",
+    server_time: "unsigned long",
+    client_seq: "unsigned long",
+    category: "int",
+    client_swapped: "int",
+    data: "uint8_t *",
+    data_len: "unsigned long",
+  });
+  const InterceptProc = koffi.proto("void XRecordInterceptProc(void *closure, XRecordInterceptData *data)");
+  const xrecord: X11Native["xrecord"] = {
+    XRecordAllocRange: f(
+      xtst,
+      "XRecordRange *XRecordAllocRange()",
+    ) as X11Native["xrecord"]["XRecordAllocRange"],
+    XRecordCreateContext: f(
+      xtst,
+      "unsigned long XRecordCreateContext(Display *dpy, int flags, unsigned long *clients, int nclients, XRecordRange **ranges, int nranges)",
+    ) as X11Native["xrecord"]["XRecordCreateContext"],
+    XRecordEnableContextAsync: f(
+      xtst,
+      "int XRecordEnableContextAsync(Display *dpy, unsigned long ctx, XRecordInterceptProc *cb, void *closure)",
+    ) as X11Native["xrecord"]["XRecordEnableContextAsync"],
+    XRecordProcessReplies: f(
+      xtst,
+      "void XRecordProcessReplies(Display *dpy)",
+    ) as X11Native["xrecord"]["XRecordProcessReplies"],
+    XRecordDisableContext: f(
+      xtst,
+      "int XRecordDisableContext(Display *dpy, unsigned long ctx)",
+    ) as X11Native["xrecord"]["XRecordDisableContext"],
+    XRecordFreeContext: f(
+      xtst,
+      "int XRecordFreeContext(Display *dpy, unsigned long ctx)",
+    ) as X11Native["xrecord"]["XRecordFreeContext"],
+    XRecordFreeData: f(
+      xtst,
+      "void XRecordFreeData(XRecordInterceptData *data)",
+    ) as X11Native["xrecord"]["XRecordFreeData"],
+    Range,
+    InterceptData,
+    InterceptProc,
+  };
   let getXcb: ((dpy: Ptr) => Ptr | null) | null = null;
   try {
     const x11xcb = koffi.load("libX11-xcb.so.1");
@@ -478,8 +559,9 @@ export function x11Native(): X11Native {
   cached = {
     ...(n as unknown as Omit<
       X11Native,
-      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo"
+      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord"
     >),
+    xrecord,
     noopErrorHandler: noop,
     XGetXCBConnection: getXcb,
     xres,

@@ -85,9 +85,13 @@ export class XConnection {
   /**
    * What the last pointer-grab-probing confirmLive found at each verified point ("x,y" → the
    * top-level there, and the client a press inside the target's frame must reach). The input
-   * port presses a button only while the grabbed server still shows exactly that.
+   * port presses a button only while the grabbed server still shows exactly that. grabOwner: the
+   * PID proven to hold the active pointer grab (the target's own popup grab), else null.
    */
-  confirmedPoints: Map<string, { top: number; frame: number; client: number }> | null = null;
+  confirmedPoints: Map<
+    string,
+    { top: number; frame: number; client: number; grabOwner: number | null }
+  > | null = null;
 
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
     this.n = n;

@@ -1,12 +1,12 @@
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import { containsPoint, type Rect, sameRect } from "../../shared/geometry.js";
+import { sameRect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import { isAllowedKey, isSystemChord, type Modifier } from "../../shared/keys.js";
 import type { DesktopPort, InputPort, MouseButton } from "../../shared/platform.js";
 import type { TargetExpectation } from "../../shared/protocol.js";
 import { type Handler, type HandlerContext, type HandlerTable, sleep } from "../handlers.js";
-import { type VerifiedTarget, verifyTarget } from "../verify.js";
+import { pointsInside, type VerifiedTarget, verifyTarget } from "../verify.js";
 
 /** SPEC §6 timing: move, 150 ms, verify, down, 50 ms, up. */
 const SETTLE_MS = 150;
@@ -35,9 +35,8 @@ async function ensureForeground(
   // Identity first: never raise a window that is not the consented instance. A call that
   // will be refused anyway (a point outside the window) must not raise it either: nothing
   // is emitted for a rejected call. Occlusion is judged after activation.
-  const { window } = await verifyTarget(desktop, target);
-  const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
-  if (points.some((p) => !containsPoint(bounds, p.x, p.y))) throw uiError("out_of_bounds");
+  const { window, all } = await verifyTarget(desktop, target);
+  await pointsInside(desktop, window, all, points);
   await desktop.activateWindow(target.hwnd);
   const until = Date.now() + ACTIVATE_TIMEOUT_MS;
   while (Date.now() < until) {

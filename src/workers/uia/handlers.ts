@@ -1,12 +1,12 @@
 import { isUiError, toUiError, uiError } from "../../shared/errors.js";
-import { containsPoint, isEmpty, type Rect } from "../../shared/geometry.js";
+import { isEmpty, type Rect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
 import type { A11yNodeOut, TargetExpectation } from "../../shared/protocol.js";
 import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "../../shared/roles.js";
 import { type ElementState, statesOf } from "../../shared/states.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
-import { verifyTarget } from "../verify.js";
+import { pointsInside, verifyTarget } from "../verify.js";
 import { type LiveSession, SessionStore } from "./sessions.js";
 import { Budget, relativeRect, STOPPED, walk } from "./walk.js";
 
@@ -406,9 +406,9 @@ export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
         }
         const x = Math.floor((rect[0] + rect[2]) / 2);
         const y = Math.floor((rect[1] + rect[3]) / 2);
-        const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
-        if (!containsPoint(bounds, x, y))
-          throw uiError("out_of_bounds", "The element lies outside the window.");
+        // Inside the window or one of its instance's popups, menus, dialogs (part of it).
+        const all = await budget.must(ctx.platform.desktop.listWindows());
+        await budget.must(pointsInside(ctx.platform.desktop, window, all, [{ x, y }]));
         return { x, y };
       }),
 

@@ -8,6 +8,7 @@ import type {
   SemanticAction,
   WindowInfo,
 } from "../../../shared/platform.js";
+import { enumTopLevel, isCloaked, windowPid } from "../desktop.js";
 import * as w from "../ffi.js";
 import {
   ComError,
@@ -46,6 +47,7 @@ import {
   PatternId,
   PropertyId,
   TreeScope,
+  VT_ARRAY,
   VT_BOOL,
   VT_I4,
 } from "./vtables.js";
@@ -55,6 +57,8 @@ const CLSCTX_INPROC_SERVER = 0x1;
 
 /** Properties fetched in one round trip per element (and per child batch) through the cache request. */
 const CACHED_PROPERTIES = [
+  // The element's identity across walks (stable refs), never shown.
+  PropertyId.RuntimeId,
   PropertyId.ProcessId,
   PropertyId.ControlType,
   PropertyId.Name,
@@ -103,6 +107,12 @@ export interface UiaOptions {
    * then CUIAutomation). Tests pass an in-process COM double here; nothing else differs.
    */
   createAutomation?: () => bigint;
+  /**
+   * The process instance's other shown top-level windows beside `window` (menus #32768, owned
+   * dialogs, ComboLBox dropdowns, tooltips), topmost first. Default: EnumWindows, filtered by the
+   * owning process (GetWindowThreadProcessId), IsWindowVisible, not IsIconic, not cloaked.
+   */
+  instanceWindows?: (window: WindowInfo) => number[];
   /** IUIAutomation2 timeouts, so a hung provider cannot hang the worker. */
   connectionTimeoutMs?: number;
   transactionTimeoutMs?: number;
@@ -145,10 +155,61 @@ function createRealAutomation(): bigint {
   throw uiError("platform_unavailable", "UI Automation is not available on this system.");
 }
 
+/** The default instanceWindows: what win32k knows about the top-level windows. */
+export function instanceTopLevels(window: WindowInfo): number[] {
+  const main = Number(window.hwnd);
+  if (window.pid <= 0) return [];
+  return enumTopLevel().filter(
+    (h) =>
+      h !== main &&
+      windowPid(h).pid === window.pid &&
+      w.IsWindowVisible(h) !== 0 &&
+      w.IsIconic(h) === 0 &&
+      !isCloaked(h),
+  );
+}
+
 interface Node {
   readonly id: number;
   /** IUIAutomationElement with the cache request's properties cached; owned by the session. */
   ptr: bigint;
+  /**
+   * The node's identity across walks: its UIA RuntimeId (from the cache request) where the
+   * provider gives one, else its position from the root (`path:` keys, which follow the node as
+   * long as its earlier siblings stay).
+   */
+  readonly key: string;
+  /** Its position from the root ("r/3/0"; a popup root "w<hwnd>"). */
+  readonly path: string;
+}
+
+/** RuntimeIds are a handful of integers; anything longer is not taken as one. */
+const MAX_RUNTIME_ID_INTS = 32;
+/** SAFEARRAY (x64): cDims@0 (u16), cbElements@4 (u32), pvData@16, rgsabound[0].cElements@24. */
+const SAFEARRAY_DIMS = 0;
+const SAFEARRAY_ELEMENT_SIZE = 4;
+const SAFEARRAY_DATA = 16;
+const SAFEARRAY_COUNT = 24;
+
+/** The cached RuntimeId (VT_ARRAY | VT_I4) as a key, or null when the provider gives none. */
+export function cachedRuntimeKey(el: bigint): string | null {
+  const v = Buffer.alloc(24);
+  const hr = vcall(el, El.GetCachedPropertyValue, "int id, void *variant", PropertyId.RuntimeId, v);
+  try {
+    if (failed(hr) || v.readUInt16LE(0) !== (VT_ARRAY | VT_I4)) return null;
+    const sa = v.readBigUInt64LE(8);
+    if (sa === 0n) return null;
+    const dims = w.koffi.decode(sa, SAFEARRAY_DIMS, "uint16_t") as number;
+    const size = w.koffi.decode(sa, SAFEARRAY_ELEMENT_SIZE, "uint32_t") as number;
+    const count = w.koffi.decode(sa, SAFEARRAY_COUNT, "uint32_t") as number;
+    const data = w.koffi.decode(sa, SAFEARRAY_DATA, "void *") as bigint | null;
+    if (dims !== 1 || size !== 4 || count === 0 || count > MAX_RUNTIME_ID_INTS || !data) return null;
+    const parts: number[] = [];
+    for (let i = 0; i < count; i++) parts.push(w.koffi.decode(data, i * 4, "int32_t") as number);
+    return `rid:${parts.join(".")}`;
+  } finally {
+    w.VariantClear?.(v);
+  }
 }
 
 export class UiaSession implements A11ySession {
@@ -161,8 +222,10 @@ export class UiaSession implements A11ySession {
     private readonly cacheRequest: bigint,
     private readonly condition: bigint,
     rootPtr: bigint,
+    private readonly window: WindowInfo,
+    private readonly instanceWindows: (window: WindowInfo) => number[],
   ) {
-    this.rootNode = this.adopt(rootPtr);
+    this.rootNode = this.adopt(rootPtr, "r");
   }
 
   private readonly rootNode: Node;
@@ -172,10 +235,56 @@ export class UiaSession implements A11ySession {
     return this.nodes.size;
   }
 
-  private adopt(ptr: bigint): Node {
-    const n: Node = { id: ++this.seq, ptr };
+  private adopt(ptr: bigint, path: string): Node {
+    let rid: string | null;
+    try {
+      rid = cachedRuntimeKey(ptr);
+    } catch {
+      rid = null;
+    }
+    const n: Node = { id: ++this.seq, ptr, key: rid ?? `path:${path}`, path };
     this.nodes.set(n.id, n);
     return n;
+  }
+
+  /** The node's stable identity (RuntimeId, else its path), so it keeps its ref across walks. */
+  identity(h: A11yHandle): string | null {
+    try {
+      return this.node(h).key;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Roots of the instance's other shown top-level windows (its menus, dropdowns, tooltips, own
+   * dialogs): part of the granted window. A window that closed meanwhile, or whose provider
+   * belongs to another process, is left out.
+   */
+  async popupRoots(): Promise<A11yHandle[]> {
+    this.node(this.rootNode);
+    const out: A11yHandle[] = [];
+    for (const hwnd of this.instanceWindows(this.window)) {
+      let el: bigint;
+      try {
+        el = outPtr(
+          this.automation,
+          IUIAutomation.ElementFromHandleBuildCache,
+          "intptr_t hwnd, void *cache",
+          hwnd,
+          this.cacheRequest,
+        );
+      } catch {
+        continue;
+      }
+      const pid = getInt(el, El.get_CachedProcessId);
+      if (failed(pid.hr) || pid.value !== this.window.pid) {
+        release(el);
+        continue;
+      }
+      out.push({ id: this.adopt(el, `w${hwnd}`).id });
+    }
+    return out;
   }
 
   private node(h: A11yHandle): Node {
@@ -203,7 +312,7 @@ export class UiaSession implements A11ySession {
   async children(h: A11yHandle): Promise<A11yHandle[]> {
     const n = this.node(h);
     try {
-      return this.childPointers(n.ptr).map((el) => ({ id: this.adopt(el).id }));
+      return this.childPointers(n.ptr).map((el, i) => ({ id: this.adopt(el, `${n.path}/${i}`).id }));
     } catch (e) {
       throw uiaError(e);
     }
@@ -528,7 +637,14 @@ export class UiaAccessibility implements AccessibilityPort {
       );
       const pid = getInt(root, El.get_CachedProcessId);
       if (failed(pid.hr) || pid.value !== window.pid) throw uiError("target_changed");
-      const s = new UiaSession(automation, cache, cond, root);
+      const s = new UiaSession(
+        automation,
+        cache,
+        cond,
+        root,
+        window,
+        this.opts.instanceWindows ?? instanceTopLevels,
+      );
       this.sessions.add(s);
       const origDispose = s.dispose.bind(s);
       s.dispose = async () => {

@@ -110,6 +110,7 @@ export const IID = {
 
 /** Property, pattern and scope ids from the same idl. */
 export const PropertyId = {
+  RuntimeId: 30000,
   BoundingRectangle: 30001,
   ProcessId: 30002,
   ControlType: 30003,
@@ -152,3 +153,4 @@ export const VT_EMPTY = 0;
 export const VT_I4 = 3;
 export const VT_BSTR = 8;
 export const VT_BOOL = 11;
+export const VT_ARRAY = 0x2000;

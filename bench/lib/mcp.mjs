@@ -39,7 +39,9 @@ export async function startServer(env) {
   const clean = cleanEnv();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, "serve"],
+    // BENCH_NODE_ARGS: node options for the server (e.g. "--cpu-prof --cpu-prof-dir=DIR", which
+    // NODE_OPTIONS refuses), to see where a server's time goes under a bench.
+    args: [...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), CLI, "serve"],
     env: { ...clean, UIINSPECT_LOG_LEVEL: "error", ...env },
     stderr: "ignore",
   });

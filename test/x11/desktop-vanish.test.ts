@@ -9,7 +9,7 @@ import {
 import { uiError } from "../../src/shared/errors.js";
 
 /**
- * The listing reads a window's properties first and its owner (X-Resource PID, /proc) after. A
+ * The listing requests a window's properties first and its owner (X-Resource PID, /proc) after. A
  * window torn down with its client must never look like an instance-less window (which a call
  * would report as target_not_allowed): killed between the two reads (CI caught this once in
  * test/x11/races.test.ts), it is left out; outliving its exited process, it stays listed (it still
@@ -59,9 +59,10 @@ function stubConnection(opts: { owner: () => number | null; existsAfterOwner: bo
     inputFocus: () => ok(0),
     clientCountsByPid: () => new Map<number, number>(),
     translateToRoot: () => ok({ x: 10, y: 20 }),
-    clientPid(): number | null {
+    clientPids(wins: readonly number[]): Map<number, number> {
       ownerAsked = true;
-      return opts.owner();
+      const pid = opts.owner();
+      return new Map(pid === null ? [] : wins.map((w) => [w, pid] as const));
     },
   };
   return stub as unknown as XConnection;

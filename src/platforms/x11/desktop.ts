@@ -97,12 +97,18 @@ export class X11Desktop implements DesktopPort {
   framesByClient = new Map<number, FrameOf>();
   framesByFrame = new Map<number, FrameOf>();
 
-  /** Walks `win` up to the root: its ancestors, nearest first (the last one is a root child). */
-  ancestors(win: number, first: { parent: number } | null): number[] {
+  /**
+   * Walks `win` up to the root: its ancestors, nearest first (the last one is a root child).
+   * `rootChildren`, when the caller knows them from a QueryTree of the root in the same
+   * request batch, ends the walk at the first of them (its parent is the root): one request
+   * less per level the server would only answer with "root".
+   */
+  ancestors(win: number, first: { parent: number } | null, rootChildren?: ReadonlySet<number>): number[] {
     const out: number[] = [];
     let parent = first ? first.parent : this.x.queryTree(win).resolve().parent;
     while (parent !== 0 && parent !== this.x.root && out.length < MAX_TREE_DEPTH) {
       out.push(parent);
+      if (rootChildren?.has(parent)) break;
       parent = this.x.queryTree(parent).resolve().parent;
     }
     return out;
@@ -134,6 +140,7 @@ export class X11Desktop implements DesktopPort {
     z: number,
     focusPath: ReadonlySet<number>,
     rootGeoms: ReadonlyMap<number, Pending<Geometry>>,
+    ownerPids: ReadonlyMap<number, number> | null,
   ): WindowInfo | null {
     const results = {
       netName: settle(p.netName),
@@ -161,7 +168,7 @@ export class X11Desktop implements DesktopPort {
     // WM_CLASS is "instance\0class\0"; the class part names the application.
     const klassParts = (results.klass.value?.bytes.toString("latin1") ?? "").split("\u0000");
     const windowClass = klassParts[1] || klassParts[0] || "";
-    const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null);
+    const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null, ownerPids);
     const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
     // A window torn down with its client is gone, not an instance-less window (which a call would
     // report as target_not_allowed). Either order happens: the client killed after its properties
@@ -216,12 +223,18 @@ export class X11Desktop implements DesktopPort {
 
   /**
    * The PID behind a window. With X-Resource: the PID the X server knows for the client that
-   * owns the window (from its local connection), never the client's own claim, so a window
-   * cannot borrow another process's identity; 0 for remote or unknown clients. Without it:
-   * _NET_WM_PID, trusted only when WM_CLIENT_MACHINE is unset or names this host.
+   * owns the window (from its local connection; `ownerPids`, one request for every window of
+   * the listing, asked after their properties were requested), never the client's own claim,
+   * so a window cannot borrow another process's identity; 0 for remote or unknown clients.
+   * Without it: _NET_WM_PID, trusted only when WM_CLIENT_MACHINE is unset or names this host.
    */
-  private windowPid(xid: number, netPid: PropertyValue | null, machineProp: PropertyValue | null): number {
-    if (this.x.hasXRes) return this.x.clientPid(xid) ?? 0;
+  private windowPid(
+    xid: number,
+    netPid: PropertyValue | null,
+    machineProp: PropertyValue | null,
+    ownerPids: ReadonlyMap<number, number> | null,
+  ): number {
+    if (ownerPids !== null) return ownerPids.get(xid) ?? 0;
     const claimed = cardinals(netPid)[0] ?? 0;
     const machine = text(machineProp, this.x.atoms.UTF8_STRING);
     const local = machine === null || machine === "" || machine === this.host || machine === "localhost";
@@ -264,15 +277,18 @@ export class X11Desktop implements DesktopPort {
    * (never a target). Proofs are kept per window and instance; a failed one is retried after a
    * moment (a legitimate app may be caught between its fork and its exec).
    */
-  private requireConnectionOwners(windows: WindowInfo[]): void {
+  private requireConnectionOwners(windows: WindowInfo[], whole: boolean): void {
     if (!this.x.hasXRes) return;
     const now = Date.now();
     const keyOf = (w: WindowInfo) =>
       w.instance
         ? `${w.hwnd}\u0000${w.instance.pid}\u0000${w.instance.start_time}\u0000${w.instance.exe_path}`
         : "";
-    const keys = new Set(windows.map(keyOf));
-    for (const k of this.ownerProofs.keys()) if (!keys.has(k)) this.ownerProofs.delete(k);
+    // Only a whole listing knows which proofs belong to windows that are gone.
+    if (whole) {
+      const keys = new Set(windows.map(keyOf));
+      for (const k of this.ownerProofs.keys()) if (!keys.has(k)) this.ownerProofs.delete(k);
+    }
     const due = windows.filter((w) => {
       const p = w.instance ? this.ownerProofs.get(keyOf(w)) : { proven: true, at: now };
       return p === undefined || (!p.proven && now - p.at > OWNER_PROOF_RETRY_MS);
@@ -308,10 +324,12 @@ export class X11Desktop implements DesktopPort {
   }
 
   /** The focus window and its ancestors: a client is in front when it is one of them. */
-  private focusPath(focus: number): Set<number> {
+  private focusPath(focus: number, rootChildren?: ReadonlySet<number>): Set<number> {
     if (focus === 0 || focus === 1 || focus === this.x.root) return new Set();
+    // A top-level's only ancestor is the root.
+    if (rootChildren?.has(focus)) return new Set([focus]);
     try {
-      return new Set([focus, ...this.ancestors(focus, null)]);
+      return new Set([focus, ...this.ancestors(focus, null, rootChildren)]);
     } catch (e) {
       if (isUiError(e) && e.code === "target_gone") return new Set();
       throw e;
@@ -327,12 +345,16 @@ export class X11Desktop implements DesktopPort {
     const rootGeoms = new Map<number, Pending<Geometry>>();
     for (const w of rootTree.resolve().children) rootGeoms.set(w, this.x.getGeometry(w));
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
-    const focusPath = this.focusPath(focus.resolve());
+    const rootChildren = new Set(rootGeoms.keys());
+    const focusPath = this.focusPath(focus.resolve(), rootChildren);
+    // One X-Resource request for every window's owner (on the Xlib connection, while the xcb
+    // replies are under way), not one per window.
+    const owners = this.x.hasXRes ? this.x.clientPids(bottomToTop) : null;
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
     const out: WindowInfo[] = [];
     for (const p of pending) {
-      const w = this.collect(p, out.length, focusPath, rootGeoms);
+      const w = this.collect(p, out.length, focusPath, rootGeoms, owners);
       if (w) out.push(w);
     }
     // Replies nobody asked for stay queued otherwise; a vanished top-level is no error here.
@@ -340,7 +362,41 @@ export class X11Desktop implements DesktopPort {
     // Our own dialogs lose their identity first (never targets), then every other window's
     // instance must be proven to hold its X connection.
     const shown = concealOwnDialogs(out);
-    this.requireConnectionOwners(shown);
+    this.requireConnectionOwners(shown, true);
+    return shown;
+  }
+
+  /**
+   * The capture's check after the read (DesktopPort.targetAndCovers): the target alone, read
+   * afresh exactly as listWindows reads it (properties, frame from the server's tree, owner from
+   * X-Resource, instance from /proc, connection-owner proof), in one request batch. No window
+   * above it is listed: confirmLive judges every top-level stacked above the frame from
+   * XQueryTree (override-redirect ones included), which is more than the WM's stacking list says.
+   */
+  async targetAndCovers(hwnd: string, _region: Rect): Promise<WindowInfo[]> {
+    const xid = parseHwnd(hwnd);
+    const x = this.x;
+    const known = this.framesByClient.get(xid);
+    const p = this.request(xid);
+    const focus = x.inputFocus();
+    // The frame of the last listing, confirmed a root child by the same batch (else the walk).
+    const frameTree = known && known.frame !== xid ? x.queryTree(known.frame) : null;
+    const frameGeom = known ? x.getGeometry(known.frame) : null;
+    x.flush();
+    const owners = x.hasXRes ? x.clientPids([xid]) : null;
+    const rootGeoms = new Map<number, Pending<Geometry>>();
+    const rootChildren = new Set<number>();
+    if (known && frameGeom) {
+      const parent = frameTree ? settle(frameTree).value?.parent : x.root;
+      if (parent === x.root) {
+        rootGeoms.set(known.frame, frameGeom);
+        rootChildren.add(known.frame);
+      } else settle(frameGeom);
+    }
+    const w = this.collect(p, 0, this.focusPath(settle(focus).value ?? 0, rootChildren), rootGeoms, owners);
+    if (!w) return [];
+    const shown = concealOwnDialogs([w]);
+    this.requireConnectionOwners(shown, false);
     return shown;
   }
 

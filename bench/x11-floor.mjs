@@ -14,7 +14,8 @@
 //   npm run build && node bench/x11-floor.mjs        (BENCH_ROUNDS, default 20)
 //
 // Prints one JSON object: p50s, the ratios ours/baseline and ours/floor, nodes/s, and the
-// load average at start and end (ratios of one interleaved run are what to compare).
+// load average at start and end (ratios of one interleaved run are what to compare). The two
+// shots of a round swap places every round (the first one follows the tree walks).
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -175,10 +176,20 @@ try {
     counts.pyatspi = p.nodes;
     t.pyatspi[t.pyatspi.length - 1] = p.ms; // its own clock: no pipe hop counted against it
     counts.floor_walk_cached_items = await time("floor_walk", floorWalk);
-    await time("mcp_shot", () =>
-      call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }),
-    );
-    counts.floor_png_bytes = await time("floor_shot", floorShot);
+    // The pair's order alternates: whichever shot comes first meets the aftermath of the walks
+    // (the app and the bus still busy, collectors running), so neither side always gets it.
+    const ours = () =>
+      time("mcp_shot", () => call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }));
+    const floor = async () => {
+      counts.floor_png_bytes = await time("floor_shot", floorShot);
+    };
+    if (i % 2 === 0) {
+      await ours();
+      await floor();
+    } else {
+      await floor();
+      await ours();
+    }
   }
   const p = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)]));
   const ratio = (a, b) => Math.round((p[a].p50_ms / p[b].p50_ms) * 100) / 100;

@@ -9,11 +9,10 @@
 //   BENCH_ROUNDS=500 node bench/x11-checks.mjs
 //
 // Prints one JSON object on stdout (µs per call, p50 and mean).
-import { spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { startX11Session, stopX11Session, waitFor } from "./lib/x11.mjs";
+import { startBenchApps, startX11Session, stopX11Session } from "./lib/x11.mjs";
 
 const REPO = resolve(import.meta.dirname, "..");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
@@ -56,22 +55,9 @@ try {
   const owner = await import(join(DIST, "platforms/x11/connectionOwner.js")).catch(() => null);
   platform = await createX11Platform({ workerKind: "other" });
   const desktop = platform.desktop;
-  for (let i = 0; i < 3; i++) {
-    apps.push(
-      spawn("xterm", ["-T", `bench xterm ${i}`, "-geometry", `30x5+${900 + i * 20}+${500 + i * 60}`], {
-        stdio: "ignore",
-      }),
-    );
-  }
-  apps.push(spawn("gtk3-widget-factory", [], { env: process.env, stdio: "ignore" }));
-  const win = await waitFor("gtk3-widget-factory", async () =>
-    (await desktop.listWindows()).find((w) => w.title === "gtk3-widget-factory" && w.visible && w.instance),
-  );
-  await waitFor("three xterms", async () =>
-    (await desktop.listWindows()).filter((w) => w.title.startsWith("bench xterm")).length === 3 ? true : null,
-  );
-  await desktop.activateWindow(win.hwnd);
-  await waitFor("factory focused", async () => (await desktop.getWindow(win.hwnd))?.foreground);
+  const started = await startBenchApps(desktop, "bench");
+  apps.push(...started.apps);
+  const win = started.win;
   const target = { hwnd: win.hwnd, instance: win.instance };
   // The same checks without the X server's own state: what the worker did before.
   const listingOnly = new Proxy(desktop, {

@@ -13,9 +13,10 @@
 //
 //   npm run build && node bench/x11-floor.mjs        (BENCH_ROUNDS, default 20)
 //
-// Prints one JSON object: p50s, the ratios ours/baseline and ours/floor, nodes/s, and the
-// load average at start and end (ratios of one interleaved run are what to compare). The two
-// shots of a round swap places every round (the first one follows the tree walks).
+// Prints one JSON object: p50s, the ratios ours/baseline and ours/floor, nodes/s, the D-Bus
+// calls of one walk by member, and the load average at start and end (ratios of one
+// interleaved run are what to compare). The two shots of a round swap places every round (the
+// first one follows the tree walks).
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -43,6 +44,19 @@ try {
   const { walk, Budget } = await import(join(REPO, "dist/workers/uia/walk.js"));
   const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
   const cap = await createX11Platform({ workerKind: "capture" });
+
+  // D-Bus calls of one walk, by member (peer link and bus), counted on the warm-up's next walk.
+  const { AtspiBus } = await import(join(REPO, "dist/platforms/x11/atspi.js"));
+  const perMember = {};
+  let counting = false;
+  const busCallOrig = AtspiBus.prototype.call;
+  AtspiBus.prototype.call = function (destination, path, iface, member, ...rest) {
+    if (counting) {
+      const k = `${iface.replace("org.a11y.atspi.", "")}.${member}`;
+      perMember[k] = (perMember[k] ?? 0) + 1;
+    }
+    return busCallOrig.call(this, destination, path, iface, member, ...rest);
+  };
 
   // The walk alone, as the uia worker runs it.
   const acc = new X11Accessibility();
@@ -166,6 +180,10 @@ try {
   await floorWalk();
   await call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
   await floorShot();
+  counting = true;
+  const countedNodes = await walkOnce();
+  counting = false;
+  const calls = Object.values(perMember).reduce((a, b) => a + b, 0);
   for (let i = 0; i < ROUNDS; i += 1) {
     const tree = await time("mcp_tree", () =>
       call(client, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
@@ -205,6 +223,11 @@ try {
         loadavg_start: loadStart,
         loadavg_end: la(),
         nodes: counts,
+        walk_calls: {
+          total: calls,
+          per_node: Math.round((calls / countedNodes) * 100) / 100,
+          by_member: perMember,
+        },
         p50_ms: Object.fromEntries(Object.entries(p).map(([k, v]) => [k, v.p50_ms])),
         ratios: {
           inspect_tree_mcp_vs_pyatspi: ratio("mcp_tree", "pyatspi"),

@@ -1,18 +1,31 @@
 #!/usr/bin/env node
 // Operator-supervised smoke test for a real Windows machine (npm run smoke:windows).
 //
-// What it does: starts Notepad and Calculator, finds their real process paths, starts the
-// built server (node dist/cli.js serve) with an environment policy allowing exactly those two
-// executables, and walks the whole tool flow through an MCP client over stdio:
-//   health_check → list_windows → request_access (YOU click "Approve" in the dialog) →
-//   screenshot_window (saved to out/smoke/) → inspect_tree / find_elements (UIA3) →
-//   click_window + send_text + send_key (Notepad) → invoke_element on Calculator's buttons
-//   (7 + 8 =, result read from the display's accessible name) → close_window (Notepad).
+// It proves what only real Windows can show (Wine does not implement it, or implements it
+// differently; docs/win32.md, "What only real Windows can prove"): integrity levels and UIPI,
+// per-monitor-v2 DPI on the thread, DWM frame bounds, real UIA providers (Notepad, Calculator),
+// the consent dialog's low-level hooks refusing input the system flags injected
+// (LLKHF_INJECTED / LLMHF_INJECTED), GetGUIThreadInfo's real menu-mode flags under another
+// process's popup menu (GUI_POPUPMENUMODE), and SendInput refused on the secure desktop.
+// Every step prints PASS, FAIL or SKIP with the reason. Under Wine or on another OS it says so
+// and proves nothing (exit 2).
+//
+// The flow: starts Notepad and Calculator, finds their real process paths, starts the built
+// server (node dist/cli.js serve) with an environment policy allowing exactly those two
+// executables, and walks the tool flow through an MCP client over stdio:
+//   health_check → list_windows → request_access (injected clicks first, then YOU click
+//   "Approve") → screenshot_window (saved to out/smoke/) → inspect_tree / find_elements (UIA3) →
+//   click_window + send_text + send_key (Notepad) → another process's menu and capture over
+//   Notepad (input_grabbed) → invoke_element on Calculator's buttons (7 + 8 =, result read from
+//   the display's accessible name) → close_window (Notepad).
 // It prints a report at the end. Nothing is sent anywhere; screenshots stay in out/smoke/.
 //
 // Run from the repository root after `npm run build`, in a normal (not elevated) session.
+// Optional: UIINSPECT_SMOKE_SECURE_DESKTOP=1 adds the secure-desktop step (you lock the screen
+// with Win+L when asked and unlock it again).
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { release } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -24,26 +37,57 @@ const outDir = join(root, "out", "smoke");
 const report = [];
 const say = (s) => process.stdout.write(`${s}\n`);
 
-function record(step, ok, detail = "") {
-  report.push({ step, ok, detail });
-  say(`${ok ? "PASS" : "FAIL"}  ${step}${detail ? `  — ${detail}` : ""}`);
+/** The claims only real Windows can prove, in the order the run reaches them. */
+const REAL_WINDOWS_ONLY = [
+  "integrity: the server runs at medium integrity, so UIPI applies to it",
+  "UIPI: a window of a higher-integrity process is refused (target_not_allowed)",
+  "DPI: per-monitor v2 awareness on the worker thread",
+  "DWM: extended frame bounds are the rect source",
+  "consent dialog: injected clicks and keys (LLKHF_INJECTED / LLMHF_INJECTED) do not answer it",
+  "UIA3 against real providers (Notepad's tree, Calculator's buttons)",
+  "menu mode: another process's popup menu in the target's queue shows GUI_POPUPMENUMODE and makes click_window input_grabbed, nothing delivered",
+  "capture: another process's mouse capture in the target's queue makes click_window input_grabbed",
+  "secure desktop: SendInput is refused while the screen is locked (the call fails with a code)",
+];
+
+function record(step, status, detail = "") {
+  report.push({ step, status, detail });
+  say(`${status.padEnd(4)}  ${step}${detail ? `  — ${detail}` : ""}`);
 }
+const skip = (name, reason) => record(name, "SKIP", reason);
 
 async function step(name, fn) {
   try {
     const detail = await fn();
-    record(name, true, typeof detail === "string" ? detail : "");
+    record(name, "PASS", typeof detail === "string" ? detail : "");
     return true;
   } catch (e) {
-    record(name, false, e?.message ?? String(e));
+    if (e instanceof Skip) record(name, "SKIP", e.message);
+    else record(name, "FAIL", e?.message ?? String(e));
     return false;
   }
 }
+/** Thrown by a step that cannot run here; the reason is printed. */
+class Skip extends Error {}
 
-if (process.platform !== "win32") {
-  say("smoke:windows runs on Windows only (under Wine, use .ci/wine-run.sh).");
+function notRealWindows(what) {
+  say(`NOT REAL WINDOWS: ${what}. smoke:windows proves nothing here; the claims below need real Windows.`);
+  say("(The Win32 backend's Wine suite is .ci/wine-run.sh; docs/win32.md says what it proves.)");
+  for (const name of REAL_WINDOWS_ONLY) skip(name, `not real Windows (${what})`);
+  say(`0 passed, 0 failed, ${REAL_WINDOWS_ONLY.length} skipped: not real Windows`);
   process.exit(2);
 }
+
+if (process.platform !== "win32") notRealWindows(`this is ${process.platform}`);
+const koffi = (await import("koffi")).default;
+let wine = null;
+try {
+  wine = koffi.load("ntdll.dll").func("const char * __cdecl wine_get_version()")();
+} catch {
+  wine = null;
+}
+if (wine) notRealWindows(`Wine ${wine} (ntdll exports wine_get_version)`);
+say(`Windows ${release()}, node ${process.version}, ${process.arch}`);
 
 // 1. Start the two applications and find their windows with the backend itself. -------------
 const { createWin32Platform } = await import(
@@ -67,16 +111,63 @@ async function findNew(re, ms = 20000) {
 }
 const notepad = await findNew(/notepad/i);
 const calc = await findNew(/calculator|rechner|calculatrice|calcolatrice|calculadora/i);
+const found = (w) => (w ? "PASS" : "FAIL");
 record(
   "Notepad window appeared",
-  !!notepad,
+  found(notepad),
   notepad ? `pid ${notepad.pid}, ${notepad.instance.exe_path}` : "",
 );
-record("Calculator window appeared", !!calc, calc ? `pid ${calc.pid}, ${calc.instance.exe_path}` : "");
+record("Calculator window appeared", found(calc), calc ? `pid ${calc.pid}, ${calc.instance.exe_path}` : "");
+if (!notepad) process.exit(1);
 const health = await platform.desktop.health();
 say(`backend facts: ${JSON.stringify(health)}`);
-await platform.desktop.dispose();
-if (!notepad) process.exit(1);
+const [INTEGRITY, UIPI, DPI, DWM, INJECTED, UIA, MENU, CAPTURE, SECURE] = REAL_WINDOWS_ONLY;
+const { ourIntegrity, processIntegrity } = await import(
+  new URL("../dist/platforms/win32/identity.js", import.meta.url).href
+);
+const { CONSENT_DIALOG_TITLE } = await import(
+  new URL("../dist/platforms/win32/consentDialog.js", import.meta.url).href
+);
+const MEDIUM_RID = 0x2000;
+const mine = ourIntegrity();
+const medium = mine === MEDIUM_RID;
+await step(INTEGRITY, async () => {
+  if (mine === null) throw new Error("our token's integrity level is unreadable");
+  if (!medium) throw new Error(`integrity RID 0x${mine.toString(16)}: run the smoke unelevated`);
+  return "RID 0x2000 (medium)";
+});
+await step(UIPI, async () => {
+  if (!medium) throw new Skip("the server is not at medium integrity (see the step above)");
+  const higher = (await platform.desktop.listWindows()).find((w) => {
+    if (!w.visible || w.pid <= 4) return false;
+    const theirs = processIntegrity(w.pid);
+    return theirs !== null && theirs > mine;
+  });
+  if (!higher)
+    throw new Skip(
+      "no window of an elevated process is open: start one (e.g. Task Manager, elevated) and re-run",
+    );
+  try {
+    await platform.desktop.restoreWindow(higher.hwnd);
+  } catch (e) {
+    if (e?.code === "target_not_allowed")
+      return `pid ${higher.pid} (RID 0x${processIntegrity(higher.pid).toString(16)}) refused`;
+    throw new Error(`refused with ${e?.code ?? e}, expected target_not_allowed`);
+  }
+  throw new Error(`the window of elevated pid ${higher.pid} was accepted as a target`);
+});
+await step(DPI, async () => {
+  if (health.win32_dpi_thread !== "per_monitor_v2" || health.win32_dpi_thread_verified !== true)
+    throw new Error(
+      `thread awareness ${health.win32_dpi_thread}, verified ${health.win32_dpi_thread_verified}`,
+    );
+  return "per_monitor_v2, read back from the thread";
+});
+await step(DWM, async () => {
+  if (health.win32_dwm !== "ok")
+    throw new Error(`DwmGetWindowAttribute: ${health.win32_dwm} (${health.win32_dwm_last_hresult})`);
+  return String(health.win32_rect_source);
+});
 
 // 2. The server, with a policy for exactly these executables. -----------------------------------
 const paths = [notepad.instance.exe_path, calc?.instance.exe_path].filter(Boolean);
@@ -92,6 +183,8 @@ const transport = new StdioClientTransport({
     DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: paths.join(";"),
     DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,click,interact,key,text,close",
     UIINSPECT_CONSENT_TIMEOUT_MS: "120000",
+    // The default: injected input never answers the dialog (the step above depends on it).
+    UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "",
     UIINSPECT_LOG_LEVEL: "warn",
   },
   stderr: "inherit",
@@ -117,18 +210,182 @@ await step("list_windows shows both, with process paths", async () => {
   return `${ws.length} allowed window(s)`;
 });
 
-async function access(w, label) {
+/** The server's consent dialog (its top-level window, by title and the server's pid), or null. */
+async function consentDialog(ms) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const d = (await platform.desktop.listWindows()).find(
+      (w) => w.pid === transport.pid && w.visible && w.title === CONSENT_DIALOG_TITLE,
+    );
+    if (d) return d;
+    await sleep(200);
+  }
+  return null;
+}
+
+/**
+ * Injected input aimed at the open dialog, after its security delay: Tab/Space/Enter (Enter
+ * alone is Deny, the default) and a click at its centre. The hooks must swallow all of it,
+ * so the request is still open afterwards.
+ */
+async function injectIntoDialog(pending) {
+  const dlg = await consentDialog(15000);
+  if (!dlg) throw new Error("no consent dialog of the server's process appeared");
+  await sleep(1500);
+  await platform.desktop.activateWindow(dlg.hwnd).catch(() => undefined);
+  const { input } = platform;
+  for (const key of ["tab", "space", "enter", "tab", "tab", "space"]) {
+    await input.keyDown(key);
+    await input.keyUp(key);
+    await sleep(50);
+  }
+  await input.moveTo(
+    Math.floor((dlg.rect[0] + dlg.rect[2]) / 2),
+    Math.floor((dlg.rect[1] + dlg.rect[3]) / 2),
+  );
+  await input.buttonDown("left");
+  await sleep(50);
+  await input.buttonUp("left");
+  await sleep(2000);
+  if (pending.settled) throw new Error("the dialog was answered by injected input");
+  return "6 injected keys and a click after the delay: the dialog is still open";
+}
+
+async function access(w, label, checkInjected) {
   say(`\n>>> A consent dialog for ${label} is about to open. Check that it shows the executable path,`);
-  say(">>> pid and start time but NOT the window title, that Deny is the default, then click Approve.\n");
+  say(">>> pid and start time but NOT the window title, that Deny is the default.");
+  if (checkInjected)
+    say(">>> Do not touch it for a few seconds: the smoke first sends it injected keys and a click.");
+  say(">>> Then click Approve.\n");
+  const pending = { settled: false };
+  const answer = call("request_access", { hwnd: w.hwnd }).finally(() => {
+    pending.settled = true;
+  });
+  // Awaited in the step below; until then a rejection must not count as unhandled.
+  answer.catch(() => undefined);
+  if (checkInjected) {
+    await step(INJECTED, () => injectIntoDialog(pending));
+    say(">>> Now click Approve yourself.");
+  }
   return step(`request_access ${label} (operator approves)`, async () => {
-    const r = (await call("request_access", { hwnd: w.hwnd })).structuredContent;
+    const r = (await answer).structuredContent;
     if (r.decision !== "approved") throw new Error(`decision ${r.decision}`);
     return `capabilities ${r.capabilities.join(",")}, source ${r.source}`;
   });
 }
 
+/** The error code of a tool call that must fail, or a thrown Error when it succeeded. */
+async function failsWith(name, args) {
+  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 60000 });
+  if (!r.isError) throw new Error(`${name} succeeded`);
+  return r.structuredContent?.error?.code;
+}
+
+/**
+ * Another process (test/win32/grabber.mjs) attaches to Notepad's input queue and opens a popup
+ * menu there, or takes the mouse capture: GetGUIThreadInfo(0) as Windows reports it, and
+ * click_window refused with input_grabbed while its low-level hooks see no event at all.
+ */
+async function grabSteps() {
+  const client32 = await import(new URL("../test/win32/grabberClient.mjs", import.meta.url).href);
+  const { GRAB_ATTACH_CAPTURE, GRAB_END_MENU, GRAB_MENU, GRAB_RELEASE, GUI_INMENUMODE, GUI_POPUPMENUMODE } =
+    client32;
+  const { foregroundGui, pidOf, win32 } = client32;
+  const waitFor = async (fn, ms) => {
+    const until = Date.now() + ms;
+    for (;;) {
+      const v = await fn();
+      if (v || Date.now() > until) return v;
+      await sleep(100);
+    }
+  };
+  const assert = (c, m) => {
+    if (!c) throw new Error(m);
+  };
+  // In the bottom-right corner, so neither it nor its menu covers the point clicked in Notepad.
+  const vs = await platform.desktop.virtualScreen();
+  const grabber = await client32.startGrabber({
+    listWindows: () => platform.desktop.listWindows(),
+    waitFor,
+    assert,
+    x: vs[2] - 420,
+    y: vs[3] - 320,
+  });
+  try {
+    const tid = win32.GetWindowThreadProcessId(Number(notepad.hwnd), null);
+    const front = async () => {
+      await platform.desktop.activateWindow(notepad.hwnd).catch(() => undefined);
+      return waitFor(() => win32.GetForegroundWindow() === Number(notepad.hwnd), 5000);
+    };
+    await step(MENU, async () => {
+      if (!(await front())) throw new Error("Notepad could not be brought to the front");
+      grabber.post(GRAB_MENU, tid);
+      const gui = await waitFor(() => {
+        const i = foregroundGui();
+        return i && (i.flags & (GUI_INMENUMODE | GUI_POPUPMENUMODE)) !== 0 ? i : null;
+      }, 10000);
+      if (!gui) throw new Error("GetGUIThreadInfo(0) shows no menu mode while the grabber's menu is open");
+      const facts = `flags 0x${gui.flags.toString(16)}, menu owner pid ${pidOf(gui.menuOwner)} (grabber ${grabber.child.pid})`;
+      if ((gui.flags & GUI_POPUPMENUMODE) === 0) throw new Error(`no GUI_POPUPMENUMODE: ${facts}`);
+      grabber.reset();
+      const code = await failsWith("click_window", { hwnd: notepad.hwnd, x: 120, y: 120 });
+      await sleep(300);
+      const seen = grabber.lowLevel();
+      grabber.send(GRAB_END_MENU);
+      if (code !== "input_grabbed")
+        throw new Error(`click_window: ${code}, expected input_grabbed (${facts})`);
+      if (seen !== 0) throw new Error(`${seen} input events were delivered`);
+      return `${facts}; click_window input_grabbed, 0 events delivered`;
+    });
+    await step(CAPTURE, async () => {
+      if (!(await front())) throw new Error("Notepad could not be brought to the front");
+      if (grabber.send(GRAB_ATTACH_CAPTURE, tid) !== 1)
+        throw new Error("the grabber could not take the capture");
+      const gui = foregroundGui();
+      grabber.reset();
+      const code = await failsWith("click_window", { hwnd: notepad.hwnd, x: 120, y: 120 });
+      await sleep(300);
+      const seen = grabber.lowLevel();
+      grabber.send(GRAB_RELEASE);
+      if (!gui || gui.capture !== grabber.hwnd)
+        throw new Error("GetGUIThreadInfo(0).hwndCapture is not the grabber's window");
+      if (code !== "input_grabbed") throw new Error(`click_window: ${code}, expected input_grabbed`);
+      if (seen !== 0) throw new Error(`${seen} input events were delivered`);
+      return "hwndCapture = the grabber's window; click_window input_grabbed, 0 events delivered";
+    });
+  } finally {
+    grabber.stop();
+  }
+}
+
+/** With the screen locked (the secure desktop), SendInput inserts nothing: the key fails with a code. */
+async function secureDesktopStep() {
+  if (process.env.UIINSPECT_SMOKE_SECURE_DESKTOP !== "1")
+    return skip(SECURE, "operator step: set UIINSPECT_SMOKE_SECURE_DESKTOP=1 to lock the screen when asked");
+  return step(SECURE, async () => {
+    say(">>> Lock the screen now (Win+L), wait ~20 s, then unlock it. The smoke presses Shift meanwhile.");
+    const codes = new Map();
+    let accepted = 0;
+    const until = Date.now() + 60000;
+    while (Date.now() < until) {
+      try {
+        await platform.input.keyDown("shift");
+        await platform.input.keyUp("shift");
+        accepted += 1;
+      } catch (e) {
+        codes.set(e?.code ?? "uncoded", (codes.get(e?.code ?? "uncoded") ?? 0) + 1);
+      }
+      if (codes.size > 0 && accepted > 0 && Date.now() > until - 40000) break;
+      await sleep(500);
+    }
+    if (codes.size === 0) throw new Error("no key was refused: was the screen locked?");
+    if (codes.has("uncoded")) throw new Error("a refusal without a stable code");
+    return `refused while locked: ${JSON.stringify(Object.fromEntries(codes))}; accepted otherwise: ${accepted}`;
+  });
+}
+
 mkdirSync(outDir, { recursive: true });
-if (await access(notepad, "Notepad")) {
+if (await access(notepad, "Notepad", true)) {
   await step("screenshot_window Notepad (saved)", async () => {
     const r = await call("screenshot_window", { hwnd: notepad.hwnd });
     const img = r.content.find((c) => c.type === "image");
@@ -137,7 +394,7 @@ if (await access(notepad, "Notepad")) {
     return `${JSON.stringify(r._meta?.image_size)} → ${file}`;
   });
   let editRef = null;
-  await step("inspect_tree Notepad (UIA3)", async () => {
+  await step(`${UIA}: inspect_tree Notepad`, async () => {
     const r = (await call("inspect_tree", { hwnd: notepad.hwnd, max_depth: 6, max_nodes: 300 }))
       .structuredContent;
     const roles = new Map();
@@ -169,10 +426,14 @@ if (await access(notepad, "Notepad")) {
     writeFileSync(file, Buffer.from(r.content.find((c) => c.type === "image").data, "base64"));
     return `check ${file}: the text "uiinspect smoke ✓ 😀" must be visible`;
   });
+  await grabSteps();
+} else {
+  for (const name of [MENU, CAPTURE]) skip(name, "Notepad was not approved");
 }
+await secureDesktopStep();
 
-if (calc && (await access(calc, "Calculator"))) {
-  await step("Calculator: invoke 7 + 8 = through UIA patterns", async () => {
+if (calc && (await access(calc, "Calculator", false))) {
+  await step(`${UIA}: Calculator 7 + 8 = through invoke patterns`, async () => {
     const find = async (id) => {
       const els = (await call("find_elements", { hwnd: calc.hwnd, automation_id: id, max_results: 1 }))
         .structuredContent.elements;
@@ -211,11 +472,13 @@ await step("get_audit_events (redacted)", async () => {
   return `${ev.length} events, no typed text`;
 });
 await client.close();
+await platform.desktop.dispose();
 
-const passed = report.filter((r) => r.ok).length;
-const failed = report.length - passed;
+const count = (status) => report.filter((r) => r.status === status).length;
 say("\n=== uiinspect-mcp Windows smoke report ===");
-say(`machine: ${process.env.COMPUTERNAME ?? "?"}, node ${process.version}, ${process.arch}`);
-for (const r of report) say(`${r.ok ? "PASS" : "FAIL"}  ${r.step}${r.detail ? `\n      ${r.detail}` : ""}`);
-say(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+say(
+  `machine: ${process.env.COMPUTERNAME ?? "?"}, Windows ${release()}, node ${process.version}, ${process.arch}`,
+);
+for (const r of report) say(`${r.status.padEnd(4)}  ${r.step}${r.detail ? `\n      ${r.detail}` : ""}`);
+say(`${count("PASS")} passed, ${count("FAIL")} failed, ${count("SKIP")} skipped`);
+process.exit(count("FAIL") ? 1 : 0);

@@ -35,13 +35,18 @@ export function cleanEnv() {
   );
 }
 
+function cpuProfArgs() {
+  const dir = process.env.BENCH_SERVER_CPU_PROF;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+}
+
 export async function startServer(env) {
   const clean = cleanEnv();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    // BENCH_NODE_ARGS: node options for the server (e.g. "--cpu-prof --cpu-prof-dir=DIR", which
-    // NODE_OPTIONS refuses), to see where a server's time goes under a bench.
-    args: [...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), CLI, "serve"],
+    // BENCH_SERVER_CPU_PROF=DIR: a V8 CPU profile of the server and of each worker thread in DIR
+    // (the server refuses --cpu-prof in NODE_OPTIONS, so it is passed on the command line).
+    args: [...cpuProfArgs(), CLI, "serve"],
     env: { ...clean, UIINSPECT_LOG_LEVEL: "error", ...env },
     stderr: "ignore",
   });

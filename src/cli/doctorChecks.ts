@@ -2,10 +2,12 @@ import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { UNSAFE_XTEST_SETTING } from "../platforms/x11/dialog/spawn.js";
-import type { Supervisor } from "../supervisor/chain.js";
+import { SETTINGS } from "../shared/settings.js";
+import { readText } from "../shared/settingsReader.js";
 import type { ServerConfig } from "../supervisor/config.js";
 import { describeConsentDialog } from "../supervisor/consent/dialogInfo.js";
 import type { PolicyState } from "../supervisor/policy/load.js";
+import type { Supervisor } from "../supervisor/supervisor.js";
 import { allowedWindows } from "../supervisor/targets.js";
 import type { ProbeRequest, ProbeResult } from "./doctorProbe.js";
 
@@ -222,8 +224,7 @@ export function moduleChecks(probe: ProbeResult | null, platform: ServerConfig["
   });
 }
 
-const POLICY_FIX =
-  "--policy FILE or DESKTOP_AUTOMATION_POLICY_FILE (examples: schema/examples/); check it with validate-policy FILE";
+const POLICY_FIX = `--${SETTINGS.policyFile.flag} FILE or ${SETTINGS.policyFile.env} (examples: schema/examples/); check it with validate-policy FILE`;
 
 export function policyChecks(
   state: PolicyState,
@@ -231,7 +232,7 @@ export function policyChecks(
   windows: number | null,
   matching: number | null,
 ): Check[] {
-  const file = env.DESKTOP_AUTOMATION_POLICY_FILE?.trim();
+  const file = readText(env, SETTINGS.policyFile)?.trim();
   const where = file ? ` ${file}` : "";
   if (state.status === "none") return [fail("policy", "no policy: only health_check works", POLICY_FIX)];
   if (state.status === "error") {
@@ -303,7 +304,7 @@ export function auditCheck(config: ServerConfig): Check {
   try {
     const st = statSync(file);
     if (!st.isFile())
-      return fail("audit_file", `${file} is not a regular file`, "point UIINSPECT_AUDIT_FILE at a file");
+      return fail("audit_file", `${file} is not a regular file`, `point ${SETTINGS.auditFile.env} at a file`);
     accessSync(file, constants.W_OK);
     return ok("audit_file", `${file} (appendable)`);
   } catch (e) {
@@ -328,13 +329,13 @@ export function auditCheck(config: ServerConfig): Check {
 }
 
 export async function leaseCheck(sup: Supervisor): Promise<Check> {
-  if (!sup.lease) return skip("lease_broker", "the lease is off (UIINSPECT_LEASE)");
+  if (!sup.lease) return skip("lease_broker", `the lease is off (${SETTINGS.lease.env})`);
   const s = await sup.lease.status();
   return s.reachable
     ? ok("lease_broker", `reachable, ${s.active ? `active until ${s.expires_at}` : "no active lease"}`)
     : fail(
         "lease_broker",
-        "UIINSPECT_LEASE=broker but no broker answers",
+        `${SETTINGS.lease.env}=broker but no broker answers`,
         "uiinspect-mcp manager lease activate --hours N starts one (docs/lease.md)",
       );
 }

@@ -2,14 +2,21 @@ import type { MouseButton } from "../shared/platform.js";
 
 /**
  * What an input worker may leave behind if it dies mid gesture, as the guardian records it:
- * a logical key or mouse button held down, a raw X keycode pressed while typing text, or a
- * spare X keycode remapped to a character's keysym.
+ * a logical key or mouse button held down, a raw X keycode pressed while typing text, a
+ * spare X keycode remapped to a character's keysym, or an X keycode whose auto-repeat we turned
+ * off for a hold (to be turned back on).
  */
 export type HeldEntry =
   | { kind: "key"; key: string }
   | { kind: "button"; button: MouseButton }
   | { kind: "keycode"; code: number }
-  | { kind: "remap"; code: number; keysym: number };
+  | { kind: "remap"; code: number; keysym: number }
+  | { kind: "repeat"; code: number };
+
+/** The entries that change the keyboard's configuration rather than press something. */
+export type KeyboardStateEntry = Extract<HeldEntry, { kind: "remap" | "repeat" }>;
+export const isKeyboardState = (e: HeldEntry): e is KeyboardStateEntry =>
+  e.kind === "remap" || e.kind === "repeat";
 
 /**
  * Where an input port records what it is about to hold and what it let go of. `hold` resolves
@@ -30,7 +37,10 @@ export const NO_LEDGER: PressLedger = {
 const BUTTONS: ReadonlySet<string> = new Set(["left", "right", "middle"]);
 const KEY_NAME = /^[a-z0-9]{1,9}$/;
 
-/** One entry as a line field: `k ctrl`, `b left`, `c 38`, `r 247 16777537`. Names only, never text. */
+/**
+ * One entry as a line field: `k ctrl`, `b left`, `c 38`, `r 247 16777537`, `a 38`. Names only,
+ * never text.
+ */
 export function encodeEntry(e: HeldEntry): string {
   switch (e.kind) {
     case "key":
@@ -41,6 +51,8 @@ export function encodeEntry(e: HeldEntry): string {
       return `c ${e.code}`;
     case "remap":
       return `r ${e.code} ${e.keysym}`;
+    case "repeat":
+      return `a ${e.code}`;
   }
 }
 
@@ -54,9 +66,10 @@ export function decodeEntry(fields: readonly string[]): HeldEntry | null {
   if (kind === "k" && a !== undefined && KEY_NAME.test(a) && b === undefined) return { kind: "key", key: a };
   if (kind === "b" && a !== undefined && BUTTONS.has(a) && b === undefined)
     return { kind: "button", button: a as MouseButton };
-  if (kind === "c" && b === undefined) {
+  if ((kind === "c" || kind === "a") && b === undefined) {
     const code = int(a, 255);
-    return code === null ? null : { kind: "keycode", code };
+    if (code === null) return null;
+    return kind === "c" ? { kind: "keycode", code } : { kind: "repeat", code };
   }
   if (kind === "r") {
     const code = int(a, 255);

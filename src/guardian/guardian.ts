@@ -1,4 +1,4 @@
-import { entryKey, type HeldEntry } from "./entries.js";
+import { entryKey, type HeldEntry, isKeyboardState, type KeyboardStateEntry } from "./entries.js";
 
 /**
  * Undoes held entries on one platform (X11: XTest key/button ups and the keymap; Win32:
@@ -12,9 +12,12 @@ export interface Releaser {
   close(): void;
 }
 
-/** Keeps remaps on disk so a run that died with its guardian can be repaired by the next one. */
+/**
+ * Keeps the keyboard changes (remaps, auto-repeat turned off) on disk so a run that died with its
+ * guardian can be repaired by the next one.
+ */
 export interface RemapJournal {
-  write(remaps: readonly Extract<HeldEntry, { kind: "remap" }>[]): void;
+  write(changes: readonly KeyboardStateEntry[]): void;
 }
 
 /**
@@ -44,7 +47,7 @@ export class Guardian {
       list.push(e);
     }
     this.held.set(source, list);
-    if (entries.some((e) => e.kind === "remap")) this.persist();
+    if (entries.some(isKeyboardState)) this.persist();
     return true;
   }
 
@@ -56,7 +59,7 @@ export class Guardian {
     const rest = list.filter((x) => !gone.has(entryKey(x)));
     if (rest.length === 0) this.held.delete(source);
     else this.held.set(source, rest);
-    if (entries.some((e) => e.kind === "remap")) this.persist();
+    if (entries.some(isKeyboardState)) this.persist();
   }
 
   /** Undoes everything the source still holds and refuses its later records. */
@@ -85,7 +88,7 @@ export class Guardian {
     const newestFirst = [...list].reverse();
     const step = this.chain.then(async () => {
       if (newestFirst.length > 0) await this.releaser.release(newestFirst);
-      if (newestFirst.some((e) => e.kind === "remap")) this.persist();
+      if (newestFirst.some(isKeyboardState)) this.persist();
     });
     this.chain = step.catch(() => undefined);
     return this.chain;
@@ -93,11 +96,8 @@ export class Guardian {
 
   private persist(): void {
     if (!this.journal) return;
-    const remaps = this.snapshot().filter(
-      (e): e is Extract<HeldEntry, { kind: "remap" }> => e.kind === "remap",
-    );
     try {
-      this.journal.write(remaps);
+      this.journal.write(this.snapshot().filter(isKeyboardState));
     } catch {
       // A journal that cannot be written loses only the repair of a later crashed run.
     }

@@ -11,10 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { processExited, startTicks } from "../platforms/x11/proc.js";
-import type { HeldEntry } from "./entries.js";
+import type { HeldEntry, KeyboardStateEntry } from "./entries.js";
 import type { RemapJournal } from "./guardian.js";
 
 type Remap = Extract<HeldEntry, { kind: "remap" }>;
+type Repeat = Extract<HeldEntry, { kind: "repeat" }>;
 
 const FileSchema = z.object({
   pid: z.number().int().positive(),
@@ -22,6 +23,8 @@ const FileSchema = z.object({
   remaps: z.array(
     z.object({ code: z.number().int().min(0).max(255), keysym: z.number().int().min(0).max(0x1ffffff) }),
   ),
+  /** Keycodes whose auto-repeat a hold turned off (absent in files of older guardians). */
+  repeats: z.array(z.number().int().min(0).max(255)).default([]),
 });
 
 /**
@@ -47,9 +50,10 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string | null {
 const scopeName = (scope: string) => scope.replace(/[^A-Za-z0-9._-]/g, "_");
 
 /**
- * The spare keycodes this guardian has remapped right now, one small file per guardian
- * (`remaps-<display>-<pid>.json`), rewritten atomically on every change and removed when empty.
- * A later guardian on the same display repairs the remaps of one whose process is gone.
+ * The spare keycodes this guardian has remapped right now, and the keycodes whose auto-repeat a
+ * hold turned off, one small file per guardian (`remaps-<display>-<pid>.json`), rewritten
+ * atomically on every change and removed when empty. A later guardian on the same display
+ * repairs what one whose process is gone left changed.
  */
 export class FileRemapJournal implements RemapJournal {
   private readonly path: string;
@@ -58,8 +62,10 @@ export class FileRemapJournal implements RemapJournal {
     this.path = join(dir, `remaps-${scopeName(scope)}-${process.pid}.json`);
   }
 
-  write(remaps: readonly Remap[]): void {
-    if (remaps.length === 0) {
+  write(changes: readonly KeyboardStateEntry[]): void {
+    const remaps = changes.filter((c): c is Remap => c.kind === "remap");
+    const repeats = changes.filter((c): c is Repeat => c.kind === "repeat");
+    if (changes.length === 0) {
       try {
         unlinkSync(this.path);
       } catch {
@@ -71,6 +77,7 @@ export class FileRemapJournal implements RemapJournal {
       pid: process.pid,
       start_ticks: startTicks(process.pid),
       remaps: remaps.map((r) => ({ code: r.code, keysym: r.keysym })),
+      repeats: repeats.map((r) => r.code),
     };
     const tmp = `${this.path}.tmp`;
     writeFileSync(tmp, JSON.stringify(body), { mode: 0o600 });
@@ -78,13 +85,15 @@ export class FileRemapJournal implements RemapJournal {
   }
 
   /**
-   * The remaps left by guardians of this display whose process is gone (a pid reused by another
-   * process has another start time), and a function that forgets them once repaired.
+   * The remaps and turned-off auto-repeats left by guardians of this display whose process is
+   * gone (a pid reused by another process has another start time), and a function that forgets
+   * them once repaired.
    */
-  static leftovers(dir: string, scope: string): { remaps: Remap[]; forget(): void } {
+  static leftovers(dir: string, scope: string): { remaps: Remap[]; repeats: Repeat[]; forget(): void } {
     const prefix = `remaps-${scopeName(scope)}-`;
     const files: string[] = [];
     const remaps: Remap[] = [];
+    const repeats: Repeat[] = [];
     let names: string[] = [];
     try {
       names = readdirSync(dir);
@@ -102,12 +111,14 @@ export class FileRemapJournal implements RemapJournal {
         if (alive) continue;
         files.push(path);
         for (const r of parsed.data.remaps) remaps.push({ kind: "remap", code: r.code, keysym: r.keysym });
+        for (const code of parsed.data.repeats) repeats.push({ kind: "repeat", code });
       } catch {
         // unreadable: not ours to judge
       }
     }
     return {
       remaps,
+      repeats,
       forget: () => {
         for (const f of files) {
           try {

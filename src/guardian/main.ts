@@ -1,6 +1,8 @@
 import { rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { dirname } from "node:path";
+import { SETTINGS } from "../shared/settings.js";
+import { readText } from "../shared/settingsReader.js";
 import { decodeEntry } from "./entries.js";
 import { Guardian, type Releaser, type RemapJournal } from "./guardian.js";
 import { ENV, readLines, SOURCE_PATTERN, TOKEN_PATTERN } from "./wire.js";
@@ -26,11 +28,12 @@ async function makeReleaser(platform: string): Promise<{ releaser: Releaser; jou
     const dir = stateDir();
     const scope = `x11-${process.env.DISPLAY ?? ""}`;
     if (dir === null) return { releaser, journal: null };
-    // Remaps left by a run that died with its guardian: repaired before anything else.
+    // Remaps and auto-repeats left by a run that died with its guardian: repaired before anything else.
     const left = FileRemapJournal.leftovers(dir, scope);
-    for (const r of left.remaps) {
+    for (const r of [...left.remaps, ...left.repeats]) {
       try {
-        releaser.restoreRemap(r.code, r.keysym);
+        if (r.kind === "remap") releaser.restoreRemap(r.code, r.keysym);
+        else releaser.restoreRepeat(r.code);
       } catch {
         // one failed restore does not stop the others
       }
@@ -43,7 +46,7 @@ async function makeReleaser(platform: string): Promise<{ releaser: Releaser; jou
     return { releaser: new Win32Releaser(), journal: null };
   }
   if (platform === "fake") {
-    const path = process.env.UIINSPECT_FAKE_DESKTOP;
+    const path = readText(process.env, SETTINGS.fakeDesktop);
     if (!path) throw new Error("no scenario");
     const { FakeReleaser } = await import("./fakeReleaser.js");
     return { releaser: new FakeReleaser(path), journal: null };

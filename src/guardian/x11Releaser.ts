@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { autoRepeatingKeys, keyAutoRepeats, setKeyAutoRepeat } from "../platforms/x11/autoRepeat.js";
 import { keysymForKey } from "../platforms/x11/keys.js";
 import { type Ptr, x11Native } from "../platforms/x11/native.js";
 import type { HeldEntry } from "./entries.js";
@@ -16,6 +17,8 @@ export interface X11InputState {
   buttonsDown(): number[];
   /** The keysyms of one keycode, every column (XGetKeyboardMapping). */
   keysyms(code: number): bigint[];
+  /** The keycodes that auto-repeat (XGetKeyboardControl). */
+  autoRepeating(): number[];
 }
 
 interface Extra {
@@ -58,9 +61,10 @@ function extraBindings(): Extra {
 }
 
 /**
- * The guardian's own X connection: XTest ups for what is still down, and the spare keycodes put
+ * The guardian's own X connection: XTest ups for what is still down, the spare keycodes put
  * back to NoSymbol when they still carry the keysym we mapped there (one someone else changed
- * since is theirs now and left alone).
+ * since is theirs now and left alone), and auto-repeat turned back on for the keys a hold had
+ * turned it off for (after the key is up, so the server cannot start repeating it).
  */
 export class X11Releaser implements Releaser, X11InputState {
   private readonly n = x11Native();
@@ -89,7 +93,7 @@ export class X11Releaser implements Releaser, X11InputState {
     const max = [0];
     n.XDisplayKeycodes(dpy, min, max);
     const per = [0];
-    const p = n.XGetKeyboardMapping(dpy, min[0]!, 1, per);
+    const p = n.XGetKeyboardMapping(dpy, min[0] ?? 0, 1, per);
     if (p !== null && p !== 0n) n.XFree(p);
     this.per = per[0] || 1;
     const c = n.xcb_connect(display, [0]);
@@ -101,14 +105,14 @@ export class X11Releaser implements Releaser, X11InputState {
     const bits = new Uint8Array(32);
     this.extra.XQueryKeymap(this.dpy, bits);
     const out: number[] = [];
-    for (let kc = 0; kc < 256; kc++) if (bits[kc >> 3]! & (1 << (kc & 7))) out.push(kc);
+    for (let kc = 0; kc < 256; kc++) if ((bits[kc >> 3] ?? 0) & (1 << (kc & 7))) out.push(kc);
     return out;
   }
 
   buttonsDown(): number[] {
     const mask = [0];
     this.extra.XQueryPointer(this.dpy, this.root, [0], [0], [0], [0], [0], [0], mask);
-    return ([1, 2, 3] as const).filter((b) => (mask[0]! & BUTTON_MASK[b]) !== 0);
+    return ([1, 2, 3] as const).filter((b) => ((mask[0] ?? 0) & BUTTON_MASK[b]) !== 0);
   }
 
   keysyms(code: number): bigint[] {
@@ -152,6 +156,17 @@ export class X11Releaser implements Releaser, X11InputState {
     this.n.XSync(this.dpy, 0);
   }
 
+  autoRepeating(): number[] {
+    return autoRepeatingKeys(this.n, this.dpy);
+  }
+
+  /** Auto-repeat of `code` back on (a no-op where it already is). */
+  restoreRepeat(code: number): void {
+    if (keyAutoRepeats(this.n, this.dpy, code)) return;
+    setKeyAutoRepeat(this.n, this.dpy, code, true);
+    this.n.XSync(this.dpy, 0);
+  }
+
   async release(entries: readonly HeldEntry[]): Promise<void> {
     const n = this.n;
     const keys = new Set(this.keysDown());
@@ -163,7 +178,7 @@ export class X11Releaser implements Releaser, X11InputState {
           if (buttons.delete(b)) n.XTestFakeButtonEvent(this.dpy, b, 0, 0);
           continue;
         }
-        if (e.kind === "remap") continue; // after every key is up (below)
+        if (e.kind === "remap" || e.kind === "repeat") continue; // after every key is up (below)
         const kc = this.keycodeOf(e);
         if (kc !== null && keys.delete(kc)) n.XTestFakeKeyEvent(this.dpy, kc, 0, 0);
       } catch {
@@ -172,9 +187,9 @@ export class X11Releaser implements Releaser, X11InputState {
     }
     n.XSync(this.dpy, 0);
     for (const e of entries) {
-      if (e.kind !== "remap") continue;
       try {
-        this.restoreRemap(e.code, e.keysym);
+        if (e.kind === "remap") this.restoreRemap(e.code, e.keysym);
+        else if (e.kind === "repeat") this.restoreRepeat(e.code);
       } catch {
         // as above
       }

@@ -1,6 +1,6 @@
-import { intSetting } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
 import { SETTINGS } from "../shared/settings.js";
+import { checkSetting, readSettingOrDefault } from "../shared/settingsReader.js";
 import type { CapabilityLine } from "../supervisor/consent/prompter.js";
 import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
@@ -11,7 +11,7 @@ import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
  * manager, which a person runs, use the default instead.
  */
 export function leaseDialogTimeoutMs(env: Env): number {
-  return intSetting(env, SETTINGS.consentTimeoutMs);
+  return readSettingOrDefault(env, SETTINGS.consentTimeoutMs);
 }
 
 /**
@@ -125,8 +125,8 @@ export class X11LeaseDialog implements LeaseDialog {
  * (Windows default). Nothing else is accepted, and there is no value that answers by itself.
  */
 export async function selectLeaseDialog(env: Env = process.env): Promise<LeaseDialog> {
-  const wanted =
-    env[SETTINGS.leaseDialog.env]?.trim() || (process.platform === "win32" ? "messagebox" : "x11");
+  const read = checkSetting(env, SETTINGS.leaseDialog);
+  const wanted = read.ok ? (read.value ?? (process.platform === "win32" ? "messagebox" : "x11")) : null;
   if (wanted === "x11" && process.platform !== "win32") return new X11LeaseDialog(env);
   if (wanted === "messagebox" && process.platform === "win32") {
     const { WindowsMessageBoxDialog } = await import("./native/windows.js");

@@ -47,8 +47,7 @@ const defaultIO: ManagerIO = {
 
 function parseHours(args: string[]): number | "missing" | "invalid" {
   let raw: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
+  for (const [i, a] of args.entries()) {
     if (a === "--hours") raw = args[i + 1];
     else if (a.startsWith("--hours=")) raw = a.slice("--hours=".length);
   }
@@ -90,12 +89,14 @@ async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
   probe.prepare();
   try {
     if (await answers(probe, MANAGER_REQUEST_MS)) return true;
-    const cmd = opts.brokerCommand ?? [
+    const [program, ...programArgs] = opts.brokerCommand ?? [
       process.execPath,
       ...inheritedNodeOptions(process.execArgv),
       fileURLToPath(new URL("./brokerMain.js", import.meta.url)),
     ];
-    const child = spawn(cmd[0]!, cmd.slice(1), {
+    // An empty command starts nothing: the broker then does not answer, as when it fails to start.
+    if (program === undefined) return false;
+    const child = spawn(program, programArgs, {
       detached: true,
       stdio: "ignore",
       env: brokerEnv(env) as NodeJS.ProcessEnv,

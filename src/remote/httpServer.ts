@@ -7,11 +7,11 @@ import type { Server as McpServer } from "@modelcontextprotocol/sdk/server/index
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { newCorrelationId } from "../supervisor/audit.js";
-import type { Supervisor } from "../supervisor/chain.js";
 import { ClientIdentity } from "../supervisor/clientIdentity.js";
 import type { Logger } from "../supervisor/log.js";
 import { endClient, narrowPolicy, supervisorFor } from "../supervisor/multiSession.js";
 import type { Capability } from "../supervisor/policy/schema.js";
+import type { Supervisor } from "../supervisor/supervisor.js";
 import { type Authenticated, METADATA_PATH, type Refused, RequestAuthenticator } from "./authenticate.js";
 import { tlsServerOptions } from "./mtls.js";
 import { protectedResourceMetadata } from "./oauth.js";

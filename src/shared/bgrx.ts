@@ -14,10 +14,10 @@ export function bgrxToRgb(src: Uint32Array, count: number, out: Uint8Array): voi
   if (out.byteOffset % 4 === 0) {
     const d = new Uint32Array(out.buffer, out.byteOffset, groups * 3);
     for (let g = 0, i = 0, j = 0; g < groups; g++, i += 4, j += 3) {
-      const p0 = src[i]!;
-      const p1 = src[i + 1]!;
-      const p2 = src[i + 2]!;
-      const p3 = src[i + 3]!;
+      const p0 = src[i] ?? 0;
+      const p1 = src[i + 1] ?? 0;
+      const p2 = src[i + 2] ?? 0;
+      const p3 = src[i + 3] ?? 0;
       d[j] = ((p0 >>> 16) & 0xff) | (p0 & 0xff00) | ((p0 & 0xff) << 16) | (((p1 >>> 16) & 0xff) << 24);
       d[j + 1] = ((p1 >>> 8) & 0xff) | ((p1 & 0xff) << 8) | (p2 & 0xff0000) | (((p2 >>> 8) & 0xff) << 24);
       d[j + 2] = (p2 & 0xff) | ((p3 >>> 8) & 0xff00) | ((p3 & 0xff00) << 8) | ((p3 & 0xff) << 24);
@@ -29,7 +29,7 @@ export function bgrxToRgb(src: Uint32Array, count: number, out: Uint8Array): voi
 /** Pixels [from, to) one byte at a time (the tail of a frame, or an unaligned `out`). */
 function bgrxToRgbBytes(src: Uint32Array, from: number, to: number, out: Uint8Array): void {
   for (let i = from, j = from * 3; i < to; i++, j += 3) {
-    const p = src[i]!;
+    const p = src[i] ?? 0;
     out[j] = (p >>> 16) & 0xff;
     out[j + 1] = (p >>> 8) & 0xff;
     out[j + 2] = p & 0xff;

@@ -166,6 +166,14 @@ export type A11yHandle = unknown;
 export interface A11yNodeSource {
   facts(node: A11yHandle): Promise<A11yNodeFacts>;
   children(node: A11yHandle): Promise<A11yHandle[]>;
+  /** Called once when the walk it served ends (a source that asks ahead stops asking). */
+  release?(): void;
+}
+
+/** The bounds of one walk, told to a walk source so it never asks ahead past them. */
+export interface WalkLimits {
+  maxNodes: number;
+  maxDepth: number;
 }
 
 export interface A11ySession extends A11yNodeSource {
@@ -175,7 +183,7 @@ export interface A11ySession extends A11yNodeSource {
    * provider has one (AT-SPI's Cache.GetItems) and asks per node only for what it lacks. The
    * facts must equal facts()/children() of the same nodes. Without it a walk asks node by node.
    */
-  walkSource?(root: A11yHandle): Promise<A11yNodeSource>;
+  walkSource?(root: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource>;
   /** Runs a semantic action; throws UiError("pattern_not_supported") when absent. */
   act(node: A11yHandle, action: SemanticAction, value?: string): Promise<void>;
   /** Whether the node still exists in the live tree. */
@@ -212,4 +220,10 @@ export interface Platform {
   accessibility: AccessibilityPort;
   /** Only where the consent dialog is native code (Win32). */
   dialog?: DialogPort;
+  /**
+   * Releases every port and what they share (the X connection and the a11y bus; COM and GDI
+   * objects), once: a second call does nothing, and a port used afterwards fails with
+   * platform_unavailable where it would touch a released resource.
+   */
+  dispose(): Promise<void>;
 }

@@ -1,11 +1,13 @@
 /**
  * Every setting the operator can give, in one table: the environment variable, the CLI flag
- * (when there is one), the allowed range or words, the default and the line of documentation.
- * The readers (src/supervisor/config.ts, budgets.ts, policy/load.ts, src/shared/env.ts for the
- * workers), the CLI's flags and the generated tables in README.md and docs/reference.md all come
- * from here, so code and documentation cannot drift apart (test/unit/settings.test.ts).
+ * (when there is one), the allowed range or words, the default, how strictly a bad value is
+ * treated and the line of documentation. Every value is read through this table by
+ * src/shared/settingsReader.ts (the supervisor's config, budgets, grant and consent lifetimes,
+ * the policy's limits, the workers' tunables, the lease broker, doctor); the CLI's flags and the
+ * generated tables in README.md and docs/reference.md come from here too, so code and
+ * documentation cannot drift apart (test/unit/settings.test.ts).
  *
- * Pure data: no I/O, importable from every thread.
+ * Pure data and pure parsing: no I/O, importable from every thread.
  */
 
 /** Who reads a setting, and so how a bad value is treated. */
@@ -17,11 +19,24 @@ export type SettingScope =
   /** Platform code inside the workers: a bad value is ignored and the default applies. */
   | "worker";
 
+/**
+ * What a set but bad value does (the error codes and words each reader has always used):
+ * - "exit": a ConfigError naming the variable; the server does not start (exit 2). Here only
+ *   an empty string counts as unset: blanks are a bad value, so a typo is never silent.
+ * - "invalid_argument": a UiError invalid_argument naming the variable and its range (the
+ *   server does not start either).
+ * - "policy_invalid": a reason of the policy's policy_invalid state.
+ * - "default": ignored, the default applies (code that must never fail to start on a typo).
+ */
+export type SettingStrictness = "exit" | "invalid_argument" | "policy_invalid" | "default";
+
 interface Common {
   env: string;
   /** Long CLI flag (without "--") that sets this variable for the verb; the env var is the fallback. */
   flag?: string;
   scope: SettingScope;
+  /** Unset: from the scope (server → exit, policy → policy_invalid, worker → default). */
+  strictness?: SettingStrictness;
   /** The default as the documentation shows it (when the raw default alone says too little). */
   defaultDoc?: string;
   doc: string;
@@ -160,6 +175,7 @@ export const SETTINGS = {
   screenshotMemoryBudgetBytes: int({
     env: "DESKTOP_AUTOMATION_SCREENSHOT_MEMORY_BUDGET_BYTES",
     scope: "server",
+    strictness: "invalid_argument",
     default: 128 * 1024 * 1024,
     min: 1024 * 1024,
     max: 2 * 1024 * 1024 * 1024,
@@ -169,6 +185,7 @@ export const SETTINGS = {
   maxDiscoveryPerMinute: int({
     env: "UIINSPECT_MAX_DISCOVERY_PER_MINUTE",
     scope: "server",
+    strictness: "invalid_argument",
     default: 30,
     min: 1,
     max: 100_000,
@@ -177,6 +194,7 @@ export const SETTINGS = {
   maxInspectionsPerMinute: int({
     env: "UIINSPECT_MAX_INSPECTIONS_PER_MINUTE",
     scope: "server",
+    strictness: "invalid_argument",
     default: 60,
     min: 1,
     max: 100_000,
@@ -185,6 +203,7 @@ export const SETTINGS = {
   maxClientActionsPerMinute: int({
     env: "UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE",
     scope: "server",
+    strictness: "invalid_argument",
     default: 10,
     min: 1,
     max: 100_000,
@@ -222,6 +241,15 @@ export const SETTINGS = {
     max: 120_000,
     doc: "per-request worker deadline, 500–120000 ms; a silent worker is torn down",
   }),
+  policyWatchMs: int({
+    env: "UIINSPECT_POLICY_WATCH_MS",
+    scope: "server",
+    strictness: "default",
+    default: 1000,
+    min: 50,
+    max: 60_000,
+    doc: "how often the policy file is checked for a change, 50–60000 ms (a bad value gives the default)",
+  }),
   isolation: choice({
     env: "UIINSPECT_WORKER_ISOLATION",
     flag: "isolation",
@@ -255,6 +283,7 @@ export const SETTINGS = {
   leaseDialog: choice({
     env: "UIINSPECT_LEASE_DIALOG",
     scope: "server",
+    strictness: "invalid_argument",
     values: ["x11", "messagebox"],
     default: "x11",
     defaultDoc: "`x11` / `messagebox`",
@@ -307,6 +336,12 @@ export function flaggedSettings(): Array<Setting & { flag: string }> {
   return all.filter((s): s is Setting & { flag: string } => s.flag !== undefined);
 }
 
+/** How strictly a bad value of `s` is treated (see SettingStrictness). */
+export function settingStrictness(s: Setting): SettingStrictness {
+  if (s.strictness !== undefined) return s.strictness;
+  return s.scope === "server" ? "exit" : s.scope === "policy" ? "policy_invalid" : "default";
+}
+
 /** What the value may be, for errors and help: "100–600000", "one of thread, process". */
 export function settingRange(s: Setting): string {
   if (s.kind === "int") return `a whole number from ${s.min} to ${s.max}`;
@@ -314,19 +349,47 @@ export function settingRange(s: Setting): string {
   return "text";
 }
 
+/** Why a set value was refused. */
+export type SettingFault = "not_integer" | "out_of_range" | "not_a_choice" | "empty";
+
+export type ParsedSetting<T> = { ok: true; value: T } | { ok: false; fault: SettingFault };
+
+export type SettingValue<S extends Setting> = S extends IntSetting
+  ? number
+  : S extends ChoiceSetting<infer T>
+    ? T
+    : string;
+
+/**
+ * The one parser of a set value: a whole decimal number in the range (surrounding blanks
+ * allowed), one of the words (trimmed, case-insensitive), or any text that is not blank (given
+ * back as written: its reader decides about blanks inside, as a path may hold them).
+ */
+export function parseSettingValue<S extends Setting>(s: S, raw: string): ParsedSetting<SettingValue<S>>;
+export function parseSettingValue(s: Setting, raw: string): ParsedSetting<number | string> {
+  const v = raw.trim();
+  if (s.kind === "int") {
+    if (!/^\d+$/.test(v)) return { ok: false, fault: "not_integer" };
+    const n = Number(v);
+    return Number.isSafeInteger(n) && n >= s.min && n <= s.max
+      ? { ok: true, value: n }
+      : { ok: false, fault: "out_of_range" };
+  }
+  if (s.kind === "choice") {
+    const w = v.toLowerCase();
+    return (s.values as readonly string[]).includes(w)
+      ? { ok: true, value: w }
+      : { ok: false, fault: "not_a_choice" };
+  }
+  return v === "" ? { ok: false, fault: "empty" } : { ok: true, value: raw };
+}
+
 /**
  * Checks a flag's value as the reader of its variable would; returns an error line or null.
  * Text values are checked by their readers (a missing policy file is a policy finding).
  */
 export function checkSettingValue(s: Setting, raw: string): string | null {
-  const v = raw.trim();
-  if (s.kind === "int") {
-    const n = Number(v);
-    return /^\d+$/.test(v) && Number.isSafeInteger(n) && n >= s.min && n <= s.max
-      ? null
-      : `must be ${settingRange(s)}`;
-  }
-  if (s.kind === "choice")
-    return (s.values as readonly string[]).includes(v.toLowerCase()) ? null : `must be ${settingRange(s)}`;
-  return v === "" ? "must not be empty" : null;
+  const r = parseSettingValue(s, raw);
+  if (r.ok) return null;
+  return r.fault === "empty" ? "must not be empty" : `must be ${settingRange(s)}`;
 }

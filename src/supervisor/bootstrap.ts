@@ -1,12 +1,12 @@
 import { createRequire } from "node:module";
 import { GuardianHost } from "../guardian/host.js";
 import { DialogGate } from "../shared/dialogGate.js";
-import { intEnv } from "../shared/env.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
+import { SETTINGS } from "../shared/settings.js";
+import { readSetting } from "../shared/settingsReader.js";
 import { AuditLog } from "./audit.js";
 import { budgetConfigFromEnv, MemoryBudget, memoryBudgetBytesFromEnv, RateBudgets } from "./budgets.js";
-import type { Supervisor, Workers } from "./chain.js";
 import { auditIdOf, ClientIdentity, newConnectionSalt } from "./clientIdentity.js";
 import { loadConfig, type ServerConfig } from "./config.js";
 import { ConsentBroker } from "./consent/broker.js";
@@ -23,8 +23,9 @@ import { log as defaultLog, type Logger } from "./log.js";
 import { loadPolicy } from "./policy/load.js";
 import { PolicyWatcher } from "./policy/watch.js";
 import { A11ySessions } from "./sessions.js";
+import type { Supervisor, Workers } from "./supervisor.js";
 import { ConfirmationTokenStore } from "./tokens.js";
-import { WorkerHost } from "./workerHost.js";
+import { type Isolation, WorkerHost } from "./workerHost.js";
 
 export function serverVersion(): string {
   const require = createRequire(import.meta.url);
@@ -71,6 +72,11 @@ export interface BuildOptions {
   env?: Record<string, string | undefined>;
   logger?: Logger;
   clock?: () => number;
+  /**
+   * Overrides the configured isolation; `inline` (workers on this thread, src/workers/inline.ts)
+   * is for the in-process test harness (test/support/inProcess.ts) and has no setting.
+   */
+  isolation?: Isolation;
 }
 
 export function buildSupervisor(
@@ -79,14 +85,17 @@ export function buildSupervisor(
   const env = opts.env ?? process.env;
   const logger = opts.logger ?? defaultLog;
   const clock = opts.clock ?? Date.now;
-  const config = loadConfig(env);
+  const loaded = loadConfig(env);
+  const config = opts.isolation ? { ...loaded, isolation: opts.isolation } : loaded;
   const policyState = loadPolicy(env, () => new Date(clock()));
   const dialogs = new DialogGate();
   // The release guardian: every press and remap of the input worker is recorded there first, so
   // nothing stays down whatever ends the worker or this process (docs/architecture.md).
-  const guardian = config.platform
-    ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
-    : null;
+  // An inline worker lives and dies with this thread: there is no separate worker to outlive.
+  const guardian =
+    config.platform && config.isolation !== "inline"
+      ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
+      : null;
   const makeHost = (kind: WorkerKind) =>
     new WorkerHost({
       init: {
@@ -194,6 +203,6 @@ export function buildSupervisor(
       built.policyState = state;
     },
   );
-  watcher.start(intEnv(env, "UIINSPECT_POLICY_WATCH_MS", 1000, 50, 60_000));
+  watcher.start(readSetting(env, SETTINGS.policyWatchMs));
   return built;
 }

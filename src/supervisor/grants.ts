@@ -2,8 +2,8 @@ import type { DenyReason } from "../shared/errors.js";
 import { uiError } from "../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../shared/identity.js";
 import { SETTINGS } from "../shared/settings.js";
+import { readSetting } from "../shared/settingsReader.js";
 import type { Clock } from "./budgets.js";
-import { readSettingInt } from "./budgets.js";
 
 export const DEFAULT_GRANT_TTL_MS = SETTINGS.grantTtlMs.default;
 
@@ -44,6 +44,14 @@ export interface GrantInput {
 export class GrantStore {
   private readonly grants = new Map<string, Grant>();
   private readonly listeners = new Set<RevokeListener>();
+  /**
+   * (client, instance) pairs whose grant the client gave back with release_access. Their kept
+   * decision no longer renews a grant silently: actions are consent_required until the client
+   * asks again with request_access (answered from the kept decision, without a new dialog).
+   */
+  private readonly released = new Set<string>();
+  /** When each granted instance without a window was last asked whether it still runs. */
+  private readonly aliveAskedAt = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
@@ -131,6 +139,8 @@ export class GrantStore {
       e.hwnds.add(g.hwnd);
       out.set(g.instanceKey, e);
     }
+    // An instance no longer granted needs no more asking about.
+    for (const key of this.aliveAskedAt.keys()) if (!out.has(key)) this.aliveAskedAt.delete(key);
     return out;
   }
 
@@ -158,6 +168,34 @@ export class GrantStore {
         n++;
       }
     return n;
+  }
+
+  /** release_access: the kept decision no longer renews this client's grant silently. */
+  markReleased(client: string, instanceKey: string): void {
+    this.released.add(mapKey(client, instanceKey));
+  }
+
+  /** A new approval (request_access) lets the kept decision renew the grant again. */
+  clearReleased(client: string, instanceKey: string): void {
+    this.released.delete(mapKey(client, instanceKey));
+  }
+
+  wasReleased(client: string, instanceKey: string): boolean {
+    return this.released.has(mapKey(client, instanceKey));
+  }
+
+  /** Whether a granted instance that shows no window is due to be asked whether it still runs. */
+  aliveCheckDue(instanceKey: string, now: number, intervalMs: number): boolean {
+    return now - (this.aliveAskedAt.get(instanceKey) ?? -Infinity) >= intervalMs;
+  }
+
+  noteAliveCheck(instanceKey: string, now: number): void {
+    this.aliveAskedAt.set(instanceKey, now);
+  }
+
+  /** The instance was found exited: nothing is left to ask about. */
+  forgetAliveCheck(instanceKey: string): void {
+    this.aliveAskedAt.delete(instanceKey);
   }
 
   get size(): number {
@@ -217,7 +255,7 @@ function mapKey(client: string, instanceKey: string): string {
   return `${client}\u0000${instanceKey}`;
 }
 
-/** UIINSPECT_GRANT_TTL_MS: default 300000, allowed 1000..86400000; throws invalid_argument. */
+/** UIINSPECT_GRANT_TTL_MS as loadConfig reads it: default 300000, 1000..86400000; throws ConfigError. */
 export function grantTtlFromEnv(env: Record<string, string | undefined>): number {
-  return readSettingInt(env, SETTINGS.grantTtlMs);
+  return readSetting(env, SETTINGS.grantTtlMs);
 }

@@ -1,6 +1,6 @@
 import { pino } from "pino";
-import { choiceSetting } from "../shared/env.js";
 import { SETTINGS } from "../shared/settings.js";
+import { readSettingOrDefault } from "../shared/settingsReader.js";
 
 /**
  * Diagnostics go to stderr only: stdout carries MCP frames. Log calls pass fixed
@@ -8,7 +8,7 @@ import { SETTINGS } from "../shared/settings.js";
  */
 export const log = pino(
   // Lenient here (a typo must not crash the import); loadConfig rejects a bad level with a clear error.
-  { level: choiceSetting(process.env, SETTINGS.logLevel), base: { svc: "uiinspect-mcp" } },
+  { level: readSettingOrDefault(process.env, SETTINGS.logLevel), base: { svc: "uiinspect-mcp" } },
   pino.destination({ fd: 2, sync: false }),
 );
 

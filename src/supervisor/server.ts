@@ -10,10 +10,11 @@ import { quoteClientValue } from "../shared/echo.js";
 import { UiError, uiError } from "../shared/errors.js";
 import { formatPath } from "../shared/strictJson.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
-import { type CallContext, runChain, type Supervisor } from "./chain.js";
+import { type CallContext, runChain } from "./chain.js";
 import { policyStatusAt } from "./policy/load.js";
 import { CAPABILITIES } from "./policy/schema.js";
 import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
+import type { Supervisor } from "./supervisor.js";
 import { toolsForPolicy } from "./tools/availability.js";
 import type { ToolDef } from "./tools/define.js";
 import { TOOLS, TOOLS_BY_NAME } from "./tools/index.js";
@@ -71,7 +72,10 @@ function toolEntry(def: ToolDef): Tool {
     description: def.description,
     inputSchema: trimInputSchema(jsonSchemaOf(def.input, "input")) as Tool["inputSchema"],
     outputSchema: outputSchemaOf(def),
-    annotations: { ...def.annotations, openWorldHint: OPEN_WORLD.has(def.capability) },
+    annotations: {
+      ...def.annotations,
+      openWorldHint: def.capability !== null && OPEN_WORLD.has(def.capability),
+    },
   };
 }
 
@@ -123,10 +127,8 @@ export function zodMessage(e: z.ZodError): string {
 
 function auditAction(def: ToolDef, ctx: CallContext | null): AuditAction {
   if (ctx?.capability) return ctx.capability;
-  if (def.capability === "discovery") return "discovery";
-  if (def.capability === "none" || def.capability === "consent" || def.capability === "per_class")
-    return "none";
-  return def.capability;
+  if (def.mode === "discovery") return "discovery";
+  return def.capability ?? "none";
 }
 
 export interface CallExtra {

@@ -25,7 +25,11 @@ import type { Logger } from "./log.js";
 const WORKER_SEMI_SPACE_MB = 2;
 const WORKER_YOUNG_GENERATION_MB = 3 * WORKER_SEMI_SPACE_MB;
 
-export type Isolation = "thread" | "process";
+/**
+ * Where a worker runs. `inline` (the in-process test harness only, never a setting a user can
+ * choose) runs the dispatcher on this thread behind the same messages (src/workers/inline.ts).
+ */
+export type Isolation = "thread" | "process" | "inline";
 
 export interface WorkerHostOptions {
   init: WorkerInit;
@@ -319,7 +323,9 @@ export class WorkerHost {
     this.endpoint =
       this.opts.isolation === "process"
         ? this.forkProcess(init, onMessage, onExit)
-        : this.spawnThread(init, onMessage, onExit);
+        : this.opts.isolation === "inline"
+          ? this.runInline(init, onMessage, onExit)
+          : this.spawnThread(init, onMessage, onExit);
     if (this.opts.isolation === "process" && this.opts.dialogGate)
       this.safeSend({ type: "dialog_state", open: this.opts.dialogGate.open });
     if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
@@ -357,6 +363,29 @@ export class WorkerHost {
       send: (msg) => port1.postMessage(msg),
       kill: async () => {
         await worker.terminate();
+      },
+    };
+  }
+
+  /**
+   * The dispatcher on this thread (tests). Loaded lazily so a server never imports the worker
+   * modules; a kill stops the dispatcher and reports the exit on a later turn, as a thread's
+   * exit event would.
+   */
+  private runInline(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
+    const flag = this.opts.dialogGate?.buffer;
+    const worker = import("../workers/inline.js").then((m) => m.startInlineWorker(init, flag, onMessage));
+    let alive = true;
+    return {
+      send: (msg) => {
+        if (!alive) throw new Error("stopped");
+        void worker.then((w) => w.deliver(msg));
+      },
+      kill: async () => {
+        if (!alive) return;
+        alive = false;
+        await (await worker).stop();
+        setImmediate(onExit);
       },
     };
   }

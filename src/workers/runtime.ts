@@ -14,7 +14,7 @@ import {
 import type { HandlerContext, HandlerTable } from "./handlers.js";
 
 /** How a worker talks to its supervisor: a MessagePort (thread) or the IPC channel (process). */
-interface Channel {
+export interface Channel {
   send(msg: WorkerToSupervisor, transfer?: ArrayBuffer[]): void;
   onMessage(listener: (msg: unknown) => void): void;
 }
@@ -60,24 +60,32 @@ function transferables(result: unknown): ArrayBuffer[] {
   return out;
 }
 
+/** What a running dispatcher offers its host: an inline endpoint stops it when it is torn down. */
+export interface ServedWorker {
+  /** Requests still being handled (their handlers release in finally). */
+  readonly inflight: number;
+  /** Aborts every request in flight; later messages are dropped. */
+  stop(): void;
+  readonly platform: Platform | null;
+}
+
+export interface ServeOptions {
+  /** Thread and inline workers: the supervisor's DialogGate cell (processes get dialog_state). */
+  dialogFlag?: unknown;
+}
+
 /**
  * The worker side of the protocol: parses every message, runs the handler with an
- * AbortSignal (cancel or deadline), and answers once per request.
+ * AbortSignal (cancel or deadline), and answers once per request. The channel is a MessagePort
+ * (thread), the IPC channel (process) or an in-memory pair (inline, src/workers/inline.ts).
  */
-export async function runWorker(handlers: HandlerTable): Promise<void> {
-  let channel: Channel;
-  let rawInit: unknown;
-  if (!isMainThread && parentPort) {
-    const data = workerData as { init: unknown; port: MessagePort; dialogFlag?: unknown };
-    channel = threadChannel(data.port);
-    rawInit = data.init;
-    if (data.dialogFlag instanceof SharedArrayBuffer) dialogGate.attach(data.dialogFlag);
-  } else if (process.send) {
-    channel = processChannel();
-    rawInit = JSON.parse(process.env.UIINSPECT_WORKER_INIT ?? "null");
-  } else {
-    throw new Error("runWorker must run in a worker thread or a forked child process");
-  }
+export async function serveWorker(
+  channel: Channel,
+  rawInit: unknown,
+  handlers: HandlerTable,
+  opts: ServeOptions = {},
+): Promise<ServedWorker> {
+  if (opts.dialogFlag instanceof SharedArrayBuffer) dialogGate.attach(opts.dialogFlag);
   const init: WorkerInit = WorkerInitSchema.parse(rawInit);
   // A backend that cannot start (no display, no COM) still answers: every request
   // fails with platform_unavailable instead of the worker dying in a restart loop.
@@ -88,25 +96,15 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
     platform = null;
   }
   const inflight = new Map<number, AbortController>();
+  let stopped = false;
   const faultFile = process.env.UIINSPECT_TEST_INPUT_FAULT_FILE;
   if (init.kind === "input" && faultFile) {
     const { armFaultInjection } = await import("./input/faultInjection.js");
     armFaultInjection(faultFile);
   }
-  if (isMainThread) {
-    // Process isolation: the server is gone (its IPC channel closed): stop every gesture (each releases in its
-    // finally) and leave; the guardian has released the rest already.
-    process.on("disconnect", () => {
-      for (const c of inflight.values()) c.abort(uiError("cancelled"));
-      setTimeout(() => process.exit(0), 500).unref();
-      const check = setInterval(() => {
-        if (inflight.size === 0) process.exit(0);
-      }, 10);
-      check.unref();
-    });
-  }
 
   channel.onMessage((raw) => {
+    if (stopped) return;
     const parsed = SupervisorToWorkerSchema.safeParse(raw);
     if (!parsed.success) return; // Only the supervisor holds this channel; garbage is dropped.
     const msg = parsed.data;
@@ -153,6 +151,47 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
     })();
   });
   channel.send({ type: "ready", pid: process.pid });
+  return {
+    get inflight() {
+      return inflight.size;
+    },
+    stop: () => {
+      stopped = true;
+      for (const c of inflight.values()) c.abort(uiError("cancelled"));
+    },
+    platform,
+  };
+}
+
+/** A worker thread's or forked child's entry: finds its channel, then serves it. */
+export async function runWorker(handlers: HandlerTable): Promise<void> {
+  let channel: Channel;
+  let rawInit: unknown;
+  let dialogFlag: unknown;
+  if (!isMainThread && parentPort) {
+    const data = workerData as { init: unknown; port: MessagePort; dialogFlag?: unknown };
+    channel = threadChannel(data.port);
+    rawInit = data.init;
+    dialogFlag = data.dialogFlag;
+  } else if (process.send) {
+    channel = processChannel();
+    rawInit = JSON.parse(process.env.UIINSPECT_WORKER_INIT ?? "null");
+  } else {
+    throw new Error("runWorker must run in a worker thread or a forked child process");
+  }
+  const served = await serveWorker(channel, rawInit, handlers, { dialogFlag });
+  if (isMainThread) {
+    // Process isolation: the server is gone (its IPC channel closed): stop every gesture (each releases in its
+    // finally) and leave; the guardian has released the rest already.
+    process.on("disconnect", () => {
+      served.stop();
+      setTimeout(() => process.exit(0), 500).unref();
+      const check = setInterval(() => {
+        if (served.inflight === 0) process.exit(0);
+      }, 10);
+      check.unref();
+    });
+  }
 }
 
 type GenericHandler = (args: unknown, ctx: HandlerContext) => Promise<unknown>;

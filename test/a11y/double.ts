@@ -191,6 +191,7 @@ export function doublePlatform(
       typeText: async () => never(),
     },
     accessibility: provider,
+    dispose: async () => {},
   };
 }
 

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createFakePlatform } from "../../src/platforms/fake/index.js";
 import { isUiError, uiError } from "../../src/shared/errors.js";
 import type { Platform } from "../../src/shared/platform.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { inputHandlers } from "../../src/workers/input/handlers.js";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { FakeDesktop, filePolicy, otherWindow, ruffleWindow, type ServerHarness } from "../support/mcp.js";
+import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
 /**
  * Chaos between the steps of a gesture: the scenario is rewritten while a drag or a key
@@ -16,20 +17,7 @@ import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from
 type Effect = Record<string, unknown>;
 type Args = Record<string, unknown>;
 
-const other = (over: Args = {}): Args => ({
-  hwnd: 2002,
-  title: "Other app",
-  class: "Other",
-  pid: 7777,
-  process_start: "2026-11-30T07:00:00Z",
-  process_path: "C:\\Other\\other.exe",
-  rect: [1200, 800, 1600, 1000],
-  visible: true,
-  iconic: false,
-  z: 1,
-  fill: "#aa0000",
-  ...over,
-});
+const other = (over: Args = {}): Args => otherWindow({ rect: [1200, 800, 1600, 1000], z: 1, ...over });
 
 const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   session: 1,
@@ -94,7 +82,7 @@ function expectBalanced(fx: Effect[]): void {
 
 /** Starts `name` and applies `change` as soon as an effect matching `trigger` was emitted. */
 async function interrupt(
-  h: McpHarness,
+  h: ServerHarness,
   d: FakeDesktop,
   name: string,
   args: Args,
@@ -109,25 +97,13 @@ async function interrupt(
   return { r, fx: strip(d.effectsLog().slice(from)) };
 }
 
-const harnesses: McpHarness[] = [];
-async function start(d: FakeDesktop, env: Record<string, string> = {}) {
-  const h = await McpHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    UIINSPECT_FAKE_DESKTOP: d.path,
-    DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    ...LOOSE_BUDGETS,
-    ...env,
-  });
-  harnesses.push(h);
-  return h;
-}
-afterAll(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterAll();
+const start = (d: FakeDesktop, env: Record<string, string> = {}) =>
+  serveFake(d, { via: "stdio", policy: filePolicy(), env });
 
 describe("chaos between the legs of a drag and the steps of a key sequence (passive mode)", () => {
   let d: FakeDesktop;
-  let h: McpHarness;
+  let h: ServerHarness;
   beforeAll(async () => {
     d = new FakeDesktop(calm());
     h = await start(d);
@@ -224,7 +200,7 @@ describe("chaos between the legs of a drag and the steps of a key sequence (pass
 
 describe("DESKTOP_AUTOMATION_FOCUS_MODE=activate", () => {
   let d: FakeDesktop;
-  let h: McpHarness;
+  let h: ServerHarness;
   const background = () => scenario([ruffleWindow({ z: 1 }), other({ z: 0 })], 2002);
   beforeAll(async () => {
     d = new FakeDesktop(background());

@@ -1,10 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { describe, expect, it } from "vitest";
+import { FakeDesktop, filePolicy, ruffleWindow } from "../support/mcp.js";
+import { closeServersAfterEach, serveFake } from "../support/servers.js";
 
-const harnesses: McpHarness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterEach();
 
 describe("UIINSPECT_WORKER_ISOLATION=process", () => {
   it("a native segfault kills only that worker process; it is restarted and the server keeps serving", async () => {
@@ -22,14 +20,11 @@ describe("UIINSPECT_WORKER_ISOLATION=process", () => {
       windows: [ruffleWindow()],
       consent: { answer: "approve" },
     });
-    const h = await McpHarness.start({
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-      UIINSPECT_WORKER_ISOLATION: "process",
-      ...LOOSE_BUDGETS,
+    const h = await serveFake(d, {
+      via: "stdio",
+      policy: filePolicy(),
+      env: { UIINSPECT_WORKER_ISOLATION: "process" },
     });
-    harnesses.push(h);
     await h.ok("request_access", { hwnd: 1001 });
     const before = (await h.ok("health_check")).workers as Array<{ kind: string; isolation: string }>;
     expect(before.every((w) => w.isolation === "process")).toBe(true);
@@ -65,13 +60,7 @@ describe("UIINSPECT_WORKER_ISOLATION=process", () => {
       windows: [ruffleWindow({ faults: { capture: "segv" } })],
       consent: { answer: "approve" },
     });
-    const h = await McpHarness.start({
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-      ...LOOSE_BUDGETS,
-    });
-    harnesses.push(h);
+    const h = await serveFake(d, { via: "stdio", policy: filePolicy() });
     await expect(h.call("list_windows")).rejects.toThrow();
   });
 });

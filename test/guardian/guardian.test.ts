@@ -52,6 +52,7 @@ describe("guardian record", () => {
       { kind: "button", button: "middle" },
       { kind: "keycode", code: 38 },
       { kind: "remap", code: 253, keysym: 0x101f600 },
+      { kind: "repeat", code: 38 },
     ];
     for (const e of all) expect(decodeEntry(encodeEntry(e).split(" "))).toEqual(e);
     for (const bad of [
@@ -65,6 +66,9 @@ describe("guardian record", () => {
       "r 1 99999999999",
       "x 1",
       "c 1e3",
+      "a",
+      "a 256",
+      "a 38 1",
     ])
       expect(decodeEntry(bad.split(" ")), bad).toBeNull();
   });
@@ -94,5 +98,42 @@ describe("remap journal", () => {
     ]);
     j.write([]);
     expect(readdirSync(dir)).toEqual(["remaps-x11-_8-4194305.json"]);
+  });
+
+  it("keeps the keys whose auto-repeat a hold turned off, and hands a dead guardian's to the next one", () => {
+    const dir = mkdtempSync(join(tmpdir(), "uix-journal-"));
+    const j = new FileRemapJournal(dir, "x11-:9");
+    j.write([{ kind: "repeat", code: 38 }]);
+    const mine = JSON.parse(readFileSync(join(dir, `remaps-x11-_9-${process.pid}.json`), "utf8"));
+    expect(mine.repeats).toEqual([38]);
+    expect(mine.remaps).toEqual([]);
+    writeFileSync(
+      join(dir, "remaps-x11-_9-4194305.json"),
+      JSON.stringify({ pid: 4194305, start_ticks: 1, remaps: [], repeats: [40, 41] }),
+    );
+    // A file of an older guardian has no repeats field: read as none.
+    writeFileSync(
+      join(dir, "remaps-x11-_9-4194306.json"),
+      JSON.stringify({ pid: 4194306, start_ticks: 1, remaps: [{ code: 251, keysym: 0x20ac }] }),
+    );
+    const left = FileRemapJournal.leftovers(dir, "x11-:9");
+    expect(left.repeats).toEqual([
+      { kind: "repeat", code: 40 },
+      { kind: "repeat", code: 41 },
+    ]);
+    expect(left.remaps).toEqual([{ kind: "remap", code: 251, keysym: 0x20ac }]);
+  });
+
+  it("the guardian journals an auto-repeat change as it does a remap, and forgets it once restored", async () => {
+    const writes: string[][] = [];
+    const g = new Guardian(new RecordingReleaser(), {
+      write: (changes) => writes.push(changes.map((c) => encodeEntry(c))),
+    });
+    g.hold("s", [{ kind: "key", key: "a" }]);
+    expect(writes).toEqual([]);
+    g.hold("s", [{ kind: "repeat", code: 38 }]);
+    expect(writes.at(-1)).toEqual(["a 38"]);
+    await g.releaseSource("s");
+    expect(writes.at(-1)).toEqual([]);
   });
 });

@@ -1,7 +1,13 @@
-import { afterAll, afterEach, expect } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindow } from "./mcp.js";
+import { expect } from "vitest";
+import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow, type ServerHarness } from "./mcp.js";
+import { serveFake } from "./servers.js";
 
-/** Helpers for the consent / authorization e2e tests (built CLI over stdio, simulated desktop). */
+export { closeServersAfterAll, closeServersAfterEach } from "./servers.js";
+
+/**
+ * Helpers for the consent / authorization tests: the simulated desktop, its scripted consent
+ * answer, and the in-process server on it (test/support/inProcess.ts).
+ */
 
 export type Consent = { answer: "approve" | "deny" | "timeout" | "ignore"; delay_ms?: number };
 export type Win = Record<string, unknown>;
@@ -77,41 +83,23 @@ export class Desk {
   private policies = 0;
 }
 
-const live: McpHarness[] = [];
-
-/** Closes every server a test file started, after each test (or once at the end for shared ones). */
-export function closeServersAfterEach(): void {
-  afterEach(async () => {
-    await Promise.all(live.splice(0).map((h) => h.close()));
-  });
-}
-export function closeServersAfterAll(): void {
-  afterAll(async () => {
-    await Promise.all(live.splice(0).map((h) => h.close()));
-  });
-}
-
 export interface ServeOptions {
   env?: Record<string, string>;
   client?: { name: string; version: string };
   /** Overrides of the e2e file policy (default: every action allowed). */
   policy?: Record<string, unknown>;
+  /** The supervisor's clock (ManualTime's, where grant or token expiry is the point). */
+  clock?: () => number;
 }
 
-/** Starts the built CLI on the desk with a file policy (all actions allowed) and loose budgets. */
-export async function serve(desk: Desk, opts: ServeOptions = {}): Promise<McpHarness> {
-  const h = await McpHarness.start(
-    {
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: desk.fake.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: desk.policy(opts.policy),
-      ...LOOSE_BUDGETS,
-      ...opts.env,
-    },
-    opts.client,
-  );
-  live.push(h);
-  return h;
+/** Starts the in-process server on the desk with a file policy (all actions allowed) and loose budgets. */
+export function serve(desk: Desk, opts: ServeOptions = {}): Promise<ServerHarness> {
+  return serveFake(desk.fake, {
+    policy: filePolicy(opts.policy),
+    env: opts.env,
+    clock: opts.clock,
+    client: opts.client,
+  });
 }
 
 /** Polls until `pred` holds (a state the test waits for, not a timing assertion). */
@@ -137,11 +125,11 @@ export interface AuditEvent {
   process_start: string | null;
 }
 
-export async function audit(h: McpHarness, limit = 100): Promise<AuditEvent[]> {
+export async function audit(h: ServerHarness, limit = 100): Promise<AuditEvent[]> {
   return (await h.ok("get_audit_events", { limit })).events as AuditEvent[];
 }
 
-export async function grants(h: McpHarness): Promise<Array<Record<string, unknown>>> {
+export async function grants(h: ServerHarness): Promise<Array<Record<string, unknown>>> {
   return (await h.ok("get_access_state")).grants as Array<Record<string, unknown>>;
 }
 
@@ -150,7 +138,7 @@ export { RUFFLE };
 const OLD_START = new Date(START).toISOString();
 
 /** Window 1001 (pid 4001) changed instance: no grant, one audited revocation of the old one. */
-export async function expectRevoked(h: McpHarness): Promise<void> {
+export async function expectRevoked(h: ServerHarness): Promise<void> {
   expect(await grants(h)).toEqual([]);
   const rev = (await audit(h)).filter((e) => e.tool === "revocation");
   expect(rev).toHaveLength(1);
@@ -163,7 +151,11 @@ export async function expectRevoked(h: McpHarness): Promise<void> {
 }
 
 /** The new process behind the same pid is a stranger: it needs its own dialog. */
-export async function newInstanceNeedsItsOwnDialog(h: McpHarness, desk: Desk, before: number): Promise<void> {
+export async function newInstanceNeedsItsOwnDialog(
+  h: ServerHarness,
+  desk: Desk,
+  before: number,
+): Promise<void> {
   expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
   expect(await h.ok("request_access", { hwnd: 1001 })).toMatchObject({
     decision: "approved",

@@ -48,15 +48,44 @@ export async function okOn(
   return r.structured;
 }
 
-/** The built CLI as a child process, driven by the SDK's own Client over stdio. */
-export class McpHarness {
+/** A connected server a test drives: the built CLI over stdio, or the in-process one. */
+export interface ServerHarness {
   readonly client: Client;
-  readonly stderr: string[] = [];
+  /** What the server logged (stderr of the CLI, the log stream in process). */
+  readonly stderr: string[];
+  call(
+    name: string,
+    args?: Record<string, unknown>,
+    opts?: { signal?: AbortSignal; onprogress?: (p: unknown) => void },
+  ): Promise<ToolCall>;
+  ok(name: string, args?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
 
-  private constructor(client: Client) {
-    this.client = client;
+/** call/ok over a connected SDK client; subclasses say how the server runs and ends. */
+export abstract class ClientHarness implements ServerHarness {
+  constructor(
+    readonly client: Client,
+    readonly stderr: string[] = [],
+  ) {}
+
+  call(
+    name: string,
+    args: Record<string, unknown> = {},
+    opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
+  ): Promise<ToolCall> {
+    return callToolOn(this.client, name, args, opts);
   }
 
+  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    return okOn(this.client, name, args);
+  }
+
+  abstract close(): Promise<void>;
+}
+
+/** The built CLI as a child process, driven by the SDK's own Client over stdio. */
+export class McpHarness extends ClientHarness {
   static async start(
     env: Record<string, string>,
     clientInfo = { name: "uiinspect-test", version: "1.0.0" },
@@ -77,18 +106,6 @@ export class McpHarness {
     transport.stderr?.on("data", (d: Buffer) => h.stderr.push(d.toString("utf8")));
     await client.connect(transport);
     return h;
-  }
-
-  call(
-    name: string,
-    args: Record<string, unknown> = {},
-    opts: { signal?: AbortSignal; onprogress?: (p: unknown) => void } = {},
-  ): Promise<ToolCall> {
-    return callToolOn(this.client, name, args, opts);
-  }
-
-  ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    return okOn(this.client, name, args);
   }
 
   async close(): Promise<void> {
@@ -173,6 +190,34 @@ export function ruffleWindow(over: Record<string, unknown> = {}): Record<string,
         { role: "edit", name: "Password", is_password: true, rect: [20, 100, 220, 130], patterns: ["value"] },
       ],
     },
+    ...over,
+  };
+}
+
+/** A desktop with these windows (1001 in front) whose consent dialog approves at once. */
+export function approvingDesktop(windows: Array<Record<string, unknown>> = [ruffleWindow()]): FakeDesktop {
+  return new FakeDesktop({
+    session: 1,
+    foreground: 1001,
+    windows,
+    consent: { answer: "approve", delay_ms: 0 },
+  });
+}
+
+/** Another process's window (never allowed by the e2e policy): it covers a target or takes the focus. */
+export function otherWindow(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    hwnd: 2002,
+    title: "Other app",
+    class: "Other",
+    pid: 7777,
+    process_start: "2026-11-30T07:00:00Z",
+    process_path: "C:\\Other\\other.exe",
+    rect: [0, 0, 400, 400],
+    visible: true,
+    iconic: false,
+    z: 0,
+    fill: "#aa0000",
     ...over,
   };
 }

@@ -1,16 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { isUiError, uiError } from "../../src/shared/errors.js";
+import { isUiError } from "../../src/shared/errors.js";
 import { type ApplicationCharge, MemoryBudget, RateBudgets } from "../../src/supervisor/budgets.js";
 import type { CallContext } from "../../src/supervisor/chain.js";
-import { captureTools } from "../../src/supervisor/tools/capture.js";
 import type { ToolDef } from "../../src/supervisor/tools/define.js";
 import { inputTools } from "../../src/supervisor/tools/input.js";
-import { profileTools } from "../../src/supervisor/tools/profiles.js";
 
 /**
- * The screenshot and send_text handlers against a real RateBudgets, driven the way the chain
- * drives them: the call's budgets are taken, the charge is read and handed over as ctx.charge.
- * The worker is a function the test supplies.
+ * The one refund case the chain cannot be made to reach on purpose: a signal that aborts after the
+ * budgets were taken and before send_text's handler starts (no await lies between them). The
+ * handler runs against a real RateBudgets, driven the way the chain drives it. Every other charge
+ * and refund is tested through the in-process server (test/inprocess/budget-charges.test.ts).
  */
 
 const KEY = "instance-key";
@@ -105,58 +104,6 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
   return { run, used, memory, sent };
 }
 
-const png = async () => ({
-  png: new Uint8Array([1, 2, 3]),
-  sha256: null,
-  width: 320,
-  height: 240,
-  window_offset: [0, 0],
-});
-const fails = (code: Parameters<typeof uiError>[0]) => async () => {
-  throw uiError(code);
-};
-
-describe("screenshot_window gives its pixels back when it fails", () => {
-  const screenshot = tool(captureTools, "screenshot_window");
-  const args = { hwnd: 1001, region_name: "stage" };
-
-  it("a worker refusal, a vanished window, a deadline or a crash: the pixels go back", async () => {
-    const s = setup();
-    for (const code of [
-      "occluded",
-      "target_gone",
-      "worker_timeout",
-      "worker_crashed",
-      "image_too_large",
-    ] as const)
-      expect(await s.run(screenshot, args, fails(code))).toBe(code);
-    expect(s.used().pixels).toBe(0);
-    expect(s.memory.inUse).toBe(0);
-    // The budget still holds exactly two stage captures.
-    expect(await s.run(screenshot, args, png)).toBe("ok");
-    expect(await s.run(screenshot, args, png)).toBe("ok");
-    expect(s.used().pixels).toBe(2 * 320 * 240);
-  });
-
-  it("cancelled while waiting for image memory: the pixels go back, nothing was captured", async () => {
-    const s = setup(320 * 240 * 8);
-    const held = s.memory.tryReserve(1);
-    const ac = new AbortController();
-    const r = s.run(screenshot, args, png, ac.signal);
-    ac.abort();
-    expect(await r).toBe("cancelled");
-    expect(s.sent).toEqual([]);
-    expect(s.used().pixels).toBe(0);
-    held?.release();
-  });
-
-  it("a capture that succeeds keeps its pixels", async () => {
-    const s = setup();
-    expect(await s.run(screenshot, args, png)).toBe("ok");
-    expect(s.used().pixels).toBe(320 * 240);
-  });
-});
-
 describe("send_text keeps its characters unless nothing was sent", () => {
   const sendText = tool(inputTools, "send_text");
   const args = { hwnd: 1001, text: "x".repeat(40) };
@@ -168,39 +115,5 @@ describe("send_text keeps its characters unless nothing was sent", () => {
     expect(await s.run(sendText, args, async () => ({ chars: 40 }), ac.signal)).toBe("cancelled");
     expect(s.sent).toEqual([]);
     expect(s.used()).toEqual({ pixels: 0, chars: 0, actions: 1 });
-  });
-
-  it("a refusal from the worker keeps the charge: an earlier chunk may have been typed", async () => {
-    const s = setup();
-    expect(await s.run(sendText, args, fails("not_foreground"))).toBe("not_foreground");
-    expect(await s.run(sendText, args, fails("worker_timeout"))).toBe("worker_timeout");
-    expect(s.sent).toEqual(["input.text", "input.text"]);
-    expect(s.used()).toEqual({ pixels: 0, chars: 80, actions: 2 });
-  });
-});
-
-describe("record_coordinate_profile gives its pixels back when the reference capture fails", () => {
-  const record = tool(profileTools, "record_coordinate_profile");
-  const args = {
-    hwnd: 1001,
-    profile_id: "p1",
-    reference_region_name: "stage",
-    safe_regions: [],
-    verification_points: [],
-  };
-  const hash = async () => ({
-    png: null,
-    sha256: "a".repeat(64),
-    width: 320,
-    height: 240,
-    window_offset: [0, 0],
-  });
-
-  it("a refused capture gives the pixels back; a recorded profile keeps them", async () => {
-    const s = setup();
-    expect(await s.run(record, args, fails("occluded"))).toBe("occluded");
-    expect(s.used().pixels).toBe(0);
-    expect(await s.run(record, args, hash)).toBe("ok");
-    expect(s.used().pixels).toBe(320 * 240);
   });
 });

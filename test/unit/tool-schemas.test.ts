@@ -12,7 +12,7 @@ import { TOOLS, TOOLS_BY_NAME } from "../../src/supervisor/tools/index.js";
 // same to a draft-07 validator (ajv's default, used by many MCP clients) and to 2020-12.
 const validators = { "draft-07": new Ajv({ strict: false }), "2020-12": new Ajv2020({ strict: false }) };
 
-const INPUT_CAPS = new Set(["hover", "click", "interact", "key", "text", "close", "drag"]);
+const INPUT_CAPS = new Set<string | null>(["hover", "click", "interact", "key", "text", "close", "drag"]);
 const DESTRUCTIVE_TOOLS = [
   "send_text",
   "send_key",

@@ -1032,6 +1032,56 @@ test("consent dialog: timeout closes it and fails closed; abort cancels", async 
   assert(gone, "dialog closed after abort");
 });
 
+// The port contract shared with the fake and X11 backends (test/contract/cases.mjs) ---------------
+const { PORT_CONTRACT } = await import("../contract/cases.mjs");
+const { WindowInfoSchema } = await imp("shared/platform.js");
+const GetCursorPos = user32.func("int __stdcall GetCursorPos(_Out_ void *p)");
+let contractNotepad = null;
+for (const c of PORT_CONTRACT) {
+  test(`contract: ${c.name}`, async () => {
+    if (!contractNotepad) {
+      contractNotepad = await startNotepad();
+      // Inside the screen, as the contract's subject must be (Wine may place it past the edge).
+      t.SetWindowPos(contractNotepad.hwnd, 0, 40, 40, 640, 480, 0x0004 | 0x0010);
+    }
+    const n = contractNotepad;
+    assert(await focus(n), "notepad in front");
+    const subject = await waitFor(async () => {
+      const w = await desktop.getWindow(String(n.hwnd));
+      return w?.rect[0] === 40 && w.rect[1] === 40 ? w : null;
+    }, 5000);
+    assert(subject?.instance, "notepad is listed at its place with its instance");
+    const pt = Buffer.alloc(8);
+    const read = () => {
+      GetCursorPos(pt);
+      return { x: pt.readInt32LE(0), y: pt.readInt32LE(4) };
+    };
+    await c.run({
+      platform,
+      subject,
+      isWindowInfo: (w) => WindowInfoSchema.safeParse(w).success,
+      // Wine 8 has no UIA client: openSession fails with a code (see the UIA test above).
+      hasAccessibility: false,
+      pointerSlack: 1,
+      // Injected input is processed asynchronously: poll briefly for the expected position.
+      pointer: async (p) =>
+        (await waitFor(
+          () => {
+            const got = read();
+            return Math.abs(got.x - p.x) <= 1 && Math.abs(got.y - p.y) <= 1 ? got : null;
+          },
+          4000,
+          20,
+        )) ?? read(),
+      check: { assert, eq, rejectsWith },
+    });
+  });
+}
+test("contract: clean-up", async () => {
+  if (contractNotepad) assert(await closeNotepad(contractNotepad), "notepad closed");
+  contractNotepad = null;
+});
+
 // End to end through the built server -------------------------------------------------------------
 const { registerE2e } = await import("./e2e.mjs");
 registerE2e({
@@ -1057,6 +1107,27 @@ registerE2e({
     foreground: (w) => t.SetForegroundWindow(Number(w.hwnd)),
     clearModified: (edit) => t.SendMessageTimeoutNum(edit, EM_SETMODIFY, 0, 0, SMTO_ABORTIFHUNG, 1000, null),
     clickButton,
+  },
+});
+
+// Last-moment checks against another process: capture, menu mode, focus per key, no clamping ------
+const { registerGrabs } = await import("./grabs.mjs");
+registerGrabs({
+  dist,
+  test,
+  assert,
+  eq,
+  waitFor,
+  sleep,
+  rejectsWith,
+  h: {
+    facts,
+    platform,
+    startNotepad,
+    closeNotepad,
+    focus,
+    getText,
+    place: (hw, x, y, cx, cy) => t.SetWindowPos(hw, 0, x, y, cx, cy, 0x0004 | 0x0010),
   },
 });
 
@@ -1134,6 +1205,6 @@ for (const tc of tests) {
   writeFileSync(resultsPath, JSON.stringify({ done: false, results, bench, facts }, null, 2));
 }
 for (const c of children) c.kill();
-await desktop.dispose();
+await platform.dispose();
 writeFileSync(resultsPath, JSON.stringify({ done: true, results, bench, facts }, null, 2));
 process.exit(0);

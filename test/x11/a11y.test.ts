@@ -43,7 +43,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 accessibility port (AT-SPI2) on GTK windows
   });
 
   afterAll(async () => {
-    await p?.desktop.dispose();
+    await p?.dispose();
     session?.stop();
   });
 

@@ -91,7 +91,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture port against an independent xwd roo
   }, 90_000);
 
   afterAll(async () => {
-    await p?.desktop.dispose();
+    await p?.dispose();
     session?.stop();
   });
 

@@ -105,7 +105,7 @@ describe.skipIf(!X11_AVAILABLE)("our dialogs take only a person's input (x11, bu
 
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.close()));
-    await p?.desktop.dispose();
+    await p?.dispose();
     session?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });

@@ -30,7 +30,10 @@ function ok<T>(v: T): Pending<T> {
   return { resolve: () => v };
 }
 
-/** A connection with one client window; `owner` answers the X-Resource PID query. */
+/**
+ * A connection with one client window; `owner` answers the X-Resource PID query. The window
+ * vanishes (existsAfterOwner false) once that query was made: every later reply of it fails.
+ */
 function stubConnection(opts: { owner: () => number | null; existsAfterOwner: boolean }): XConnection {
   const atoms = Object.fromEntries(ATOM_NAMES.map((n, i) => [n, 300 + i])) as Record<string, number>;
   let ownerAsked = false;
@@ -59,6 +62,7 @@ function stubConnection(opts: { owner: () => number | null; existsAfterOwner: bo
     inputFocus: () => ok(0),
     clientCountsByPid: () => new Map<number, number>(),
     translateToRoot: () => ok({ x: 10, y: 20 }),
+    // One X-Resource answer for every listed window, asked before the replies are judged.
     clientPids(wins: readonly number[]): Map<number, number> {
       ownerAsked = true;
       const pid = opts.owner();

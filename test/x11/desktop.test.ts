@@ -32,7 +32,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
   });
 
   afterAll(async () => {
-    await p?.desktop.dispose();
+    await p?.dispose();
     session?.stop();
   });
 
@@ -208,7 +208,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
     expect(await codeOf(capture.capture.captureScreen([0, 0, 10, 10]))).toBe("platform_unavailable");
     expect(await codeOf(input.input.moveTo(5, 5))).toBe("platform_unavailable");
     expect(await codeOf(input.input.typeText("1", "é", "sendinput"))).toBe("platform_unavailable");
-    await input.desktop.dispose();
-    await capture.desktop.dispose();
+    await input.dispose();
+    await capture.dispose();
   });
 });

@@ -88,7 +88,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     afterAll(async () => {
       await h?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

@@ -74,7 +74,7 @@ export async function startGtkDesk(actions: string, env: Record<string, string> 
 export async function stopGtkDesk(d: Partial<GtkDesk>): Promise<void> {
   await d.h?.close();
   d.bus?.disconnect();
-  await d.p?.desktop.dispose();
+  await d.p?.dispose();
   d.session?.stop();
 }
 

@@ -57,7 +57,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 input port (XTest) into a GTK entry, read b
   });
 
   afterAll(async () => {
-    await p?.desktop.dispose();
+    await p?.dispose();
     session?.stop();
   });
 

@@ -83,7 +83,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await Promise.all(servers.map((s) => s.close()));
       await runCli(["manager", "lease", "revoke"], env).catch(() => undefined);
       stopOwnBroker(env);
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

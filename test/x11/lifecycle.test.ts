@@ -1,12 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
-import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   type App,
   approveConsentDialog,
@@ -17,9 +17,8 @@ import {
   UNSAFE_XTEST,
   waitFor,
   waitForWindow,
-  X11_AVAILABLE,
-  X11_REQUIRED,
   type X11Session,
+  x11CliSuite,
   xwdRoot,
 } from "./support.js";
 
@@ -30,15 +29,10 @@ import {
  * confirmation token never carry over. Then the same flow with UIINSPECT_WORKER_ISOLATION=process.
  */
 
-const HAVE_CLI = existsSync(CLI);
-if (X11_AVAILABLE && !HAVE_CLI && !X11_REQUIRED) {
-  process.stderr.write("x11 lifecycle skipped: dist/cli.js is missing (npm run build)\n");
-}
-
 const TITLE = "uix life app";
 const GONE = ["target_gone", "target_not_found"];
 
-describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
+describe.skipIf(!x11CliSuite("lifecycle"))(
   "x11 process-instance lifecycle and process isolation (built CLI over stdio)",
   () => {
     let session: X11Session;
@@ -77,7 +71,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
 
     afterAll(async () => {
       await h?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import dbus from "dbus-next";
@@ -6,7 +5,7 @@ import koffi, { type LibraryHandle } from "koffi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containsPoint, containsRect } from "../../src/shared/geometry.js";
 import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
-import { CLI, LOOSE_BUDGETS, McpHarness, type ToolCall } from "../support/mcp.js";
+import { LOOSE_BUDGETS, McpHarness, type ToolCall } from "../support/mcp.js";
 import {
   type App,
   approveConsentDialog,
@@ -16,9 +15,8 @@ import {
   UNSAFE_XTEST,
   waitFor,
   waitForWindow,
-  X11_AVAILABLE,
-  X11_REQUIRED,
   type X11Session,
+  x11CliSuite,
   xdotool,
 } from "./support.js";
 
@@ -35,11 +33,6 @@ import {
  * proves the watch sees a real click), and the states of every GTK check button under the point,
  * read through AT-SPI, are unchanged.
  */
-
-const HAVE_CLI = existsSync(CLI);
-if (X11_AVAILABLE && !HAVE_CLI && !X11_REQUIRED) {
-  process.stderr.write("x11 races skipped: dist/cli.js is missing (npm run build)\n");
-}
 
 const ST_CHECKED = 4;
 const BUTTON_MASK = 0x1f00; // Button1Mask … Button5Mask
@@ -79,7 +72,7 @@ class PointerWatch {
   }
 }
 
-describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
+describe.skipIf(!x11CliSuite("races"))(
   "x11 races between the worker's check and its effect (built CLI over stdio)",
   () => {
     let session: X11Session;
@@ -301,7 +294,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await h?.close();
       watch?.close();
       bus?.disconnect();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

@@ -1,7 +1,6 @@
-import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
-import { CLI, type McpHarness } from "../support/mcp.js";
+import type { McpHarness } from "../support/mcp.js";
 import {
   atspiCall,
   atspiStateSet,
@@ -15,18 +14,13 @@ import {
   stopGtkDesk,
   walkTree,
 } from "./gtk.js";
-import { waitFor, X11_AVAILABLE, X11_REQUIRED } from "./support.js";
+import { waitFor, x11CliSuite } from "./support.js";
 
 /**
  * Semantic actions over stdio against the built CLI on real GTK 3 windows (gtk3-widget-factory,
  * gtk3-demo) on a private Xvfb desktop. Every effect is read back by the test through its own
  * AT-SPI connection (states CHECKED / EXPANDED / SELECTED), never through the server.
  */
-
-const HAVE_CLI = existsSync(CLI);
-if (X11_AVAILABLE && !HAVE_CLI && !X11_REQUIRED) {
-  process.stderr.write("x11 semantic skipped: dist/cli.js is missing (npm run build)\n");
-}
 
 const ST_CHECKED = 4;
 const ST_EXPANDABLE = 9;
@@ -35,7 +29,7 @@ const ST_SELECTABLE = 22;
 const ST_SELECTED = 23;
 const ST_SHOWING = 25;
 
-describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
+describe.skipIf(!x11CliSuite("semantic"))(
   "x11 semantic actions on GTK windows (built CLI over stdio)",
   () => {
     let d: GtkDesk;

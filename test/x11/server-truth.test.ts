@@ -5,7 +5,7 @@ import { join } from "node:path";
 import koffi from "koffi";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Platform, RawImage, WindowInfo } from "../../src/shared/platform.js";
-import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   approveConsentDialog,
   REPO,
@@ -14,9 +14,9 @@ import {
   UNSAFE_XTEST,
   waitFor,
   waitForWindow,
-  X11_AVAILABLE,
   X11_REQUIRED,
   type X11Session,
+  x11CliSuite,
   xdotool,
 } from "./support.js";
 
@@ -29,7 +29,6 @@ import {
  * read the X server's own state; each must be refused now, with nothing reaching the attacker.
  */
 
-const HAVE_CLI = existsSync(CLI);
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 
 interface Attacker {
@@ -40,7 +39,7 @@ interface Attacker {
   stop(): Promise<void>;
 }
 
-describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
+describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11 last-moment checks against the X server's truth (attacks, built CLI over stdio)",
   () => {
     let session: X11Session;
@@ -151,7 +150,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
     afterAll(async () => {
       await stopAttackers();
       await h?.close();
-      await p?.desktop.dispose();
+      await p?.dispose();
       session?.stop();
     });
 

@@ -53,6 +53,22 @@ if (!X11_AVAILABLE) {
   );
 }
 
+/**
+ * Whether a suite that drives the built CLI on X11 runs: the tools are there and dist/cli.js is
+ * built (or X11 is required, and a missing build then fails loudly). Says why when it is skipped.
+ */
+export function x11CliSuite(name: string, alsoNeeded: { what: string; ok: boolean } | null = null): boolean {
+  if (!X11_AVAILABLE) return false;
+  if (X11_REQUIRED) return true;
+  const missing = !existsSync(CLI)
+    ? "dist/cli.js is missing (npm run build)"
+    : alsoNeeded && !alsoNeeded.ok
+      ? alsoNeeded.what
+      : null;
+  if (missing) process.stderr.write(`x11 ${name} skipped: ${missing}\n`);
+  return missing === null;
+}
+
 export interface X11Session {
   env: Record<string, string>;
   stop(): void;

@@ -31,7 +31,7 @@ parentPort.on("message", async (msg) => {
       let gone = null;
       try { await p.desktop.closeWindow("536870911"); } catch (e) { gone = e.code; }
       post({ ok: true, gone });
-    } else if (msg === "exit") { await p.desktop.dispose(); process.exit(0); }
+    } else if (msg === "exit") { await p.dispose(); process.exit(0); }
   } catch (e) { post({ ok: false, code: e && e.code }); }
 });
 post({ ready: true });

@@ -84,7 +84,7 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
   afterAll(async () => {
     perNode.dispose();
     fast.dispose();
-    await p?.desktop.dispose();
+    await p?.dispose();
     session?.stop();
   });
 

@@ -1,8 +1,12 @@
 import { Worker } from "node:worker_threads";
 import koffi from "koffi";
+import { processUserSid } from "../../platforms/win32/account.js";
+import * as w from "../../platforms/win32/ffi.js";
+import { resolveInstance } from "../../platforms/win32/identity.js";
 import { uiError } from "../../shared/errors.js";
-import { normalizeExecutablePath, type ProcessInstance } from "../../shared/identity.js";
+import type { ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { switchIsOn } from "../../shared/settingsReader.js";
 import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialog.js";
 import type { LeaseScope } from "../endpoint.js";
 import type { InstanceResolver } from "../instance.js";
@@ -17,91 +21,34 @@ import {
 } from "../transport.js";
 import {
   armOverlapped,
-  CancelIoEx,
-  CloseHandle,
   createManualEvent,
   ERROR_IO_INCOMPLETE,
   ERROR_IO_PENDING,
   FILE_FLAG_OVERLAPPED,
-  GetLastError,
-  GetOverlappedResult,
-  LocalFree,
-  OpenProcess,
-  OVERLAPPED,
-  PROCESS_QUERY_LIMITED_INFORMATION,
-  ProcessIdToSessionId,
-  type Ptr,
-  ReadFile,
-  ResetEvent,
-  SetEvent,
   settleCancelled,
   validHandle,
   WAIT_OBJECT_0,
   WAIT_TIMEOUT,
-  WaitForMultipleObjects,
-  WaitForSingleObject,
-  WriteFile,
-} from "./kernel32.js";
-import { processUserSid } from "./windowsIdentity.js";
+} from "./overlapped.js";
 
 /**
  * The Windows side of the lease broker, through koffi (loaded by the broker process only):
  * - the per-scope marker: the named mutex `Local\uiinspect-lease-<hash>`, owned for life;
  * - the endpoint: a named pipe created with FILE_FLAG_FIRST_PIPE_INSTANCE (a squatter makes
  *   the broker refuse to start), PIPE_REJECT_REMOTE_CLIENTS and a protected DACL granting
- *   access to the user's SID only; every connected client's PID (GetNamedPipeClientProcessId)
+ *   access to the user's SID only; every connected client's PID (w.GetNamedPipeClientProcessId)
  *   is opened and its token's user SID must equal ours, else the connection is closed;
  * - overlapped I/O on every instance, one koffi async WaitForMultipleObjects at a time
  *   (at most 62 connections at once: MAXIMUM_WAIT_OBJECTS less the wake event and the
  *   listening instance);
- * - process instances (creation time, image path, session) and the MessageBox lease dialog
- *   (on its own guarded thread: windowsDialogThread.ts).
+ * - process instances through the backend's own resolver (platforms/win32/identity.ts), and
+ *   the MessageBox lease dialog (on its own guarded thread: windowsDialogThread.ts).
+ * Every binding is platforms/win32/ffi.ts's; this module keeps only the pipe and mutex logic.
  *
  * Run under Wine 8 with the Windows node.exe by test/win32/lease.mjs (mutex, pipe + DACL, peer
  * SID check, overlapped I/O, MessageBox, instance resolver). Not verifiable there: Wine ignores
  * FILE_FLAG_FIRST_PIPE_INSTANCE and has a single user (no other-user refusal). See docs/lease.md.
  */
-
-const k32 = koffi.load("kernel32.dll");
-const adv = koffi.load("advapi32.dll");
-const u32 = koffi.load("user32.dll");
-
-const SECURITY_ATTRIBUTES = koffi.struct("uiinspect_SECURITY_ATTRIBUTES", {
-  nLength: "uint32_t",
-  lpSecurityDescriptor: "void *",
-  bInheritHandle: "int",
-});
-// Registered by name for the prototypes below.
-koffi.struct("uiinspect_FILETIME", { low: "uint32_t", high: "uint32_t" });
-
-const CreateNamedPipeW = k32.func(
-  "void * __stdcall CreateNamedPipeW(str16 name, uint32_t openMode, uint32_t pipeMode, uint32_t maxInstances, uint32_t outSize, uint32_t inSize, uint32_t timeout, uiinspect_SECURITY_ATTRIBUTES *sa)",
-);
-const ConnectNamedPipe = k32.func("int __stdcall ConnectNamedPipe(void *h, void *ov)");
-const DisconnectNamedPipe = k32.func("int __stdcall DisconnectNamedPipe(void *h)");
-const GetNamedPipeClientProcessId = k32.func(
-  "int __stdcall GetNamedPipeClientProcessId(void *h, _Out_ uint32_t *pid)",
-);
-const CreateMutexW = k32.func("void * __stdcall CreateMutexW(void *sa, int owner, str16 name)");
-const ReleaseMutex = k32.func("int __stdcall ReleaseMutex(void *h)");
-const GetProcessTimes = k32.func(
-  "int __stdcall GetProcessTimes(void *h, _Out_ uiinspect_FILETIME *c, _Out_ uiinspect_FILETIME *e, _Out_ uiinspect_FILETIME *k, _Out_ uiinspect_FILETIME *u)",
-);
-const QueryFullProcessImageNameW = k32.func(
-  "int __stdcall QueryFullProcessImageNameW(void *h, uint32_t flags, void *buf, _Inout_ uint32_t *size)",
-);
-const ConvertStringSecurityDescriptorToSecurityDescriptorW = adv.func(
-  "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(str16 sddl, uint32_t rev, _Out_ void **sd, void *size)",
-);
-const FindWindowExW = u32.func(
-  "void * __stdcall FindWindowExW(void *parent, void *after, void *cls, str16 title)",
-);
-const GetWindowThreadProcessId = u32.func(
-  "uint32_t __stdcall GetWindowThreadProcessId(void *hwnd, void *pid)",
-);
-const PostMessageW = u32.func(
-  "int __stdcall PostMessageW(void *hwnd, uint32_t msg, uintptr_t w, intptr_t l)",
-);
 
 const PIPE_ACCESS_DUPLEX = 0x3;
 const FILE_FLAG_FIRST_PIPE_INSTANCE = 0x00080000;
@@ -115,15 +62,15 @@ const BUF_SIZE = 64 * 1024;
 const WRITE_POLL_MS = 20;
 
 export function acquireWindowsMarker(scope: LeaseScope): ScopeMarker {
-  const h: Ptr = CreateMutexW(null, 0, scope.marker);
+  const h = w.CreateMutexW(null, 0, scope.marker);
   if (!validHandle(h)) throw uiError("broker_unavailable", "The broker's scope mutex cannot be created.");
-  const r: number = WaitForSingleObject(h, 0);
+  const r: number = w.WaitForSingleObject(h, 0);
   if (r === WAIT_TIMEOUT) {
-    CloseHandle(h);
+    w.CloseHandle(h);
     throw new AlreadyRunningError();
   }
   if (r !== WAIT_OBJECT_0 && r !== WAIT_ABANDONED) {
-    CloseHandle(h);
+    w.CloseHandle(h);
     throw uiError("broker_unavailable", "The broker's scope mutex cannot be taken.");
   }
   let released = false;
@@ -131,30 +78,30 @@ export function acquireWindowsMarker(scope: LeaseScope): ScopeMarker {
     release() {
       if (released) return;
       released = true;
-      ReleaseMutex(h);
-      CloseHandle(h);
+      w.ReleaseMutex(h);
+      w.CloseHandle(h);
     },
   };
 }
 
 interface Waitable {
-  event: bigint;
+  event: number;
   onSignal(): void;
 }
 
 interface Instance {
-  h: bigint;
-  ov: bigint;
-  event: bigint;
-  buf: bigint;
+  h: number;
+  ov: w.Mem;
+  event: number;
+  buf: w.Mem;
   state: "connecting" | "reading" | "closed";
   handlers: ConnectionHandlers | null;
   /** Frames not yet handed to WriteFile, and their total size with the one in flight. */
   queued: Buffer[];
   queuedBytes: number;
   /** The overlapped write in flight (its memory lives until it completes or the pipe is buried). */
-  writing: { ov: bigint; mem: bigint; len: number } | null;
-  writeEvent: bigint;
+  writing: { ov: w.Mem; mem: w.Mem; len: number } | null;
+  writeEvent: number;
   /** An operation the kernel had not finished when the pipe was buried: keep its memory. */
   inFlight: boolean;
 }
@@ -164,10 +111,10 @@ export async function listenWindowsPipe(
   accept: AcceptFn,
   refused: (reason: RefusalReason, peer: { pid?: number }) => void,
 ): Promise<BrokerTransport> {
-  const sdOut: Ptr[] = [null];
+  const sdOut: w.Mem[] = [null];
   // Owned by the user and open to the user only; clients check the owner (see the link worker).
   if (
-    !ConvertStringSecurityDescriptorToSecurityDescriptorW(
+    !w.ConvertStringSecurityDescriptorToSecurityDescriptorW(
       `O:${scope.user}D:P(A;;GA;;;${scope.user})`,
       1,
       sdOut,
@@ -177,18 +124,18 @@ export async function listenWindowsPipe(
     throw uiError("broker_unavailable", "The pipe's security descriptor cannot be built.");
   }
   const sa = {
-    nLength: koffi.sizeof(SECURITY_ATTRIBUTES),
+    nLength: koffi.sizeof(w.SECURITY_ATTRIBUTES),
     lpSecurityDescriptor: sdOut[0],
     bInheritHandle: 0,
   };
-  let wake: bigint;
+  let wake: number;
   try {
     wake = createManualEvent();
   } catch {
     throw uiError("broker_unavailable", "An event cannot be created.");
   }
 
-  const waitables = new Map<bigint, Waitable>();
+  const waitables = new Map<number, Waitable>();
   const graveyard: Instance[] = [];
   const instances = new Set<Instance>();
   const pendingWrites = new Set<Instance>();
@@ -203,23 +150,23 @@ export async function listenWindowsPipe(
     waitables.delete(inst.event);
     pendingWrites.delete(inst);
     inst.queued = [];
-    CancelIoEx(inst.h, null);
+    w.CancelIoEx(inst.h, null);
     // The kernel must be done with the OVERLAPPEDs and buffers before the graveyard frees them;
     // what is still in flight after a bounded wait is never freed (a small, rare leak).
     inst.inFlight =
       !settleCancelled(inst.h, inst.ov, inst.event) ||
       (inst.writing !== null && !settleCancelled(inst.h, inst.writing.ov, inst.writeEvent));
-    DisconnectNamedPipe(inst.h);
-    CloseHandle(inst.h);
+    w.DisconnectNamedPipe(inst.h);
+    w.CloseHandle(inst.h);
     graveyard.push(inst);
-    SetEvent(wake);
+    w.SetEvent(wake);
     inst.handlers?.closed();
   };
 
   const startRead = (inst: Instance) => {
     armOverlapped(inst.ov, inst.event);
-    const ok: number = ReadFile(inst.h, inst.buf, BUF_SIZE, null, inst.ov);
-    if (!ok && GetLastError() !== ERROR_IO_PENDING) {
+    const ok: number = w.ReadFile(inst.h, inst.buf, BUF_SIZE, null, inst.ov);
+    if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
       bury(inst);
       return;
     }
@@ -228,57 +175,58 @@ export async function listenWindowsPipe(
 
   const onRead = (inst: Instance) => {
     const n = [0];
-    if (!GetOverlappedResult(inst.h, inst.ov, n, 0) || n[0] === 0) {
+    if (!w.GetOverlappedResult(inst.h, inst.ov, n, 0) || n[0] === 0) {
       bury(inst);
       return;
     }
-    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0]!)));
+    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0] ?? 0)));
     inst.handlers?.data(chunk);
     if (inst.state === "reading") startRead(inst);
   };
 
   const finishWrite = (inst: Instance) => {
-    const w = inst.writing;
-    if (!w) return;
+    const done = inst.writing;
+    if (!done) return;
     inst.writing = null;
     pendingWrites.delete(inst);
-    inst.queuedBytes -= w.len;
-    koffi.free(w.mem);
-    koffi.free(w.ov);
+    inst.queuedBytes -= done.len;
+    koffi.free(done.mem);
+    koffi.free(done.ov);
   };
 
   // Never waits: a write that does not complete at once stays in flight and is polled by the
   // loop, so a client that stops reading cannot stall answers to everyone else.
   const pump = (inst: Instance) => {
     while (inst.state === "reading" && !inst.writing && inst.queued.length > 0) {
-      const frame = inst.queued.length === 1 ? inst.queued[0]! : Buffer.concat(inst.queued);
+      const [first] = inst.queued;
+      const frame = inst.queued.length === 1 && first ? first : Buffer.concat(inst.queued);
       inst.queued = [];
       const mem = koffi.alloc("uint8_t", frame.length);
-      const ov = koffi.alloc(OVERLAPPED, 1);
+      const ov = koffi.alloc(w.OVERLAPPED, 1);
       koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
       armOverlapped(ov, inst.writeEvent);
       inst.writing = { ov, mem, len: frame.length };
-      const ok: number = WriteFile(inst.h, mem, frame.length, null, ov);
-      if (!ok && GetLastError() !== ERROR_IO_PENDING) {
+      const ok: number = w.WriteFile(inst.h, mem, frame.length, null, ov);
+      if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
         bury(inst);
         return;
       }
       pollWrite(inst);
       if (inst.writing) {
         pendingWrites.add(inst);
-        SetEvent(wake);
+        w.SetEvent(wake);
       }
     }
   };
 
   const pollWrite = (inst: Instance) => {
-    const w = inst.writing;
-    if (!w) return;
+    const pending = inst.writing;
+    if (!pending) return;
     const n = [0];
-    if (GetOverlappedResult(inst.h, w.ov, n, 0)) {
+    if (w.GetOverlappedResult(inst.h, pending.ov, n, 0)) {
       finishWrite(inst);
       pump(inst);
-    } else if (GetLastError() !== ERROR_IO_INCOMPLETE) {
+    } else if (w.GetLastError() !== ERROR_IO_INCOMPLETE) {
       bury(inst);
     }
   };
@@ -298,7 +246,7 @@ export async function listenWindowsPipe(
     waitables.delete(inst.event);
     listening = null;
     const pidOut = [0];
-    const pid = GetNamedPipeClientProcessId(inst.h, pidOut) ? pidOut[0]! : 0;
+    const pid = w.GetNamedPipeClientProcessId(inst.h, pidOut) ? (pidOut[0] ?? 0) : 0;
     const sid = pid > 0 ? processUserSid(pid) : null;
     if (sid === null) {
       refused("peer_unknown", { pid: pid || undefined });
@@ -317,7 +265,7 @@ export async function listenWindowsPipe(
   const listenNext = () => {
     if (stopping || listening || waitables.size >= MAX_WAIT - 2) return;
     const flags = PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED | (first ? FILE_FLAG_FIRST_PIPE_INSTANCE : 0);
-    const h: Ptr = CreateNamedPipeW(
+    const h = w.CreateNamedPipeW(
       scope.endpoint,
       flags,
       PIPE_REJECT_REMOTE_CLIENTS,
@@ -333,19 +281,19 @@ export async function listenWindowsPipe(
       return;
     }
     first = false;
-    let event: bigint;
-    let writeEvent: bigint;
+    let event: number;
+    let writeEvent: number;
     try {
       event = createManualEvent();
       writeEvent = createManualEvent();
     } catch {
       // Out of handles: try again at the next turn of the loop.
-      CloseHandle(h);
+      w.CloseHandle(h);
       return;
     }
     const inst: Instance = {
       h,
-      ov: koffi.alloc(OVERLAPPED, 1),
+      ov: koffi.alloc(w.OVERLAPPED, 1),
       event,
       buf: koffi.alloc("uint8_t", BUF_SIZE),
       state: "connecting",
@@ -359,8 +307,8 @@ export async function listenWindowsPipe(
     armOverlapped(inst.ov, event);
     instances.add(inst);
     listening = inst;
-    const ok: number = ConnectNamedPipe(h, inst.ov);
-    const err = ok ? 0 : (GetLastError() as number);
+    const ok: number = w.ConnectNamedPipe(h, inst.ov);
+    const err = ok ? 0 : (w.GetLastError() as number);
     if (!ok && err === ERROR_PIPE_CONNECTED) {
       onConnected(inst);
       return;
@@ -371,7 +319,7 @@ export async function listenWindowsPipe(
       return;
     }
     waitables.set(inst.event, { event: inst.event, onSignal: () => onConnected(inst) });
-    SetEvent(wake);
+    w.SetEvent(wake);
   };
 
   let loopDone: () => void = () => {};
@@ -380,8 +328,8 @@ export async function listenWindowsPipe(
   });
   const loop = () => {
     for (const g of graveyard.splice(0)) {
-      CloseHandle(g.event);
-      CloseHandle(g.writeEvent);
+      w.CloseHandle(g.event);
+      w.CloseHandle(g.writeEvent);
       if (g.inFlight) continue;
       koffi.free(g.ov);
       koffi.free(g.buf);
@@ -398,15 +346,15 @@ export async function listenWindowsPipe(
     // Listen again once a slot is free: after a full house (MAX_WAIT - 2 connections) nothing
     // else would create the next instance, and the broker would never accept again.
     listenNext();
-    ResetEvent(wake);
+    w.ResetEvent(wake);
     for (const inst of [...pendingWrites]) pollWrite(inst);
     const list = [...waitables.values()];
-    const handles = [wake, ...list.map((w) => w.event)];
+    const handles = [wake, ...list.map((x) => x.event)];
     const waitMs = pendingWrites.size > 0 ? WRITE_POLL_MS : 1000;
-    WaitForMultipleObjects.async(handles.length, handles, 0, waitMs, (err: unknown, r: number) => {
+    w.waitForMultipleObjectsAsync(handles, waitMs, (err: unknown, r: number) => {
       if (!err && r >= WAIT_OBJECT_0 + 1 && r < WAIT_OBJECT_0 + handles.length) {
-        const w = list[r - 1]!;
-        if (waitables.get(w.event) === w) w.onSignal();
+        const signalled = list[r - 1];
+        if (signalled && waitables.get(signalled.event) === signalled) signalled.onSignal();
       }
       loop();
     });
@@ -419,46 +367,24 @@ export async function listenWindowsPipe(
     close: async () => {
       stopping = true;
       for (const inst of [...instances]) bury(inst);
-      SetEvent(wake);
+      w.SetEvent(wake);
       await loopFinished;
-      CloseHandle(wake);
-      LocalFree(sdOut[0]);
+      w.CloseHandle(wake);
+      w.LocalFree(sdOut[0]);
     },
   };
 }
 
+/**
+ * The backend's resolver (platforms/win32/identity.ts: creation time, normalized image path,
+ * session; an exited process has none), in this broker's scope: a process of another session
+ * keeps that session marked, so sameInstance refuses it whatever the caller claims.
+ */
 export function windowsInstanceResolver(session: string): InstanceResolver {
   return async (pid: number): Promise<ProcessInstance | null> => {
-    const h: Ptr = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
-    if (!validHandle(h)) return null;
-    try {
-      const c = { low: 0, high: 0 };
-      const e = { low: 0, high: 0 };
-      const k = { low: 0, high: 0 };
-      const u = { low: 0, high: 0 };
-      if (!GetProcessTimes(h, c, e, k, u)) return null;
-      // A process that has exited but whose handle is still open has an exit time.
-      if (e.low !== 0 || e.high !== 0) return null;
-      const ticks = (BigInt(c.high) << 32n) | BigInt(c.low);
-      const ms = Number(ticks / 10_000n) - 11_644_473_600_000;
-      const buf = Buffer.alloc(2 * 1024);
-      const size = [1024];
-      if (!QueryFullProcessImageNameW(h, 0, buf, size)) return null;
-      const exe = buf.toString("utf16le", 0, size[0]! * 2);
-      const sess = [0];
-      if (!ProcessIdToSessionId(pid, sess)) return null;
-      const live: ProcessInstance = {
-        pid,
-        start_time: new Date(ms).toISOString(),
-        exe_path: normalizeExecutablePath(exe),
-        // Another session's process keeps its own session id, so sameInstance refuses it.
-        session: String(sess[0]),
-      };
-      // A process in another session is never in this scope, whatever the caller claims.
-      return live.session === session ? live : { ...live, session: `other:${live.session}` };
-    } finally {
-      CloseHandle(h);
-    }
+    const live = resolveInstance(pid);
+    if (!live) return null;
+    return live.session === session ? live : { ...live, session: `other:${live.session}` };
   };
 }
 
@@ -468,13 +394,13 @@ const CLOSE_RETRY_MS = 100;
 const CLOSE_GIVE_UP_MS = 5000;
 
 /** The visible windows titled `title` that thread `tid` owns (never another program's look-alike). */
-function threadWindowsTitled(tid: number, title: string): Ptr[] {
-  const out: Ptr[] = [];
-  let after: Ptr = null;
+function threadWindowsTitled(tid: number, title: string): number[] {
+  const out: number[] = [];
+  let after = 0;
   for (let i = 0; i < 64; i++) {
-    after = FindWindowExW(null, after, null, title);
-    if (!validHandle(after)) break;
-    if (GetWindowThreadProcessId(after, null) === tid) out.push(after);
+    after = w.FindWindowExW(0, after, null, title);
+    if (!after) break;
+    if (w.GetWindowThreadProcessId(after, null) === tid) out.push(after);
   }
   return out;
 }
@@ -514,7 +440,7 @@ export class WindowsMessageBoxDialog implements LeaseDialog {
         workerData: {
           text: `${content.text}\n\nYes = Allow, No = Deny.`,
           title: content.title,
-          allowInjected: this.env[SETTINGS.unsafeAllowXtestConsent.env] === "1",
+          allowInjected: switchIsOn(this.env, SETTINGS.unsafeAllowXtestConsent),
         },
       });
       let tid = 0;
@@ -533,7 +459,7 @@ export class WindowsMessageBoxDialog implements LeaseDialog {
       };
       const closeBox = () => {
         if (!tid) return;
-        for (const hwnd of threadWindowsTitled(tid, content.title)) PostMessageW(hwnd, WM_COMMAND, IDNO, 0);
+        for (const hwnd of threadWindowsTitled(tid, content.title)) w.PostMessageW(hwnd, WM_COMMAND, IDNO, 0);
       };
       const onAbort = () => {
         aborted = true;

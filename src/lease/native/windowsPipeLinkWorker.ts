@@ -1,5 +1,7 @@
 import { parentPort, Worker } from "node:worker_threads";
 import koffi from "koffi";
+import { currentWindowsIdentity, objectOwnerSid, processIdentity } from "../../platforms/win32/account.js";
+import * as w from "../../platforms/win32/ffi.js";
 import type { LeaseScope } from "../endpoint.js";
 import { windowsScope } from "../endpoint.js";
 import {
@@ -12,21 +14,12 @@ import {
 } from "../linkMessages.js";
 import {
   armOverlapped,
-  CancelIoEx,
-  CloseHandle,
   createManualEvent,
   ERROR_IO_PENDING,
   FILE_FLAG_OVERLAPPED,
-  GetLastError,
-  GetOverlappedResult,
-  OVERLAPPED,
-  type Ptr,
   validHandle,
   WAIT_OBJECT_0,
-  WaitForSingleObject,
-  WriteFile,
-} from "./kernel32.js";
-import { currentWindowsIdentity, objectOwnerSid, processIdentity } from "./windowsIdentity.js";
+} from "./overlapped.js";
 
 /**
  * The client end of the lease pipe, in a worker thread that lives as long as its LeaseClient
@@ -37,15 +30,6 @@ import { currentWindowsIdentity, objectOwnerSid, processIdentity } from "./windo
  * four shared threads for the life of the connection (measured under Wine: four links starved
  * everything else in the process, the broker included).
  */
-
-const k32 = koffi.load("kernel32.dll");
-const CreateFileW = k32.func(
-  "void * __stdcall CreateFileW(str16 name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)",
-);
-const WaitNamedPipeW = k32.func("int __stdcall WaitNamedPipeW(str16 name, uint32_t ms)");
-const GetNamedPipeServerProcessId = k32.func(
-  "int __stdcall GetNamedPipeServerProcessId(void *h, _Out_ uint32_t *pid)",
-);
 
 const GENERIC_READ = 0x80000000;
 const GENERIC_WRITE = 0x40000000;
@@ -64,7 +48,7 @@ type ConnectRequest = Extract<ToPipeLink, { t: "connect" }>;
 
 interface Connection {
   id: number;
-  pipe: bigint;
+  pipe: number;
   timeoutMs: number;
   closing: boolean;
 }
@@ -72,43 +56,45 @@ interface Connection {
 class Refused extends Error {}
 
 /** Opens the pipe, waiting for a free instance within the deadline. */
-function openPipe(name: string, timeoutMs: number): bigint {
+function openPipe(name: string, timeoutMs: number): number {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const h: Ptr = CreateFileW(
+    const h = w.CreateFileW(
       name,
       GENERIC_READ | GENERIC_WRITE,
       0,
       null,
       OPEN_EXISTING,
       FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION,
-      null,
+      0,
     );
     if (validHandle(h)) return h;
-    const err: number = GetLastError();
+    const err: number = w.GetLastError();
     const left = deadline - Date.now();
     // Every instance busy (the broker is between accepts): wait for one, within the deadline.
     if (err !== ERROR_PIPE_BUSY || left <= 0)
       throw new Refused("No lease broker is listening in this sign-in session.");
-    WaitNamedPipeW(name, Math.max(1, Math.min(left, 500)));
+    w.WaitNamedPipeW(name, Math.max(1, Math.min(left, 500)));
   }
 }
 
 /** The server end must be a process of the scope's user in the scope's session. */
-function servedByScope(pipe: bigint, scope: LeaseScope): boolean {
+function servedByScope(pipe: number, scope: LeaseScope): boolean {
   // The pipe's owner: the broker sets it to its user's SID, and nobody else can (a process id,
   // by contrast, can be reused by another user's process after a squatter's creator exited).
   if (objectOwnerSid(pipe) !== scope.user) return false;
   // And the process recorded as its server: this user in this session, read from one handle.
   const pid = [0];
-  if (!GetNamedPipeServerProcessId(pipe, pid) || !(pid[0]! > 0)) return false;
-  const server = processIdentity(pid[0]!);
+  if (!w.GetNamedPipeServerProcessId(pipe, pid)) return false;
+  const serverPid = pid[0] ?? 0;
+  if (!(serverPid > 0)) return false;
+  const server = processIdentity(serverPid);
   return server?.sid === scope.user && server.session === scope.instance_session;
 }
 
 const writeEvent = createManualEvent();
 // 1 while the connection being read is closing: the reader stops at its next wait slice even
-// if a read it issued after our CancelIoEx escaped the cancellation.
+// if a read it issued after our w.CancelIoEx escaped the cancellation.
 const closingFlag = new Int32Array(new SharedArrayBuffer(4));
 let conn: Connection | null = null;
 let deferred: ConnectRequest | null = null;
@@ -122,7 +108,7 @@ const reader = new Worker(new URL("./windowsPipeReaderWorker.js", import.meta.ur
 });
 
 function connect(m: ConnectRequest): void {
-  let pipe: bigint | null = null;
+  let pipe: number | null = null;
   try {
     let scope = m.scope;
     if (!scope) {
@@ -141,7 +127,7 @@ function connect(m: ConnectRequest): void {
     reader.postMessage(read);
     send({ t: "open", conn: m.conn, scope });
   } catch (e) {
-    if (pipe !== null && conn?.pipe !== pipe) CloseHandle(pipe);
+    if (pipe !== null && conn?.pipe !== pipe) w.CloseHandle(pipe);
     send({
       t: "refused",
       conn: m.conn,
@@ -155,12 +141,12 @@ function close(c: Connection): void {
   if (c.closing) return;
   c.closing = true;
   Atomics.store(closingFlag, 0, 1);
-  CancelIoEx(c.pipe, null);
+  w.CancelIoEx(c.pipe, null);
 }
 
 function ended(id: number): void {
   if (!conn || conn.id !== id) return;
-  CloseHandle(conn.pipe);
+  w.CloseHandle(conn.pipe);
   send({ t: "closed", conn: id });
   conn = null;
   if (shuttingDown) process.exit(0);
@@ -172,26 +158,26 @@ function ended(id: number): void {
 function write(c: Connection, frame: Uint8Array): void {
   if (c.closing) return;
   const mem = koffi.alloc("uint8_t", frame.length);
-  const ov = koffi.alloc(OVERLAPPED, 1);
+  const ov = koffi.alloc(w.OVERLAPPED, 1);
   try {
     koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
     armOverlapped(ov, writeEvent);
-    const ok: number = WriteFile(c.pipe, mem, frame.length, null, ov);
-    if (!ok && GetLastError() !== ERROR_IO_PENDING) {
+    const ok: number = w.WriteFile(c.pipe, mem, frame.length, null, ov);
+    if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
       close(c);
       return;
     }
     const n = [0];
     // A small frame into a 64 KiB pipe completes at once unless the broker stopped reading;
     // bounded well below the client's close grace, so shutdown never has to terminate us.
-    if (WaitForSingleObject(writeEvent, Math.min(c.timeoutMs, WRITE_WAIT_MS)) !== WAIT_OBJECT_0) {
+    if (w.WaitForSingleObject(writeEvent, Math.min(c.timeoutMs, WRITE_WAIT_MS)) !== WAIT_OBJECT_0) {
       // A broker that stopped reading: give up on it rather than block this link.
-      CancelIoEx(c.pipe, ov);
-      GetOverlappedResult(c.pipe, ov, n, 1);
+      w.CancelIoEx(c.pipe, ov);
+      w.GetOverlappedResult(c.pipe, ov, n, 1);
       close(c);
       return;
     }
-    if (!GetOverlappedResult(c.pipe, ov, n, 0) || n[0] !== frame.length) close(c);
+    if (!w.GetOverlappedResult(c.pipe, ov, n, 0) || n[0] !== frame.length) close(c);
   } finally {
     koffi.free(ov);
     koffi.free(mem);
@@ -210,7 +196,7 @@ reader.on("message", (raw: unknown) => {
 // Without its reader the link is useless: end, and the next connect starts a new worker.
 reader.on("exit", () => {
   if (conn) {
-    CloseHandle(conn.pipe);
+    w.CloseHandle(conn.pipe);
     send({ t: "closed", conn: conn.id });
   }
   process.exit(1);

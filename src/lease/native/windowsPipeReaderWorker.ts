@@ -1,24 +1,19 @@
 import { parentPort, workerData } from "node:worker_threads";
 import koffi from "koffi";
+import * as w from "../../platforms/win32/ffi.js";
 import type { FromPipeReader, PipeReaderWorkerData, ToPipeReader } from "../linkMessages.js";
 import {
   armOverlapped,
-  CancelIoEx,
   createManualEvent,
   ERROR_IO_PENDING,
-  GetLastError,
-  GetOverlappedResult,
-  OVERLAPPED,
-  ReadFile,
   WAIT_OBJECT_0,
   WAIT_TIMEOUT,
-  WaitForSingleObject,
-} from "./kernel32.js";
+} from "./overlapped.js";
 
 /**
  * Reads the lease pipe for the link worker, blocking this thread (never libuv's shared pool):
- * overlapped ReadFile, then WaitForSingleObject in slices so a closing connection is noticed
- * even if a read slipped past the link's CancelIoEx. Posts each chunk, then "eof" when the
+ * overlapped w.ReadFile, then w.WaitForSingleObject in slices so a closing connection is noticed
+ * even if a read slipped past the link's w.CancelIoEx. Posts each chunk, then "eof" when the
  * connection ends, and waits for the next one (the thread lives as long as the link worker).
  *
  * Its only inputs come from its own parent, the link worker, and are checked here by hand:
@@ -47,7 +42,7 @@ function isReadRequest(v: unknown): v is ToPipeReader {
     Number.isSafeInteger(m.conn) &&
     (m.conn as number) >= 1 &&
     typeof m.pipe === "string" &&
-    /^\d{1,20}$/.test(m.pipe)
+    /^\d{1,15}$/.test(m.pipe)
   );
 }
 
@@ -56,39 +51,39 @@ const flag = workerData.closing;
 const closing = () => Atomics.load(flag, 0) === 1;
 
 const event = createManualEvent();
-const ov = koffi.alloc(OVERLAPPED, 1);
+const ov = koffi.alloc(w.OVERLAPPED, 1);
 const buf = koffi.alloc("uint8_t", BUF_SIZE);
 
 /** Waits for the read in flight; false when the connection closes first (the read is then cancelled). */
-function awaitRead(pipe: bigint): boolean {
+function awaitRead(pipe: number): boolean {
   for (;;) {
-    const r: number = WaitForSingleObject(event, SLICE_MS);
+    const r: number = w.WaitForSingleObject(event, SLICE_MS);
     if (r === WAIT_OBJECT_0) return true;
     if (r !== WAIT_TIMEOUT || closing()) {
-      CancelIoEx(pipe, ov);
+      w.CancelIoEx(pipe, ov);
       // The kernel must be done with ov and buf before they are reused.
-      GetOverlappedResult(pipe, ov, [0], 1);
+      w.GetOverlappedResult(pipe, ov, [0], 1);
       return false;
     }
   }
 }
 
 /** Blocks until the connection ends. */
-function readUntilEnd(conn: number, pipe: bigint): void {
+function readUntilEnd(conn: number, pipe: number): void {
   while (!closing()) {
     armOverlapped(ov, event);
-    const ok: number = ReadFile(pipe, buf, BUF_SIZE, null, ov);
-    if (!ok && GetLastError() !== ERROR_IO_PENDING) return;
+    const ok: number = w.ReadFile(pipe, buf, BUF_SIZE, null, ov);
+    if (!ok && w.GetLastError() !== ERROR_IO_PENDING) return;
     if (!awaitRead(pipe)) return;
     const n = [0];
-    if (!GetOverlappedResult(pipe, ov, n, 0) || n[0] === 0) return;
-    post({ t: "data", conn, chunk: new Uint8Array(koffi.view(buf, n[0]!)).slice() });
+    if (!w.GetOverlappedResult(pipe, ov, n, 0) || n[0] === 0) return;
+    post({ t: "data", conn, chunk: new Uint8Array(koffi.view(buf, n[0] ?? 0)).slice() });
   }
 }
 
 port.on("message", (raw: unknown) => {
   if (!isReadRequest(raw)) return;
-  readUntilEnd(raw.conn, BigInt(raw.pipe));
+  readUntilEnd(raw.conn, Number(raw.pipe));
   post({ t: "eof", conn: raw.conn });
 });
 post({ t: "ready" });

@@ -43,10 +43,13 @@ export interface FakePlatformOptions {
  */
 export function createFakePlatform(opts: FakePlatformOptions): Platform {
   const ctx = new FakeContext(opts.scenarioPath, opts.workerKind, opts.faultHandler);
+  const desktop = new FakeDesktop(ctx);
   return {
-    desktop: new FakeDesktop(ctx),
+    desktop,
     capture: new FakeCapture(ctx),
     input: new FakeInput(ctx),
     accessibility: new FakeAccessibility(ctx),
+    // Nothing is held between calls (the scenario is read per call); sessions end on their own.
+    dispose: () => desktop.dispose(),
   };
 }

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { choiceSetting } from "../../shared/env.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
 import { guardDialogThread } from "./dialogGuard.js";
 import * as w from "./ffi.js";
 import { type DialogThreadInit, IDYES, yesNoBox } from "./yesNoBox.js";
@@ -128,7 +128,7 @@ const port = parentPort;
 if (port) {
   const tid = w.GetCurrentThreadId();
   // UIINSPECT_WIN32_DIALOG=messagebox skips the TaskDialog; taskdialog, unset or anything else tries it first.
-  const useTaskDialog = choiceSetting(process.env, SETTINGS.win32Dialog) === "taskdialog";
+  const useTaskDialog = readSetting(process.env, SETTINGS.win32Dialog) === "taskdialog";
   const guard = guardDialogThread(tid, init.allowInjected === true, [ID_APPROVE, IDYES]);
   port.postMessage({ type: "thread", tid, kind: useTaskDialog ? "taskdialog" : "messagebox" });
   let answer: "approve" | "deny" | null;

@@ -23,17 +23,29 @@ function lib(name: string): LibraryHandle | null {
   return libs.get(name) ?? null;
 }
 
+/**
+ * A binding of an export every supported system has. The DLL is loaded at once (a missing one
+ * fails the import); the prototype is parsed on the first call, since every thread that imports
+ * this module (workers, dialog threads, the lease's pipe threads) uses only a few of them and
+ * parsing them all costs about 0.3 s per thread under Wine.
+ */
 function bind<A extends unknown[], R>(dll: string, decl: string): Fn<A, R> {
   const l = lib(dll);
   if (!l) throw new Error(`${dll} unavailable`);
-  const f: AnyFn = l.func(decl);
-  return f as Fn<A, R>;
+  let f: AnyFn | null = null;
+  return (...args: A): R => {
+    f ??= l.func(decl) as AnyFn;
+    return f(...args) as R;
+  };
 }
 
-/** A binding that may be absent: null when the DLL or export does not exist. */
+/** A binding that may be absent: null when the DLL or export does not exist (checked at once). */
 function optional<A extends unknown[], R>(dll: string, decl: string): Fn<A, R> | null {
   try {
-    return bind<A, R>(dll, decl);
+    const l = lib(dll);
+    if (!l) return null;
+    const f: AnyFn = l.func(decl);
+    return f as Fn<A, R>;
   } catch {
     return null;
   }
@@ -247,6 +259,113 @@ export const GetSidSubAuthorityCount = bind<[Ptr], Ptr>(
 export const GetSidSubAuthority = bind<[Ptr, number], Ptr>(
   A,
   "void * __stdcall GetSidSubAuthority(void *sid, uint32_t i)",
+);
+
+// Pipes, events and mutexes (the lease broker, its pipe link and reader threads) --------
+// Handles are intptr_t like every other handle here; buffers and OVERLAPPEDs are koffi.alloc'd
+// memory (`void *`), so the kernel may keep using them after the call returns.
+
+export const OVERLAPPED = koffi.struct("uiinspect_OVERLAPPED", {
+  Internal: "uintptr_t",
+  InternalHigh: "uintptr_t",
+  Offset: "uint32_t",
+  OffsetHigh: "uint32_t",
+  hEvent: "intptr_t",
+});
+export const SECURITY_ATTRIBUTES = koffi.struct("uiinspect_SECURITY_ATTRIBUTES", {
+  nLength: "uint32_t",
+  lpSecurityDescriptor: "void *",
+  bInheritHandle: "int",
+});
+
+/** koffi.alloc'd memory, or a pointer koffi handed back (an out parameter). */
+export type Mem = unknown;
+
+export const ReadFile = bind<[H, Mem, number, null, Mem], number>(
+  K,
+  "int __stdcall ReadFile(intptr_t h, void *buf, uint32_t n, void *read, void *ov)",
+);
+export const WriteFile = bind<[H, Mem, number, null, Mem], number>(
+  K,
+  "int __stdcall WriteFile(intptr_t h, void *buf, uint32_t n, void *written, void *ov)",
+);
+export const GetOverlappedResult = bind<[H, Mem, number[], number], number>(
+  K,
+  "int __stdcall GetOverlappedResult(intptr_t h, void *ov, _Out_ uint32_t *n, int wait)",
+);
+export const CancelIoEx = bind<[H, Mem | null], number>(K, "int __stdcall CancelIoEx(intptr_t h, void *ov)");
+export const CreateEventW = bind<[null, number, number, null], H>(
+  K,
+  "intptr_t __stdcall CreateEventW(void *sa, int manual, int initial, void *name)",
+);
+export const SetEvent = bind<[H], number>(K, "int __stdcall SetEvent(intptr_t h)");
+export const ResetEvent = bind<[H], number>(K, "int __stdcall ResetEvent(intptr_t h)");
+export const WaitForSingleObject = bind<[H, number], number>(
+  K,
+  "uint32_t __stdcall WaitForSingleObject(intptr_t h, uint32_t ms)",
+);
+let waitForMultipleObjects: { async: AnyFn } | null = null;
+/** WaitForMultipleObjects on koffi's worker pool (the broker's loop must not block its thread). */
+export function waitForMultipleObjectsAsync(
+  handles: H[],
+  ms: number,
+  done: (err: unknown, r: number) => void,
+): void {
+  const l = lib(K);
+  if (!l) throw new Error(`${K} unavailable`);
+  waitForMultipleObjects ??= l.func(
+    "uint32_t __stdcall WaitForMultipleObjects(uint32_t n, intptr_t *handles, int all, uint32_t ms)",
+  ) as { async: AnyFn };
+  waitForMultipleObjects.async(handles.length, handles, 0, ms, done);
+}
+export const LocalFree = bind<[Mem], Mem>(K, "void * __stdcall LocalFree(void *p)");
+export const CreateNamedPipeW = bind<
+  [string, number, number, number, number, number, number, Record<string, unknown>],
+  H
+>(
+  K,
+  "intptr_t __stdcall CreateNamedPipeW(const char16_t *name, uint32_t openMode, uint32_t pipeMode, uint32_t maxInstances, uint32_t outSize, uint32_t inSize, uint32_t timeout, uiinspect_SECURITY_ATTRIBUTES *sa)",
+);
+export const ConnectNamedPipe = bind<[H, Mem], number>(
+  K,
+  "int __stdcall ConnectNamedPipe(intptr_t h, void *ov)",
+);
+export const DisconnectNamedPipe = bind<[H], number>(K, "int __stdcall DisconnectNamedPipe(intptr_t h)");
+export const GetNamedPipeClientProcessId = bind<[H, number[]], number>(
+  K,
+  "int __stdcall GetNamedPipeClientProcessId(intptr_t h, _Out_ uint32_t *pid)",
+);
+export const GetNamedPipeServerProcessId = bind<[H, number[]], number>(
+  K,
+  "int __stdcall GetNamedPipeServerProcessId(intptr_t h, _Out_ uint32_t *pid)",
+);
+export const CreateFileW = bind<[string, number, number, null, number, number, H], H>(
+  K,
+  "intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, intptr_t template)",
+);
+export const WaitNamedPipeW = bind<[string, number], number>(
+  K,
+  "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t ms)",
+);
+export const CreateMutexW = bind<[null, number, string], H>(
+  K,
+  "intptr_t __stdcall CreateMutexW(void *sa, int owner, const char16_t *name)",
+);
+export const ReleaseMutex = bind<[H], number>(K, "int __stdcall ReleaseMutex(intptr_t h)");
+export const ConvertStringSecurityDescriptorToSecurityDescriptorW = bind<
+  [string, number, Mem[], null],
+  number
+>(
+  A,
+  "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(const char16_t *sddl, uint32_t rev, _Out_ void **sd, void *size)",
+);
+export const ConvertSidToStringSidW = bind<[Mem, Mem[]], number>(
+  A,
+  "int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **str)",
+);
+export const GetSecurityInfo = bind<[H, number, number, Mem[], null, null, null, Mem[]], number>(
+  A,
+  "uint32_t __stdcall GetSecurityInfo(intptr_t h, int type, uint32_t info, _Out_ void **owner, void *group, void *dacl, void *sacl, _Out_ void **sd)",
 );
 
 // gdi32 ----------------------------------------------------------------------------

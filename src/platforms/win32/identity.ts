@@ -3,7 +3,8 @@ import { normalizeExecutablePath, type ProcessInstance } from "../../shared/iden
 import * as w from "./ffi.js";
 
 /**
- * Process identity on Win32: (pid, creation time, normalized image path, session id).
+ * Process identity on Win32: (pid, creation time, normalized image path, session id), the one
+ * resolver the backend and the lease broker (lease/native/windows.ts) share.
  * Every handle opened here is closed in a finally block.
  */
 
@@ -23,7 +24,8 @@ export function filetimeToIso(buf: Buffer): string {
   return new Date(ms).toISOString();
 }
 
-function withProcess<T>(pid: number, body: (h: number) => T): T | null {
+/** Runs `body` on a limited-query handle of `pid` (closed after), or null when it cannot be opened. */
+export function withProcess<T>(pid: number, body: (h: number) => T): T | null {
   const h = w.OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
   if (!h) return null;
   try {
@@ -41,12 +43,15 @@ function imagePath(h: number): string | null {
   return w.utf16(buf, size.readUInt32LE(0));
 }
 
+/** Creation time of a process that still runs, or null. */
 function creationTime(h: number): string | null {
   const c = Buffer.alloc(8);
   const e = Buffer.alloc(8);
   const k = Buffer.alloc(8);
   const u = Buffer.alloc(8);
   if (!w.GetProcessTimes(h, c, e, k, u)) return null;
+  // An exited process whose handle is still open somewhere has an exit time: no instance.
+  if (e.readBigUInt64LE(0) !== 0n) return null;
   return filetimeToIso(c);
 }
 

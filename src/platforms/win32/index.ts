@@ -33,11 +33,13 @@ export async function createWin32Platform(opts: Win32PlatformOptions): Promise<P
   const accessibility = new UiaAccessibility(opts.uia);
   const desktop = new Win32Desktop(guard, dpi);
   const capture = new Win32Capture();
-  const baseDispose = desktop.dispose.bind(desktop);
-  desktop.dispose = async () => {
+  let disposed = false;
+  const dispose = async () => {
+    if (disposed) return;
+    disposed = true;
     await accessibility.dispose();
     capture.dispose();
-    await baseDispose();
+    await desktop.dispose();
   };
   // The consent dialog runs on its own thread; the supervisor's consent broker owns the
   // timeout and aborts `signal` (UIINSPECT_CONSENT_TIMEOUT_MS, target exit); the local guard
@@ -45,5 +47,5 @@ export async function createWin32Platform(opts: Win32PlatformOptions): Promise<P
   const dialog = {
     consent: (text: string, signal: AbortSignal) => showConsentDialog(text, DIALOG_GUARD_MS, signal),
   };
-  return { desktop, capture, input: new Win32Input(guard), accessibility, dialog };
+  return { desktop, capture, input: new Win32Input(guard), accessibility, dialog, dispose };
 }

@@ -1,5 +1,4 @@
 import dbus from "dbus-next";
-import { intSetting } from "../../shared/env.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
 import type {
@@ -9,9 +8,11 @@ import type {
   A11ySession,
   AccessibilityPort,
   SemanticAction,
+  WalkLimits,
   WindowInfo,
 } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
 import { withTimeout as rejectAfter } from "../../shared/timeout.js";
 import {
   ACTION,
@@ -33,6 +34,7 @@ import {
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
 import { PeerLink, type PeerReply, PeerTimeout, verifiedPeerPath } from "./atspiPeer.js";
+import { type CallKind, Prefetch } from "./atspiPrefetch.js";
 import { scrollCellIntoView } from "./scrollInto.js";
 import { ATSPI_STATE } from "./states.js";
 
@@ -54,7 +56,7 @@ const REGISTRY = "org.a11y.atspi.Registry";
 const ROOT_PATH = "/org/a11y/atspi/accessible/root";
 const NULL_PATH = "/org/a11y/atspi/null";
 /** Per D-Bus call; 100..60000 ms, anything else is the default 3000. */
-const CALL_TIMEOUT_MS = intSetting(process.env, SETTINGS.atspiCallTimeoutMs);
+const CALL_TIMEOUT_MS = readSetting(process.env, SETTINGS.atspiCallTimeoutMs);
 const COORD_SCREEN = 0;
 /** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
 const MAX_NODES = 20_000;
@@ -160,16 +162,17 @@ export class AtspiBus {
    * once; an application that offers none, or one the kernel does not confirm, stays on the bus.
    */
   linkPeer(busName: string, pid: number): Promise<void> {
-    if (!this.peers.has(busName)) {
+    let link = this.peers.get(busName);
+    if (!link) {
       while (this.peers.size >= MAX_PEERS) {
-        const [oldest, link] = this.peers.entries().next().value as [string, Promise<PeerLink | null>];
+        const [oldest, evicted] = this.peers.entries().next().value as [string, Promise<PeerLink | null>];
         this.peers.delete(oldest);
-        void link.then((l) => l?.close());
+        void evicted.then((l) => l?.close());
       }
-      const link = this.openPeer(busName, pid);
+      link = this.openPeer(busName, pid);
       this.peers.set(busName, link);
     }
-    return this.peers.get(busName)!.then(() => undefined);
+    return link.then(() => undefined);
   }
 
   private async openPeer(busName: string, pid: number): Promise<PeerLink | null> {
@@ -310,11 +313,22 @@ function staleToUi(e: unknown): never {
 /** One object of an application's Cache.GetItems answer. */
 interface CachedItem {
   bus: string;
+  path: string;
   childCount: number;
   interfaces: string[];
   name: string;
   role: number;
   states: number[];
+  /** The parent's path (same application), or null; only a prediction for asking ahead. */
+  parent: string | null;
+  /** Where the item stands among its parent's children, by the cache (-1 unknown). */
+  rank: number;
+}
+
+/** The cache's items, and its prediction of each one's children (in the cache's order). */
+interface CacheSnapshot {
+  items: Map<string, CachedItem>;
+  childrenOf: Map<string, CachedItem[]>;
 }
 
 /**
@@ -322,10 +336,13 @@ interface CachedItem {
  * and child count; at-spi2-atk ≥ 2.34) and a((so)(so)(so)a(so)assusau) (the children; Qt and
  * older bridges). Items of another shape are skipped (those nodes are then asked per node).
  */
-function parseCache(body: unknown[]): Map<string, CachedItem> {
-  const out = new Map<string, CachedItem>();
+function parseCache(body: unknown[]): CacheSnapshot {
+  const items = new Map<string, CachedItem>();
+  const childrenOf = new Map<string, CachedItem[]>();
   const list = body[0];
-  if (!Array.isArray(list)) return out;
+  if (!Array.isArray(list)) return { items, childrenOf };
+  /** Children listed by their parent (older bridges), in the parent's order. */
+  const listedKids = new Map<string, string[]>();
   for (const raw of list) {
     if (!Array.isArray(raw)) continue;
     const self: unknown = raw[0];
@@ -334,15 +351,56 @@ function parseCache(body: unknown[]): Map<string, CachedItem> {
     const [ifaces, name, role, , states] = listed ? raw.slice(4) : raw.slice(5);
     const childCount: unknown = listed ? (raw[3] as unknown[]).length : raw[4];
     if (typeof name !== "string" || typeof role !== "number" || typeof childCount !== "number") continue;
-    out.set(self[1], {
+    const parentRef: unknown = raw[2];
+    const parent =
+      Array.isArray(parentRef) && parentRef[0] === self[0] && typeof parentRef[1] === "string"
+        ? parentRef[1]
+        : null;
+    if (listed)
+      listedKids.set(
+        self[1],
+        refs([raw[3]]).map((r) => r.path),
+      );
+    items.set(self[1], {
       bus: self[0],
+      path: self[1],
       childCount,
       interfaces: stringsOf(ifaces),
       name,
       role,
       states: statesOf(states),
+      parent,
+      rank: !listed && typeof raw[3] === "number" ? raw[3] : -1,
     });
   }
+  for (const it of items.values()) {
+    if (it.parent === null || it.parent === it.path) continue;
+    let kids = childrenOf.get(it.parent);
+    if (kids === undefined) {
+      kids = [];
+      childrenOf.set(it.parent, kids);
+    }
+    kids.push(it);
+  }
+  for (const [parent, kids] of childrenOf) {
+    const order = listedKids.get(parent);
+    if (order !== undefined) {
+      const at = new Map(order.map((path, i) => [path, i]));
+      kids.sort((a, b) => (at.get(a.path) ?? order.length) - (at.get(b.path) ?? order.length));
+    } else {
+      // Unknown places (-1) last, in the cache's order.
+      kids.sort((a, b) => (a.rank < 0 ? 1e9 : a.rank) - (b.rank < 0 ? 1e9 : b.rank));
+    }
+  }
+  return { items, childrenOf };
+}
+
+/** The calls a cached node needs during a walk (the rest comes from the cache). */
+function callsOf(it: CachedItem): CallKind[] {
+  const out: CallKind[] = [];
+  if (it.childCount !== 0) out.push("children");
+  if (it.interfaces.includes(COMPONENT)) out.push("extents");
+  if (it.interfaces.includes(ACTION)) out.push("actions");
   return out;
 }
 
@@ -394,8 +452,20 @@ class AtspiSession implements A11ySession {
     return p;
   }
 
+  private actionsCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, ACTION, "GetActions");
+  }
+
   private async actionNames(n: Node): Promise<string[]> {
-    return actionNamesOf(await this.bus.call(n.bus, n.path, ACTION, "GetActions"));
+    return actionNamesOf(await this.actionsCall(n));
+  }
+
+  private extentsCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN]);
+  }
+
+  private childrenCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
   }
 
   private async states(n: Node): Promise<number[]> {
@@ -408,7 +478,7 @@ class AtspiSession implements A11ySession {
   }
 
   private async extents(n: Node): Promise<Rect | null> {
-    const body = await optional(this.bus.call(n.bus, n.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN]));
+    const body = await optional(this.extentsCall(n));
     return body ? extentsRect(body) : null;
   }
 
@@ -438,18 +508,30 @@ class AtspiSession implements A11ySession {
     return { roleName, name, states, interfaces, rect, actions, parentInterfaces };
   }
 
-  /** A cached node: only its extents, actions (Action nodes) and role name (once per role) are asked. */
+  /**
+   * A cached node: only its extents, actions (Action nodes) and role name (once per role) are
+   * asked, or taken from what `ahead` asked already.
+   */
   private async cachedInput(
     n: Node,
     it: CachedItem,
     items: Map<string, CachedItem>,
+    ahead: Prefetch | null,
   ): Promise<AtspiFactsInput> {
     const interfaces = it.interfaces;
     const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
     const [roleName, rect, actions, parentInterfaces] = await Promise.all([
       this.roleNameOf(n, it.role),
-      interfaces.includes(COMPONENT) ? this.extents(n) : Promise.resolve(null),
-      interfaces.includes(ACTION) ? optional(this.actionNames(n)) : Promise.resolve(null),
+      interfaces.includes(COMPONENT)
+        ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n)).then((b) =>
+            b ? extentsRect(b) : null,
+          )
+        : Promise.resolve(null),
+      interfaces.includes(ACTION)
+        ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n)).then((b) =>
+            b ? actionNamesOf(b) : null,
+          )
+        : Promise.resolve(null),
       n.parent ? (parentItem?.interfaces ?? optional(this.interfaces(n.parent))) : Promise.resolve(null),
     ]);
     return {
@@ -480,9 +562,12 @@ class AtspiSession implements A11ySession {
 
   async children(h: A11yHandle): Promise<A11yHandle[]> {
     this.check();
-    const n = asNode(h);
+    return this.childrenFrom(asNode(h), null);
+  }
+
+  private async childrenFrom(n: Node, ahead: Prefetch | null): Promise<A11yHandle[]> {
     try {
-      const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
+      const body = await (ahead?.take("children", n.path) ?? this.childrenCall(n));
       return refs(body).map((r) => this.node(r.bus, r.path, n));
     } catch (e) {
       return staleToUi(e);
@@ -506,27 +591,51 @@ class AtspiSession implements A11ySession {
     return n;
   }
 
-  async walkSource(h: A11yHandle): Promise<A11yNodeSource> {
+  async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
     this.check();
     const root = asNode(h);
     if (!this.bulk) return this;
-    let items: Map<string, CachedItem>;
+    let cache: CacheSnapshot;
     try {
-      items = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
+      cache = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
     } catch (e) {
       // An application without the cache (or one that failed it) is walked node by node.
       if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
       throw e;
     }
+    const { items, childrenOf } = cache;
     if (items.size === 0) return this;
+    const cached = (n: Node): CachedItem | undefined => {
+      const it = items.get(n.path);
+      return it !== undefined && it.bus === n.bus ? it : undefined;
+    };
+    const ahead = new Prefetch(
+      {
+        root: root.path,
+        node: (path) => {
+          const it = items.get(path);
+          return it !== undefined && it.bus === root.bus ? it : undefined;
+        },
+        childrenOf: (path) => childrenOf.get(path) ?? [],
+        needs: (node) => callsOf(node as CachedItem),
+        maxNodes: limits.maxNodes,
+        maxDepth: limits.maxDepth,
+      },
+      (kind, path) => {
+        const n = { bus: root.bus, path };
+        if (kind === "extents") return this.extentsCall(n);
+        if (kind === "actions") return this.actionsCall(n);
+        return this.childrenCall(n);
+      },
+    );
     return {
       facts: async (node: A11yHandle): Promise<A11yNodeFacts> => {
         this.check();
         const n = asNode(node);
-        const it = items.get(n.path);
-        if (it === undefined || it.bus !== n.bus) return this.facts(n);
+        const it = cached(n);
+        if (it === undefined) return this.facts(n);
         try {
-          return this.finish(await this.cachedInput(n, it, items));
+          return this.finish(await this.cachedInput(n, it, items, ahead));
         } catch (e) {
           return staleToUi(e);
         }
@@ -536,10 +645,10 @@ class AtspiSession implements A11ySession {
         const n = asNode(node);
         // Only "no children" is taken from the cache: a parent's index_in_parent order can
         // differ from GetChildren's (GTK window children), and the walk's order must not.
-        const it = items.get(n.path);
-        if (it !== undefined && it.bus === n.bus && it.childCount === 0) return [];
-        return this.children(n);
+        if (cached(n)?.childCount === 0) return [];
+        return this.childrenFrom(n, ahead);
       },
+      release: () => ahead.stop(),
     };
   }
 
@@ -769,8 +878,8 @@ export class X11Accessibility implements AccessibilityPort {
       }
     });
     if (best < 0 && frames.length === 1) best = 0;
-    if (best < 0) throw uiError("target_not_found", "No accessibility tree matches this window.");
-    const frame = frames[best]!;
+    const frame = frames[best];
+    if (!frame) throw uiError("target_not_found", "No accessibility tree matches this window.");
     return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk, mine);
   }
 

@@ -69,9 +69,9 @@ export interface AtspiFactsInput {
 export function extentsRect(body: unknown[]): Rect | null {
   const e = body[0];
   if (!Array.isArray(e) || e.length < 4 || !e.every((v) => typeof v === "number")) return null;
-  const [x, y, w, h] = e as number[];
-  if (w! <= 0 || h! <= 0) return null;
-  return [x!, y!, x! + w!, y! + h!];
+  const [x = 0, y = 0, w = 0, h = 0] = e as number[];
+  if (w <= 0 || h <= 0) return null;
+  return [x, y, x + w, y + h];
 }
 
 /** GetActions' a(sss) → the lower-cased names. */

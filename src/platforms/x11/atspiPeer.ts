@@ -1,17 +1,21 @@
 import { lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
 import dbus from "dbus-next";
-import createConnection from "dbus-next/lib/connection.js";
+import clientHandshake from "dbus-next/lib/handshake.js";
+import { messageToJsFmt } from "dbus-next/lib/marshall-compat.js";
+import type { RawMessage } from "dbus-next/lib/message.js";
+import { encodeMethodCall, MessageReader } from "./atspiWire.js";
 
 /**
  * A peer-to-peer D-Bus link to one application's own AT-SPI server (the address it answers to
  * org.a11y.atspi.Application.GetApplicationBusAddress), as libatspi/pyatspi use it: calls skip
  * the bus daemon's two extra hops. dbus-next's MessageBus always sends Hello, which a peer does
- * not answer, so this speaks method calls over dbus-next's bare connection (auth + framing) and
- * matches replies by serial itself.
+ * not answer, so this speaks method calls itself over a unix socket: dbus-next's handshake and
+ * message reader, calls written by atspiWire.ts, replies matched by serial.
  *
  * The address comes from the target application, so it is trusted only as far as the kernel
- * confirms it: a plain `unix:path=` (never tcp, abstract or unixexec — dbus-next would spawn the
- * program named by a unixexec address), a socket we own, whose listening inode is held open by
+ * confirms it: a plain `unix:path=` (never tcp, abstract or unixexec — dbus-next's own
+ * connection would spawn the program named by a unixexec address), a socket we own, whose listening inode is held open by
  * the application's own process (/proc/net/unix + /proc/PID/fd). Anything else: the caller uses
  * the bus.
  */
@@ -107,52 +111,66 @@ interface Waiter {
 /** A call the peer did not answer within its timeout. */
 export class PeerTimeout extends Error {}
 
+/** Reply signatures whose raw body differs from dbus-next's JS form (variants, dictionaries). */
+const NEEDS_JS_FORM = /[v{]/;
+
 export class PeerLink {
-  private readonly conn: ReturnType<typeof createConnection>;
+  private readonly stream: Socket;
   private readonly waiters = new Map<number, Waiter>();
   private serial = 1;
   private closedFlag = false;
-  private corked = false;
+  private readonly outbox: Buffer[] = [];
   private readonly onClose: () => void;
 
-  private constructor(conn: ReturnType<typeof createConnection>, onClose: () => void) {
-    this.conn = conn;
+  private constructor(stream: Socket, onClose: () => void) {
+    this.stream = stream;
     this.onClose = onClose;
-    conn.on("message", (msg: dbus.Message) => this.receive(msg));
-    conn.on("error", () => this.close());
-    conn.on("end", () => this.close());
+    stream.on("error", () => this.close());
+    stream.on("end", () => this.close());
+    stream.on("close", () => this.close());
+    // Framed and read by atspiWire's reader (dbus-next's body reader, without its per-message
+    // Message object, a validation of every name and a copy of every body into another form).
+    // Malformed input from the application closes the link.
+    const reader = new MessageReader((msg) => this.receive(msg));
+    stream.on("data", (chunk: Buffer) => {
+      if (this.closedFlag) return;
+      try {
+        reader.push(chunk);
+      } catch {
+        this.close();
+      }
+    });
   }
 
   /** Connects and authenticates; rejects when the peer does not complete the handshake in `ms`. */
   static open(path: string, ms: number, onClose: () => void): Promise<PeerLink> {
     return new Promise((resolve, reject) => {
-      let conn: ReturnType<typeof createConnection>;
-      try {
-        conn = createConnection({ busAddress: `unix:path=${path}` });
-      } catch (e) {
-        reject(e instanceof Error ? e : new Error("peer connection failed"));
-        return;
-      }
       let done = false;
+      const stream = createConnection({ path });
       const timer = setTimeout(() => fail(new Error("peer handshake timed out")), ms);
       const fail = (e: Error) => {
         if (done) return;
         done = true;
         clearTimeout(timer);
-        try {
-          conn.end();
-        } catch {
-          // Already closed.
-        }
+        stream.destroy();
         reject(e);
       };
-      conn.once("error", (e: unknown) => fail(e instanceof Error ? e : new Error("peer failed")));
-      conn.once("connect", () => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(new PeerLink(conn, onClose));
-      });
+      stream.once("error", (e: unknown) => fail(e instanceof Error ? e : new Error("peer failed")));
+      stream.once("close", () => fail(new Error("peer closed")));
+      stream.once("connect", () =>
+        clientHandshake(stream, {}, (error) => {
+          if (done) return;
+          if (error) {
+            fail(new Error("peer refused the handshake"));
+            return;
+          }
+          done = true;
+          clearTimeout(timer);
+          stream.removeAllListeners("error");
+          stream.removeAllListeners("close");
+          resolve(new PeerLink(stream, onClose));
+        }),
+      );
     });
   }
 
@@ -170,44 +188,57 @@ export class PeerLink {
     ms: number,
   ): Promise<PeerReply> {
     if (this.closedFlag) return Promise.reject(new Error("peer closed"));
-    const serial = this.serial++;
-    const msg = new dbus.Message({ path, interface: iface, member, signature, body: body ?? [] });
-    msg.serial = serial;
+    const serial = this.serial;
+    this.serial = this.serial >= 0xffffffff ? 1 : this.serial + 1;
+    let bytes: Buffer;
+    try {
+      bytes = encodeMethodCall({ serial, path, iface, member, signature: signature ?? "", body: body ?? [] });
+    } catch {
+      // A path the application handed us that is no object path: no such object.
+      return Promise.resolve({ ok: false, errorName: "org.freedesktop.DBus.Error.UnknownObject" });
+    }
     return new Promise<PeerReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(serial);
         reject(new PeerTimeout());
       }, ms);
       this.waiters.set(serial, { resolve, reject, timer });
-      try {
-        this.batch();
-        this.conn.message(msg);
-      } catch {
-        this.close();
-      }
+      this.outbox.push(bytes);
+      if (this.outbox.length === 1) process.nextTick(this.flush);
     });
   }
 
-  /** The calls of one tick leave in one write (a walk issues a window of them at once). */
-  private batch(): void {
-    const stream = this.conn.stream;
-    if (this.corked || typeof stream?.cork !== "function") return;
-    this.corked = true;
-    stream.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      stream.uncork?.();
-    });
-  }
+  /** The calls of one tick leave in one buffer and one write (a walk issues many at once). */
+  private readonly flush = (): void => {
+    const out = this.outbox.length === 1 ? (this.outbox[0] as Buffer) : Buffer.concat(this.outbox);
+    this.outbox.length = 0;
+    if (this.closedFlag) return;
+    try {
+      this.stream.write(out);
+    } catch {
+      this.close();
+    }
+  };
 
-  private receive(msg: dbus.Message): void {
+  private receive(msg: RawMessage): void {
     const serial = Number(msg.replySerial);
     const w = this.waiters.get(serial);
     if (w === undefined) return;
     this.waiters.delete(serial);
     clearTimeout(w.timer);
-    if (msg.type === dbus.MessageType.ERROR) w.resolve({ ok: false, errorName: msg.errorName ?? "" });
-    else w.resolve({ ok: true, body: msg.body ?? [] });
+    if (msg.type === dbus.MessageType.ERROR) {
+      w.resolve({ ok: false, errorName: typeof msg.errorName === "string" ? msg.errorName : "" });
+      return;
+    }
+    if (msg.signature !== undefined && NEEDS_JS_FORM.test(msg.signature)) {
+      try {
+        messageToJsFmt(msg);
+      } catch {
+        w.resolve({ ok: false, errorName: "" });
+        return;
+      }
+    }
+    w.resolve({ ok: true, body: msg.body ?? [] });
   }
 
   close(): void {
@@ -218,11 +249,7 @@ export class PeerLink {
       w.reject(new Error("peer closed"));
     }
     this.waiters.clear();
-    try {
-      this.conn.end();
-    } catch {
-      // Already closed.
-    }
+    this.stream.destroy();
     this.onClose();
   }
 }

@@ -1,10 +1,10 @@
 import koffi from "koffi";
 import { bgrxToRgb } from "../../shared/bgrx.js";
-import { choiceSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
 import type { CapturePort, RawImage } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
 import type { Ptr, XImageHeader } from "./native.js";
 import type { XConnection } from "./xconn.js";
 
@@ -34,7 +34,7 @@ export class X11Capture implements CapturePort {
   constructor(x: XConnection) {
     this.x = x;
     // UIINSPECT_X11_NO_SHM=1 forces XGetImage; 0, unset or anything else keeps MIT-SHM when present.
-    const noShm = choiceSetting(process.env, SETTINGS.x11NoShm) === "1";
+    const noShm = readSetting(process.env, SETTINGS.x11NoShm) === "1";
     this.shmUsable = !noShm && x.n.XShmQueryExtension(x.dpy) !== 0;
   }
 

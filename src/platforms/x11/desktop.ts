@@ -140,7 +140,7 @@ export class X11Desktop implements DesktopPort {
     z: number,
     focusPath: ReadonlySet<number>,
     rootGeoms: ReadonlyMap<number, Pending<Geometry>>,
-    ownerPids: ReadonlyMap<number, number> | null,
+    serverPids: ReadonlyMap<number, number>,
   ): WindowInfo | null {
     const results = {
       netName: settle(p.netName),
@@ -168,7 +168,7 @@ export class X11Desktop implements DesktopPort {
     // WM_CLASS is "instance\0class\0"; the class part names the application.
     const klassParts = (results.klass.value?.bytes.toString("latin1") ?? "").split("\u0000");
     const windowClass = klassParts[1] || klassParts[0] || "";
-    const pid = this.windowPid(p.xid, results.pid.value ?? null, results.machine.value ?? null, ownerPids);
+    const pid = this.windowPid(p.xid, serverPids, results.pid.value ?? null, results.machine.value ?? null);
     const instance: ProcessInstance | null = pid > 0 ? resolveInstance(pid, this.x.displayName) : null;
     // A window torn down with its client is gone, not an instance-less window (which a call would
     // report as target_not_allowed). Either order happens: the client killed after its properties
@@ -223,18 +223,18 @@ export class X11Desktop implements DesktopPort {
 
   /**
    * The PID behind a window. With X-Resource: the PID the X server knows for the client that
-   * owns the window (from its local connection; `ownerPids`, one request for every window of
-   * the listing, asked after their properties were requested), never the client's own claim,
-   * so a window cannot borrow another process's identity; 0 for remote or unknown clients.
-   * Without it: _NET_WM_PID, trusted only when WM_CLIENT_MACHINE is unset or names this host.
+   * owns the window (from its local connection), never the client's own claim, so a window
+   * cannot borrow another process's identity; 0 for remote or unknown clients (`serverPids`:
+   * one X-Resource answer for every listed window). Without it: _NET_WM_PID, trusted only when
+   * WM_CLIENT_MACHINE is unset or names this host.
    */
   private windowPid(
     xid: number,
+    serverPids: ReadonlyMap<number, number>,
     netPid: PropertyValue | null,
     machineProp: PropertyValue | null,
-    ownerPids: ReadonlyMap<number, number> | null,
   ): number {
-    if (ownerPids !== null) return ownerPids.get(xid) ?? 0;
+    if (this.x.hasXRes) return serverPids.get(xid) ?? 0;
     const claimed = cardinals(netPid)[0] ?? 0;
     const machine = text(machineProp, this.x.atoms.UTF8_STRING);
     const local = machine === null || machine === "" || machine === this.host || machine === "localhost";
@@ -347,14 +347,13 @@ export class X11Desktop implements DesktopPort {
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
     const rootChildren = new Set(rootGeoms.keys());
     const focusPath = this.focusPath(focus.resolve(), rootChildren);
-    // One X-Resource request for every window's owner (on the Xlib connection, while the xcb
-    // replies are under way), not one per window.
-    const owners = this.x.hasXRes ? this.x.clientPids(bottomToTop) : null;
+    // One X-Resource request for the owners of all of them (not one round trip per window).
+    const serverPids = this.x.clientPids(bottomToTop);
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
     const out: WindowInfo[] = [];
     for (const p of pending) {
-      const w = this.collect(p, out.length, focusPath, rootGeoms, owners);
+      const w = this.collect(p, out.length, focusPath, rootGeoms, serverPids);
       if (w) out.push(w);
     }
     // Replies nobody asked for stay queued otherwise; a vanished top-level is no error here.
@@ -383,7 +382,7 @@ export class X11Desktop implements DesktopPort {
     const frameTree = known && known.frame !== xid ? x.queryTree(known.frame) : null;
     const frameGeom = known ? x.getGeometry(known.frame) : null;
     x.flush();
-    const owners = x.hasXRes ? x.clientPids([xid]) : null;
+    const serverPids = x.clientPids([xid]);
     const rootGeoms = new Map<number, Pending<Geometry>>();
     const rootChildren = new Set<number>();
     if (known && frameGeom) {
@@ -393,7 +392,13 @@ export class X11Desktop implements DesktopPort {
         rootChildren.add(known.frame);
       } else settle(frameGeom);
     }
-    const w = this.collect(p, 0, this.focusPath(settle(focus).value ?? 0, rootChildren), rootGeoms, owners);
+    const w = this.collect(
+      p,
+      0,
+      this.focusPath(settle(focus).value ?? 0, rootChildren),
+      rootGeoms,
+      serverPids,
+    );
     if (!w) return [];
     const shown = concealOwnDialogs([w]);
     this.requireConnectionOwners(shown, false);

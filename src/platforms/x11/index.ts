@@ -53,14 +53,13 @@ export async function createX11Platform(opts: {
   const a11yProxy: AccessibilityPort = {
     openSession: (w) => accessibility.openSession(w),
   };
-  const baseDispose = desktop.dispose.bind(desktop);
-  desktop.dispose = async () => {
+  const dispose = async () => {
     if (disposed) return;
     disposed = true;
-    await baseDispose();
+    await desktop.dispose();
     accessibility.dispose();
     capture?.dispose();
     x.close();
   };
-  return { desktop, capture: captureProxy, input: inputProxy, accessibility: a11yProxy };
+  return { desktop, capture: captureProxy, input: inputProxy, accessibility: a11yProxy, dispose };
 }

@@ -1,10 +1,11 @@
 import koffi from "koffi";
 import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { dialogGate } from "../../shared/dialogGate.js";
-import { intSetting } from "../../shared/env.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
+import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
@@ -22,20 +23,9 @@ const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
  * Time given to clients to read a remapped key before the mapping is restored; 10..5000 ms,
  * anything else is the default 300.
  */
-const REMAP_SETTLE_MS = intSetting(process.env, SETTINGS.x11RemapSettleMs);
+const REMAP_SETTLE_MS = readSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
-/** XKeyboardControl (8 ints) and the masks for one key's auto-repeat mode. */
-const KEYBOARD_CONTROL_SIZE = 32;
-const KBC_KEY_OFFSET = 24;
-const KBC_AUTO_REPEAT_MODE_OFFSET = 28;
-const KB_KEY = 1 << 6;
-const KB_AUTO_REPEAT_MODE = 1 << 7;
-const AUTO_REPEAT_OFF = 0;
-const AUTO_REPEAT_ON = 1;
-/** XKeyboardState on LP64: 4 ints, unsigned long led_mask, int global_auto_repeat, char[32]. */
-const KEYBOARD_STATE_SIZE = 64;
-const AUTO_REPEATS_OFFSET = 28;
 const GRAB_MODE_ASYNC = 1;
 const GRAB_SUCCESS = 0;
 
@@ -100,12 +90,14 @@ export class X11Input implements InputPort {
       const rx = [0];
       const ry = [0];
       n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
-      const at = verified.get(`${rx[0]},${ry[0]}`);
+      const [px = 0] = rx;
+      const [py = 0] = ry;
+      const at = verified.get(`${px},${py}`);
       if (!at || Number(child[0] ?? 0) !== at.top)
         throw uiError("occluded", "What lies under the pointer changed since the check.");
       if (at.top === at.frame && at.frame !== at.client) {
         const inner: Array<bigint | number> = [0];
-        n.XTranslateCoordinates(dpy, this.x.root, at.frame, rx[0]!, ry[0]!, [0], [0], inner);
+        n.XTranslateCoordinates(dpy, this.x.root, at.frame, px, py, [0], [0], inner);
         if (Number(inner[0] ?? 0) !== at.client)
           throw uiError("occluded", "What lies under the pointer changed since the check.");
       }
@@ -149,7 +141,7 @@ export class X11Input implements InputPort {
    */
   async keyDown(key: LogicalKey): Promise<void> {
     const kc = this.keycodeForKey(key);
-    this.autoRepeatOff(kc);
+    await this.autoRepeatOff(kc);
     this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0));
   }
 
@@ -195,26 +187,25 @@ export class X11Input implements InputPort {
     }
   }
 
-  private autoRepeatOff(kc: number): void {
-    if (this.repeatRestore.has(kc)) return;
-    const state = Buffer.alloc(KEYBOARD_STATE_SIZE);
-    this.x.n.XGetKeyboardControl(this.x.dpy, state);
-    const repeats = ((state[AUTO_REPEATS_OFFSET + (kc >> 3)] ?? 0) >> (kc & 7)) & 1;
-    if (repeats === 0) return;
-    this.setAutoRepeat(kc, AUTO_REPEAT_OFF);
+  /**
+   * Recorded in the ledger before it happens (like a press): a worker killed mid hold leaves the
+   * key without auto-repeat, and the guardian turns it back on (x11Releaser.ts).
+   */
+  private async autoRepeatOff(kc: number): Promise<void> {
+    if (this.repeatRestore.has(kc) || !keyAutoRepeats(this.x.n, this.x.dpy, kc)) return;
+    await this.ledger.hold([{ kind: "repeat", code: kc }]);
+    this.setAutoRepeat(kc, false);
     this.repeatRestore.add(kc);
   }
 
   private autoRepeatRestore(kc: number): void {
     if (!this.repeatRestore.delete(kc)) return;
-    this.setAutoRepeat(kc, AUTO_REPEAT_ON);
+    this.setAutoRepeat(kc, true);
+    this.ledger.release([{ kind: "repeat", code: kc }]);
   }
 
-  private setAutoRepeat(kc: number, mode: number): void {
-    const values = Buffer.alloc(KEYBOARD_CONTROL_SIZE);
-    values.writeInt32LE(kc, KBC_KEY_OFFSET);
-    values.writeInt32LE(mode, KBC_AUTO_REPEAT_MODE_OFFSET);
-    this.x.n.XChangeKeyboardControl(this.x.dpy, KB_KEY | KB_AUTO_REPEAT_MODE, values);
+  private setAutoRepeat(kc: number, on: boolean): void {
+    setKeyAutoRepeat(this.x.n, this.x.dpy, kc, on);
     this.flush();
   }
 
@@ -224,18 +215,20 @@ export class X11Input implements InputPort {
     const min = [0];
     const max = [0];
     n.XDisplayKeycodes(this.x.dpy, min, max);
-    const count = max[0]! - min[0]! + 1;
+    const [minKc = 0] = min;
+    const [maxKc = 0] = max;
+    const count = maxKc - minKc + 1;
     const per = [0];
-    const p = n.XGetKeyboardMapping(this.x.dpy, min[0]!, count, per);
+    const p = n.XGetKeyboardMapping(this.x.dpy, minKc, count, per);
     if (p === null || p === 0n) throw uiError("platform_unavailable", "The keyboard mapping is unavailable.");
     let syms: bigint[];
     try {
-      const raw = koffi.decode(p, "unsigned long", count * per[0]!) as ArrayLike<bigint | number>;
+      const raw = koffi.decode(p, "unsigned long", count * (per[0] ?? 0)) as ArrayLike<bigint | number>;
       syms = Array.from(raw, (v) => BigInt(v));
     } finally {
       n.XFree(p);
     }
-    this.keymap = { min: min[0]!, max: max[0]!, per: per[0]!, syms };
+    this.keymap = { min: minKc, max: maxKc, per: per[0] ?? 0, syms };
     return this.keymap;
   }
 
@@ -293,14 +286,14 @@ export class X11Input implements InputPort {
     const pressable = new Set<number>(spare);
     if (shiftKc !== 0) pressable.add(shiftKc);
     for (const ch of text) {
-      const found = this.lookup(km, keysymForChar(ch.codePointAt(0)!));
+      const found = this.lookup(km, keysymForChar(ch.codePointAt(0) ?? 0));
       if (found) pressable.add(found.kc);
     }
     const taps: HeldEntry[] = [...pressable].map((code) => ({ kind: "keycode", code }));
     await this.ledger.hold(taps);
     try {
       for (const ch of text) {
-        const cp = ch.codePointAt(0)!;
+        const cp = ch.codePointAt(0) ?? 0;
         const ks = keysymForChar(cp);
         const found = this.lookup(km, ks);
         if (found && (!found.shift || shiftKc !== 0)) {
@@ -312,7 +305,7 @@ export class X11Input implements InputPort {
         if (kc === undefined) {
           if (spare.length === 0)
             throw uiError("platform_unavailable", "No spare keycode for this character.");
-          kc = spare[next % spare.length]!;
+          kc = spare[next % spare.length] ?? 0;
           next++;
           const old = remapped.get(kc);
           if (old !== undefined) {

@@ -52,13 +52,15 @@ export async function confirmLive(
   const frame = desktop.framesByClient.get(client)?.frame ?? client;
   const at = children.indexOf(frame);
   if (at < 0) throw uiError("target_changed", "The target window's frame changed.");
-  const above = children.slice(at + 1);
-  const attrs = above.map((w) => x.getMapState(w));
-  const geoms = above.map((w) => x.getGeometry(w));
+  // A key (no point, no region) goes to the focus, which is checked below: what is stacked above
+  // the target cannot take it, so the second batch is left out (it is per character of text).
+  const above = check.points.length > 0 || check.region !== null ? children.slice(at + 1) : [];
+  // All requests first, then all replies: one round trip for the whole stack above the window.
+  const asked = above.map((w) => ({ w, attrs: x.getMapState(w), geom: x.getGeometry(w) }));
   const covering: number[] = [];
-  above.forEach((w, i) => {
-    const a = settle(attrs[i]!);
-    const g = settle(geoms[i]!);
+  asked.forEach(({ w, attrs, geom }) => {
+    const a = settle(attrs);
+    const g = settle(geom);
     // A window that vanished meanwhile covers nothing any more.
     if ("error" in a || "error" in g || a.value.mapState !== 2) return;
     const r: Rect = [
@@ -92,7 +94,11 @@ export async function confirmLive(
 
   if (check.grabs.pointer) {
     x.confirmedPoints = new Map(
-      check.points.map((p, i) => [`${p.x},${p.y}`, { top: hitTops[i]!, frame, client }] as const),
+      // A point without a top (there is one per point) is left out: a press there is refused.
+      check.points.flatMap((p, i) => {
+        const top = hitTops[i];
+        return top === undefined ? [] : [[`${p.x},${p.y}`, { top, frame, client }] as const];
+      }),
     );
   }
 

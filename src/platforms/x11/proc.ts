@@ -2,8 +2,10 @@ import { readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import type { ProcessInstance } from "../../shared/identity.js";
 
 /**
- * Process instances from /proc: executable (realpath of /proc/PID/exe), start time (field 22
- * of /proc/PID/stat, clock ticks since boot, + btime of /proc/stat), session = DISPLAY:uid.
+ * Process instances from /proc: executable (realpath of /proc/PID/exe, which must be the very
+ * file the process runs: same st_dev and st_ino), start time (field 22 of /proc/PID/stat, clock
+ * ticks since boot, + btime of /proc/stat), session = DISPLAY:uid for the backend, the lease
+ * scope's for the broker. Node built-ins only, so the broker can load it without the X11 code.
  */
 
 let bootTimeS: number | null = null;
@@ -24,22 +26,46 @@ function bootTime(): number | null {
   return bootTimeS;
 }
 
-/** Fields 3… of /proc/PID/stat (rest[0] = field 3, the state), or null when unreadable. */
+/** Fields 3… of /proc/PID/stat text (rest[0] = field 3, the state), or null when it has none. */
+function statFieldsOf(stat: string): string[] | null {
+  // comm (field 2) may contain spaces and parentheses: split after the last ")".
+  const close = stat.lastIndexOf(")");
+  return close < 0
+    ? null
+    : stat
+        .slice(close + 2)
+        .trim()
+        .split(" ");
+}
+
+/** Fields 3… of /proc/PID/stat, or null when unreadable. */
 function statFields(pid: number): string[] | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    // comm (field 2) may contain spaces and parentheses: split after the last ")".
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return statFieldsOf(readFileSync(`/proc/${pid}/stat`, "latin1"));
   } catch {
     return null;
   }
 }
 
+/** Field 22 (starttime, clock ticks since boot) out of fields 3…, or null. */
+function ticksField(fields: string[] | null): number | null {
+  const raw = fields?.[19];
+  return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : null;
+}
+
+/** Field 22 (starttime, clock ticks since boot) of /proc/PID/stat text, or null. */
+export function parseStatStartTicks(stat: string): number | null {
+  return ticksField(statFieldsOf(stat));
+}
+
 /** Start time in clock ticks since boot, or null when the process does not exist. */
 export function startTicks(pid: number): number | null {
-  // Field 22 is rest[19].
-  const ticks = Number(statFields(pid)?.[19]);
-  return Number.isFinite(ticks) ? ticks : null;
+  return ticksField(statFields(pid));
+}
+
+/** RFC 3339 UTC with milliseconds: boot time + start ticks at `clockTicks` per second. */
+export function linuxStartTime(bootSeconds: number, ticks: number, clockTicks: number): string {
+  return new Date(bootSeconds * 1000 + Math.round((ticks * 1000) / clockTicks)).toISOString();
 }
 
 /**
@@ -90,7 +116,21 @@ export function sessionId(display: string): string {
   return `${display}:${uid}`;
 }
 
+/** The instance behind `pid` with this server's X11 session (DISPLAY:uid), or null. */
 export function resolveInstance(pid: number, display: string): ProcessInstance | null {
+  return resolveProcessInstance(pid, sessionId(display));
+}
+
+/**
+ * The exact instance behind `pid`, or null when it has none that can be trusted: the one
+ * resolver of Linux process identity, used by the X11 backend and by the lease broker (which
+ * passes its own scope as the session and the clock-tick rate it read from sysconf).
+ */
+export function resolveProcessInstance(
+  pid: number,
+  session: string,
+  clockTicks: number = ticksPerS,
+): ProcessInstance | null {
   if (!Number.isInteger(pid) || pid <= 0) return null;
   const boot = bootTime();
   const ticks = startTicks(pid);
@@ -101,6 +141,5 @@ export function resolveInstance(pid: number, display: string): ProcessInstance |
   if (!runsFile(pid, exe)) return null;
   // Re-read the start time after the path: a PID reused in between gives a different start.
   if (startTicks(pid) !== ticks) return null;
-  const ms = boot * 1000 + Math.round((ticks * 1000) / ticksPerS);
-  return { pid, start_time: new Date(ms).toISOString(), exe_path: exe, session: sessionId(display) };
+  return { pid, start_time: linuxStartTime(boot, ticks, clockTicks), exe_path: exe, session };
 }

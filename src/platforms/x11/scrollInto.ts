@@ -35,8 +35,8 @@ async function extents(bus: ScrollBus, n: { bus: string; path: string }): Promis
   const body = await bus.call(n.bus, n.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN]);
   const e = body[0];
   if (!Array.isArray(e) || e.length < 4 || !e.every((v) => typeof v === "number")) return null;
-  const [x, y, w, h] = e as number[];
-  return [x!, y!, x! + w!, y! + h!];
+  const [x = 0, y = 0, w = 0, h = 0] = e as number[];
+  return [x, y, x + w, y + h];
 }
 
 async function stateWords(bus: ScrollBus, n: { bus: string; path: string }): Promise<number[]> {

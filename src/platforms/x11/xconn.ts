@@ -97,11 +97,14 @@ export class XConnection {
     this.screen = n.XDefaultScreen(dpy);
     this.xlibXcb = n.XGetXCBConnection ? n.XGetXCBConnection(dpy) : null;
     this.root = Number(n.XRootWindow(dpy, this.screen));
-    const cookies = ATOM_NAMES.map((name) => n.xcb_intern_atom(c, 0, Buffer.byteLength(name), name));
+    // All requests first, then all replies: one round trip for the whole list.
+    const cookies = ATOM_NAMES.map(
+      (name) => [name, n.xcb_intern_atom(c, 0, Buffer.byteLength(name), name)] as const,
+    );
     const atoms: Partial<Record<AtomName, number>> = {};
-    ATOM_NAMES.forEach((name, i) => {
+    cookies.forEach(([name, cookie]) => {
       const err: Array<Ptr | null> = [null];
-      const reply = n.xcb_intern_atom_reply(c, cookies[i]!, err);
+      const reply = n.xcb_intern_atom_reply(c, cookie, err);
       takeXcbError(n, err[0] ?? null);
       if (reply === null || reply === 0n) throw uiError("platform_unavailable", "X atoms are unavailable.");
       atoms[name] = koffi.decode(reply, 8, "uint32") as number;
@@ -398,7 +401,7 @@ export class XConnection {
     ev[1] = 32; // format
     dv.setUint32(4, window, true);
     dv.setUint32(8, type, true);
-    for (let i = 0; i < Math.min(5, data.length); i++) dv.setUint32(12 + i * 4, data[i]! >>> 0, true);
+    for (let i = 0; i < Math.min(5, data.length); i++) dv.setUint32(12 + i * 4, (data[i] ?? 0) >>> 0, true);
     // SubstructureRedirect | SubstructureNotify for messages to the WM, none for the client itself.
     const mask = toRoot ? 0x00180000 : 0;
     this.checked(this.n.xcb_send_event_checked(this.c, 0, dest, mask, ev));

@@ -1,7 +1,7 @@
 import { type DenyReason, uiError } from "../../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
-import { type Clock, MINUTE_MS, readSettingInt, SlidingWindowLimiter } from "../budgets.js";
+import { type Clock, MINUTE_MS, SlidingWindowLimiter } from "../budgets.js";
 import type { VerifiedBy } from "../clientIdentity.js";
 import { DEFAULT_GRANT_TTL_MS } from "../grants.js";
 import type { Capability } from "../policy/schema.js";
@@ -340,9 +340,4 @@ function decide(
 
 function mapKey(clientHash: string, instanceKey: string): string {
   return `${clientHash}\u0000${instanceKey}`;
-}
-
-/** UIINSPECT_CONSENT_TIMEOUT_MS: default 60000, allowed 100..600000 (as config.ts); throws invalid_argument. */
-export function consentTimeoutFromEnv(env: Record<string, string | undefined>): number {
-  return readSettingInt(env, SETTINGS.consentTimeoutMs);
 }

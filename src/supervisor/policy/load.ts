@@ -1,6 +1,7 @@
 import { quoteClientValue } from "../../shared/echo.js";
 import { isWindowsStylePath, normalizeExecutablePath } from "../../shared/identity.js";
-import { SETTINGS } from "../../shared/settings.js";
+import { type IntSetting, SETTINGS } from "../../shared/settings.js";
+import { checkSetting, type Env, readText } from "../../shared/settingsReader.js";
 import { readPolicyFile } from "./parse.js";
 import { BUILTIN_PROTECTED, CAPABILITIES, type Capability, isCapability, type PolicyFile } from "./schema.js";
 
@@ -77,12 +78,6 @@ export const DEFAULT_LIMITS: Readonly<PolicyLimits> = {
   max_screenshot_pixels_per_minute: SETTINGS.maxScreenshotPixelsPerMinute.default,
 };
 
-/** A variable counts as set only when it holds something other than blanks. */
-function envValue(env: Record<string, string | undefined>, name: string): string | undefined {
-  const v = env[name];
-  return v !== undefined && v.trim() !== "" ? v : undefined;
-}
-
 function splitList(value: string, sep: string): string[] {
   return value
     .split(sep)
@@ -102,12 +97,12 @@ const error = (code: PolicyErrorCode, reasons: string[], source: ConfiguredSourc
  * together with any DESKTOP_AUTOMATION_ALLOWED_* variable is policy_conflict, so no operator
  * setting is ever silently ignored. Nothing here does I/O except reading the policy file.
  */
-export function loadPolicy(env: Record<string, string | undefined>, now: () => Date): PolicyState {
-  const file = envValue(env, ENV.file);
-  const envPolicyVars = [ENV.titles, ENV.processPaths, ENV.actions].filter(
-    (n) => envValue(env, n) !== undefined,
-  );
-  if (file !== undefined && envPolicyVars.length > 0) {
+export function loadPolicy(env: Env, now: () => Date): PolicyState {
+  const file = readText(env, SETTINGS.policyFile);
+  const envPolicyVars = [SETTINGS.allowedTitles, SETTINGS.allowedProcessPaths, SETTINGS.allowedActions]
+    .filter((s) => readText(env, s) !== null)
+    .map((s) => s.env);
+  if (file !== null && envPolicyVars.length > 0) {
     return error(
       "policy_conflict",
       envPolicyVars.map((n) => `${n} is set together with ${ENV.file}; use exactly one policy source`),
@@ -115,9 +110,9 @@ export function loadPolicy(env: Record<string, string | undefined>, now: () => D
     );
   }
   // The env policy exists iff DESKTOP_AUTOMATION_ALLOWED_TITLES is set; without any source there is no policy.
-  if (file === undefined && envValue(env, ENV.titles) === undefined) return { status: "none" };
+  if (file === null && readText(env, SETTINGS.allowedTitles) === null) return { status: "none" };
   const limits = envLimits(env);
-  if (file === undefined) return fromEnv(env, limits);
+  if (file === null) return fromEnv(env, limits);
   if (!limits.ok) return error("policy_invalid", limits.reasons, "file");
   const profilesDir = envProfilesDir(env);
   if (!profilesDir.ok) return error("policy_invalid", profilesDir.reasons, "file");
@@ -141,19 +136,10 @@ export function policyStatusAt(state: PolicyState, now: () => Date): PolicyState
 
 type Checked<T> = { ok: true; value: T } | { ok: false; reasons: string[] };
 
-function positiveInt(
-  env: Record<string, string | undefined>,
-  name: string,
-  fallback: number,
-): Checked<number> {
-  const raw = envValue(env, name);
-  if (raw === undefined) return { ok: true, value: fallback };
-  const s = raw.trim();
-  const n = Number(s);
-  if (!/^[0-9]+$/.test(s) || !Number.isSafeInteger(n) || n <= 0) {
-    return { ok: false, reasons: [`${name}: must be a positive whole number`] };
-  }
-  return { ok: true, value: n };
+/** A limit from the environment through the settings table, or the built-in default when unset. */
+function envLimit(env: Env, s: IntSetting): Checked<number> {
+  const r = checkSetting(env, s);
+  return r.ok ? { ok: true, value: r.value ?? s.default } : { ok: false, reasons: [r.reason] };
 }
 
 /**
@@ -161,10 +147,10 @@ function positiveInt(
  * each field the file's `limits` sets overrides them (the file is the more specific statement of
  * the operator's intent), and fields it leaves out keep these values.
  */
-function envLimits(env: Record<string, string | undefined>): Checked<PolicyLimits> {
-  const actions = positiveInt(env, ENV.maxActions, DEFAULT_LIMITS.max_actions_per_minute);
-  const text = positiveInt(env, ENV.maxTextChars, DEFAULT_LIMITS.max_text_chars_per_minute);
-  const pixels = positiveInt(env, ENV.maxScreenshotPixels, DEFAULT_LIMITS.max_screenshot_pixels_per_minute);
+function envLimits(env: Env): Checked<PolicyLimits> {
+  const actions = envLimit(env, SETTINGS.maxActionsPerMinute);
+  const text = envLimit(env, SETTINGS.maxTextCharsPerMinute);
+  const pixels = envLimit(env, SETTINGS.maxScreenshotPixelsPerMinute);
   if (!actions.ok || !text.ok || !pixels.ok) {
     return { ok: false, reasons: [actions, text, pixels].flatMap((c) => (c.ok ? [] : c.reasons)) };
   }
@@ -183,23 +169,23 @@ function envLimits(env: Record<string, string | undefined>): Checked<PolicyLimit
  * DESKTOP_AUTOMATION_PROFILES_DIR: the profiles folder in env mode, and in file mode when the
  * file names none (like the limits: the file is the more specific statement). Must be absolute.
  */
-function envProfilesDir(env: Record<string, string | undefined>): Checked<string | null> {
-  const raw = envValue(env, ENV.profilesDir)?.trim();
+function envProfilesDir(env: Env): Checked<string | null> {
+  const raw = readText(env, SETTINGS.profilesDir)?.trim();
   if (raw === undefined) return { ok: true, value: null };
   if (!isWindowsStylePath(raw) && !raw.startsWith("/"))
     return { ok: false, reasons: [`${ENV.profilesDir}: must be a full (absolute) path`] };
   return { ok: true, value: raw };
 }
 
-function fromEnv(env: Record<string, string | undefined>, limits: Checked<PolicyLimits>): PolicyState {
+function fromEnv(env: Env, limits: Checked<PolicyLimits>): PolicyState {
   const reasons: string[] = limits.ok ? [] : [...limits.reasons];
   const profilesDir = envProfilesDir(env);
   if (!profilesDir.ok) reasons.push(...profilesDir.reasons);
 
-  const titles = splitList(envValue(env, ENV.titles) ?? "", ",");
+  const titles = splitList(readText(env, SETTINGS.allowedTitles) ?? "", ",");
   if (titles.length === 0) reasons.push(`${ENV.titles}: contains no title pattern`);
 
-  const paths = splitList(envValue(env, ENV.processPaths) ?? "", ";");
+  const paths = splitList(readText(env, SETTINGS.allowedProcessPaths) ?? "", ";");
   for (const p of paths) {
     if (!isWindowsStylePath(p) && !p.startsWith("/")) {
       reasons.push(`${ENV.processPaths}: ${quoteClientValue(p)} is not a full (absolute) path`);
@@ -207,7 +193,7 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
   }
 
   // Unset means no actions at all, and no tool but health_check (SPEC §4).
-  const actionsValue = envValue(env, ENV.actions);
+  const actionsValue = readText(env, SETTINGS.allowedActions);
   const allowed = new Set<Capability>();
   for (const name of splitList(actionsValue ?? "", ",")) {
     if (isCapability(name)) allowed.add(name);
@@ -217,11 +203,8 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
       );
   }
 
-  let unrestricted = false;
-  const flag = envValue(env, ENV.unrestrictedScreenshots)?.trim().toLowerCase();
-  if (flag === "true") unrestricted = true;
-  else if (flag !== undefined && flag !== "false")
-    reasons.push(`${ENV.unrestrictedScreenshots}: must be true or false`);
+  const unrestricted = checkSetting(env, SETTINGS.allowUnrestrictedScreenshots);
+  if (!unrestricted.ok) reasons.push(unrestricted.reason);
 
   if (!limits.ok || !profilesDir.ok || reasons.length > 0) return error("policy_invalid", reasons, "env");
   return {
@@ -233,13 +216,13 @@ function fromEnv(env: Record<string, string | undefined>, limits: Checked<Policy
       title_patterns: titles,
       process_paths: [...new Set(paths.map(normalizeExecutablePath))],
       allowed_actions: allowed,
-      actions_configured: actionsValue !== undefined,
+      actions_configured: actionsValue !== null,
       profiles_dir: profilesDir.value,
       protected_actions: new Set(BUILTIN_PROTECTED),
       safe_regions: [],
       screenshot_masks: [],
       limits: limits.value,
-      allow_unrestricted_screenshots: unrestricted,
+      allow_unrestricted_screenshots: unrestricted.ok && unrestricted.value === "true",
     },
   };
 }

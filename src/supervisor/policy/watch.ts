@@ -1,5 +1,7 @@
 import { type Stats, statSync } from "node:fs";
-import { ENV, loadPolicy, type PolicyState, policyStatusAt } from "./load.js";
+import { SETTINGS } from "../../shared/settings.js";
+import { readText } from "../../shared/settingsReader.js";
+import { loadPolicy, type PolicyState, policyStatusAt } from "./load.js";
 
 /**
  * Notices when the operator's policy changes while the server runs: the policy file's stat
@@ -24,8 +26,8 @@ export class PolicyWatcher {
   }
 
   private statKey(): string | null {
-    const path = this.env[ENV.file];
-    if (path === undefined || path.trim() === "") return null;
+    const path = readText(this.env, SETTINGS.policyFile);
+    if (path === null) return null;
     let st: Stats;
     try {
       st = statSync(path);

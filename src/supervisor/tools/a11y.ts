@@ -1,30 +1,25 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { A11yNodeSchema } from "../../shared/protocol.js";
-import type { CallContext } from "../chain.js";
 import { formatElements, formatTree } from "../tree/format.js";
-import { defineTool } from "./define.js";
+import { defineRefTool, defineWindowTool, type Effect, type RefCall, type TargetCall } from "./define.js";
 import {
   Changes,
   ChangesOut,
   Expect,
   type ExpectArg,
-  Ref,
   StateArg,
   waitForCondition,
   withObservation,
 } from "./observe.js";
-import { ConfirmationToken, CorrelationId, DESTRUCTIVE, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
+import { Ref } from "./shapes.js";
 
 /** The worker protocol's node schema is the tools' output schema: one definition. */
 const NodeOut = A11yNodeSchema;
 
-function session(ctx: CallContext) {
-  return ctx.sup.sessions.sessionFor(ctx.client.hash, ctx.target!);
-}
-
-function refSession(ctx: CallContext, ref: string) {
-  return ctx.sup.sessions.lookupRef(ref, ctx.client.hash);
+/** The window's automation session (one per grant and window; made on first use). */
+function session(ctx: TargetCall) {
+  return ctx.sup.sessions.sessionFor(ctx.client.hash, ctx.target);
 }
 
 /** What find_elements and wait_for_element match on. */
@@ -55,17 +50,17 @@ type Action =
 
 /** One semantic action on a ref's element, with the call's optional expect / changes around it. */
 function actObserved<R extends Record<string, unknown>>(
-  ctx: CallContext,
-  args: { ref: string; expect?: ExpectArg | undefined; changes?: boolean | undefined },
+  ctx: RefCall,
+  args: { expect?: ExpectArg | undefined; changes?: boolean | undefined },
   action: Action,
   value: string | null,
   result: R,
 ) {
-  const s = refSession(ctx, args.ref);
+  const s = ctx.element;
   return withObservation(ctx, s, args, async () => {
     await ctx.callSession(s, "a11y.act", {
       session_key: s.key,
-      target: ctx.target!.expectation,
+      target: ctx.target.expectation,
       ref: s.inner,
       action,
       value,
@@ -86,52 +81,46 @@ function semanticTool(
   name: SemanticName,
   action: Exclude<Action, "select_option" | "set_value">,
   description: string,
-  annotations: typeof EFFECT | typeof DESTRUCTIVE,
+  effect: Extract<Effect, "effect" | "destructive">,
 ) {
-  return defineTool({
+  return defineRefTool({
     name,
     title: name.replace(/_/g, " "),
     description,
     capability: "interact",
     budget: "action",
-    target: "ref",
-    input: z.strictObject({ ref: Ref, ...ObserveArgs, confirmation_token: ConfirmationToken }),
-    output: z.object({ correlation_id: CorrelationId, ...Observed }),
-    annotations,
-    handler: async (ctx, args) => ({
-      structured: await actObserved(ctx, args, action, null, { correlation_id: ctx.correlationId }),
-    }),
+    args: ObserveArgs,
+    output: z.object(Observed),
+    effect,
+    handler: async (ctx, args) => ({ structured: await actObserved(ctx, args, action, null, {}) }),
   });
 }
 
 export const a11yTools = [
-  defineTool({
+  defineWindowTool({
     name: "inspect_tree",
     title: "Inspect accessibility tree",
     description:
       "The window's accessibility tree (refs, states, patterns); the process's open menus/popups/dialogs in popups. Never values.",
     capability: "inspect",
     budget: "inspection",
-    target: "window",
-    input: withTarget({
+    args: {
       max_depth: z.number().int().min(0).max(32).default(8),
       max_nodes: z.number().int().min(1).max(5000).default(500),
       root_ref: Ref.optional(),
-      confirmation_token: ConfirmationToken,
-    }),
+    },
     output: z.object({
-      correlation_id: CorrelationId,
       root: NodeOut,
       popups: z.array(NodeOut),
       node_count: z.number().int(),
       truncated: z.boolean(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
       const s = session(ctx);
       let rootRef: string | null = null;
       if (args.root_ref) {
-        const r = refSession(ctx, args.root_ref);
+        const r = ctx.sup.sessions.lookupRef(args.root_ref, ctx.client.hash);
         if (r.tag !== s.tag) throw uiError("element_stale", "The ref belongs to another window.");
         rootRef = r.inner;
       }
@@ -141,7 +130,7 @@ export const a11yTools = [
         "a11y.inspect",
         {
           session_key: s.key,
-          target: ctx.target!.expectation,
+          target: ctx.target.expectation,
           max_depth: args.max_depth,
           max_nodes: args.max_nodes,
           deadline_ms: deadline,
@@ -157,7 +146,6 @@ export const a11yTools = [
       const summary = { truncated: r.truncated, node_count: r.node_count };
       return {
         structured: {
-          correlation_id: ctx.correlationId,
           root,
           popups,
           node_count: r.node_count,
@@ -170,20 +158,18 @@ export const a11yTools = [
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "find_elements",
     title: "Find elements",
     description: "Searches the window's tree and popups by name substring, role, automation id, state.",
     capability: "inspect",
     budget: "inspection",
-    target: "window",
-    input: withTarget({
+    args: {
       ...SearchShape,
       max_results: z.number().int().min(1).max(500).default(50),
-      confirmation_token: ConfirmationToken,
-    }),
-    output: z.object({ correlation_id: CorrelationId, elements: z.array(NodeOut), truncated: z.boolean() }),
-    annotations: READ_ONLY,
+    },
+    output: z.object({ elements: z.array(NodeOut), truncated: z.boolean() }),
+    effect: "read_only",
     handler: async (ctx, args) => {
       const s = session(ctx);
       const deadline = ctx.sup.config.treeDeadlineMs;
@@ -192,7 +178,7 @@ export const a11yTools = [
         "a11y.find",
         {
           session_key: s.key,
-          target: ctx.target!.expectation,
+          target: ctx.target.expectation,
           name_contains: args.name_contains ?? null,
           role: args.role ?? null,
           automation_id: args.automation_id ?? null,
@@ -205,32 +191,29 @@ export const a11yTools = [
       const elements = r.elements.map((e) => ctx.sup.sessions.externalize(s, e));
       ctx.counters.results = elements.length;
       return {
-        structured: { correlation_id: ctx.correlationId, elements, truncated: r.truncated },
+        structured: { elements, truncated: r.truncated },
         text: formatElements(elements, { truncated: r.truncated }),
       };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "wait_for_element",
     title: "Wait for an element",
     description:
       "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does); returns it, else error timeout. Cancellable.",
     capability: "inspect",
     budget: "inspection",
-    target: "window",
-    input: withTarget({
+    args: {
       ...SearchShape,
       gone: z.boolean().default(false),
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),
-      confirmation_token: ConfirmationToken,
-    }),
+    },
     output: z.object({
-      correlation_id: CorrelationId,
       elapsed_ms: z.number(),
       element: NodeOut.optional(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
       if (args.name_contains === undefined && args.role === undefined && args.automation_id === undefined)
         throw uiError("invalid_argument", "Give name_contains, role or automation_id.");
@@ -253,7 +236,6 @@ export const a11yTools = [
       const element = r.element === null ? undefined : ctx.sup.sessions.externalize(s, r.element);
       return {
         structured: {
-          correlation_id: ctx.correlationId,
           elapsed_ms: r.elapsed_ms,
           ...(element ? { element } : {}),
         },
@@ -262,86 +244,65 @@ export const a11yTools = [
     },
   }),
 
-  semanticTool("invoke_element", "invoke", "Invokes the element (Invoke / AT-SPI action).", DESTRUCTIVE),
-  semanticTool("toggle_element", "toggle", "Toggles the element (Toggle pattern).", DESTRUCTIVE),
-  semanticTool("select_element", "select", "Selects the element (SelectionItem pattern).", DESTRUCTIVE),
-  semanticTool("expand_element", "expand", "Expands the element (ExpandCollapse pattern).", EFFECT),
-  semanticTool("collapse_element", "collapse", "Collapses the element (ExpandCollapse pattern).", EFFECT),
+  semanticTool("invoke_element", "invoke", "Invokes the element (Invoke / AT-SPI action).", "destructive"),
+  semanticTool("toggle_element", "toggle", "Toggles the element (Toggle pattern).", "destructive"),
+  semanticTool("select_element", "select", "Selects the element (SelectionItem pattern).", "destructive"),
+  semanticTool("expand_element", "expand", "Expands the element (ExpandCollapse pattern).", "effect"),
+  semanticTool("collapse_element", "collapse", "Collapses the element (ExpandCollapse pattern).", "effect"),
   semanticTool(
     "scroll_into_view",
     "scroll_into_view",
     "Scrolls the element into view (ScrollItem / Component.ScrollTo).",
-    EFFECT,
+    "effect",
   ),
 
-  defineTool({
+  defineRefTool({
     name: "select_option",
     title: "Select option",
     description: "Selects the option called `name` of a list or combo box.",
     capability: "interact",
     budget: "action",
-    target: "ref",
-    input: z.strictObject({
-      ref: Ref,
-      name: z.string().min(1).max(256),
-      ...ObserveArgs,
-      confirmation_token: ConfirmationToken,
-    }),
-    output: z.object({ correlation_id: CorrelationId, ...Observed }),
-    annotations: DESTRUCTIVE,
+    args: { name: z.string().min(1).max(256), ...ObserveArgs },
+    output: z.object({ ...Observed }),
+    effect: "destructive",
     handler: async (ctx, args) => ({
-      structured: await actObserved(ctx, args, "select_option", args.name, {
-        correlation_id: ctx.correlationId,
-      }),
+      structured: await actObserved(ctx, args, "select_option", args.name, {}),
     }),
   }),
 
-  defineTool({
+  defineRefTool({
     name: "set_element_value",
     title: "Set element value",
     description: "Sets the element's value (Value / EditableText); never logged.",
     capability: "interact",
     budget: "action",
-    target: "ref",
-    input: z.strictObject({
-      ref: Ref,
-      value: z.string().max(4096),
-      ...ObserveArgs,
-      confirmation_token: ConfirmationToken,
-    }),
-    output: z.object({ correlation_id: CorrelationId, chars: z.number().int(), ...Observed }),
-    annotations: DESTRUCTIVE,
+    args: { value: z.string().max(4096), ...ObserveArgs },
+    output: z.object({ chars: z.number().int(), ...Observed }),
+    effect: "destructive",
     cost: (args) => ({ textChars: args.value.length }),
     handler: async (ctx, args) => {
       ctx.counters.chars = args.value.length;
-      const result = { correlation_id: ctx.correlationId, chars: args.value.length };
+      const result = { chars: args.value.length };
       return { structured: await actObserved(ctx, args, "set_value", args.value, result) };
     },
   }),
 
-  defineTool({
+  defineRefTool({
     name: "click_element",
     title: "Click element",
     description: "Clicks the live element's centre, with click_window's checks.",
     capability: "click",
     budget: "action",
-    target: "ref",
-    input: z.strictObject({
-      ref: Ref,
-      button: z.enum(["left", "right"]).default("left"),
-      ...ObserveArgs,
-      confirmation_token: ConfirmationToken,
-    }),
+    args: { button: z.enum(["left", "right"]).default("left"), ...ObserveArgs },
     output: z.object({
-      correlation_id: CorrelationId,
       screen_x: z.number().int(),
       screen_y: z.number().int(),
       ...Observed,
     }),
-    annotations: DESTRUCTIVE,
+    effect: "destructive",
     handler: async (ctx, args) => {
-      const s = refSession(ctx, args.ref);
-      const target = ctx.target!.expectation;
+      const s = ctx.element;
+      const target = ctx.target.expectation;
       const structured = await withObservation(ctx, s, args, async () => {
         const c = await ctx.callSession(s, "a11y.element_center", {
           session_key: s.key,
@@ -355,7 +316,7 @@ export const a11yTools = [
           y: c.y,
           focus_mode: ctx.sup.config.focusMode,
         });
-        return { correlation_id: ctx.correlationId, ...r };
+        return r;
       });
       return { structured };
     },

@@ -2,20 +2,20 @@ import { z } from "zod";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
 import {
+  accessFacts,
   authorizeCapability,
-  clearReleased,
+  decideAccess,
+  firstRefusal,
   leaseCapabilities,
-  liveWindows,
-  markReleased,
-  requirePolicy,
-  wasReleased,
-} from "../chain.js";
+} from "../accessDecision.js";
 import { withWaitProgress } from "../consent/progress.js";
+import { liveWindows } from "../liveWindows.js";
 import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
+import { requirePolicy } from "../supervisor.js";
 import { pickTarget } from "../targets.js";
-import { defineTool } from "./define.js";
-import { CorrelationId, EFFECT, READ_ONLY, withTarget } from "./shapes.js";
+import { defineConsentTool, defineOpenTool } from "./define.js";
+import { withTarget } from "./shapes.js";
 
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 
@@ -23,27 +23,23 @@ const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key", "text"]);
 
 export const accessTools = [
-  defineTool({
+  defineConsentTool({
     name: "request_access",
     title: "Request access to a window",
     description:
       "Asks the person at this desktop (server-owned dialog, Deny default) to grant capabilities (default: all the policy allows) on this exact process instance.",
-    capability: "consent",
-    budget: "none",
-    target: "window",
-    input: withTarget({ capabilities: Capabilities.optional() }),
+    mode: "consent",
+    args: { capabilities: Capabilities.optional() },
+    correlated: true,
     output: z.object({
-      correlation_id: CorrelationId,
       decision: z.enum(["approved", "denied"]),
       capabilities: z.array(z.string()),
       expires_at: z.string().nullable(),
       source: z.enum(["dialog", "cached", "lease"]),
     }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    effect: "idempotent_effect",
     handler: async (ctx, args) => {
-      const { sup } = ctx;
-      const policy = ctx.policy!;
-      const target = ctx.target!;
+      const { sup, policy, target } = ctx;
       const allowed = CAPABILITIES.filter((c) => policy.allowed_actions.has(c));
       // Under the lease the default is what both the policy and the lease allow; a capability
       // asked for explicitly outside the lease still needs a person (consent_required).
@@ -62,7 +58,6 @@ export const accessTools = [
         const g = sup.grants.get(ctx.client.hash, target.instanceKey);
         return {
           structured: {
-            correlation_id: ctx.correlationId,
             decision: "approved" as const,
             capabilities: wanted,
             expires_at: g ? new Date(g.expiresAt).toISOString() : null,
@@ -97,7 +92,6 @@ export const accessTools = [
       if (decision.decision === "denied") {
         return {
           structured: {
-            correlation_id: ctx.correlationId,
             decision: "denied" as const,
             capabilities: [],
             expires_at: null,
@@ -117,10 +111,9 @@ export const accessTools = [
         hwnd: target.window.hwnd,
         capabilities: decision.capabilities,
       });
-      clearReleased(sup, ctx.client.hash, target.instanceKey);
+      sup.grants.clearReleased(ctx.client.hash, target.instanceKey);
       return {
         structured: {
-          correlation_id: ctx.correlationId,
           decision: "approved" as const,
           capabilities: [...grant.capabilities],
           expires_at: new Date(grant.expiresAt).toISOString(),
@@ -130,13 +123,10 @@ export const accessTools = [
     },
   }),
 
-  defineTool({
+  defineOpenTool({
     name: "get_access_state",
     title: "Access state",
     description: "This client's live grants: hwnd, pid, capabilities, expiry.",
-    capability: "none",
-    budget: "none",
-    target: "none",
     input: z.strictObject({}),
     output: z.object({
       grants: z.array(
@@ -148,7 +138,7 @@ export const accessTools = [
         }),
       ),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx) => ({
       structured: {
         grants: ctx.sup.grants.listForClient(ctx.client.hash).map((g) => ({
@@ -161,17 +151,15 @@ export const accessTools = [
     }),
   }),
 
-  defineTool({
+  defineOpenTool({
     name: "release_access",
     title: "Release access",
     description: "Drops this client's grant for the window and ends its automation session.",
     // Giving up access is always allowed: no policy, grant or live window is needed for it.
-    capability: "none",
-    budget: "none",
-    target: "none",
     input: withTarget({}),
-    output: z.object({ correlation_id: CorrelationId, released: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    correlated: true,
+    output: z.object({ released: z.boolean() }),
+    effect: "idempotent_effect",
     handler: async (ctx, args) => {
       const { sup } = ctx;
       const client = ctx.client.hash;
@@ -191,27 +179,25 @@ export const accessTools = [
       for (const key of keys) {
         released = sup.grants.release(client, key) || released;
         // No silent renewal from the kept decision after this: the client must ask again.
-        markReleased(sup, client, key);
+        sup.grants.markReleased(client, key);
         sup.sessions.disposeByInstance(key, client);
       }
-      return { structured: { correlation_id: ctx.correlationId, released } };
+      return { structured: { released } };
     },
   }),
 
-  defineTool({
+  defineConsentTool({
     name: "request_confirmation",
     title: "Request a confirmation token",
     description:
       "Issues a single-use confirmation_token (TTL ≤ 300 s) for one protected action class on this process instance.",
-    capability: "per_class",
-    budget: "none",
-    target: "window",
-    input: withTarget({
+    mode: "confirmation",
+    args: {
       action_class: CapabilitySchema,
       ttl_seconds: z.number().int().min(1).max(300).default(60),
-    }),
+    },
+    correlated: true,
     output: z.object({
-      correlation_id: CorrelationId,
       /** The name the protected tools take it under. */
       confirmation_token: z.string(),
       /** The same token under its former name; kept for one release. */
@@ -219,11 +205,9 @@ export const accessTools = [
       action_class: z.string(),
       expires_at: z.string(),
     }),
-    annotations: EFFECT,
+    effect: "effect",
     handler: async (ctx, args) => {
-      const { sup } = ctx;
-      const policy = ctx.policy!;
-      const t = ctx.target!;
+      const { sup, policy, target: t } = ctx;
       if (!policy.allowed_actions.has(args.action_class)) throw uiError("action_not_allowed");
       if (!isProtected(policy, args.action_class))
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
@@ -237,7 +221,6 @@ export const accessTools = [
       const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
       return {
         structured: {
-          correlation_id: ctx.correlationId,
           confirmation_token: issued.token_id,
           token_id: issued.token_id,
           action_class: args.action_class,
@@ -247,41 +230,29 @@ export const accessTools = [
     },
   }),
 
-  defineTool({
+  defineConsentTool({
     name: "preview_action",
     title: "Preview an action",
     description: "Whether an action class would be allowed on the window and needs a token.",
-    capability: "consent",
-    budget: "none",
-    target: "window",
-    input: withTarget({ action_class: CapabilitySchema }),
+    mode: "consent",
+    args: { action_class: CapabilitySchema },
     output: z.object({
       allowed: z.boolean(),
       requires_confirmation: z.boolean(),
       has_valid_token: z.boolean(),
       reason: z.string(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
-      const { sup } = ctx;
-      const policy = ctx.policy!;
-      const t = ctx.target!;
+      const { sup, policy, target } = ctx;
       const requires = isProtected(policy, args.action_class);
-      const hasToken = sup.tokens.hasValid(ctx.client.hash, t.instanceKey, args.action_class);
-      let reason = "ok";
-      if (!policy.allowed_actions.has(args.action_class)) reason = "action_not_allowed";
-      else {
-        const g = sup.lease ? null : sup.grants.get(ctx.client.hash, t.instanceKey);
-        const kept =
-          sup.lease || wasReleased(sup, ctx.client.hash, t.instanceKey)
-            ? null
-            : sup.consent.keptDecision(ctx.client.hash, t.instanceKey);
-        const caps = g?.capabilities ?? (kept?.decision === "approved" ? new Set(kept.capabilities) : null);
-        // The same code the action would get: a kept denial is consent_denied (chain.ts).
-        if (!sup.lease && !g && kept?.decision === "denied") reason = "consent_denied";
-        else if (!sup.lease && !caps?.has(args.action_class)) reason = "consent_required";
-        else if (requires && !hasToken) reason = "confirmation_required";
-      }
+      const hasToken = sup.tokens.hasValid(ctx.client.hash, target.instanceKey, args.action_class);
+      // The decision the action itself would get (src/supervisor/accessDecision.ts), without the
+      // lease's word (asked only when acting) and without renewing anything.
+      const decision = decideAccess(
+        accessFacts(sup, ctx.client.hash, target, args.action_class, policy, hasToken ? "valid" : "absent"),
+      );
+      const reason = firstRefusal(decision)?.refused ?? "ok";
       return {
         structured: {
           allowed: reason === "ok",

@@ -16,16 +16,11 @@ export function toolsForPolicy(state: PolicyState, all: readonly ToolDef[] = TOO
   if (state.status !== "ok") return all.filter((t) => t.name === "health_check");
   const p = state.policy;
   return all.filter((t) => {
-    switch (t.capability) {
-      case "none":
-      case "discovery":
-        return true;
-      case "consent":
-        return p.allowed_actions.size > 0;
-      case "per_class":
-        return CAPABILITIES.some((c) => p.allowed_actions.has(c) && isProtected(p, c));
-      default:
-        return p.allowed_actions.has(t.capability);
-    }
+    if (t.mode === "capability") return p.allowed_actions.has(t.capability);
+    if (t.mode === "consent") return p.allowed_actions.size > 0;
+    if (t.mode === "confirmation")
+      return CAPABILITIES.some((c) => p.allowed_actions.has(c) && isProtected(p, c));
+    // "open" and "discovery": always.
+    return true;
   });
 }

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
 import { planScreenshot } from "../screenshot/plan.js";
-import { defineTool } from "./define.js";
-import { ConfirmationToken, CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
+import { defineWindowTool } from "./define.js";
 
 const Crop = z.number().int().min(0).max(100_000);
 /**
@@ -15,15 +14,14 @@ const Crop = z.number().int().min(0).max(100_000);
 const PNG_LEVEL = 2;
 
 export const captureTools = [
-  defineTool({
+  defineWindowTool({
     name: "screenshot_window",
     title: "Screenshot a window region",
     description:
       "PNG of a named safe region of the granted window (env mode with unrestricted screenshots: the window minus crop_* margins). Masks painted black. RGB, zlib compression_level 2 (chosen by measurement, docs/reference.md).",
     capability: "observe",
     budget: "inspection",
-    target: "window",
-    input: withTarget({
+    args: {
       region_name: z.string().min(1).max(128).optional(),
       crop_left: Crop.default(12),
       crop_top: Crop.default(40),
@@ -31,23 +29,19 @@ export const captureTools = [
       crop_bottom: Crop.default(12),
       grid: z.boolean().default(false),
       grid_spacing: z.number().int().min(5).max(2000).default(50),
-      confirmation_token: ConfirmationToken,
-    }),
+    },
     output: z.object({
-      correlation_id: CorrelationId,
       width: z.number().int(),
       height: z.number().int(),
       window_offset: z.tuple([z.number().int(), z.number().int()]),
       png_bytes: z.number().int(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     cost: (args, policy, target) => ({
       screenshotPixels: rectArea(planScreenshot(policy, target.window, args).region),
     }),
     handler: async (ctx, args) => {
-      const { sup } = ctx;
-      const policy = ctx.policy!;
-      const target = ctx.target!;
+      const { sup, policy, target } = ctx;
       const plan = planScreenshot(policy, target.window, args);
       const pixels = rectArea(plan.region);
       try {
@@ -76,7 +70,6 @@ export const captureTools = [
           const windowOffset: [number, number] = [plan.region[0], plan.region[1]];
           return {
             structured: {
-              correlation_id: ctx.correlationId,
               width: size[0],
               height: size[1],
               window_offset: windowOffset,

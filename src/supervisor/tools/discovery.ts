@@ -7,13 +7,19 @@ import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { sleep } from "../../workers/handlers.js";
-import { type CallContext, liveWindows, requirePolicy } from "../chain.js";
+import { liveWindows } from "../liveWindows.js";
 import { startLoopDelay } from "../loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
-import { defineTool } from "./define.js";
-import { ConfirmationToken, CorrelationId, READ_ONLY, WindowSummary, withTarget } from "./shapes.js";
+import {
+  defineDiscoveryTool,
+  defineMetaTool,
+  defineOpenTool,
+  defineWindowTool,
+  type ToolCall,
+} from "./define.js";
+import { WindowSummary } from "./shapes.js";
 
 const summary = (w: WindowInfo) => ({
   title: w.title,
@@ -96,7 +102,7 @@ const HealthOutput = z.object({
 // Started once per process: the supervisor's responsiveness under load is a health fact.
 const loopDelay = startLoopDelay();
 
-export async function healthFacts(ctx: CallContext): Promise<z.output<typeof HealthOutput>> {
+async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>> {
   const { sup } = ctx;
   const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
   let facts: Record<string, string | number | boolean | null> = {};
@@ -143,60 +149,48 @@ export async function healthFacts(ctx: CallContext): Promise<z.output<typeof Hea
 }
 
 export const discoveryTools = [
-  defineTool({
+  defineOpenTool({
     name: "health_check",
     title: "Health check",
     description: "Server health: policy status, platform, versions, workers, lease. Never screen content.",
-    capability: "none",
-    budget: "none",
-    target: "none",
     input: z.strictObject({}),
     output: HealthOutput,
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx) => ({ structured: await healthFacts(ctx) }),
   }),
 
-  defineTool({
+  defineDiscoveryTool({
     name: "list_windows",
     title: "List allowed windows",
     description:
       "Visible, titled, not minimized windows that the operator policy allows (title and executable). A minimized window is reached by its hwnd (get_window_state, restore_window).",
-    capability: "discovery",
-    budget: "discovery",
-    target: "none",
     input: z.strictObject({}),
     output: z.object({ windows: z.array(WindowSummary) }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx) => {
-      const policy = requirePolicy(ctx.sup);
-      const windows = allowedWindows(policy, await liveWindows(ctx.sup, ctx.signal)).map(summary);
+      const windows = allowedWindows(ctx.policy, await liveWindows(ctx.sup, ctx.signal)).map(summary);
       ctx.counters.windows = windows.length;
       return { structured: { windows } };
     },
   }),
 
-  defineTool({
+  defineDiscoveryTool({
     name: "get_window_state",
     title: "Window state",
     description: "State of one allowed window: visible, iconic, foreground, on_top, rect.",
-    capability: "discovery",
-    budget: "discovery",
-    target: "none",
     input: z.strictObject({ hwnd: HwndSchema }),
+    correlated: true,
     output: WindowSummary.extend({
-      correlation_id: CorrelationId,
       visible: z.boolean(),
       iconic: z.boolean(),
       on_top: z.boolean(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
-      const policy = requirePolicy(ctx.sup);
-      const t = pickTarget(policy, await liveWindows(ctx.sup, ctx.signal), { hwnd: args.hwnd });
+      const t = pickTarget(ctx.policy, await liveWindows(ctx.sup, ctx.signal), { hwnd: args.hwnd });
       const w = t.window;
       return {
         structured: {
-          correlation_id: ctx.correlationId,
           ...summary(w),
           visible: w.visible,
           iconic: w.iconic,
@@ -206,13 +200,12 @@ export const discoveryTools = [
     },
   }),
 
-  defineTool({
+  defineMetaTool({
     name: "get_virtual_screen_bounds",
     title: "Virtual screen bounds",
     description: "Virtual screen bounds (all monitors), physical pixels.",
     capability: "observe",
     budget: "inspection",
-    target: "none",
     audited: false,
     input: z.strictObject({}),
     output: z.object({
@@ -220,7 +213,7 @@ export const discoveryTools = [
       origin: z.tuple([z.number(), z.number()]),
       size: z.tuple([z.number(), z.number()]),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx) => {
       const { rect } = await ctx.call("desktop.virtual_screen", {});
       return {
@@ -233,28 +226,25 @@ export const discoveryTools = [
     },
   }),
 
-  defineTool({
+  defineDiscoveryTool({
     name: "wait_for_window",
     title: "Wait for a window",
     description:
       "Waits (≤ 30 s) until exactly one allowed window's title contains the text. Progress; cancellable.",
-    capability: "discovery",
-    budget: "discovery",
-    target: "none",
     input: z.strictObject({
       title_contains: z.string().min(1).max(256),
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),
       poll_interval_ms: z.number().int().min(50).max(5000).default(200),
     }),
+    correlated: true,
     output: z.object({
-      correlation_id: CorrelationId,
       found: z.boolean(),
       elapsed_ms: z.number(),
       window: WindowSummary.optional(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
-      const policy = requirePolicy(ctx.sup);
+      const { policy } = ctx;
       const start = Date.now();
       await ctx.progress(0, args.timeout_ms);
       for (let polls = 0; ; polls++) {
@@ -267,14 +257,12 @@ export const discoveryTools = [
         if (hits.length === 1)
           return {
             structured: {
-              correlation_id: ctx.correlationId,
               found: true,
               elapsed_ms: elapsed,
               window: summary(hits[0]),
             },
           };
-        if (elapsed >= args.timeout_ms)
-          return { structured: { correlation_id: ctx.correlationId, found: false, elapsed_ms: elapsed } };
+        if (elapsed >= args.timeout_ms) return { structured: { found: false, elapsed_ms: elapsed } };
         await ctx.progress(Math.min(elapsed, args.timeout_ms), args.timeout_ms);
         await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), ctx.signal).catch(() => {
           throw uiError("cancelled");
@@ -283,33 +271,29 @@ export const discoveryTools = [
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "wait_for_title_change",
     title: "Wait for a title change",
     description: "Waits (≤ 30 s) until the granted window's title changes.",
     capability: "observe",
     budget: "inspection",
-    target: "window",
-    input: withTarget({
+    args: {
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),
       poll_interval_ms: z.number().int().min(50).max(5000).default(200),
-      confirmation_token: ConfirmationToken,
-    }),
+    },
     output: z.object({
-      correlation_id: CorrelationId,
       changed: z.boolean(),
       elapsed_ms: z.number(),
       title: z.string().optional(),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
-      const t = ctx.target!;
+      const t = ctx.target;
       const initial = t.window.title;
       const start = Date.now();
       for (;;) {
         const elapsed = Date.now() - start;
-        if (elapsed >= args.timeout_ms)
-          return { structured: { correlation_id: ctx.correlationId, changed: false, elapsed_ms: elapsed } };
+        if (elapsed >= args.timeout_ms) return { structured: { changed: false, elapsed_ms: elapsed } };
         await ctx.progress(elapsed, args.timeout_ms);
         await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), ctx.signal).catch(() => {
           throw uiError("cancelled");
@@ -318,12 +302,11 @@ export const discoveryTools = [
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
         // A new title outside the policy is the window leaving it: never shown (SPEC §4).
-        if (!windowAllowed(ctx.policy!, { title: window.title, exe_path: window.instance.exe_path }))
+        if (!windowAllowed(ctx.policy, { title: window.title, exe_path: window.instance.exe_path }))
           throw uiError("target_not_allowed", "The window's new title is outside the policy.");
         if (window.title !== initial)
           return {
             structured: {
-              correlation_id: ctx.correlationId,
               changed: true,
               elapsed_ms: Date.now() - start,
               title: window.title,

@@ -1,13 +1,9 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { isAllowedKey, isSystemChord, MODIFIERS } from "../../shared/keys.js";
-import type { CallContext } from "../chain.js";
-import { HwndSchema } from "../targets.js";
-import { defineTool } from "./define.js";
-import { ConfirmationToken, CorrelationId, DESTRUCTIVE, EFFECT, withTarget } from "./shapes.js";
+import { defineHwndTool, defineWindowTool } from "./define.js";
 
 const Coord = z.number().int().min(0).max(65_535);
-const Token = z.string().min(1).max(128);
 
 const KeyName = z
   .string()
@@ -20,14 +16,24 @@ const Modifiers = z
 const MAX_TEXT_UNITS = 4096;
 const HoldMs = z.number().int().min(0).max(5000).default(80);
 
-const PointerOutput = z.object({
-  correlation_id: CorrelationId,
-  screen_x: z.number().int(),
-  screen_y: z.number().int(),
-});
+const PointerOutput = z.object({ screen_x: z.number().int(), screen_y: z.number().int() });
 
-function expectation(ctx: CallContext) {
-  return ctx.target!.expectation;
+type Modifier = z.output<typeof Modifiers>[number];
+
+/** A sequence's keys as steps (a bare key name has no modifiers). */
+function keySteps(keys: readonly (string | { key: string; modifiers: Modifier[] })[], holdMs: number) {
+  return keys.map((k) =>
+    typeof k === "string"
+      ? { key: k, modifiers: [] as Modifier[], hold_ms: holdMs }
+      : { key: k.key, modifiers: k.modifiers, hold_ms: holdMs },
+  );
+}
+
+/** Ctrl+Alt+Delete and the like go to the OS, not the window: refused before any budget is taken. */
+function refuseSystemChords(steps: readonly { key: string; modifiers: readonly Modifier[] }[]): void {
+  for (const s of steps)
+    if (isSystemChord([...s.modifiers], s.key))
+      throw uiError("invalid_argument", "System chords are refused.");
 }
 
 function pointerTool(
@@ -35,25 +41,24 @@ function pointerTool(
   kind: "click" | "double_click" | "right_click",
   title: string,
 ) {
-  return defineTool({
+  return defineWindowTool({
     name,
     title,
     description: `${title} at window-relative (x, y), verified (identity, focus, occlusion, bounds) just before.`,
     capability: "click",
     budget: "action",
-    target: "window",
-    input: withTarget({ x: Coord, y: Coord, confirmation_token: Token.optional() }),
+    args: { x: Coord, y: Coord },
     output: PointerOutput,
-    annotations: DESTRUCTIVE,
+    effect: "destructive",
     handler: async (ctx, args) => {
       const r = await ctx.call("input.pointer", {
-        target: expectation(ctx),
+        target: ctx.target.expectation,
         kind,
         x: args.x,
         y: args.y,
         focus_mode: ctx.sup.config.focusMode,
       });
-      return { structured: { correlation_id: ctx.correlationId, ...r } };
+      return { structured: r };
     },
   });
 }
@@ -63,26 +68,24 @@ export const inputTools = [
   pointerTool("double_click_window", "double_click", "Double click"),
   pointerTool("right_click_window", "right_click", "Right click"),
 
-  defineTool({
+  defineWindowTool({
     name: "hover_window",
     title: "Hover",
     description: "Moves the pointer to window-relative (x, y) and dwells (≤ 10 s).",
     capability: "hover",
     budget: "action",
-    target: "window",
-    input: withTarget({
+    args: {
       x: Coord,
       y: Coord,
       dwell_ms: z.number().int().min(0).max(10_000).default(400),
-      confirmation_token: Token.optional(),
-    }),
+    },
     output: PointerOutput,
-    annotations: EFFECT,
+    effect: "effect",
     handler: async (ctx, args) => {
       const r = await ctx.call(
         "input.pointer",
         {
-          target: expectation(ctx),
+          target: ctx.target.expectation,
           kind: "hover",
           x: args.x,
           y: args.y,
@@ -91,18 +94,17 @@ export const inputTools = [
         },
         ctx.sup.config.workerDeadlineMs + args.dwell_ms,
       );
-      return { structured: { correlation_id: ctx.correlationId, ...r } };
+      return { structured: r };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "scroll_window",
     title: "Scroll",
     description: "Wheel notches (±1…20, positive = up) at window-relative (x, y).",
     capability: "click",
     budget: "action",
-    target: "window",
-    input: withTarget({
+    args: {
       x: Coord,
       y: Coord,
       notches: z
@@ -112,45 +114,42 @@ export const inputTools = [
         .max(20)
         .refine((n) => n !== 0, { message: "notches must be ±1…20" })
         .default(1),
-      confirmation_token: Token.optional(),
-    }),
+    },
     output: PointerOutput,
-    annotations: EFFECT,
+    effect: "effect",
     handler: async (ctx, args) => {
       ctx.counters.notches = args.notches;
       const r = await ctx.call("input.pointer", {
-        target: expectation(ctx),
+        target: ctx.target.expectation,
         kind: "scroll",
         x: args.x,
         y: args.y,
         notches: args.notches,
         focus_mode: ctx.sup.config.focusMode,
       });
-      return { structured: { correlation_id: ctx.correlationId, ...r } };
+      return { structured: r };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "drag_window",
     title: "Drag",
     description:
       "Left-button drag through ≤ 16 waypoints, re-verified before each leg; always released. Protected (token).",
     capability: "drag",
     budget: "action",
-    target: "window",
-    input: withTarget({
+    args: {
       start_x: Coord,
       start_y: Coord,
       end_x: Coord,
       end_y: Coord,
-      confirmation_token: Token.optional(),
       path: z
         .array(z.object({ x: Coord, y: Coord }).strict())
         .max(16)
         .optional(),
-    }),
-    output: z.object({ correlation_id: CorrelationId, legs: z.number().int() }),
-    annotations: DESTRUCTIVE,
+    },
+    output: z.object({ legs: z.number().int() }),
+    effect: "destructive",
     handler: async (ctx, args) => {
       const points = [
         { x: args.start_x, y: args.start_y },
@@ -161,22 +160,21 @@ export const inputTools = [
       // The gesture's own waits (150 ms settle, 50 ms per leg) come on top of the deadline.
       const r = await ctx.call(
         "input.drag",
-        { target: expectation(ctx), points, focus_mode: ctx.sup.config.focusMode },
+        { target: ctx.target.expectation, points, focus_mode: ctx.sup.config.focusMode },
         ctx.sup.config.workerDeadlineMs + 150 + points.length * 60,
       );
-      return { structured: { correlation_id: ctx.correlationId, legs: r.legs } };
+      return { structured: { legs: r.legs } };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "send_text",
     title: "Type text",
     description:
       "Types 1–4096 UTF-16 units into the focused control of the verified foreground window. Protected (token). Never logged.",
     capability: "text",
     budget: "action",
-    target: "window",
-    input: withTarget({
+    args: {
       // zod 4 counts string length in code points; the limit is in UTF-16 code units (what
       // SendInput types, and what the text budget and the audit's `chars` count).
       text: z
@@ -184,10 +182,9 @@ export const inputTools = [
         .min(1)
         .refine((t) => t.length <= MAX_TEXT_UNITS, { message: "Text is limited to 4096 UTF-16 code units." })
         .refine((t) => !t.includes("\u0000"), { message: "Text must not contain NUL." }),
-      confirmation_token: Token.optional(),
-    }),
-    output: z.object({ correlation_id: CorrelationId, chars: z.number().int() }),
-    annotations: DESTRUCTIVE,
+    },
+    output: z.object({ chars: z.number().int() }),
+    effect: "destructive",
     cost: (args) => ({ textChars: args.text.length }),
     handler: async (ctx, args) => {
       ctx.counters.chars = args.text.length;
@@ -203,116 +200,103 @@ export const inputTools = [
       const r = await ctx.call(
         "input.text",
         {
-          target: expectation(ctx),
+          target: ctx.target.expectation,
           text: args.text,
           mode: ctx.sup.config.textMode,
           focus_mode: ctx.sup.config.focusMode,
         },
         ctx.sup.config.workerDeadlineMs + args.text.length * 5,
       );
-      return { structured: { correlation_id: ctx.correlationId, chars: r.chars } };
+      return { structured: { chars: r.chars } };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "send_key",
     title: "Press a key",
     description:
       "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
     capability: "key",
     budget: "action",
-    target: "window",
-    input: withTarget({
+    args: {
       key: KeyName,
       modifiers: Modifiers.default([]),
       hold_ms: HoldMs,
-      confirmation_token: Token.optional(),
-    }),
-    output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
-    annotations: DESTRUCTIVE,
+    },
+    output: z.object({ steps: z.number().int() }),
+    effect: "destructive",
+    refuse: (args) => refuseSystemChords([args]),
     handler: async (ctx, args) => {
-      if (isSystemChord(args.modifiers, args.key))
-        throw uiError("invalid_argument", "System chords are refused.");
       ctx.counters.modifiers = args.modifiers.length;
       const r = await ctx.call(
         "input.keys",
         {
-          target: expectation(ctx),
+          target: ctx.target.expectation,
           steps: [{ key: args.key, modifiers: args.modifiers, hold_ms: args.hold_ms }],
           focus_mode: ctx.sup.config.focusMode,
         },
         ctx.sup.config.workerDeadlineMs + args.hold_ms,
       );
-      return { structured: { correlation_id: ctx.correlationId, steps: r.steps } };
+      return { structured: { steps: r.steps } };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "send_key_sequence",
     title: "Press a key sequence",
     description: "Up to 10 allow-listed key steps, each re-verified; every key is always released.",
     capability: "key",
     budget: "action",
-    target: "window",
-    input: withTarget({
+    args: {
       keys: z
         .array(z.union([KeyName, z.strictObject({ key: KeyName, modifiers: Modifiers.default([]) })]))
         .min(1)
         .max(10),
       hold_ms: HoldMs,
-      confirmation_token: Token.optional(),
-    }),
-    output: z.object({ correlation_id: CorrelationId, steps: z.number().int() }),
-    annotations: DESTRUCTIVE,
+    },
+    output: z.object({ steps: z.number().int() }),
+    effect: "destructive",
+    refuse: (args) => refuseSystemChords(keySteps(args.keys, args.hold_ms)),
     handler: async (ctx, args) => {
-      const steps = args.keys.map((k) =>
-        typeof k === "string"
-          ? { key: k, modifiers: [] as ("ctrl" | "shift" | "alt")[], hold_ms: args.hold_ms }
-          : { key: k.key, modifiers: k.modifiers, hold_ms: args.hold_ms },
-      );
-      for (const s of steps)
-        if (isSystemChord(s.modifiers, s.key))
-          throw uiError("invalid_argument", "System chords are refused.");
+      const steps = keySteps(args.keys, args.hold_ms);
       ctx.counters.steps = steps.length;
       const r = await ctx.call(
         "input.keys",
-        { target: expectation(ctx), steps, focus_mode: ctx.sup.config.focusMode },
+        { target: ctx.target.expectation, steps, focus_mode: ctx.sup.config.focusMode },
         ctx.sup.config.workerDeadlineMs + steps.length * (args.hold_ms + 100),
       );
-      return { structured: { correlation_id: ctx.correlationId, steps: r.steps } };
+      return { structured: { steps: r.steps } };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "close_window",
     title: "Close window",
     description: "Asks the window to close (never kills). Protected (token).",
     capability: "close",
     budget: "action",
-    target: "window",
-    input: withTarget({ confirmation_token: Token.optional() }),
-    output: z.object({ correlation_id: CorrelationId }),
-    annotations: DESTRUCTIVE,
+    args: {},
+    output: z.object({}),
+    effect: "destructive",
     handler: async (ctx) => {
-      await ctx.call("input.close", { target: expectation(ctx) });
-      return { structured: { correlation_id: ctx.correlationId } };
+      await ctx.call("input.close", { target: ctx.target.expectation });
+      return { structured: {} };
     },
   }),
 
-  defineTool({
+  defineHwndTool({
     name: "restore_window",
     title: "Restore window",
     description: "Un-minimizes the window without focusing it.",
     capability: "observe",
     budget: "action",
-    target: "window",
     // By hwnd only (SPEC §6): a minimized window is not in list_windows, so no title finds it.
-    input: z.strictObject({ hwnd: HwndSchema, confirmation_token: ConfirmationToken }),
-    output: z.object({ correlation_id: CorrelationId, was_minimized: z.boolean() }),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    args: {},
+    output: z.object({ was_minimized: z.boolean() }),
+    effect: "idempotent_effect",
     handler: async (ctx) => {
-      const r = await ctx.call("input.restore", { target: expectation(ctx) });
-      return { structured: { correlation_id: ctx.correlationId, was_minimized: r.was_iconic } };
+      const r = await ctx.call("input.restore", { target: ctx.target.expectation });
+      return { structured: { was_minimized: r.was_iconic } };
     },
   }),
 ];

@@ -1,19 +1,17 @@
 import { z } from "zod";
 import { AuditEventSchema } from "../audit.js";
-import { defineTool } from "./define.js";
-import { READ_ONLY } from "./shapes.js";
+import { defineMetaTool } from "./define.js";
 
 const Usage = z.object({ used: z.number(), limit: z.number() });
 
 export const metaTools = [
-  defineTool({
+  defineMetaTool({
     name: "get_rate_limit_state",
     title: "Rate limit state",
     description:
       "Rate limits and usage (sliding 60 s): this client's budgets, the policy's per-application limits and usage of the apps it holds grants on.",
     capability: "observe",
     budget: "none",
-    target: "none",
     audited: false,
     input: z.strictObject({}),
     output: z.object({
@@ -36,10 +34,9 @@ export const metaTools = [
       ),
       memory: z.object({ limit_bytes: z.number(), in_use_bytes: z.number(), peak_bytes: z.number() }),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx) => {
-      // "observe" is a capability: the chain has checked that a usable policy is loaded.
-      const { limits } = ctx.policy!;
+      const { limits } = ctx.policy;
       const s = ctx.sup.budgets.state(ctx.client.hash);
       const m = ctx.sup.memory;
       const applications = ctx.sup.grants
@@ -71,17 +68,16 @@ export const metaTools = [
     },
   }),
 
-  defineTool({
+  defineMetaTool({
     name: "get_audit_events",
     title: "Audit events",
     description: "Newest audit events of this client (codes and counts only).",
     capability: "observe",
     budget: "none",
-    target: "none",
     audited: false,
     input: z.strictObject({ limit: z.number().int().min(1).max(100).default(20) }),
     output: z.object({ events: z.array(AuditEventSchema) }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     // Only the caller's own events: in remote mode one server serves several identities.
     handler: async (ctx, args) => ({
       structured: { events: ctx.sup.audit.recent(args.limit, ctx.client.auditId) },

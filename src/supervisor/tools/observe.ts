@@ -3,8 +3,9 @@ import { uiError } from "../../shared/errors.js";
 import type { A11yNodeOut } from "../../shared/protocol.js";
 import { type ElementState, STATES } from "../../shared/states.js";
 import { sleep } from "../../workers/handlers.js";
-import type { CallContext } from "../chain.js";
 import type { SessionRecord } from "../sessions.js";
+import type { TargetCall } from "./define.js";
+import { Ref } from "./shapes.js";
 
 /**
  * Observing the accessibility tree over time, for wait_for_element and for the `expect` /
@@ -13,8 +14,6 @@ import type { SessionRecord } from "../sessions.js";
  * compared: never values.
  */
 
-/** An element ref from inspect_tree / find_elements / wait_for_element (s1.e12). */
-export const Ref = z.string().min(1).max(64);
 export const StateArg = z.enum(STATES);
 
 /** Matches a gone condition looks at (all must be hidden); more is a truncated answer. */
@@ -59,11 +58,11 @@ export interface Condition {
 
 /** One ask: the element that satisfies the condition (null for gone), or undefined when it does not hold. */
 async function probe(
-  ctx: CallContext,
+  ctx: TargetCall,
   s: SessionRecord,
   c: Condition,
 ): Promise<{ holds: boolean; element: A11yNodeOut | null }> {
-  const target = ctx.target!.expectation;
+  const target = ctx.target.expectation;
   if (c.ref !== null) {
     const { node } = await ctx.callSession(s, "a11y.describe", { session_key: s.key, target, ref: c.ref });
     // Gone from what the agent can see: no longer there, or no longer shown (a closed menu's
@@ -103,7 +102,7 @@ async function probe(
  * Returns the satisfying element (null for gone) or "timeout".
  */
 export async function waitForCondition(
-  ctx: CallContext,
+  ctx: TargetCall,
   s: SessionRecord,
   c: Condition,
   timeoutMs: number,
@@ -126,7 +125,7 @@ export async function waitForCondition(
 
 /** The condition of an action's `expect`: its ref defaults to the acted element's. */
 export function expectCondition(
-  ctx: CallContext,
+  ctx: TargetCall,
   action: SessionRecord & { inner: string },
   e: ExpectArg,
 ): Condition {
@@ -156,14 +155,14 @@ export interface TreeStates {
 
 const CHANGES_MAX_NODES = 2000;
 
-export async function snapshotStates(ctx: CallContext, s: SessionRecord): Promise<TreeStates> {
+export async function snapshotStates(ctx: TargetCall, s: SessionRecord): Promise<TreeStates> {
   const deadline = ctx.sup.config.treeDeadlineMs;
   const r = await ctx.callSession(
     s,
     "a11y.inspect",
     {
       session_key: s.key,
-      target: ctx.target!.expectation,
+      target: ctx.target.expectation,
       max_depth: 32,
       max_nodes: CHANGES_MAX_NODES,
       deadline_ms: deadline,
@@ -207,7 +206,7 @@ export interface Observed {
  * observation (the action then happened: the error says only that it could not be observed).
  */
 export async function withObservation<R extends Record<string, unknown>>(
-  ctx: CallContext,
+  ctx: TargetCall,
   action: SessionRecord & { inner: string },
   opts: { expect?: ExpectArg | undefined; changes?: boolean | undefined },
   act: () => Promise<R>,

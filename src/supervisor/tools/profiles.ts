@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { RectSchema, rectArea } from "../../shared/geometry.js";
-import type { CallContext } from "../chain.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { policyStatusAt } from "../policy/load.js";
 import { loadProfileInFolder, profilesFolder } from "../profiles/folder.js";
@@ -16,8 +15,7 @@ import { CoordinateProfileSchema } from "../profiles/schema.js";
 import type { ScreenshotPlan } from "../screenshot/plan.js";
 import { planReferenceCapture } from "../screenshot/plan.js";
 import type { ResolvedTarget } from "../targets.js";
-import { defineTool } from "./define.js";
-import { ConfirmationToken, CorrelationId, READ_ONLY, withTarget } from "./shapes.js";
+import { defineOpenTool, defineWindowTool, type TargetCall } from "./define.js";
 
 const ProfilePath = z
   .string()
@@ -34,16 +32,16 @@ const Name = z.string().min(1).max(64);
  * before the capture and released when it is done (4 bytes a pixel: no PNG is made).
  */
 async function referenceCapture(
-  ctx: CallContext,
+  ctx: TargetCall,
   plan: ScreenshotPlan,
   points: readonly { x: number; y: number }[],
 ): Promise<ReferenceCapture> {
-  const policy = ctx.policy!;
+  const { policy } = ctx;
   try {
     const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 4, ctx.signal);
     try {
       const r = await ctx.call("capture.region", {
-        target: ctx.target!.expectation,
+        target: ctx.target.expectation,
         region: plan.region,
         masks: plan.masks,
         grid_spacing: null,
@@ -79,13 +77,10 @@ const referencePixels = (rect: readonly number[]) =>
   Math.max(0, rect[2] - rect[0]) * Math.max(0, rect[3] - rect[1]);
 
 export const profileTools = [
-  defineTool({
+  defineOpenTool({
     name: "resolve_coordinate_profile_point",
     title: "Resolve a profile point",
     description: "Window-relative point of a profile's named safe region (centre) or verification point.",
-    capability: "none",
-    budget: "none",
-    target: "none",
     input: z.strictObject({ profile_path: ProfilePath, region_name: Name }),
     output: z.object({
       x: z.number().int(),
@@ -93,7 +88,7 @@ export const profileTools = [
       kind: z.enum(["safe_region", "verification_point"]),
       window_size: z.tuple([z.number().int(), z.number().int()]),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     handler: async (ctx, args) => {
       // Needs no capability, but the folder is the policy's: without a usable policy there is none.
       const state = policyStatusAt(ctx.sup.policyState, () => new Date(ctx.sup.clock()));
@@ -102,23 +97,21 @@ export const profileTools = [
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "check_coordinate_profile",
     title: "Check a coordinate profile",
     description:
       "Whether the live window still matches a profile (executable, size, masked reference hash, point colours).",
     capability: "observe",
     budget: "inspection",
-    target: "window",
-    input: withTarget({ profile_path: ProfilePath, confirmation_token: ConfirmationToken }),
+    args: { profile_path: ProfilePath },
     output: z.object({
-      correlation_id: CorrelationId,
       matches: z.boolean(),
       reason: z.enum(["ok", "application_mismatch", "size_mismatch", "hash_mismatch", "color_mismatch"]),
       expected_size: z.tuple([z.number().int(), z.number().int()]),
       actual_size: z.tuple([z.number().int(), z.number().int()]),
     }),
-    annotations: READ_ONLY,
+    effect: "read_only",
     cost: (args, policy) => {
       try {
         return {
@@ -130,31 +123,30 @@ export const profileTools = [
     },
     handler: async (ctx, args) => {
       const profile = loadProfile(ctx.policy, args.profile_path);
-      const window = facts(ctx.target!);
+      const window = facts(ctx.target);
       const early = checkProfile(profile, window, null);
       if (early.reason === "application_mismatch" || early.reason === "size_mismatch") {
         // Answered from the window's executable or size alone: nothing was captured.
         ctx.charge?.refund();
-        return { structured: { correlation_id: ctx.correlationId, ...early } };
+        return { structured: early };
       }
       const capture = await referenceCapture(
         ctx,
-        planReferenceCapture(ctx.policy!, window, profile.reference_region),
+        planReferenceCapture(ctx.policy, window, profile.reference_region),
         profile.verification_points,
       );
-      return { structured: { correlation_id: ctx.correlationId, ...checkProfile(profile, window, capture) } };
+      return { structured: checkProfile(profile, window, capture) };
     },
   }),
 
-  defineTool({
+  defineWindowTool({
     name: "record_coordinate_profile",
     title: "Record a coordinate profile",
     description:
       "Builds a coordinate profile from the live window (executable, size, masked reference hash, point colours); writes no file.",
     capability: "observe",
     budget: "inspection",
-    target: "window",
-    input: withTarget({
+    args: {
       profile_id: z.string().min(1).max(128),
       reference_region_name: Name,
       safe_regions: z
@@ -164,10 +156,9 @@ export const profileTools = [
         .array(z.strictObject({ name: Name, x: z.number().int(), y: z.number().int() }))
         .max(256),
       app_version: z.string().min(1).max(128).optional(),
-      confirmation_token: ConfirmationToken,
-    }),
-    output: z.object({ correlation_id: CorrelationId, profile: CoordinateProfileSchema }),
-    annotations: READ_ONLY,
+    },
+    output: z.object({ profile: CoordinateProfileSchema }),
+    effect: "read_only",
     // The reference region is captured (hashed), so it counts like screenshot pixels.
     cost: (args, policy) => {
       try {
@@ -177,8 +168,8 @@ export const profileTools = [
       }
     },
     handler: async (ctx, args) => {
-      const policy = ctx.policy!;
-      const window = facts(ctx.target!);
+      const { policy } = ctx;
+      const window = facts(ctx.target);
       const reference = resolveReferenceRegion(args, policy.safe_regions);
       const capture = await referenceCapture(
         ctx,
@@ -187,7 +178,6 @@ export const profileTools = [
       );
       return {
         structured: {
-          correlation_id: ctx.correlationId,
           profile: recordProfile(args, window, capture, policy.safe_regions),
         },
       };

@@ -5,7 +5,8 @@ import { exactlyOneTarget, TARGET_REFINE_MESSAGE, type TargetArgs, TargetShape }
 export const CorrelationId = z.string().regex(/^[0-9a-f]{12}$/);
 
 /**
- * A token from request_confirmation. Every tool that acts on or reads a window takes one: the
+ * A token from request_confirmation, the one spelling of the argument. Every tool that acts on or
+ * reads a window takes it (the window and ref kinds add it, src/supervisor/tools/define.ts): the
  * policy may protect any capability (protected_actions only adds), and a protected one needs it.
  */
 export const ConfirmationToken = z
@@ -14,6 +15,9 @@ export const ConfirmationToken = z
   .max(128)
   .optional()
   .describe("From request_confirmation, for protected capabilities.");
+
+/** An element ref from inspect_tree / find_elements / wait_for_element (s1.e12). */
+export const Ref = z.string().min(1).max(64);
 
 /** An object schema plus "exactly one of hwnd / title_contains". */
 export function withTarget<S extends z.ZodRawShape>(shape: S) {
@@ -31,9 +35,3 @@ export const WindowSummary = z.object({
   window_class: z.string(),
   foreground: z.boolean(),
 });
-
-export const EffectOutput = z.object({ correlation_id: CorrelationId });
-
-export const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true } as const;
-export const EFFECT = { readOnlyHint: false, destructiveHint: false, idempotentHint: false } as const;
-export const DESTRUCTIVE = { readOnlyHint: false, destructiveHint: true, idempotentHint: false } as const;

@@ -134,7 +134,8 @@ const PENDING = { kind: "pending" } as const;
  * as soon as the node is known, in rank order, with at most `concurrency` calls in flight and
  * no barrier between levels; the result is assembled in breadth-first order, so it is the same
  * tree a level-by-level walk returns. Only facts() and children() are read (never values or
- * text), from the session's walkSource() when it has one.
+ * text), from the session's walkSource() when it has one (told the limits, so a source that
+ * asks ahead never asks past them; released when the walk ends).
  *
  * Limits: maxDepth (0 = the root only; children of the deepest level are asked only to know
  * whether the depth cut anything), maxNodes (a node is ranked only within the first maxNodes,
@@ -148,7 +149,34 @@ export async function walk(
   budget: Budget,
   opts: WalkOptions,
 ): Promise<WalkResult> {
-  const source: A11yNodeSource = session.walkSource ? await budget.must(session.walkSource(root)) : session;
+  const limits = { maxNodes: opts.maxNodes, maxDepth: opts.maxDepth };
+  let source: A11yNodeSource = session;
+  if (session.walkSource) {
+    const pending = session.walkSource(root, limits);
+    try {
+      source = await budget.must(pending);
+    } catch (e) {
+      // Out of time before the source was ready: it is released whenever it comes.
+      pending.then(
+        (s) => s.release?.(),
+        () => {},
+      );
+      throw e;
+    }
+  }
+  try {
+    return await streamWalk(source, root, budget, opts);
+  } finally {
+    source.release?.();
+  }
+}
+
+async function streamWalk(
+  source: A11yNodeSource,
+  root: A11yHandle,
+  budget: Budget,
+  opts: WalkOptions,
+): Promise<WalkResult> {
   const slots: Slot[] = [];
   const visits: Visit[] = [];
   const tasks: Array<() => Promise<void>> = [];

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { isUiError, uiError } from "../../../shared/errors.js";
 import { SETTINGS } from "../../../shared/settings.js";
+import { switchIsOn } from "../../../shared/settingsReader.js";
 
 /**
  * Starts our own dialog (main.ts) as a child process and waits for its answer. Trusted by
@@ -17,7 +18,7 @@ import { SETTINGS } from "../../../shared/settings.js";
 export const UNSAFE_XTEST_SETTING = SETTINGS.unsafeAllowXtestConsent.env;
 
 export function unsafeXtestConsent(env: Record<string, string | undefined>): boolean {
-  return env[UNSAFE_XTEST_SETTING] === "1";
+  return switchIsOn(env, SETTINGS.unsafeAllowXtestConsent);
 }
 
 /** The compiled entry: from dist when we run compiled, and dist's copy when run from sources (tests). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { audit, closeServersAfterEach, Desk, grants, serve, until, win } from "../support/consent.js";
 
-// Consent single flight over stdio: the built CLI, the SDK client and the simulated desktop's
+// Consent single flight in process: the supervisor, the SDK client and the simulated desktop's
 // scripted dialog (consent.log gets one line per dialog shown).
 
 closeServersAfterEach();

@@ -1,14 +1,16 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { audit, closeServersAfterAll, Desk, serve, sleep, win } from "../support/consent.js";
-import type { McpHarness } from "../support/mcp.js";
+import { audit, closeServersAfterAll, Desk, serve, win } from "../support/consent.js";
+import type { ServerHarness } from "../support/mcp.js";
+import { ManualTime } from "../support/time.js";
 
-// Confirmation tokens for protected actions, and preview_action, over stdio. One server for the
-// whole file: two approved windows (1001 foreground, 1002 behind it elsewhere on the screen).
+// Confirmation tokens for protected actions, and preview_action, in process; token expiry on
+// ManualTime (no waiting). One server for the whole file: two approved windows (1001 foreground, 1002 behind it elsewhere on the screen).
 
 closeServersAfterAll();
 
 let desk: Desk;
-let h: McpHarness;
+let h: ServerHarness;
+const time = new ManualTime();
 const issued: string[] = [];
 
 async function token(action_class: string, hwnd = 1001, ttl_seconds?: number): Promise<string> {
@@ -29,6 +31,7 @@ const closes = () => desk.effects().filter((e) => e.type === "close");
 beforeAll(async () => {
   desk = new Desk([win(1), win(2), win(3)]);
   h = await serve(desk, {
+    clock: time.clock,
     env: { UIINSPECT_LOG_LEVEL: "debug" },
     policy: { protected_actions: ["key"] },
   });
@@ -79,7 +82,7 @@ describe("confirmation tokens", () => {
 
   it("an expired token is confirmation_invalid", async () => {
     const t = await token("text", 1001, 1);
-    await sleep(1200);
+    await time.advance(1200);
     expect((await h.call("send_text", { hwnd: 1001, text: "late", confirmation_token: t })).code).toBe(
       "confirmation_invalid",
     );
@@ -136,7 +139,7 @@ describe("confirmation tokens", () => {
     expect(issued.length).toBeGreaterThanOrEqual(6);
     const events = JSON.stringify(await audit(h, 100));
     const stderr = h.stderr.join("");
-    // debug logging is on, so stderr is not trivially empty
+    // debug logging is on, so the log is not trivially empty (at least the start-up line)
     expect(stderr.length).toBeGreaterThan(0);
     for (const t of issued) {
       expect(events).not.toContain(t);

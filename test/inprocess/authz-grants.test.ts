@@ -1,14 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  audit,
-  closeServersAfterEach,
-  Desk,
-  grants,
-  IN_STAGE,
-  serve,
-  sleep,
-  win,
-} from "../support/consent.js";
+import { audit, closeServersAfterEach, Desk, grants, IN_STAGE, serve, win } from "../support/consent.js";
+import { ManualTime } from "../support/time.js";
 
 // Grants: short TTL renewed silently from the kept decision after the identity is re-resolved;
 // release_access drops the grant for good (until the client asks again).
@@ -18,11 +10,12 @@ closeServersAfterEach();
 describe("grants", () => {
   it("an expired grant is renewed silently from the kept decision, without a dialog", async () => {
     const desk = new Desk([win(1), win(2)]);
-    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "2000" } });
+    const time = new ManualTime();
+    const h = await serve(desk, { clock: time.clock, env: { UIINSPECT_GRANT_TTL_MS: "2000" } });
     const first = await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "click"] });
     const firstExpiry = Date.parse(String(first.expires_at));
     expect(await grants(h)).toHaveLength(1);
-    await sleep(2300);
+    await time.advance(2300);
     expect(await grants(h)).toEqual([]);
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
     const renewed = await grants(h);
@@ -37,7 +30,7 @@ describe("grants", () => {
 
     // The identity is re-resolved before renewing: a reused PID gets nothing from the old decision.
     await h.ok("request_access", { hwnd: 1002, capabilities: ["observe"] });
-    await sleep(2300);
+    await time.advance(2300);
     desk.reusePid(1002);
     expect((await h.call("restore_window", { hwnd: 1002 })).code).toBe("consent_required");
     expect(await grants(h)).toEqual([]);
@@ -46,9 +39,9 @@ describe("grants", () => {
 
   it("an expired grant's automation session ends before the next request is answered, whatever it is", async () => {
     const desk = new Desk([win(1)]);
-    // The TTL must outlast request_access → inspect_tree (a new uia worker) → health_check on a
-    // loaded machine; the wait below then runs only to the grant's own expiry.
-    const h = await serve(desk, { env: { UIINSPECT_GRANT_TTL_MS: "4000" } });
+    // Time moves only below, so the grant outlives request_access → inspect_tree → health_check.
+    const time = new ManualTime();
+    const h = await serve(desk, { clock: time.clock, env: { UIINSPECT_GRANT_TTL_MS: "4000" } });
     await h.ok("request_access", { hwnd: 1001, capabilities: ["inspect"] });
     await h.ok("inspect_tree", { hwnd: 1001 });
     const uia = async () =>
@@ -59,7 +52,7 @@ describe("grants", () => {
     // The live grant's expiry (inspect_tree may have renewed it), read before health_check is asked again.
     const held = await grants(h);
     expect(held).toHaveLength(1);
-    await sleep(Date.parse(String(held[0].expires_at)) - Date.now() + 300);
+    await time.advance(Date.parse(String(held[0].expires_at)) - time.now + 300);
     // health_check looks at no grant itself: the session must be gone anyway.
     expect(await uia()).toBe(0);
   });

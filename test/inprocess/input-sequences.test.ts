@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { FakeDesktop, filePolicy, ruffleWindow, type ServerHarness } from "../support/mcp.js";
+import { serveFake } from "../support/servers.js";
 
 /**
- * Exact emitted sequences over stdio (built CLI + SDK client), read from the fake effects_log.
+ * Exact emitted sequences in process (SDK client over InMemoryTransport), read from the fake effects_log.
  * The Ruffle window's origin is (100, 100): every screen coordinate is origin + (x, y).
  */
 
@@ -26,17 +27,11 @@ function since(d: FakeDesktop, from: number): Effect[] {
 }
 
 let d: FakeDesktop;
-let h: McpHarness;
+let h: ServerHarness;
 
 beforeAll(async () => {
   d = new FakeDesktop(scenario());
-  h = await McpHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    UIINSPECT_FAKE_DESKTOP: d.path,
-    DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-    UIINSPECT_LOG_LEVEL: "debug",
-    ...LOOSE_BUDGETS,
-  });
+  h = await serveFake(d, { policy: filePolicy(), env: { UIINSPECT_LOG_LEVEL: "debug" } });
   await h.ok("request_access", { hwnd: 1001 });
 });
 afterAll(async () => {
@@ -339,12 +334,9 @@ describe("audit of input attempts", () => {
 describe("text mode", () => {
   it("DESKTOP_AUTOMATION_TEXT_MODE=wm_char reaches the platform", async () => {
     const d2 = new FakeDesktop(scenario());
-    const h2 = await McpHarness.start({
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: d2.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d2.writePolicy(filePolicy()),
-      DESKTOP_AUTOMATION_TEXT_MODE: "wm_char",
-      ...LOOSE_BUDGETS,
+    const h2 = await serveFake(d2, {
+      policy: filePolicy(),
+      env: { DESKTOP_AUTOMATION_TEXT_MODE: "wm_char" },
     });
     try {
       await h2.ok("request_access", { hwnd: 1001 });

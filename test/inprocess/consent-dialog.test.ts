@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { closeServersAfterEach, Desk, grants, IN_STAGE, RUFFLE, serve, win } from "../support/consent.js";
-import type { McpHarness } from "../support/mcp.js";
+import type { ServerHarness } from "../support/mcp.js";
 
 // What the person sees, and who the server thinks is asking. The fake prompter writes exactly
 // the dialog content to consent.log.
@@ -76,7 +76,7 @@ describe("dialog content", () => {
 });
 
 /** The same script for any client; returns what it saw, for comparison across names. */
-async function script(h: McpHarness, desk: Desk): Promise<unknown[]> {
+async function script(h: ServerHarness, desk: Desk): Promise<unknown[]> {
   const seen: unknown[] = [];
   const note = async (name: string, args: Record<string, unknown>) => {
     const r = await h.call(name, args);

@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { instanceKey } from "../../src/shared/identity.js";
-import { FakeDesktop, filePolicy, McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow, type ServerHarness } from "../support/mcp.js";
+import { closeServersAfterEach, serveFake } from "../support/servers.js";
 
 /**
  * get_rate_limit_state reports the per-application budgets too (SPEC §6: limits and usage, never
@@ -26,31 +27,25 @@ const KEYS = [
 
 const STAGE_PIXELS = 320 * 240;
 
-const harnesses: McpHarness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterEach();
 
-async function start(): Promise<{ h: McpHarness; d: FakeDesktop }> {
+async function start(): Promise<{ h: ServerHarness; d: FakeDesktop }> {
   const d = new FakeDesktop({
     session: 1,
     foreground: 1001,
     windows: [ruffleWindow(), OTHER],
     consent: { answer: "approve", delay_ms: 0 },
   });
-  const h = await McpHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    UIINSPECT_FAKE_DESKTOP: d.path,
+  const h = await serveFake(d, {
     // The file sets two limits; the third comes from the environment (file fields override env ones).
-    DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
-      filePolicy({
-        limits: { max_actions_per_minute: 50, max_screenshot_pixels_per_minute: 5 * STAGE_PIXELS },
-      }),
-    ),
-    DESKTOP_AUTOMATION_MAX_TEXT_CHARS_PER_MINUTE: "777",
-    DESKTOP_AUTOMATION_MAX_ACTIONS_PER_MINUTE: "9999",
+    policy: filePolicy({
+      limits: { max_actions_per_minute: 50, max_screenshot_pixels_per_minute: 5 * STAGE_PIXELS },
+    }),
+    env: {
+      DESKTOP_AUTOMATION_MAX_TEXT_CHARS_PER_MINUTE: "777",
+      DESKTOP_AUTOMATION_MAX_ACTIONS_PER_MINUTE: "9999",
+    },
   });
-  harnesses.push(h);
   return { h, d };
 }
 

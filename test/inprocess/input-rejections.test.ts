@@ -1,5 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  FakeDesktop,
+  filePolicy,
+  otherWindow,
+  RUFFLE,
+  ruffleWindow,
+  type ServerHarness,
+} from "../support/mcp.js";
+import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
 /**
  * Every rejected input call emits nothing at all: the effects_log of the simulated desktop is
@@ -9,21 +17,7 @@ import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindo
 
 type Args = Record<string, unknown>;
 
-/** Another process's window (never allowed by the policy), used to cover or take the focus. */
-const other = (over: Args = {}): Args => ({
-  hwnd: 2002,
-  title: "Other app",
-  class: "Other",
-  pid: 7777,
-  process_start: "2026-11-30T07:00:00Z",
-  process_path: "C:\\Other\\other.exe",
-  rect: [0, 0, 400, 400],
-  visible: true,
-  iconic: false,
-  z: 0,
-  fill: "#aa0000",
-  ...over,
-});
+const other = otherWindow;
 
 const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   session: 1,
@@ -32,24 +26,12 @@ const scenario = (windows: Args[], foreground: number | null = 1001): Args => ({
   consent: { answer: "approve", delay_ms: 0 },
 });
 
-const harnesses: McpHarness[] = [];
-async function start(d: FakeDesktop, env: Record<string, string> = {}, policy: Args = filePolicy()) {
-  const h = await McpHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    UIINSPECT_FAKE_DESKTOP: d.path,
-    DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(policy),
-    ...LOOSE_BUDGETS,
-    ...env,
-  });
-  harnesses.push(h);
-  return h;
-}
-afterAll(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterAll();
+const start = (d: FakeDesktop, env: Record<string, string> = {}, policy: Args = filePolicy()) =>
+  serveFake(d, { env, policy });
 
 /** One call per input tool, with a fresh confirmation token where the class is protected. */
-async function everyInputCall(h: McpHarness, target: Args = { hwnd: 1001 }, x = 10, y = 10) {
+async function everyInputCall(h: ServerHarness, target: Args = { hwnd: 1001 }, x = 10, y = 10) {
   const tok = async (action_class: string) => {
     const r = await h.call("request_confirmation", { ...target, action_class });
     return r.isError ? "no-token" : String(r.structured.token_id);
@@ -78,7 +60,7 @@ async function everyInputCall(h: McpHarness, target: Args = { hwnd: 1001 }, x = 
 }
 
 /** Asserts the call fails with `code` and leaves the effects log exactly as it was. */
-async function refused(h: McpHarness, d: FakeDesktop, name: string, args: Args, code: string) {
+async function refused(h: ServerHarness, d: FakeDesktop, name: string, args: Args, code: string) {
   const before = d.effectsLog().length;
   const r = await h.call(name, args);
   expect(r.code, `${name} ${JSON.stringify(args).slice(0, 120)}`).toBe(code);
@@ -88,7 +70,7 @@ async function refused(h: McpHarness, d: FakeDesktop, name: string, args: Args, 
 
 describe("verification refusals (out_of_bounds, occluded, not_foreground, minimized)", () => {
   let d: FakeDesktop;
-  let h: McpHarness;
+  let h: ServerHarness;
   beforeAll(async () => {
     d = new FakeDesktop(scenario([ruffleWindow()]));
     h = await start(d);
@@ -201,7 +183,7 @@ describe("verification refusals (out_of_bounds, occluded, not_foreground, minimi
 
 describe("argument and token refusals, resolved before anything is emitted", () => {
   let d: FakeDesktop;
-  let h: McpHarness;
+  let h: ServerHarness;
   beforeAll(async () => {
     d = new FakeDesktop(scenario([ruffleWindow()]));
     h = await start(d);

@@ -1,30 +1,24 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, RUFFLE, ruffleWindow } from "../support/mcp.js";
+import { describe, expect, it } from "vitest";
+import { InProcessHarness } from "../support/inProcess.js";
+import {
+  approvingDesktop as desktop,
+  filePolicy,
+  LOOSE_BUDGETS,
+  RUFFLE,
+  ruffleWindow,
+} from "../support/mcp.js";
+import { closeServersAfterEach, track } from "../support/servers.js";
 
 const CANARY = "CANARY-7f3a9c";
 
-function desktop(windows: Array<Record<string, unknown>> = [ruffleWindow()]) {
-  return new FakeDesktop({
-    session: 1,
-    foreground: 1001,
-    windows,
-    consent: { answer: "approve", delay_ms: 0 },
-  });
-}
+closeServersAfterEach();
+/** `env` names the desktop and the policy, as a stdio server's environment would. */
+const start = (env: Record<string, string>, info?: { name: string; version: string }) =>
+  track(InProcessHarness.start({ UIINSPECT_PLATFORM: "fake", ...env }, info));
 
-const harnesses: McpHarness[] = [];
-async function start(env: Record<string, string>, info?: { name: string; version: string }) {
-  const h = await McpHarness.start({ UIINSPECT_PLATFORM: "fake", ...env }, info);
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
-
-describe("foundation over stdio (built CLI + SDK client)", () => {
+describe("foundation in process (SDK client over InMemoryTransport)", () => {
   it("lists every tool the policy can authorize, with schemas and annotations", async () => {
     const d = desktop();
     const h = await start({
@@ -327,78 +321,5 @@ describe("foundation over stdio (built CLI + SDK client)", () => {
     expect(file).not.toContain(String(tok.token_id));
     // The typed text did reach the (simulated) screen: the canary check is not vacuous.
     expect(JSON.stringify(d.effectsLog())).toContain(CANARY);
-  });
-});
-
-describe("worker crash isolation", () => {
-  const faulty = (kind: string, fault: string) =>
-    ruffleWindow({
-      hwnd: 2001,
-      title: "Ruffle - faulty.swf",
-      pid: 9001,
-      z: 1,
-      rect: [1000, 100, 1400, 400],
-      faults: { [kind]: fault },
-    });
-
-  for (const fault of ["throw", "exit", "hang"]) {
-    it(`capture worker ${fault}: its request fails with a code, other workers serve, it restarts`, async () => {
-      const d = desktop([ruffleWindow()]);
-      const h = await start({
-        UIINSPECT_FAKE_DESKTOP: d.path,
-        DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-        UIINSPECT_WORKER_DEADLINE_MS: "1500",
-        ...LOOSE_BUDGETS,
-      });
-      await h.ok("request_access", { hwnd: 1001 });
-      d.write({
-        session: 1,
-        foreground: 1001,
-        windows: [ruffleWindow(), faulty("capture", fault)],
-        consent: { answer: "approve" },
-      });
-      const r = await h.call("list_windows");
-      expect(r.code).toBe(fault === "hang" ? "worker_timeout" : "worker_crashed");
-      // Input and uia workers were never touched by the fault.
-      const { structured } = await h.call("health_check");
-      const workers = structured.workers as Array<{ kind: string; crashes: number; timeouts: number }>;
-      expect(workers.find((w) => w.kind === "input")).toMatchObject({ crashes: 0, timeouts: 0 });
-      d.write({ session: 1, foreground: 1001, windows: [ruffleWindow()], consent: { answer: "approve" } });
-      const again = await h.ok("list_windows");
-      expect((again.windows as unknown[]).length).toBe(1);
-    });
-  }
-
-  it("input and uia workers crash alone", async () => {
-    const d = desktop([ruffleWindow({ faults: { input: "exit" } })]);
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-      UIINSPECT_WORKER_DEADLINE_MS: "1500",
-      ...LOOSE_BUDGETS,
-    });
-    await h.ok("request_access", { hwnd: 1001 });
-    expect((await h.call("click_window", { hwnd: 1001, x: 10, y: 10 })).code).toBe("worker_crashed");
-    expect(d.effectsLog().filter((e) => e.type === "button_down")).toHaveLength(0);
-    // capture and uia keep serving meanwhile
-    expect((await h.ok("list_windows")).windows).toHaveLength(1);
-    const tree = await h.ok("inspect_tree", { hwnd: 1001 });
-    expect(tree.node_count).toBeGreaterThan(0);
-    d.write({
-      session: 1,
-      foreground: 1001,
-      windows: [ruffleWindow({ faults: { uia: "throw" } })],
-      consent: { answer: "approve" },
-    });
-    expect((await h.call("find_elements", { hwnd: 1001, name_contains: "play" })).code).toBe(
-      "worker_crashed",
-    );
-    // the old session's refs are stale after the uia worker died
-    const ref = ((tree.root as { children: Array<{ ref: string }> }).children[0] as { ref: string }).ref;
-    d.write({ session: 1, foreground: 1001, windows: [ruffleWindow()], consent: { answer: "approve" } });
-    expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
-    expect((await h.ok("click_window", { hwnd: 1001, x: 10, y: 10 })).correlation_id).toMatch(
-      /^[0-9a-f]{12}$/,
-    );
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { closeServersAfterEach, Desk, grants, IN_STAGE, serve, until, win } from "../support/consent.js";
 
-// Kept decisions, capability ceilings and the dialog rate limit, over stdio against the built CLI.
+// Kept decisions, capability ceilings and the dialog rate limit, in process (test/support/inProcess.ts).
 
 closeServersAfterEach();
 

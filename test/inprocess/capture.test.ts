@@ -2,21 +2,24 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PNG } from "pngjs";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { InProcessHarness } from "../support/inProcess.js";
 import {
   CLI,
   FakeDesktop,
   filePolicy,
   LOOSE_BUDGETS,
-  McpHarness,
   RUFFLE,
   ruffleWindow,
+  type ServerHarness,
   type ToolCall,
 } from "../support/mcp.js";
+import { closeServersAfterAll, track } from "../support/servers.js";
 
 /**
- * screenshot_window and the coordinate-profile tools over stdio against the built CLI on the
- * simulated desktop. Every image is decoded and checked pixel by pixel where it matters.
+ * screenshot_window and the coordinate-profile tools in process (test/support/inProcess.ts) on the
+ * simulated desktop. Every image is decoded and checked pixel by pixel where it matters; the
+ * recorded profile file is then checked by the built CLI's validate-profile verb.
  */
 
 type Rgb = [number, number, number];
@@ -69,15 +72,10 @@ const NOTEPAD = {
   fill: "#00ff00",
 };
 
-const harnesses: McpHarness[] = [];
-async function start(env: Record<string, string>): Promise<McpHarness> {
-  const h = await McpHarness.start({ UIINSPECT_PLATFORM: "fake", ...LOOSE_BUDGETS, ...env });
-  harnesses.push(h);
-  return h;
-}
-afterAll(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterAll();
+/** `env` names the desktop and the policy, as a stdio server's environment would. */
+const start = (env: Record<string, string>) =>
+  track(InProcessHarness.start({ UIINSPECT_PLATFORM: "fake", ...LOOSE_BUDGETS, ...env }));
 
 describe("screenshot_window with a policy file", () => {
   const d = new FakeDesktop(scenario([paintedRuffle()]));
@@ -89,7 +87,7 @@ describe("screenshot_window with a policy file", () => {
       ],
     }),
   );
-  let h: McpHarness;
+  let h: ServerHarness;
 
   it("returns the safe region as a PNG: fill, paint, black mask, _meta = audit", async () => {
     h = await start({ UIINSPECT_FAKE_DESKTOP: d.path, DESKTOP_AUTOMATION_POLICY_FILE: policyPath });

@@ -1,10 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { describe, expect, it } from "vitest";
+import { FakeDesktop, filePolicy, ruffleWindow } from "../support/mcp.js";
+import { closeServersAfterEach, serveFake } from "../support/servers.js";
 
 /**
- * What an agent needs to finish a task, over stdio against the built CLI on the simulated
+ * What an agent needs to finish a task, in process (test/support/inProcess.ts) on the simulated
  * desktop: states on every node, the instance's popups as extra roots, wait_for_element,
  * scroll_into_view, select_option, verified effects (expect / changes), and a tool listing
  * that follows the policy (tools/list_changed when the policy file changes).
@@ -95,20 +96,8 @@ function scenario(windows: Array<Record<string, unknown>>): Record<string, unkno
   return { session: 1, foreground: 1001, windows, consent: { answer: "approve", delay_ms: 0 } };
 }
 
-const harnesses: McpHarness[] = [];
-async function start(d: FakeDesktop, env: Record<string, string> = {}): Promise<McpHarness> {
-  const h = await McpHarness.start({
-    UIINSPECT_PLATFORM: "fake",
-    ...LOOSE_BUDGETS,
-    UIINSPECT_FAKE_DESKTOP: d.path,
-    ...env,
-  });
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.close()));
-});
+closeServersAfterEach();
+const start = (d: FakeDesktop, env: Record<string, string> = {}) => serveFake(d, { env });
 
 async function until<T>(what: string, fn: () => T | null | undefined, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;

@@ -1,10 +1,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
+import { ManualTime } from "../support/time.js";
 
 /**
- * inspect_tree, find_elements and the semantic actions over stdio against the built CLI on the
+ * inspect_tree, find_elements and the semantic actions in process (test/support/inProcess.ts) on the
  * simulated desktop: redaction, truncation (depth, nodes, deadline), stale refs after every kind
  * of session end, pattern_not_supported, values never logged, tokens for a protected interact,
  * click_element at the live element's centre, and separate inspection/action budgets.
@@ -110,9 +112,15 @@ function scenario(windows: Array<Record<string, unknown>>): Record<string, unkno
   return { session: 1, foreground: 1001, windows, consent: { answer: "approve", delay_ms: 0 } };
 }
 
-const harnesses: McpHarness[] = [];
-async function start(env: Record<string, string>): Promise<McpHarness> {
-  const h = await McpHarness.start({ UIINSPECT_PLATFORM: "fake", ...LOOSE_BUDGETS, ...env });
+const harnesses: InProcessHarness[] = [];
+async function start(env: Record<string, string>, clock?: () => number): Promise<InProcessHarness> {
+  const h = await InProcessHarness.start(
+    { UIINSPECT_PLATFORM: "fake", ...LOOSE_BUDGETS, ...env },
+    undefined,
+    {
+      clock,
+    },
+  );
   harnesses.push(h);
   return h;
 }
@@ -126,11 +134,13 @@ afterEach(async () => {
  * effects log, so every test still sees only its own effects.
  */
 let sharedDesktop: FakeDesktop | undefined;
-let sharedServer: McpHarness | undefined;
-async function shared(windows: Array<Record<string, unknown>>): Promise<{ d: FakeDesktop; h: McpHarness }> {
+let sharedServer: InProcessHarness | undefined;
+async function shared(
+  windows: Array<Record<string, unknown>>,
+): Promise<{ d: FakeDesktop; h: InProcessHarness }> {
   if (!sharedDesktop || !sharedServer) {
     sharedDesktop = new FakeDesktop(scenario(windows));
-    sharedServer = await McpHarness.start({
+    sharedServer = await InProcessHarness.start({
       UIINSPECT_PLATFORM: "fake",
       ...LOOSE_BUDGETS,
       UIINSPECT_FAKE_DESKTOP: sharedDesktop.path,
@@ -146,7 +156,7 @@ afterAll(async () => {
   await sharedServer?.close();
 });
 
-describe("accessibility over stdio", () => {
+describe("accessibility in process", () => {
   it("redacts a password field's name everywhere and never logs a set value", async () => {
     const d = new FakeDesktop(scenario([main()]));
     const auditFile = join(d.dir, "audit.jsonl");
@@ -314,19 +324,21 @@ describe("accessibility over stdio", () => {
 
   it("refs go stale when the grant expires (then access renews silently)", async () => {
     const d = new FakeDesktop(scenario([main()]));
-    const h = await start({
-      UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
-      // Long enough for inspect_tree → invoke_element on a loaded machine; the wait below runs
-      // only to the grant's own expiry.
-      UIINSPECT_GRANT_TTL_MS: "4000",
-    });
+    const time = new ManualTime();
+    const h = await start(
+      {
+        UIINSPECT_FAKE_DESKTOP: d.path,
+        DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+        UIINSPECT_GRANT_TTL_MS: "4000",
+      },
+      time.clock,
+    );
     await h.ok("request_access", { hwnd: 1001 });
     const play = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "play");
     // The live grant's expiry (inspect_tree may have renewed it).
     const held = (await h.ok("get_access_state")).grants as Array<{ expires_at: string }>;
     expect(held).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, Date.parse(held[0].expires_at) - Date.now() + 300));
+    await time.advance(Date.parse(held[0].expires_at) - time.now + 300);
     expect((await h.call("invoke_element", { ref: play.ref })).code).toBe("element_stale");
     const next = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "play");
     expect(next.ref).not.toBe(play.ref);

@@ -1,0 +1,46 @@
+// Round trips to the X server per last-moment check, counted instead of timed (wall time on a
+// loaded 2-core machine drowns a change of a fraction of a millisecond). It runs BENCH_ROUNDS
+// checks of one kind (BENCH_CHECK: key | click | shot) against gtk3-widget-factory on a private
+// Xvfb + openbox desktop; run it under strace and count the X socket's syscalls per check:
+//
+//   for n in 0 200; do BENCH_ROUNDS=$n strace -f -c -e trace=poll,recvmsg,sendmsg,writev \
+//     -o /tmp/rt-$n.txt node bench/x11-check-roundtrips.mjs; done
+//
+// (the difference between the two runs over 200 is one check's share; BENCH_DIST: another build).
+import { join, resolve } from "node:path";
+import { startBenchApps, startX11Session, stopX11Session } from "./lib/x11.mjs";
+
+const REPO = resolve(import.meta.dirname, "..");
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
+const DIST = resolve(process.env.BENCH_DIST ?? join(REPO, "dist"));
+const CHECKS = {
+  key: { requireForeground: true, grabs: { keyboard: true } },
+  click: { requireForeground: true, points: [{ x: 200, y: 200 }], grabs: { keyboard: true, pointer: true } },
+  shot: { region: [0, 0, 800, 600] },
+};
+const check = CHECKS[process.env.BENCH_CHECK ?? "key"];
+if (!check) throw new Error("BENCH_CHECK: key, click or shot");
+
+const sessionEnv = startX11Session();
+const apps = [];
+let platform = null;
+try {
+  const { createX11Platform } = await import(join(DIST, "platforms/x11/index.js"));
+  const { verifyTarget } = await import(join(DIST, "workers/verify.js"));
+  platform = await createX11Platform({ workerKind: "other" });
+  const desktop = platform.desktop;
+  const started = await startBenchApps(desktop, "rt");
+  apps.push(...started.apps);
+  const win = started.win;
+  const target = { hwnd: win.hwnd, instance: win.instance };
+  // Same setup either way; only the checks differ between a 0-round and an N-round run.
+  await verifyTarget(desktop, target, check);
+  for (let i = 0; i < ROUNDS; i++) await verifyTarget(desktop, target, check);
+  process.stdout.write(
+    `${JSON.stringify({ rounds: ROUNDS, windows: (await desktop.listWindows()).length })}\n`,
+  );
+} finally {
+  await platform?.desktop.dispose();
+  for (const a of apps) if (a.exitCode === null) a.kill("SIGKILL");
+  stopX11Session(sessionEnv);
+}

@@ -1,0 +1,62 @@
+import { uiError } from "../shared/errors.js";
+import { instanceKey } from "../shared/identity.js";
+import type { WindowInfo } from "../shared/platform.js";
+import type { Supervisor } from "./supervisor.js";
+
+/** A granted instance without a window is asked about at most this often. */
+const ALIVE_RECHECK_MS = 1000;
+
+/** The desktop's windows now; grants of instances that have exited end on the way. */
+export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise<WindowInfo[]> {
+  if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
+  const r = await sup.workers.capture.call(
+    "desktop.list",
+    {},
+    { deadlineMs: sup.config.workerDeadlineMs, signal },
+  );
+  await endExitedInstances(sup, r.windows, signal);
+  return r.windows;
+}
+
+/**
+ * Grants die with their process instance (SPEC §5): a granted instance that no longer shows any
+ * window is asked about (at most once a second); if it has exited, its grants, tokens, sessions
+ * and kept consent decision end now, not at their expiry. When it was last asked is the grant
+ * store's, which every session's view of one supervisor shares (remote mode).
+ */
+async function endExitedInstances(
+  sup: Supervisor,
+  all: readonly WindowInfo[],
+  signal: AbortSignal,
+): Promise<void> {
+  const granted = sup.grants.instances();
+  if (granted.size === 0) return;
+  const shown = new Set<string>();
+  const hwnds = new Set<string>();
+  for (const w of all) {
+    // A window whose owner exited shows no instance; its hwnd is not another instance's either.
+    if (w.owner_exited) continue;
+    hwnds.add(w.hwnd);
+    if (w.instance) shown.add(instanceKey(w.instance));
+  }
+  const now = sup.clock();
+  for (const [key, { instance, hwnds: grantedHwnds }] of granted) {
+    if (shown.has(key) || !sup.grants.aliveCheckDue(key, now, ALIVE_RECHECK_MS)) continue;
+    // Its hwnd now shows another instance: a replaced window, which the call targeting it reports
+    // as target_changed (the chain's instance-change check); not ours to end quietly here.
+    if ([...grantedHwnds].some((h) => hwnds.has(h))) continue;
+    sup.grants.noteAliveCheck(key, now);
+    let alive = true;
+    try {
+      alive = (await sup.workers.capture.call("desktop.alive", { instance }, { deadlineMs: 5000, signal }))
+        .alive;
+    } catch {
+      // A slow or restarting worker is no proof of exit.
+    }
+    if (!alive) {
+      sup.grants.revokeInstance(key, "target_gone");
+      sup.consent.forgetInstance(key);
+      sup.grants.forgetAliveCheck(key);
+    }
+  }
+}

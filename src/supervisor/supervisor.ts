@@ -1,0 +1,65 @@
+import type { DialogGate } from "../shared/dialogGate.js";
+import { uiError } from "../shared/errors.js";
+import type { AuditLog } from "./audit.js";
+import type { MemoryBudget, RateBudgets } from "./budgets.js";
+import type { ClientIdentity } from "./clientIdentity.js";
+import type { ServerConfig } from "./config.js";
+import type { ConsentBroker } from "./consent/broker.js";
+import type { ConsentDialogFacts } from "./consent/dialogInfo.js";
+import type { GrantStore } from "./grants.js";
+import type { InputLane } from "./inputLane.js";
+import type { LeaseGate } from "./leaseGate.js";
+import type { Logger } from "./log.js";
+import type { EffectivePolicy, PolicyState } from "./policy/load.js";
+import { policyStatusAt } from "./policy/load.js";
+import type { A11ySessions } from "./sessions.js";
+import type { ConfirmationTokenStore } from "./tokens.js";
+import type { WorkerHost } from "./workerHost.js";
+
+export interface Workers {
+  capture: WorkerHost;
+  input: WorkerHost;
+}
+
+/**
+ * Everything the supervisor owns. Built once per server; over stdio one MCP connection uses it,
+ * over HTTP every session gets a view of it (src/supervisor/multiSession.ts) that differs only
+ * in `client` and, for narrowing OAuth scopes, `policyState`.
+ */
+export interface Supervisor {
+  config: ServerConfig;
+  policyState: PolicyState;
+  clock: () => number;
+  log: Logger;
+  audit: AuditLog;
+  budgets: RateBudgets;
+  memory: MemoryBudget;
+  grants: GrantStore;
+  tokens: ConfirmationTokenStore;
+  consent: ConsentBroker;
+  sessions: A11ySessions;
+  workers: Workers;
+  lease: LeaseGate | null;
+  /** How many of our consent/lease dialogs are open (input is refused while any is). */
+  dialogs: DialogGate;
+  /** Serializes each client's input effects. */
+  inputLane: InputLane;
+  /** The consent dialog's mechanism and unsafe settings, for health_check and doctor. */
+  consentDialog: ConsentDialogFacts;
+  client: () => ClientIdentity;
+  startedAt: number;
+  version: string;
+  /**
+   * Calls the listener whenever the policy state changes while the server runs (the file was
+   * edited, the policy expired); returns the way to stop. Absent where nothing watches it.
+   */
+  onPolicyChange?: (listener: () => void) => () => void;
+}
+
+/** The policy in force at the supervisor's clock, or the refusal that stands instead of one. */
+export function requirePolicy(sup: Supervisor): EffectivePolicy {
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  if (state.status === "none") throw uiError("policy_not_configured");
+  if (state.status === "error") throw uiError(state.code);
+  return state.policy;
+}

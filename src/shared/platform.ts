@@ -94,6 +94,17 @@ export interface DesktopPort {
    * display server itself. Absent where the listing carries them all (Win32, the fake desktop).
    */
   unlistedOwnWindows?(target: WindowInfo): Promise<Rect[]>;
+  /**
+   * Optional, for a check repeated moments after a listing (the capture's check after the
+   * read): only what can have changed since, as a partial listing in listWindows' order. The
+   * window `hwnd` read afresh exactly as listWindows reads it (identity, rect, state), and every
+   * window stacked above it now whose rect meets `region` (window-relative, placed on the fresh
+   * rect) and that is visible, unless confirmLive judges region occlusion itself from the
+   * display server (X11). [] when `hwnd` no longer exists. Any verdict of the last-moment
+   * checks over it equals the verdict over a full listing: they only ever look at the target
+   * and the windows above it that overlap.
+   */
+  targetAndCovers?(hwnd: string, region: Rect): Promise<WindowInfo[]>;
   /** Polite close request (WM_CLOSE / WM_DELETE_WINDOW); never a kill. */
   closeWindow(hwnd: string): Promise<void>;
   dispose(): Promise<void>;

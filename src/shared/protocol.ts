@@ -142,7 +142,8 @@ export const OPS = {
       /**
        * The supervisor's own enumeration that resolved the target (Date.now() when it was read):
        * the pre-capture check runs against it when it is at most LISTING_MAX_AGE_MS old instead
-       * of enumerating again. The check after the pixels were read always enumerates afresh.
+       * of enumerating again. The check after the pixels were read reads the target and what lies
+       * above it afresh (DesktopPort.targetAndCovers), else the whole desktop.
        */
       listing: z
         .object({ at: z.number(), windows: z.array(WindowInfoSchema) })

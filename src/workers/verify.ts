@@ -18,11 +18,17 @@ export interface VerifyOptions {
   region?: Rect;
   /** Input devices another client must not hold grabbed (keys: keyboard; clicks: both). */
   grabs?: { keyboard?: boolean; pointer?: boolean };
+  /**
+   * The listing to judge against instead of enumerating: the supervisor's own, made moments
+   * ago, or DesktopPort.targetAndCovers' partial one. Whatever it says, confirmLive still asks
+   * the display server.
+   */
+  windows?: readonly WindowInfo[];
 }
 
 export interface VerifiedTarget {
   window: WindowInfo;
-  all: WindowInfo[];
+  all: readonly WindowInfo[];
 }
 
 export async function verifyTarget(
@@ -30,7 +36,7 @@ export async function verifyTarget(
   expected: TargetExpectation,
   opts: VerifyOptions = {},
 ): Promise<VerifiedTarget> {
-  const all = await desktop.listWindows();
+  const all = opts.windows ?? (await desktop.listWindows());
   const window = all.find((w) => w.hwnd === expected.hwnd);
   if (!window || window.owner_exited) throw uiError("target_gone");
   if (!window.instance || !sameInstance(window.instance, expected.instance)) throw uiError("target_changed");
@@ -99,14 +105,19 @@ export async function pointsInside(
   return screen;
 }
 
-/** After pixels were read: the window must not have moved, resized or been covered meanwhile. */
+/**
+ * After pixels were read: the window must not have moved, resized or been covered meanwhile.
+ * Only what can have changed is read again where the platform can tell (targetAndCovers: the
+ * target and the windows above it over the region), else the whole desktop.
+ */
 export async function verifyUnchangedAfter(
   desktop: DesktopPort,
   expected: TargetExpectation,
   before: WindowInfo,
   region: Rect,
 ): Promise<void> {
-  const { window } = await verifyTarget(desktop, expected, { region });
+  const windows = await desktop.targetAndCovers?.(expected.hwnd, region);
+  const { window } = await verifyTarget(desktop, expected, { region, ...(windows ? { windows } : {}) });
   if (!sameRect(window.rect, before.rect))
     throw uiError("target_changed", "The target window moved or resized.");
 }

@@ -332,9 +332,14 @@ describe("capture.region", () => {
   });
 
   describe("the supervisor's enumeration handed to the pre-capture check", () => {
-    /** The platform with its listWindows calls counted. */
-    function counting(): { platform: Platform; lists: () => number } {
+    /** The platform with its listWindows and targetAndCovers calls counted (or the latter removed). */
+    function counting(opts: { partial?: boolean } = {}): {
+      platform: Platform;
+      lists: () => number;
+      partials: () => number;
+    } {
       let n = 0;
+      let partial = 0;
       const desktop = new Proxy(platform.desktop, {
         get(target, prop) {
           const v: unknown = Reflect.get(target, prop, target);
@@ -344,27 +349,40 @@ describe("capture.region", () => {
               return target.listWindows();
             };
           }
+          if (prop === "targetAndCovers") {
+            if (opts.partial === false) return undefined;
+            return (hwnd: string, region: Rect) => {
+              partial += 1;
+              return target.targetAndCovers?.(hwnd, region);
+            };
+          }
           return typeof v === "function" ? v.bind(target) : v;
         },
       });
-      return { platform: { ...platform, desktop }, lists: () => n };
+      return { platform: { ...platform, desktop }, lists: () => n, partials: () => partial };
     }
 
-    it("a fresh one spares one enumeration; the check after the read still enumerates", async () => {
+    it("a fresh one leaves no enumeration to the worker: the check after the read reads the target and its covers", async () => {
       const windows = await platform.desktop.listWindows();
       const c = counting();
       await capture({ listing: { at: Date.now(), windows } }, c.platform);
-      expect(c.lists()).toBe(1);
+      expect(c.lists()).toBe(0);
+      expect(c.partials()).toBe(1);
       const plain = counting();
       await capture({}, plain.platform);
-      expect(plain.lists()).toBe(2);
+      expect(plain.lists()).toBe(1);
+      // A platform without the partial read enumerates after the read.
+      const whole = counting({ partial: false });
+      await capture({ listing: { at: Date.now(), windows } }, whole.platform);
+      expect(whole.lists()).toBe(1);
+      expect(whole.partials()).toBe(0);
     });
 
     it("a stale one is not used: the pre-check enumerates the live desktop", async () => {
       const windows = await platform.desktop.listWindows();
       const c = counting();
       await capture({ listing: { at: Date.now() - 60_000, windows } }, c.platform);
-      expect(c.lists()).toBe(2);
+      expect(c.lists()).toBe(1);
       // Stale and showing the region uncovered while it is covered now: refused before the read.
       writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
       const hook = withHook(() => {});

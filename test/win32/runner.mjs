@@ -22,7 +22,7 @@ const { UiaAccessibility } = await imp("platforms/win32/uia/adapter.js");
 const { showConsentDialog, CONSENT_DIALOG_TITLE } = await imp("platforms/win32/consentDialog.js");
 const { sameInstance } = await imp("shared/identity.js");
 const { pointOccluded, rectOccluded } = await imp("shared/occlusion.js");
-const { verifyTarget } = await imp("workers/verify.js");
+const { verifyTarget, verifyUnchangedAfter } = await imp("workers/verify.js");
 let walkMod = null;
 try {
   walkMod = await imp("workers/uia/walk.js");
@@ -148,10 +148,11 @@ function independentCapture(rect) {
     t.ReleaseDC(0, screen);
   }
 }
-function diffPixels(rgba, bgra) {
+/** Pixels that differ between packed RGB (our capture) and 32-bit BGRA (the reference). */
+function diffPixels(rgb, bgra) {
   let diff = 0;
-  for (let i = 0; i < rgba.length; i += 4) {
-    if (rgba[i] !== bgra[i + 2] || rgba[i + 1] !== bgra[i + 1] || rgba[i + 2] !== bgra[i]) diff++;
+  for (let i = 0, j = 0; i < rgb.length; i += 3, j += 4) {
+    if (rgb[i] !== bgra[j + 2] || rgb[i + 1] !== bgra[j + 1] || rgb[i + 2] !== bgra[j]) diff++;
   }
   return diff;
 }
@@ -352,7 +353,11 @@ test("capture equals an independent BitBlt of the same rect (and differs when sh
   const w = await desktop.getWindow(String(np1.hwnd));
   const r = w.rect;
   const img = await capture.captureScreen(r);
-  eq([img.width, img.height, img.channels], [r[2] - r[0], r[3] - r[1], 4], "size");
+  eq(
+    [img.width, img.height, img.channels, img.data.length],
+    [r[2] - r[0], r[3] - r[1], 3, (r[2] - r[0]) * (r[3] - r[1]) * 3],
+    "size",
+  );
   const ref = independentCapture(r);
   const n = img.width * img.height;
   const d = diffPixels(img.data, ref);
@@ -362,11 +367,9 @@ test("capture equals an independent BitBlt of the same rect (and differs when sh
   const ds = diffPixels(img.data, shifted);
   assert(ds > n * 0.01, `a shifted capture must differ (got ${ds})`);
   const colours = new Set();
-  for (let i = 0; i < img.data.length; i += 4 * 97)
+  for (let i = 0; i < img.data.length; i += 3 * 97)
     colours.add(img.data[i] | (img.data[i + 1] << 8) | (img.data[i + 2] << 16));
   assert(colours.size > 2, "capture is not uniform");
-  for (let i = 3; i < img.data.length; i += 4)
-    if (img.data[i] !== 255) throw new AssertionError("alpha must be opaque");
 });
 
 test("PID reuse: a restarted notepad is the same exe but a new instance", async () => {
@@ -441,6 +444,36 @@ test("occlusion by a second window: z-order, occluded points, verifyTarget, rest
       "not_foreground",
       "a is not foreground",
     );
+    // The capture's check after the read: only a and the windows above it over the region.
+    const overB = [
+      inside[0] - wa.rect[0],
+      inside[1] - wa.rect[1],
+      inside[0] - wa.rect[0] + 20,
+      inside[1] - wa.rect[1] + 20,
+    ];
+    const partial = await desktop.targetAndCovers(wa.hwnd, overB);
+    const pa = partial.find((w) => w.hwnd === wa.hwnd);
+    const pb = partial.find((w) => w.hwnd === wb.hwnd);
+    assert(pa && pb, "a and its cover b");
+    eq([pa.z, pa.rect, pa.instance], [wa.z, wa.rect, wa.instance], "a re-read as listed");
+    eq([pb.z, pb.rect, pb.instance], [wb.z, wb.rect, wb.instance], "b re-read as listed");
+    assert(
+      partial.every((w) => w.hwnd === wa.hwnd || w.z < wa.z),
+      "only windows above a",
+    );
+    const clear = await desktop.targetAndCovers(wa.hwnd, [0, 0, 10, 10]);
+    eq(
+      clear.map((w) => w.hwnd),
+      [wa.hwnd],
+      "nothing above a over its corner",
+    );
+    await rejectsWith(
+      verifyUnchangedAfter(desktop, target, wa, overB),
+      "occluded",
+      "covered region after the read",
+    );
+    await verifyUnchangedAfter(desktop, target, wa, [0, 0, 10, 10]);
+    eq(await desktop.targetAndCovers("4026531839", [0, 0, 10, 10]), [], "no such window");
     // minimize a, then restore it without activation
     t.ShowWindow(a.hwnd, 6);
     assert(await waitFor(async () => (await desktop.getWindow(wa.hwnd))?.iconic, 10000), "a iconic");

@@ -9,7 +9,7 @@ import {
 import { uiError } from "../../src/shared/errors.js";
 
 /**
- * The listing reads a window's properties first and its owner (X-Resource PID, /proc) after. A
+ * The listing requests a window's properties first and its owner (X-Resource PID, /proc) after. A
  * window torn down with its client must never look like an instance-less window (which a call
  * would report as target_not_allowed): killed between the two reads (CI caught this once in
  * test/x11/races.test.ts), it is left out; outliving its exited process, it stays listed (it still

@@ -84,6 +84,35 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
     expect(h.wm_name).toBe("Openbox");
   });
 
+  it("re-reads one window for the capture's check after the read exactly as the listing reads it", async () => {
+    const desktop = p.desktop;
+    if (!desktop.targetAndCovers) throw new Error("the X11 desktop reads the target alone");
+    for (const title of ["uix term", "uix entry"]) {
+      const listed = (await desktop.listWindows()).find((w) => w.title === title)!;
+      const again = await desktop.targetAndCovers(listed.hwnd, [0, 0, 10, 10]);
+      // The target alone (confirmLive judges what lies above it from XQueryTree), z aside.
+      expect(again).toHaveLength(1);
+      expect({ ...again[0], z: listed.z }).toEqual(listed);
+    }
+    // Without a listing before it (no frame known yet), from a fresh port: the same window.
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    const fresh = await createX11Platform({ workerKind: "other" });
+    try {
+      const term = (await desktop.listWindows()).find((w) => w.title === "uix term")!;
+      const [alone] = (await fresh.desktop.targetAndCovers?.(term.hwnd, [0, 0, 10, 10])) ?? [];
+      expect({ ...alone, z: term.z }).toEqual(term);
+    } finally {
+      await fresh.desktop.dispose();
+    }
+    // A window that no longer exists: nothing.
+    const z = startApp("zenity", ["--info", "--title=uix gone soon", "--text=bye"]);
+    const w = await waitForWindow(p, "uix gone soon");
+    z.child.kill("SIGKILL");
+    await z.exited;
+    await waitFor("window gone", async () => ((await desktop.getWindow(w.hwnd)) === null ? true : null));
+    expect(await desktop.targetAndCovers(w.hwnd, [0, 0, 10, 10])).toEqual([]);
+  });
+
   it("takes the PID from X-Resource (the server's view), not from the window's own _NET_WM_PID claim", async () => {
     const h = await p.desktop.health();
     expect(h.x_resource_pid_lookup).toBe(true);

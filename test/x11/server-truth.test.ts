@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import koffi from "koffi";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { Platform, RawImage, WindowInfo } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
 import {
@@ -157,6 +157,103 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       const r = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
       expect(r.code).toBe("occluded");
       expect(r.content.some((c) => c.type === "image")).toBe(false);
+    });
+
+    describe("the capture worker's check after the read (the target and what lies above it, no enumeration)", () => {
+      /**
+       * The capture op in this process on the X11 capture platform, with the supervisor's fresh
+       * listing handed over as the server hands it, and `during` run right after the read.
+       */
+      async function captureWith(
+        during: () => Promise<void>,
+      ): Promise<{ code: string; frame: RawImage | null }> {
+        const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+        const { captureHandlers } = await import("../../src/workers/capture/handlers.js");
+        const { OPS } = await import("../../src/shared/protocol.js");
+        const cap = await createX11Platform({ workerKind: "capture" });
+        let frame: RawImage | null = null;
+        let lists = 0;
+        try {
+          const windows = await cap.desktop.listWindows();
+          const counted = new Proxy(cap.desktop, {
+            get(t, prop) {
+              const v: unknown = Reflect.get(t, prop, t);
+              if (prop === "listWindows") lists += 1;
+              return typeof v === "function" ? v.bind(t) : v;
+            },
+          });
+          const platform: Platform = {
+            ...cap,
+            desktop: counted,
+            capture: {
+              captureScreen: async (rect) => {
+                frame = await cap.capture.captureScreen(rect);
+                await during();
+                return frame;
+              },
+            },
+          };
+          const args = OPS["capture.region"].args.parse({
+            target: { hwnd: target.hwnd, instance: target.instance },
+            region: [20, 40, 220, 140],
+            masks: [],
+            grid_spacing: null,
+            output: "png",
+            max_png_bytes: 1 << 24,
+            compression_level: 2,
+            listing: { at: Date.now(), windows },
+          });
+          const code = await captureHandlers["capture.region"]!(args, {
+            signal: new AbortController().signal,
+            deadline: Date.now() + 30_000,
+            init: { kind: "capture", platform: "x11", fake_desktop: null, log_level: "silent" },
+            platform,
+          }).then(
+            () => "ok",
+            (e: unknown) => (e as { code?: string }).code ?? "thrown",
+          );
+          // The supervisor's listing was the shot's only enumeration.
+          expect(lists).toBe(0);
+          return { code, frame };
+        } finally {
+          await cap.desktop.dispose();
+        }
+      }
+
+      it("undisturbed: the pixels leave", async () => {
+        await targetInFront();
+        expect((await captureWith(async () => {})).code).toBe("ok");
+      });
+
+      it("another client's override-redirect popup mapped over the region during the read: occluded, the frame wiped", async () => {
+        const w = await targetInFront();
+        const r = await captureWith(async () => {
+          await attack(["popup", String(w.rect[0] + 60), String(w.rect[1] + 70), "40", "30"]);
+        });
+        expect(r.code).toBe("occluded");
+        expect(r.frame?.data.every((b) => b === 0)).toBe(true);
+      });
+
+      it("the target moved during the read: target_changed, the frame wiped", async () => {
+        const w = await targetInFront();
+        let moved: WindowInfo | null = null;
+        try {
+          const r = await captureWith(async () => {
+            xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0] + 25), String(w.rect[1]));
+            moved = await waitFor("moved", async () => {
+              const now = await live();
+              return now.rect[0] !== w.rect[0] ? now : null;
+            });
+          });
+          expect(r.code).toBe("target_changed");
+          expect(r.frame?.data.every((b) => b === 0)).toBe(true);
+        } finally {
+          xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0]), String(w.rect[1]));
+          const from = (moved as WindowInfo | null)?.rect[0];
+          if (from !== undefined)
+            await waitFor("moved back", async () => ((await live()).rect[0] !== from ? true : null));
+        }
+      });
     });
 
     it("another client's keyboard grab: input_grabbed, nothing typed", async () => {

@@ -1,4 +1,4 @@
-import type { Rect } from "../../shared/geometry.js";
+import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
 import type { CapturePort, DesktopPort, RawImage, WindowInfo } from "../../shared/platform.js";
 import { type FakeContext, findWindow, instanceOf, requireWindow, windowInfos } from "./context.js";
@@ -23,6 +23,21 @@ export class FakeDesktop implements DesktopPort {
     if (w === null) return null;
     await this.ctx.touch(w);
     return windowInfos(s).find((i) => i.hwnd === String(w.hwnd)) ?? null;
+  }
+
+  /** The target and the visible windows above it that meet the region; only those are touched. */
+  async targetAndCovers(hwnd: string, region: Rect): Promise<WindowInfo[]> {
+    const s = this.ctx.scenario();
+    const all = windowInfos(s);
+    const target = all.find((w) => w.hwnd === hwnd);
+    if (!target) return [];
+    const onScreen = offset(region, target.rect[0], target.rect[1]);
+    const shown = all.filter(
+      (w) =>
+        w === target || (w.z < target.z && w.visible && !w.iconic && intersect(w.rect, onScreen) !== null),
+    );
+    await this.ctx.touchAll(s.windows.filter((w) => shown.some((i) => i.hwnd === String(w.hwnd))));
+    return shown;
   }
 
   async isInstanceAlive(instance: ProcessInstance): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { bgrxToRgb } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth } from "../../shared/geometry.js";
 import type { CapturePort, RawImage } from "../../shared/platform.js";
@@ -13,7 +14,7 @@ const MAX_PIXELS = 64 * 1024 * 1024;
 
 /**
  * GDI capture of a screen rect: BitBlt from the screen DC into a compatible bitmap, then
- * GetDIBits as 32-bit top-down BGRA, converted in place to RGBA (alpha forced opaque).
+ * GetDIBits as 32-bit top-down BGRA, packed in place to RGB (3 bytes per pixel).
  * PrintWindow is not used: it asks the target to paint itself (not what the user sees, and
  * black under Wine). Every DC and bitmap is released in finally blocks.
  */
@@ -50,18 +51,10 @@ export function bitBltScreen(rect: Rect, screenDc?: ScreenDc): RawImage {
         const data = Buffer.alloc(width * height * 4);
         const lines = w.GetDIBits(mem, bmp, 0, height, data, bmi, DIB_RGB_COLORS);
         if (lines !== height) throw uiError("platform_unavailable", "GetDIBits failed.");
-        // BGRA → RGBA with opaque alpha, one 32-bit word per pixel (little-endian: 0xAARRGGBB → 0xFFBBGGRR).
-        const px = new Uint32Array(data.buffer, data.byteOffset, width * height);
-        for (let i = 0; i < px.length; i++) {
-          const v = px[i];
-          px[i] = (v & 0x0000ff00) | ((v & 0xff) << 16) | ((v >>> 16) & 0xff) | 0xff000000;
-        }
-        return {
-          width,
-          height,
-          channels: 4,
-          data: new Uint8Array(data.buffer, data.byteOffset, data.length),
-        };
+        // BGRA → packed RGB in place (the encoder's input as it is; alpha carries nothing).
+        const n = width * height;
+        bgrxToRgb(new Uint32Array(data.buffer, data.byteOffset, n), n, data);
+        return { width, height, channels: 3, data: new Uint8Array(data.buffer, data.byteOffset, n * 3) };
       } finally {
         w.DeleteObject(bmp);
       }

@@ -1,5 +1,5 @@
 import { uiError } from "../../shared/errors.js";
-import type { Rect } from "../../shared/geometry.js";
+import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
@@ -51,6 +51,28 @@ export function enumTopLevel(): number[] {
     (cb) => w.EnumWindows(cb, 0),
   );
   return out;
+}
+
+/**
+ * The top-level windows above `target` (EnumWindows order, topmost first), the enumeration
+ * stopped at the target; null when the target is not among the top-level windows any more.
+ */
+function enumAbove(target: number): number[] | null {
+  const above: number[] = [];
+  let found = false;
+  w.withCallback(
+    (hwnd: number) => {
+      if (hwnd >>> 0 === target) {
+        found = true;
+        return 0;
+      }
+      above.push(hwnd);
+      return 1;
+    },
+    w.EnumWindowsProc,
+    (cb) => w.EnumWindows(cb, 0),
+  );
+  return found ? above : null;
 }
 
 export function windowText(hwnd: number): string {
@@ -182,6 +204,35 @@ export class Win32Desktop implements DesktopPort {
       const info = describe(all[i], i, fg, instances, this.guard);
       if (info) out.push(info);
     }
+    return out;
+  }
+
+  /**
+   * The capture's check after the read (DesktopPort.targetAndCovers): the enumeration stops at
+   * the target; of the windows above it only the visible, not minimized ones whose rect meets
+   * the region are described (identity included: the target's own popups do not cover it). z
+   * is what listWindows would give. The target's identity is resolved afresh.
+   */
+  async targetAndCovers(hwnd: string, region: Rect): Promise<WindowInfo[]> {
+    const h = parseHwnd(hwnd);
+    const above = enumAbove(h);
+    if (above === null) return [];
+    const fg = w.GetForegroundWindow();
+    const instances = new Map<number, ProcessInstance | null>();
+    const target = describe(h, above.length, fg, instances, this.guard);
+    if (!target) return [];
+    const onScreen = offset(region, target.rect[0], target.rect[1]);
+    const out: WindowInfo[] = [];
+    for (let i = 0; i < above.length; i++) {
+      const a = above[i];
+      // Cheapest facts first: most top-level windows are hidden.
+      if (w.IsWindowVisible(a) === 0 || w.IsIconic(a) !== 0) continue;
+      const r = visibleRect(a);
+      if (!r || intersect(r, onScreen) === null) continue;
+      const info = describe(a, i, fg, instances, this.guard);
+      if (info) out.push(info);
+    }
+    out.push(target);
     return out;
   }
 

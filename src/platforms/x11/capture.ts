@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { bgrxToRgb } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
 import type { CapturePort, RawImage } from "../../shared/platform.js";
@@ -8,7 +9,8 @@ import type { Ptr, XImageHeader } from "./native.js";
 import type { XConnection } from "./xconn.js";
 
 /**
- * Root-window capture: XShmGetImage when MIT-SHM works, XGetImage otherwise. The requested rect
+ * Root-window capture: XShmGetImage when MIT-SHM works, XGetImage otherwise, converted once
+ * from the server's BGRX to packed RGB (the encoder's input as it is). The requested rect
  * is clipped to the screen; what lies outside stays black (the worker's check refuses such a
  * rect with out_of_bounds before it gets here; the clip keeps the port total). Pixels are
  * copied out of native memory before the image is destroyed; the shm segment is detached and
@@ -42,17 +44,18 @@ export class X11Capture implements CapturePort {
     if (width <= 0 || height <= 0 || width * height > MAX_PIXELS) {
       throw uiError("invalid_argument", "The capture rectangle is invalid.");
     }
-    const out = new Uint8Array(width * height * 4);
     // The root size is asked every time: RandR may have resized the screen.
     const g = this.x.getGeometry(this.x.root).resolve();
     const clip = intersect(rect, [0, 0, g.width, g.height]);
-    if (!clip || !sameRect(clip, rect)) {
-      // Opaque black outside the screen.
-      for (let i = 3; i < out.length; i += 4) out[i] = 255;
-    }
+    const whole = clip !== null && sameRect(clip, rect);
+    // RGB, 3 bytes per pixel. A rect wholly on screen is written to every byte by the
+    // conversion, so it starts uninitialised; anything else starts black (zeros).
+    const out = whole
+      ? new Uint8Array(Buffer.allocUnsafeSlow(width * height * 3).buffer)
+      : new Uint8Array(width * height * 3);
     if (!clip) {
       this.lastMethod = "none";
-      return { width, height, channels: 4, data: out };
+      return { width, height, channels: 3, data: out };
     }
     const cw = rectWidth(clip);
     const ch = rectHeight(clip);
@@ -63,14 +66,14 @@ export class X11Capture implements CapturePort {
     }
     if (!done) this.grabPlain(clip, cw, ch, out, width, clip[0] - rect[0], clip[1] - rect[1]);
     this.x.checkAlive();
-    return { width, height, channels: 4, data: out };
+    return { width, height, channels: 3, data: out };
   }
 
   private header(img: Ptr): XImageHeader {
     return koffi.decode(img, this.x.n.XImage) as XImageHeader;
   }
 
-  /** BGRX (32 bpp, little-endian, 8-8-8 masks) → RGBA into `out` at (dx, dy). */
+  /** BGRX (32 bpp, little-endian, 8-8-8 masks) → RGB into `out` at (dx, dy). */
   private convert(
     h: XImageHeader,
     cw: number,
@@ -84,23 +87,19 @@ export class X11Capture implements CapturePort {
       throw uiError("platform_unavailable", "The X visual format is not supported.");
     }
     const stride = h.bytes_per_line;
-    // The view is not a copy: the loop below copies every pixel into `out` (JS memory) before
+    if (stride % 4 !== 0) throw uiError("platform_unavailable", "Unaligned image.");
+    // The view is not a copy: the conversion copies every pixel into `out` (JS memory) before
     // the caller destroys the image or reuses the segment.
-    const buf = koffi.view(h.data, stride * ch);
-    if (stride % 4 !== 0 || out.byteOffset % 4 !== 0)
-      throw uiError("platform_unavailable", "Unaligned image.");
-    // Little-endian 32-bit words: 0xXXRRGGBB in, 0xAABBGGRR (bytes R,G,B,A) out.
-    const src = new Uint32Array(buf);
-    const dst = new Uint32Array(out.buffer, out.byteOffset, out.byteLength / 4);
+    const src = new Uint32Array(koffi.view(h.data, stride * ch));
     const srcStride = stride / 4;
+    if (dx === 0 && dy === 0 && cw === outW && srcStride === cw) {
+      // The whole frame, rows without padding: one run of cw × ch pixels.
+      bgrxToRgb(src, cw * ch, out);
+      return;
+    }
     for (let y = 0; y < ch; y++) {
-      let s = y * srcStride;
-      let d = (dy + y) * outW + dx;
-      const end = s + cw;
-      while (s < end) {
-        const p = src[s++] ?? 0;
-        dst[d++] = 0xff000000 | ((p & 0xff) << 16) | (p & 0xff00) | ((p >>> 16) & 0xff);
-      }
+      const row = src.subarray(y * srcStride, y * srcStride + cw);
+      bgrxToRgb(row, cw, out.subarray(((dy + y) * outW + dx) * 3));
     }
   }
 

@@ -97,12 +97,18 @@ export class X11Desktop implements DesktopPort {
   framesByClient = new Map<number, FrameOf>();
   framesByFrame = new Map<number, FrameOf>();
 
-  /** Walks `win` up to the root: its ancestors, nearest first (the last one is a root child). */
-  ancestors(win: number, first: { parent: number } | null): number[] {
+  /**
+   * Walks `win` up to the root: its ancestors, nearest first (the last one is a root child).
+   * `rootChildren`, when the caller knows them from a QueryTree of the root in the same
+   * request batch, ends the walk at the first of them (its parent is the root): one request
+   * less per level the server would only answer with "root".
+   */
+  ancestors(win: number, first: { parent: number } | null, rootChildren?: ReadonlySet<number>): number[] {
     const out: number[] = [];
     let parent = first ? first.parent : this.x.queryTree(win).resolve().parent;
     while (parent !== 0 && parent !== this.x.root && out.length < MAX_TREE_DEPTH) {
       out.push(parent);
+      if (rootChildren?.has(parent)) break;
       parent = this.x.queryTree(parent).resolve().parent;
     }
     return out;
@@ -271,15 +277,18 @@ export class X11Desktop implements DesktopPort {
    * (never a target). Proofs are kept per window and instance; a failed one is retried after a
    * moment (a legitimate app may be caught between its fork and its exec).
    */
-  private requireConnectionOwners(windows: WindowInfo[]): void {
+  private requireConnectionOwners(windows: WindowInfo[], whole: boolean): void {
     if (!this.x.hasXRes) return;
     const now = Date.now();
     const keyOf = (w: WindowInfo) =>
       w.instance
         ? `${w.hwnd}\u0000${w.instance.pid}\u0000${w.instance.start_time}\u0000${w.instance.exe_path}`
         : "";
-    const keys = new Set(windows.map(keyOf));
-    for (const k of this.ownerProofs.keys()) if (!keys.has(k)) this.ownerProofs.delete(k);
+    // Only a whole listing knows which proofs belong to windows that are gone.
+    if (whole) {
+      const keys = new Set(windows.map(keyOf));
+      for (const k of this.ownerProofs.keys()) if (!keys.has(k)) this.ownerProofs.delete(k);
+    }
     const due = windows.filter((w) => {
       const p = w.instance ? this.ownerProofs.get(keyOf(w)) : { proven: true, at: now };
       return p === undefined || (!p.proven && now - p.at > OWNER_PROOF_RETRY_MS);
@@ -341,10 +350,12 @@ export class X11Desktop implements DesktopPort {
   }
 
   /** The focus window and its ancestors: a client is in front when it is one of them. */
-  private focusPath(focus: number): Set<number> {
+  private focusPath(focus: number, rootChildren?: ReadonlySet<number>): Set<number> {
     if (focus === 0 || focus === 1 || focus === this.x.root) return new Set();
+    // A top-level's only ancestor is the root.
+    if (rootChildren?.has(focus)) return new Set([focus]);
     try {
-      return new Set([focus, ...this.ancestors(focus, null)]);
+      return new Set([focus, ...this.ancestors(focus, null, rootChildren)]);
     } catch (e) {
       if (isUiError(e) && e.code === "target_gone") return new Set();
       throw e;
@@ -360,7 +371,8 @@ export class X11Desktop implements DesktopPort {
     const rootGeoms = new Map<number, Pending<Geometry>>();
     for (const w of rootTree.resolve().children) rootGeoms.set(w, this.x.getGeometry(w));
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
-    const focusPath = this.focusPath(focus.resolve());
+    const rootChildren = new Set(rootGeoms.keys());
+    const focusPath = this.focusPath(focus.resolve(), rootChildren);
     // One X-Resource request for the owners of all of them (not one round trip per window).
     const serverPids = this.x.clientPids(bottomToTop);
     this.framesByClient = new Map();
@@ -375,7 +387,47 @@ export class X11Desktop implements DesktopPort {
     // Our own dialogs lose their identity first (never targets), then every other window's
     // instance must be proven to hold its X connection.
     const shown = concealOwnDialogs(out);
-    this.requireConnectionOwners(shown);
+    this.requireConnectionOwners(shown, true);
+    return shown;
+  }
+
+  /**
+   * The capture's check after the read (DesktopPort.targetAndCovers): the target alone, read
+   * afresh exactly as listWindows reads it (properties, frame from the server's tree, owner from
+   * X-Resource, instance from /proc, connection-owner proof), in one request batch. No window
+   * above it is listed: confirmLive judges every top-level stacked above the frame from
+   * XQueryTree (override-redirect ones included), which is more than the WM's stacking list says.
+   */
+  async targetAndCovers(hwnd: string, _region: Rect): Promise<WindowInfo[]> {
+    const xid = parseHwnd(hwnd);
+    const x = this.x;
+    const known = this.framesByClient.get(xid);
+    const p = this.request(xid);
+    const focus = x.inputFocus();
+    // The frame of the last listing, confirmed a root child by the same batch (else the walk).
+    const frameTree = known && known.frame !== xid ? x.queryTree(known.frame) : null;
+    const frameGeom = known ? x.getGeometry(known.frame) : null;
+    x.flush();
+    const serverPids = x.clientPids([xid]);
+    const rootGeoms = new Map<number, Pending<Geometry>>();
+    const rootChildren = new Set<number>();
+    if (known && frameGeom) {
+      const parent = frameTree ? settle(frameTree).value?.parent : x.root;
+      if (parent === x.root) {
+        rootGeoms.set(known.frame, frameGeom);
+        rootChildren.add(known.frame);
+      } else settle(frameGeom);
+    }
+    const w = this.collect(
+      p,
+      0,
+      this.focusPath(settle(focus).value ?? 0, rootChildren),
+      rootGeoms,
+      serverPids,
+    );
+    if (!w) return [];
+    const shown = concealOwnDialogs([w]);
+    this.requireConnectionOwners(shown, false);
     return shown;
   }
 

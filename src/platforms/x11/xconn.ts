@@ -228,6 +228,12 @@ export class XConnection {
     return out;
   }
 
+  /** Sends the queued xcb requests now, so the server works on them while we ask elsewhere. */
+  flush(): void {
+    this.checkAlive();
+    this.n.xcb_flush(this.c);
+  }
+
   /** Sends one xcb request and returns a handle for its reply, so callers can pipeline. */
   private request<T>(
     cookie: Cookie,

@@ -6,10 +6,10 @@ import { defineWindowTool } from "./define.js";
 
 const Crop = z.number().int().min(0).max(100_000);
 /**
- * zlib level of the PNG: measured on an 800×600 gtk3-widget-factory frame (docs/benchmarks.md),
- * level 2 encodes within ~5% of level 1's time (fast deflate, levels 1–3) and 19% smaller;
- * level 6 (sharp's default) costs 1.6× level 1's time for 8% fewer bytes than level 2;
- * adaptive filtering costs 3× for larger files on UI frames.
+ * zlib level of the PNG: measured on an 800×600 gtk3-widget-factory frame (docs/reference.md,
+ * "Screenshots: PNG encoding"), level 2 encodes in ~15% more than level 1's time (fast deflate,
+ * levels 1–3) for 12% fewer bytes; level 6 (sharp's default) costs 2.4× level 1's time;
+ * adaptive filtering costs 4× for larger files on UI frames.
  */
 const PNG_LEVEL = 2;
 
@@ -18,7 +18,7 @@ export const captureTools = [
     name: "screenshot_window",
     title: "Screenshot a window region",
     description:
-      "PNG of a named safe region of the granted window (env mode with unrestricted screenshots: the window minus crop_* margins). Masks painted black.",
+      "PNG of a named safe region of the granted window (env mode with unrestricted screenshots: the window minus crop_* margins). Masks painted black. RGB, zlib compression_level 2 (chosen by measurement, docs/reference.md).",
     capability: "observe",
     budget: "inspection",
     args: {
@@ -45,7 +45,7 @@ export const captureTools = [
       const plan = planScreenshot(policy, target.window, args);
       const pixels = rectArea(plan.region);
       try {
-        // Raw RGBA frame (4 B/px, in the worker) plus 4 B/px for the PNG and its base64 copy (UI-like
+        // Raw frame (3 B/px RGB on X11, the 4 B/px DIB on Win32, in the worker) plus 4 B/px for the PNG and its base64 copy (UI-like
         // frames compress far below that; noise-like ones can exceed it, up to max_png_bytes), held
         // until the handler returns; the SDK's JSON frame written after that is not counted.
         const reservation = await sup.memory.reserve(pixels * 8, ctx.signal);

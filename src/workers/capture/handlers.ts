@@ -1,6 +1,6 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometry.js";
-import type { DesktopPort, RawImage, WindowInfo } from "../../shared/platform.js";
+import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { encodePng } from "./encode.js";
@@ -30,38 +30,24 @@ function checkFrame(raw: RawImage, region: Rect): void {
 export const LISTING_MAX_AGE_MS = 250;
 
 /**
- * The desktop as the pre-capture check sees it: its one listWindows() answered from the
- * supervisor's enumeration that resolved the target moments ago (fresh enough, else it
- * enumerates); everything else, and every later call, goes to the live desktop unchanged.
- * The checks themselves are verify.ts's; this only spares a second enumeration per shot.
+ * The supervisor's enumeration that resolved the target moments ago, when it is fresh enough
+ * for the pre-capture check to judge against (the checks are verify.ts's, and confirmLive
+ * asks the display server either way); else undefined, and the check enumerates.
  */
-function withListing(
-  desktop: DesktopPort,
-  listing: { at: number; windows: WindowInfo[] } | null,
-): DesktopPort {
-  const age = listing === null ? Number.POSITIVE_INFINITY : Date.now() - listing.at;
-  if (listing === null || age < 0 || age > LISTING_MAX_AGE_MS) return desktop;
-  let served = false;
-  return new Proxy(desktop, {
-    get(target, prop) {
-      if (prop === "listWindows" && !served) {
-        return async (): Promise<WindowInfo[]> => {
-          served = true;
-          return listing.windows;
-        };
-      }
-      const v: unknown = Reflect.get(target, prop, target);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
+function freshListing(listing: { at: number; windows: WindowInfo[] } | null): WindowInfo[] | undefined {
+  if (listing === null) return undefined;
+  const age = Date.now() - listing.at;
+  return age >= 0 && age <= LISTING_MAX_AGE_MS ? listing.windows : undefined;
 }
 
 /**
  * The capture worker's ops. capture.region is the whole chain for one frame:
  * verify (identity, visible, not minimized, region inside and uncovered; foreground
- * not required; against the supervisor's enumeration when it is fresh) → read the screen rect → verify again (any move, resize, cover,
- * replacement or minimize discards the pixels and fails with that code) → masks →
- * grid → PNG (or the hash for coordinate profiles). One buffer, painted in place.
+ * not required; against the supervisor's enumeration when it is fresh) → read the screen rect
+ * → verify again, reading only the target and what lies above it (any move, resize, cover,
+ * replacement or minimize discards the pixels and fails with that code) → masks → grid → PNG
+ * (or the hash for coordinate profiles). One buffer, painted in place. With a fresh listing
+ * from the supervisor, a shot enumerates the desktop once in all.
  */
 export const captureHandlers: HandlerTable = {
   "desktop.list": async (_args, ctx) => ({ windows: await ctx.platform.desktop.listWindows() }),
@@ -84,7 +70,8 @@ export const captureHandlers: HandlerTable = {
     if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
     throwIfAborted(ctx);
 
-    const before = await verifyTarget(withListing(desktop, args.listing), args.target, { region });
+    const windows = freshListing(args.listing);
+    const before = await verifyTarget(desktop, args.target, { region, ...(windows ? { windows } : {}) });
     throwIfAborted(ctx);
     const screenRect = toScreen(before.window.rect, region);
     const raw = await capture.captureScreen(screenRect);

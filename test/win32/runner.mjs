@@ -2,7 +2,7 @@
 //   wine node.exe --import ./test/win32/loader.mjs test/win32/runner.mjs <results.json>
 // They drive the built code (dist/) on real Wine windows (notepad) and an in-process UIA COM
 // double, and write their results to a file (node.exe cannot write to Linux pipes).
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -195,7 +195,20 @@ const platform = await createWin32Platform({ workerKind: "other" });
 const { desktop, capture, input } = platform;
 const children = new Set();
 
+/**
+ * Notepad saves its placement when it closes and reopens there: a test that moved it would move
+ * every later notepad (even off the screen). Each start forgets the saved placement, as on a
+ * fresh prefix, so no test depends on the ones before it.
+ */
+function forgetNotepadPlacement() {
+  spawnSync("reg.exe", ["delete", "HKCU\\Software\\Microsoft\\Notepad", "/f"], {
+    stdio: "ignore",
+    timeout: 10000,
+  });
+}
+
 async function startNotepad() {
+  forgetNotepadPlacement();
   const before = new Set((await desktop.listWindows()).map((w) => w.hwnd));
   const child = spawn("notepad.exe", [], { stdio: "ignore" });
   children.add(child);

@@ -138,7 +138,9 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
         () => (settled = true),
         () => (settled = true),
       );
+      const askedAt = Date.now();
       for (let i = 0; i < 5 && !settled; i++) {
+        h.facts.e2e_consent_attempts = i + 1;
         h.foreground(dlg);
         await sleep(300);
         try {
@@ -150,6 +152,7 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
         await waitFor(() => settled, 2000);
       }
       const acc = await access;
+      h.facts.e2e_consent_ms = Date.now() - askedAt;
       assert(!acc.isError, `request_access: ${JSON.stringify(acc.structuredContent)}`);
       eq(acc.structuredContent.decision, "approved", "decision");
       // Screenshot with a mask, compared with an independent BitBlt of the same screen region.

@@ -433,8 +433,9 @@ test("occlusion by a second window: z-order, occluded points, verifyTarget, rest
       const zb = l.find((w) => w.hwnd === String(b.hwnd))?.z ?? -1;
       if (zb >= 0 && zb < za) return true;
       t.SetWindowPos(b.hwnd, 0, 0, 0, 0, 0, 0x0043);
+      t.SetForegroundWindow(b.hwnd);
       return false;
-    }, 10000);
+    }, 20000);
     const ws = await desktop.listWindows();
     facts.z_order = ws.filter((w) => w.visible).map((w) => `${w.window_class}:${w.z}`);
     const wa = ws.find((w) => w.hwnd === String(a.hwnd));
@@ -1063,6 +1064,9 @@ async function answerUntilSettled(p, act) {
 async function clickButton(dlg, re) {
   const btn = dialogButton(dlg, re);
   assert(btn, `button ${re} among ${JSON.stringify(childWindows(Number(dlg.hwnd)).map((c) => c.text))}`);
+  // The dialog keeps its buttons disabled for its security delay (re-armed when it is activated
+  // again): a click before they are enabled is not an answer, so wait for it (a loaded machine).
+  await waitFor(() => t.IsWindowEnabled(btn.hwnd) !== 0, 8000, 20);
   const r = windowRect(btn.hwnd);
   await input.moveTo(Math.floor((r[0] + r[2]) / 2), Math.floor((r[1] + r[3]) / 2));
   await input.buttonDown("left");

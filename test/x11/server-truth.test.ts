@@ -277,6 +277,18 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       expect(grabber.count("button")).toBe(0);
     });
 
+    it("another client's pointer grab that asks for motion: input_grabbed, and not even a pointer motion reaches it", async () => {
+      // Proving a grab is the target's own moves the pointer a pixel and back (grabOwner.ts);
+      // with no popup of the target open nothing explains a grab of its own, so no probe is made.
+      const w = await targetInFront();
+      const grabber = await attack(["grab", "pointer-motion"]);
+      const r = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
+      expect(r.code).toBe("input_grabbed");
+      await settled(grabber);
+      expect(grabber.count("motion")).toBe(0);
+      expect(grabber.count("button")).toBe(0);
+    });
+
     it("a forged _NET_ACTIVE_WINDOW: the real input focus decides, nothing reaches the focused window", async () => {
       await targetInFront();
       const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });

@@ -63,11 +63,15 @@ export async function confirmLive(
   // All requests first, then all replies: one round trip for the whole stack above the window.
   const asked = above.map((w) => ({ w, attrs: x.getMapState(w), geom: x.getGeometry(w) }));
   const candidates: Array<{ win: number; rect: Rect; inputOnly: boolean }> = [];
+  // Mapped override-redirect windows above the frame (menus, popups): a grab can be the target's
+  // own only while one of them is its process's.
+  const popupsAbove: number[] = [];
   asked.forEach(({ w, attrs, geom }) => {
     const a = settle(attrs);
     const g = settle(geom);
     // A window that vanished meanwhile covers nothing any more.
     if ("error" in a || "error" in g || a.value.mapState !== 2) return;
+    if (a.value.overrideRedirect) popupsAbove.push(w);
     const r: Rect = [
       g.value.x,
       g.value.y,
@@ -82,8 +86,12 @@ export async function confirmLive(
   const owners = ownerPids(x, desktop, [
     ...candidates.map((c) => c.win),
     ...hitTops.filter((w) => w !== frame && w !== 0),
+    ...(mayBeTargetsGrab ? popupsAbove : []),
   ]);
   const ours = (w: number) => target.pid > 0 && owners.get(w) === target.pid;
+  // Proving a grab's owner moves the pointer a pixel and back (grabOwner.ts), which the grabbing
+  // client sees: only try when the target has a popup open that explains a grab of its own.
+  if (mayBeTargetsGrab && !popupsAbove.some(ours)) throw uiError("input_grabbed");
   // A region (pixels of the window) must be covered by nothing of another process above the frame.
   const region = check.region;
   if (

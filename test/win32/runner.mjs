@@ -420,6 +420,9 @@ test("close_window posts WM_CLOSE (modified flag cleared first); never kills", a
 
 test("occlusion by a second window: z-order, occluded points, verifyTarget, restore without focus", async () => {
   const a = await startNotepad();
+  // a's own start-up activation must be over before b comes: arriving late under load, it raised
+  // a above b after the order below had settled.
+  assert(await focus(a), "a foreground once started");
   const b = await startNotepad();
   try {
     t.SetWindowPos(a.hwnd, 0, 50, 50, 500, 350, 0x0040);
@@ -431,7 +434,14 @@ test("occlusion by a second window: z-order, occluded points, verifyTarget, rest
       const l = await desktop.listWindows();
       const za = l.find((w) => w.hwnd === String(a.hwnd))?.z ?? -1;
       const zb = l.find((w) => w.hwnd === String(b.hwnd))?.z ?? -1;
-      if (zb >= 0 && zb < za) return true;
+      if (zb >= 0 && zb < za) {
+        // Settled means it holds a moment later too.
+        await sleep(300);
+        const again = await desktop.listWindows();
+        const za2 = again.find((w) => w.hwnd === String(a.hwnd))?.z ?? -1;
+        const zb2 = again.find((w) => w.hwnd === String(b.hwnd))?.z ?? -1;
+        if (zb2 >= 0 && zb2 < za2) return true;
+      }
       t.SetWindowPos(b.hwnd, 0, 0, 0, 0, 0, 0x0043);
       t.SetForegroundWindow(b.hwnd);
       return false;

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { downInEffects } from "../../src/guardian/fakeReleaser.js";
 import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
+import { rng } from "../support/rng.js";
 import { endServer, pollUntil, type ServerFault, ServerProcess } from "../support/serverProcess.js";
 
 /**
@@ -12,17 +13,6 @@ import { endServer, pollUntil, type ServerFault, ServerProcess } from "../suppor
 const SEED = Number(process.env.UIINSPECT_FAULT_SEED ?? 15);
 /** The release bound the issue sets (nothing down this soon after the fault). */
 const RELEASE_BOUND_MS = 2000;
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Gesture = "hold" | "chord" | "drag" | "text";
 type WorkerFault = "throw" | "exit" | "hang" | "segv" | "sigkill_worker";

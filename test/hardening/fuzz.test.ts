@@ -10,6 +10,7 @@ import { parseProfileText } from "../../src/supervisor/profiles/profile.js";
 import { CoordinateProfileSchema } from "../../src/supervisor/profiles/schema.js";
 import { listTools } from "../../src/supervisor/server.js";
 import { TOOLS } from "../../src/supervisor/tools/index.js";
+import { rng } from "../support/rng.js";
 
 /**
  * Issue 16: a bounded, seeded fuzz run over the files the server parses (policy JSON and YAML,
@@ -24,18 +25,6 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const SEED = Number(process.env.FUZZ_SEED ?? 1616);
 const CASES = Number(process.env.FUZZ_CASES ?? 400);
 const HANG_MS = 2000;
-
-/** mulberry32: small, fast, good enough to pick mutations reproducibly. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STRUCTURAL = [
   "{",

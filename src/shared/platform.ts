@@ -89,6 +89,12 @@ export interface DesktopPort {
    */
   confirmLive?(target: WindowInfo, check: LiveCheck): Promise<void>;
   /**
+   * Set when confirmLive itself refuses points and regions past the virtual screen
+   * (out_of_bounds), from the same request batch as its other reads (X11: the root's geometry
+   * beside its QueryTree); the check then asks virtualScreen for nothing.
+   */
+  readonly liveCheckCoversScreen?: boolean;
+  /**
    * Optional: screen rects of the target process's other mapped top-level windows that
    * listWindows does not carry (X11: override-redirect menus, combo popups, tooltips), from the
    * display server itself. Absent where the listing carries them all (Win32, the fake desktop).

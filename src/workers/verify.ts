@@ -4,6 +4,7 @@ import { sameInstance } from "../shared/identity.js";
 import { pointOccluded, rectOccluded } from "../shared/occlusion.js";
 import type { DesktopPort, WindowInfo } from "../shared/platform.js";
 import type { TargetExpectation } from "../shared/protocol.js";
+import { refuseOffScreen } from "../shared/screenBounds.js";
 
 /**
  * The last-moment checks. They run inside the worker that produces the effect,
@@ -50,16 +51,13 @@ export async function verifyTarget(
     if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
     region = offset(opts.region, window.rect[0], window.rect[1]);
   }
-  if (points.length > 0 || region) {
+  if ((points.length > 0 || region) && !desktop.liveCheckCoversScreen) {
     // Never clamped. A point beyond the edge: XTest (and SendInput) would move the pointer to
     // the edge and press whatever lies there. A region beyond it: the part outside is no one's
     // pixels (the screen read returns black there), so the image would not show what the
-    // window shows; the caller asks again for the part on screen (see docs/security.md).
-    const screen = await desktop.virtualScreen();
-    if (points.some((p) => !containsPoint(screen, p.x, p.y)))
-      throw uiError("out_of_bounds", "A coordinate lies outside the visible screen.");
-    if (region && !containsRect(screen, region))
-      throw uiError("out_of_bounds", "The region extends past the edge of the visible screen.");
+    // window shows; the caller asks again for the part on screen (see docs/security.md). A port
+    // whose confirmLive reads the screen's bounds in its own batch refuses there instead.
+    refuseOffScreen(await desktop.virtualScreen(), points, region);
   }
   for (const p of points) if (pointOccluded(all, window, p.x, p.y)) throw uiError("occluded");
   if (region && rectOccluded(all, window, region)) throw uiError("occluded");

@@ -176,6 +176,47 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
     expect((await p.desktop.listWindows()).length).toBeGreaterThan(0);
   });
 
+  it("a window destroyed after the listing is target_gone at the last-moment check, not target_changed", async () => {
+    const z = startApp("zenity", ["--info", "--title=uix gone before check", "--text=bye"]);
+    const w = await waitForWindow(p, "uix gone before check");
+    const listed = (await p.desktop.listWindows()).find((x) => x.hwnd === w.hwnd);
+    if (!listed) throw new Error("not listed");
+    z.child.kill("SIGKILL");
+    await z.exited;
+    await waitFor("window gone", async () => ((await p.desktop.getWindow(w.hwnd)) === null ? true : null));
+    const region: [number, number, number, number] = [
+      listed.rect[0],
+      listed.rect[1],
+      listed.rect[0] + 10,
+      listed.rect[1] + 10,
+    ];
+    const err = await p.desktop
+      .confirmLive?.(listed, { points: [], region, focus: false, grabs: { keyboard: false, pointer: false } })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(isUiError(err) && err.code).toBe("target_gone");
+  });
+
+  it("refuses a region past the root window in the live check's own batch (out_of_bounds)", async () => {
+    const listed = (await p.desktop.listWindows()).find((x) => x.title === "uix term");
+    if (!listed) throw new Error("not listed");
+    expect(p.desktop.liveCheckCoversScreen).toBe(true);
+    const screen = await p.desktop.virtualScreen();
+    const check = (
+      region: [number, number, number, number] | null,
+      points: Array<{ x: number; y: number }>,
+    ) =>
+      p.desktop
+        .confirmLive?.(listed, { points, region, focus: false, grabs: { keyboard: false, pointer: false } })
+        .then(
+          () => "ok",
+          (e: unknown) => (isUiError(e) ? e.code : "thrown"),
+        );
+    expect(await check([screen[2] - 5, 0, screen[2] + 5, 10], [])).toBe("out_of_bounds");
+    expect(await check(null, [{ x: screen[2], y: 5 }])).toBe("out_of_bounds");
+  });
   it("survives Xlib errors: the process-wide handler swallows them and later calls work", async () => {
     const { XConnection } = await import("../../src/platforms/x11/xconn.js");
     const x = XConnection.open();

@@ -319,6 +319,9 @@ export class X11Desktop implements DesktopPort {
     }
   }
 
+  /** confirmLive reads the root's geometry in its first batch (liveCheck.ts). */
+  readonly liveCheckCoversScreen = true;
+
   confirmLive(target: WindowInfo, check: LiveCheck): Promise<void> {
     return confirmLive(this.x, this, target, check);
   }
@@ -349,13 +352,23 @@ export class X11Desktop implements DesktopPort {
     return shown.filter((s) => pids.get(s.win) === target.pid).map((s) => s.rect);
   }
 
-  /** The focus window and its ancestors: a client is in front when it is one of them. */
-  private focusPath(focus: number, rootChildren?: ReadonlySet<number>): Set<number> {
+  /**
+   * The focus window and its ancestors: a client is in front when it is one of them. `asked`:
+   * the QueryTree requests already in the batch, by window (the focus is usually a listed
+   * client, whose parent is then known without a request of its own).
+   */
+  private focusPath(
+    focus: number,
+    rootChildren?: ReadonlySet<number>,
+    asked?: ReadonlyMap<number, PendingWindow>,
+  ): Set<number> {
     if (focus === 0 || focus === 1 || focus === this.x.root) return new Set();
     // A top-level's only ancestor is the root.
     if (rootChildren?.has(focus)) return new Set([focus]);
     try {
-      return new Set([focus, ...this.ancestors(focus, null, rootChildren)]);
+      const own = asked?.get(focus);
+      const first = own ? settle(own.tree).value : undefined;
+      return new Set([focus, ...this.ancestors(focus, first ?? null, rootChildren)]);
     } catch (e) {
       if (isUiError(e) && e.code === "target_gone") return new Set();
       throw e;
@@ -372,9 +385,15 @@ export class X11Desktop implements DesktopPort {
     for (const w of rootTree.resolve().children) rootGeoms.set(w, this.x.getGeometry(w));
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
     const rootChildren = new Set(rootGeoms.keys());
-    const focusPath = this.focusPath(focus.resolve(), rootChildren);
-    // One X-Resource request for the owners of all of them (not one round trip per window).
+    // The batch goes out now, so the server answers it while the X-Resource request (one for
+    // the owners of all of them, on the Xlib connection) makes its own round trip.
+    this.x.flush();
     const serverPids = this.x.clientPids(bottomToTop);
+    const focusPath = this.focusPath(
+      focus.resolve(),
+      rootChildren,
+      new Map(pending.map((p) => [p.xid, p])),
+    );
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
     const out: WindowInfo[] = [];
@@ -421,7 +440,7 @@ export class X11Desktop implements DesktopPort {
     const w = this.collect(
       p,
       0,
-      this.focusPath(settle(focus).value ?? 0, rootChildren),
+      this.focusPath(settle(focus).value ?? 0, rootChildren, new Map([[xid, p]])),
       rootGeoms,
       serverPids,
     );

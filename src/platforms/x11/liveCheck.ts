@@ -1,6 +1,7 @@
 import { isUiError, uiError } from "../../shared/errors.js";
 import { containsPoint, intersect, type Rect } from "../../shared/geometry.js";
 import type { LiveCheck, WindowInfo } from "../../shared/platform.js";
+import { refuseOffScreen } from "../../shared/screenBounds.js";
 import type { X11Desktop } from "./desktop.js";
 import { pointerGrabProvenFor } from "./grabOwner.js";
 import type { Pending, XConnection } from "./xconn.js";
@@ -17,7 +18,9 @@ import type { Pending, XConnection } from "./xconn.js";
  * - hit test: TranslateCoordinates at each exact point: the top-level there is the target's
  *   frame and the frame's child there is the client (not the WM's title bar or buttons), or a
  *   top-level of the target's own process;
- * - focus: GetInputFocus lies in the client's subtree.
+ * - focus: GetInputFocus lies in the client's subtree;
+ * - screen: every point and the region lie on the root window (its geometry now: RandR may have
+ *   resized it), else out_of_bounds, never clamped.
  *
  * One batch of requests on this worker's xcb connection, then the replies; a second one only for
  * the windows above the target (attributes, geometry, and one X-Resource request for owners).
@@ -36,14 +39,21 @@ export async function confirmLive(
   if (check.grabs.pointer) x.confirmedPoints = null;
   const grabs = x.probeGrabs(check.grabs.keyboard, check.grabs.pointer);
   const rootTree = x.queryTree(x.root);
+  const onScreen = check.points.length > 0 || check.region !== null;
+  const rootGeom = onScreen ? x.getGeometry(x.root) : null;
   const focus = check.focus ? x.inputFocus() : null;
   const hits = check.points.map((p) => x.childAt(x.root, p.x, p.y));
   // Read every reply of the batch before judging, so nothing stays queued on the connection.
   const kb = grabs.keyboard ? settle(grabs.keyboard) : null;
   const ptr = grabs.pointer ? settle(grabs.pointer) : null;
   const tree = settle(rootTree);
+  const screen = rootGeom ? settle(rootGeom) : null;
   const focused = focus ? settle(focus) : null;
   const topAt = hits.map(settle);
+  if (screen) {
+    const g = replyValue(screen);
+    refuseOffScreen([0, 0, g.width, g.height], check.points, check.region);
+  }
   const keyboardHeld = kb !== null && replyValue(kb) !== GRAB_SUCCESS;
   const pointerHeld = ptr !== null && replyValue(ptr) !== GRAB_SUCCESS;
   const children = replyValue(tree).children;
@@ -56,7 +66,13 @@ export async function confirmLive(
 
   const frame = desktop.framesByClient.get(client)?.frame ?? client;
   const at = children.indexOf(frame);
-  if (at < 0) throw uiError("target_changed", "The target window's frame changed.");
+  if (at < 0) {
+    // Destroyed meanwhile (its frame went with it): gone, not changed. Asked only on this path.
+    const state = settle(x.getMapState(client));
+    if ("error" in state && isUiError(state.error) && state.error.code === "target_gone")
+      throw uiError("target_gone");
+    throw uiError("target_changed", "The target window's frame changed.");
+  }
   // A key (no point, no region) goes to the focus, which is checked below: what is stacked above
   // the target cannot take it, so the second batch is left out (it is per character of text).
   const above = check.points.length > 0 || check.region !== null ? children.slice(at + 1) : [];

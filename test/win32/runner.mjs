@@ -298,14 +298,7 @@ test("doctor on Windows: usable with the shipped Notepad policy, which matches t
   eq(failed.join("; "), "", "no check fails");
   eq(r.status, "usable", "doctor status");
   const byId = (id) => r.checks.find((c) => c.id === id);
-  for (const id of [
-    "windows_session",
-    "platform",
-    "consent_dialog",
-    "policy",
-    "module_koffi",
-    "module_sharp",
-  ])
+  for (const id of ["windows_session", "platform", "consent_dialog", "policy", "module_koffi"])
     eq(byId(id)?.status, "ok", id);
   assert(
     /^matches [1-9]\d* of the \d+ windows now$/.test(byId("policy_matches")?.summary ?? ""),

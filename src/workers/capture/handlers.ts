@@ -3,8 +3,8 @@ import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometr
 import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
-import { encodePng } from "./encode.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
+import { encodePng } from "./png.js";
 
 function cancelledError(signal: AbortSignal): UiError {
   return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
@@ -100,7 +100,7 @@ export const captureHandlers: HandlerTable = {
     }
 
     if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
-    const png = await encodePng(raw, args.compression_level);
+    const png = encodePng(raw, args.compression_level);
     if (png.byteLength > args.max_png_bytes) {
       throw uiError(
         "image_too_large",

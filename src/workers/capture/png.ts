@@ -1,0 +1,88 @@
+import { crc32, deflateSync } from "node:zlib";
+import type { RawImage } from "../../shared/platform.js";
+
+/**
+ * PNG in memory (never a file): 8-bit RGB, filter None on every row, one zlib stream in one IDAT
+ * chunk. node:zlib does the deflate, on the calling thread (the capture worker's: a hop to the
+ * libuv pool and back per 16 KiB of output cost more than it saved, and on two cores an encode
+ * overlapped with the after-read check only slowed both); the container around it is three chunks. Why not sharp, which this used
+ * before: for a raw RGB frame its libvips pipeline costs ~1.6× a direct deflate of the same
+ * rows at the same level, and filter None at level 1 is no larger on UI frames than sharp's
+ * level 2 (docs/reference.md, "Screenshots: PNG encoding").
+ *
+ * RGBA input is written as RGB: screen alpha carries no information. The result owns its whole
+ * ArrayBuffer, so the caller can transfer it to another thread without moving unrelated bytes.
+ */
+export function encodePng(img: RawImage, compressionLevel: number): Uint8Array<ArrayBuffer> {
+  const rows = pngRows(img);
+  // One output chunk that holds any UI frame's stream: zlib then runs in one pass.
+  const idat = deflateSync(rows, {
+    level: compressionLevel,
+    chunkSize: Math.max(64 * 1024, rows.byteLength >>> 2),
+  });
+  const out = new Uint8Array(new ArrayBuffer(SIGNATURE.length + 25 + 12 + idat.byteLength + 12));
+  out.set(SIGNATURE, 0);
+  let at = SIGNATURE.length;
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(img.width, 0);
+  ihdr.writeUInt32BE(img.height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // colour type: truecolour (RGB)
+  // compression 0 (deflate), filter method 0, interlace 0 (none)
+  at = chunk(out, at, "IHDR", ihdr);
+  at = chunk(out, at, "IDAT", idat);
+  chunk(out, at, "IEND", EMPTY);
+  return out;
+}
+
+const SIGNATURE = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
+const EMPTY = new Uint8Array(0);
+
+/**
+ * The image's scanlines as PNG filters them: each row led by its filter type byte (0, None) and
+ * then its RGB bytes. None is the cheapest filter to apply and, on UI frames (flat areas, text),
+ * deflate at a low level finds the same runs without it.
+ */
+export function pngRows(img: RawImage): Buffer {
+  const { width, height, channels, data } = img;
+  const stride = width * 3;
+  const rows = Buffer.allocUnsafe((stride + 1) * height);
+  const src = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  for (let y = 0, o = 0; y < height; y++, o += stride + 1) {
+    rows[o] = 0;
+    if (channels === 3) {
+      src.copy(rows, o + 1, y * stride, y * stride + stride);
+      continue;
+    }
+    for (let x = 0, s = y * width * 4, d = o + 1; x < width; x++, s += 4, d += 3) {
+      rows[d] = src[s] ?? 0;
+      rows[d + 1] = src[s + 1] ?? 0;
+      rows[d + 2] = src[s + 2] ?? 0;
+    }
+  }
+  return rows;
+}
+
+/** Writes one chunk (length, type, data, CRC of type and data) at `at`; returns the end. */
+function chunk(out: Uint8Array, at: number, type: string, data: Uint8Array): number {
+  const view = new DataView(out.buffer, out.byteOffset);
+  view.setUint32(at, data.byteLength);
+  for (let i = 0; i < 4; i++) out[at + 4 + i] = type.charCodeAt(i);
+  out.set(data, at + 8);
+  const crc = crc32(data, crc32(out.subarray(at + 4, at + 8)));
+  view.setUint32(at + 8 + data.byteLength, crc >>> 0);
+  return at + 12 + data.byteLength;
+}
+
+/**
+ * One tiny encode when the capture worker has started, so the first screenshot after consent
+ * does not pay for compiling the row code and zlib's first allocations. A failure here
+ * is not an error: the first real encode reports it.
+ */
+export function warmEncoder(): void {
+  try {
+    encodePng({ width: 16, height: 16, channels: 3, data: new Uint8Array(16 * 16 * 3) }, 1);
+  } catch {
+    // Reported by the first real encode.
+  }
+}

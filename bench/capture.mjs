@@ -1,6 +1,8 @@
-// PNG encoding of one 800×600 frame by compression level: sharp (what the capture worker
-// uses) against pngjs (a plain JS encoder) in the same run, plus the in-place pixel steps
-// of capture.region (masks, grid, hash) when a build is available.
+// PNG encoding of one 800×600 frame by compression level: ours (dist/workers/capture/png.js:
+// node:zlib, filter None, what the capture worker uses, fed the packed RGB the X11 and Win32
+// captures produce) against sharp (libvips, which it used before) and pngjs (a plain JS encoder)
+// in the same run, plus the in-place pixel steps of capture.region (masks, grid, hash) when a
+// build is available.
 //
 //   node bench/capture.mjs                 (after `npm run build`, for the pixel steps)
 //   UIINSPECT_DIST=/tmp/x/dist node bench/capture.mjs
@@ -94,6 +96,14 @@ function timeSync(fn) {
 }
 
 const frame = makeFrame();
+const here = dirname(fileURLToPath(import.meta.url));
+const dist = resolve(process.env.UIINSPECT_DIST ?? join(here, "..", "dist"));
+const pngJs = join(dist, "workers", "capture", "png.js");
+const ours = existsSync(pngJs) ? await import(pathToFileURL(pngJs).href) : null;
+/** The frame as the captures hand it over: packed RGB. */
+const rgb = Buffer.alloc(WIDTH * HEIGHT * 3);
+for (let i = 0; i < WIDTH * HEIGHT; i++) frame.copy(rgb, i * 3, i * 4, i * 4 + 3);
+const encodeOurs = (level) => ours.encodePng({ width: WIDTH, height: HEIGHT, channels: 3, data: rgb }, level);
 
 const encodeSharp = (level, adaptive) =>
   sharp(frame, { raw: { width: WIDTH, height: HEIGHT, channels: 4 } })
@@ -112,8 +122,15 @@ for (let level = 0; level <= 9; level++) {
   const sharpNone = await timeAsync(() => encodeSharp(level, false));
   const sharpAdaptive = await timeAsync(() => encodeSharp(level, true));
   const pngjs = await timeAsync(async () => encodePngjs(level));
+  const own = ours ? timeSync(() => encodeOurs(level)) : null;
   levels.push({
     level,
+    ...(own
+      ? {
+          ours: { ...own, result: own.result.byteLength },
+          ours_over_sharp_p50: round(own.p50_ms / sharpNone.p50_ms),
+        }
+      : {}),
     sharp: sharpNone,
     sharp_adaptive_filtering: sharpAdaptive,
     pngjs,
@@ -127,12 +144,11 @@ const check = async () => {
     .raw()
     .toBuffer();
   const b = await sharp(encodePngjs(6)).raw().toBuffer();
-  return a.equals(b);
+  const c = ours ? await sharp(encodeOurs(1)).raw().toBuffer() : a;
+  return a.equals(b) && a.equals(c);
 };
 
 let pixelSteps = null;
-const here = dirname(fileURLToPath(import.meta.url));
-const dist = resolve(process.env.UIINSPECT_DIST ?? join(here, "..", "dist"));
 const pixelsJs = join(dist, "workers", "capture", "pixels.js");
 if (existsSync(pixelsJs)) {
   const px = await import(pathToFileURL(pixelsJs).href);

@@ -13,7 +13,7 @@ const SCRIPTS = [
   ["authz", "authorization chain latency with 1/10/100 grants, cached request_access throughput"],
   ["mcp-capture", "800×600 screenshots through the full MCP path"],
   ["streams", "16 concurrent screenshot streams under a 64 MiB budget: peak RSS"],
-  ["capture", "PNG encode by compression level, sharp vs pngjs"],
+  ["capture", "PNG encode by compression level, ours vs sharp vs pngjs"],
   ["input", "actions per second through MCP, verification overhead"],
   ["mcp-a11y", "tree nodes per second through MCP, event-loop delay under 32 concurrent walks"],
   ["a11y", "tree walk in the uia handler alone"],
@@ -26,11 +26,17 @@ const SCRIPTS = [
     "X11: our walk vs pyatspi and the Cache.GetItems floor, our shot vs XShm+encode (needs python3-pyatspi)",
   ],
   ["soak", "X11: 10-minute mixed soak, RSS per isolation mode (SOAK_MINUTES to shorten)"],
+  [
+    "ab-screenshot",
+    "X11: this build's screenshot_window against another build's, interleaved (only with BENCH_BASELINE=its dist/cli.js)",
+  ],
 ];
 
 const results = {};
 for (const [name, what] of SCRIPTS) {
   if (only.length > 0 && !only.includes(name)) continue;
+  // A comparison needs the other build; without it there is nothing to compare.
+  if (name === "ab-screenshot" && !process.env.BENCH_BASELINE) continue;
   const file = join(here, `${name}.mjs`);
   if (!existsSync(file)) continue;
   process.stderr.write(`bench ${name}: ${what}\n`);

@@ -8,8 +8,11 @@
 //          the floor: the app's Cache.GetItems plus GetExtents of every cached Component node,
 //          all pipelined over the peer-to-peer link.
 //   shot:  screenshot_window 800×600 over MCP; the floor: XShmGetImage + BGRX→RGB + PNG
-//          level 1 in this process (dist/ X11Capture + sharp), i.e. nothing but the read, the
-//          one conversion and the encode.
+//          level 1 in this process (dist/ X11Capture + sharp, the issue's definition), i.e.
+//          nothing but the read, the one conversion and the encode; and the same with the
+//          server's own encoder (dist/ png.js, node:zlib, the level the server uses), which is
+//          what the server's own physical work costs. After the rounds, PNG encode time and size
+//          by level for one captured frame, ours against sharp, interleaved.
 //
 //   npm run build && node bench/x11-floor.mjs        (BENCH_ROUNDS, default 20)
 //
@@ -165,7 +168,22 @@ try {
     return png.length;
   };
 
-  const t = { mcp_tree: [], walk: [], pyatspi: [], floor_walk: [], mcp_shot: [], floor_shot: [] };
+  const { encodePng } = await import(join(REPO, "dist/workers/capture/png.js"));
+  const SERVER_PNG_LEVEL = 2; // src/supervisor/tools/capture.ts
+  const ownFloorShot = async () => {
+    const raw = await cap.capture.captureScreen(shotRect);
+    return encodePng(raw, SERVER_PNG_LEVEL).byteLength;
+  };
+
+  const t = {
+    mcp_tree: [],
+    walk: [],
+    pyatspi: [],
+    floor_walk: [],
+    mcp_shot: [],
+    floor_shot: [],
+    own_encoder_floor_shot: [],
+  };
   const counts = {};
   const time = async (key, fn) => {
     const a = performance.now();
@@ -200,6 +218,7 @@ try {
       time("mcp_shot", () => call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }));
     const floor = async () => {
       counts.floor_png_bytes = await time("floor_shot", floorShot);
+      counts.own_encoder_floor_png_bytes = await time("own_encoder_floor_shot", ownFloorShot);
     };
     if (i % 2 === 0) {
       await ours();
@@ -209,6 +228,33 @@ try {
       await ours();
     }
   }
+  // Encode alone, by level, on one captured frame: ours and sharp interleaved, 25 rounds.
+  const frame = await cap.capture.captureScreen(shotRect);
+  const sharpEncode = (level) =>
+    sharp(Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength), {
+      raw: { width: frame.width, height: frame.height, channels: frame.channels },
+    })
+      .png({ compressionLevel: level, adaptiveFiltering: false, palette: false })
+      .toBuffer();
+  const encoders = {};
+  for (const level of [1, 2, 3, 4, 6]) encoders[`ours_${level}`] = async () => encodePng(frame, level);
+  for (const level of [1, 2]) encoders[`sharp_${level}`] = () => sharpEncode(level);
+  const encodeTimes = Object.fromEntries(Object.keys(encoders).map((k) => [k, []]));
+  const encodeBytes = {};
+  for (let i = 0; i < 25; i += 1) {
+    for (const [k, fn] of Object.entries(encoders)) {
+      const a = performance.now();
+      encodeBytes[k] = (await fn()).byteLength;
+      encodeTimes[k].push(performance.now() - a);
+    }
+  }
+  const encode = Object.fromEntries(
+    Object.entries(encodeTimes).map(([k, v]) => [
+      k,
+      { p50_ms: percentiles(v).p50_ms, bytes: encodeBytes[k] },
+    ]),
+  );
+
   const p = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)]));
   const ratio = (a, b) => Math.round((p[a].p50_ms / p[b].p50_ms) * 100) / 100;
   link.close();
@@ -234,7 +280,9 @@ try {
           walk_vs_pyatspi: ratio("walk", "pyatspi"),
           walk_vs_getitems_floor: ratio("walk", "floor_walk"),
           screenshot_mcp_vs_floor: ratio("mcp_shot", "floor_shot"),
+          screenshot_mcp_vs_own_encoder_floor: ratio("mcp_shot", "own_encoder_floor_shot"),
         },
+        encode_800x600_frame: encode,
         nodes_per_s: {
           inspect_tree_mcp: Math.round(counts.mcp_tree / (p.mcp_tree.p50_ms / 1000)),
           walk: Math.round(counts.walk / (p.walk.p50_ms / 1000)),

@@ -40,13 +40,14 @@ function cpuProfArgs() {
   return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
 }
 
-export async function startServer(env) {
+/** `cli`: another build's dist/cli.js (bench/ab-screenshot.mjs compares two builds). */
+export async function startServer(env, cli = CLI) {
   const clean = cleanEnv();
   const transport = new StdioClientTransport({
     command: process.execPath,
     // BENCH_SERVER_CPU_PROF=DIR: a V8 CPU profile of the server and of each worker thread in DIR
     // (the server refuses --cpu-prof in NODE_OPTIONS, so it is passed on the command line).
-    args: [...cpuProfArgs(), CLI, "serve"],
+    args: [...cpuProfArgs(), cli, "serve"],
     env: { ...clean, UIINSPECT_LOG_LEVEL: "error", ...env },
     stderr: "ignore",
   });

@@ -39,7 +39,7 @@ export async function startDesk() {
      * A built server with `policy` (merged over an observe+inspect policy for `win`'s
      * executable), granted access to `win` through the real consent dialog.
      */
-    async grantedServer(win, policy = {}, env = {}) {
+    async grantedServer(win, policy = {}, env = {}, cli = undefined) {
       const policyPath = join(dir, `policy-${servers.length}.json`);
       writeFileSync(
         policyPath,
@@ -52,13 +52,16 @@ export async function startDesk() {
           ...policy,
         }),
       );
-      const server = await startServer({
-        DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
-        UIINSPECT_TREE_DEADLINE_MS: "60000",
-        UIINSPECT_WORKER_DEADLINE_MS: "120000",
-        UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1",
-        ...env,
-      });
+      const server = await startServer(
+        {
+          DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
+          UIINSPECT_TREE_DEADLINE_MS: "60000",
+          UIINSPECT_WORKER_DEADLINE_MS: "120000",
+          UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1",
+          ...env,
+        },
+        cli,
+      );
       servers.push(server);
       const pending = call(server.client, "request_access", { hwnd: win.hwnd });
       // Our own consent dialog (no accessibility tree, concealed from window listings): found

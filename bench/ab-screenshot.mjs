@@ -1,0 +1,82 @@
+// screenshot_window 800×600 over MCP from two builds side by side, interleaved round by round
+// on one private Xvfb desktop (gtk3-widget-factory), with the floor of bench/x11-floor.mjs
+// (XShmGetImage + BGRX→RGB + sharp PNG level 1 in this process) in the same rounds. For a
+// change to the screenshot path, the ratio of one interleaved run is what to trust on a shared,
+// noisy machine; two separate runs are not comparable.
+//
+//   git worktree add /tmp/base <commit> && (cd /tmp/base && ln -s "$OLDPWD/node_modules" . && npm run build)
+//   npm run build && BENCH_BASELINE=/tmp/base/dist/cli.js node bench/ab-screenshot.mjs
+//   (BENCH_ROUNDS, default 60)
+//
+// Prints one JSON object: p50 of each, ours/baseline and each/floor, the load average.
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import sharp from "sharp";
+import { CLI, call, LOOSE, percentiles } from "./lib/mcp.mjs";
+import { REPO, startDesk } from "./lib/x11desk.mjs";
+
+const BASELINE = process.env.BENCH_BASELINE;
+if (!BASELINE) throw new Error("BENCH_BASELINE: the other build's dist/cli.js");
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
+const REGION = [0, 0, 800, 600];
+const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
+const loadStart = la();
+
+const desk = await startDesk();
+try {
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const policy = { safe_regions: [{ name: "r800x600", rect: REGION }] };
+  const servers = {
+    ours: (await desk.grantedServer(win, policy, LOOSE, CLI)).client,
+    baseline: (await desk.grantedServer(win, policy, LOOSE, resolve(BASELINE))).client,
+  };
+  const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
+  const cap = await createX11Platform({ workerKind: "capture" });
+  const rect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];
+  const floor = async () => {
+    const raw = await cap.capture.captureScreen(rect);
+    const data = Buffer.from(raw.data.buffer, raw.data.byteOffset, raw.data.byteLength);
+    await sharp(data, { raw: { width: raw.width, height: raw.height, channels: raw.channels } })
+      .png({ compressionLevel: 1, adaptiveFiltering: false, palette: false })
+      .toBuffer();
+  };
+  const shot = (client) => call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
+  const steps = { ours: () => shot(servers.ours), baseline: () => shot(servers.baseline), floor };
+  for (let i = 0; i < 5; i++) for (const fn of Object.values(steps)) await fn();
+  const t = { ours: [], baseline: [], floor: [] };
+  const order = Object.keys(steps);
+  for (let i = 0; i < ROUNDS; i++) {
+    // Each round rotates who goes first, so none always meets the aftermath of another.
+    for (let j = 0; j < order.length; j++) {
+      const k = order[(i + j) % order.length];
+      const a = performance.now();
+      await steps[k]();
+      t[k].push(performance.now() - a);
+    }
+  }
+  const p50 = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v).p50_ms]));
+  const r = (a, b) => Math.round((a / b) * 100) / 100;
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        rounds: ROUNDS,
+        baseline: BASELINE,
+        loadavg_start: loadStart,
+        loadavg_end: la(),
+        p50_ms: p50,
+        ratios: {
+          ours_vs_baseline: r(p50.ours, p50.baseline),
+          ours_vs_floor: r(p50.ours, p50.floor),
+          baseline_vs_floor: r(p50.baseline, p50.floor),
+        },
+        latency: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)])),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  await cap.desktop.dispose();
+} finally {
+  await desk.stop();
+}

@@ -25,7 +25,7 @@ function threadChannel(port: MessagePort): Channel {
       try {
         port.postMessage(msg, transfer ?? []);
       } catch {
-        // Some buffers cannot be transferred (e.g. sharp's on Windows node): copy instead.
+        // Some buffers cannot be transferred (one over native memory an addon owns): copy instead.
         port.postMessage(msg);
       }
     },

@@ -389,11 +389,7 @@ export class X11Desktop implements DesktopPort {
     // the owners of all of them, on the Xlib connection) makes its own round trip.
     this.x.flush();
     const serverPids = this.x.clientPids(bottomToTop);
-    const focusPath = this.focusPath(
-      focus.resolve(),
-      rootChildren,
-      new Map(pending.map((p) => [p.xid, p])),
-    );
+    const focusPath = this.focusPath(focus.resolve(), rootChildren, new Map(pending.map((p) => [p.xid, p])));
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
     const out: WindowInfo[] = [];

@@ -60,6 +60,8 @@ function stubConnection(opts: { owner: () => number | null; existsAfterOwner: bo
     getGeometry: () => ok({ x: 0, y: 0, width: 200, height: 100, border: 0 }),
     queryTree: (win: number) => ok(win === 1 ? { parent: 0, children: [XID] } : { parent: 1, children: [] }),
     inputFocus: () => ok(0),
+    // The listing sends its batch before the X-Resource round trip; the stub answers at once.
+    flush: () => {},
     clientCountsByPid: () => new Map<number, number>(),
     translateToRoot: () => ok({ x: 10, y: 20 }),
     // One X-Resource answer for every listed window, asked before the replies are judged.

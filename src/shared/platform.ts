@@ -238,4 +238,11 @@ export interface Platform {
    * platform_unavailable where it would touch a released resource.
    */
   dispose(): Promise<void>;
+  /**
+   * Optional: file descriptors of the display connections this platform opened in native code
+   * (X11: its Xlib and xcb connections). Node closes what a terminated worker thread opened
+   * through Node, not these: the host closes them once the thread has ended (src/supervisor/
+   * nativeFds.ts), so a stopped worker leaves no X client behind, nor a grab it held.
+   */
+  nativeFds?(): number[];
 }

@@ -349,7 +349,12 @@ export const ResponseMessageSchema = z.discriminatedUnion("ok", [
     error: UiErrorBodySchema,
   }),
 ]);
-export const ReadyMessageSchema = z.object({ type: z.literal("ready"), pid: z.number().int() });
+export const ReadyMessageSchema = z.object({
+  type: z.literal("ready"),
+  pid: z.number().int(),
+  /** Platform.nativeFds: sockets the host closes after a worker thread ended (thread mode). */
+  native_fds: z.array(z.number().int().min(0).max(1_048_576)).max(8).optional(),
+});
 export const LogMessageSchema = z.object({
   type: z.literal("log"),
   level: z.enum(["debug", "info", "warn", "error"]),

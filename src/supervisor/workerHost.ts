@@ -15,6 +15,7 @@ import {
   WorkerToSupervisorSchema,
 } from "../shared/protocol.js";
 import type { Logger } from "./log.js";
+import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { limitMallocArenas, mallocArenaEnv, trimMalloc } from "./nativeMemory.js";
 
 /**
@@ -77,6 +78,8 @@ interface Pending {
 interface Endpoint {
   send(msg: SupervisorToWorker): void;
   kill(): Promise<void>;
+  /** Thread workers: the native descriptors its ready message reported, closed when it ends. */
+  adoptNativeFds?(fds: readonly number[]): void;
 }
 
 export interface WorkerStats {
@@ -358,7 +361,13 @@ export class WorkerHost {
     worker.on("error", () => {
       /* the exit event follows and does the accounting */
     });
+    // The X connections it opened in native code outlive a terminated thread (Node closes what
+    // it opened itself): closed here, or every stopped worker would leave X clients behind and
+    // a grab it held would stay held (src/supervisor/nativeFds.ts).
+    let native: NativeFd[] = [];
     worker.on("exit", () => {
+      closeNativeFds(native);
+      native = [];
       port1.close();
       // The thread's isolate went back to malloc; give it back to the system (shared process).
       trimMalloc();
@@ -368,6 +377,9 @@ export class WorkerHost {
       send: (msg) => port1.postMessage(msg),
       kill: async () => {
         await worker.terminate();
+      },
+      adoptNativeFds: (fds) => {
+        native = adoptNativeFds(fds);
       },
     };
   }
@@ -443,6 +455,7 @@ export class WorkerHost {
     }
     const msg = parsed.data;
     if (msg.type === "ready") {
+      this.endpoint?.adoptNativeFds?.(msg.native_fds ?? []);
       this.state = "ready";
       for (const w of [...this.readyWaiters]) w(true);
       return;

@@ -150,7 +150,12 @@ export async function serveWorker(
       }
     })();
   });
-  channel.send({ type: "ready", pid: process.pid });
+  const nativeFds = platform?.nativeFds?.() ?? [];
+  channel.send({
+    type: "ready",
+    pid: process.pid,
+    ...(nativeFds.length > 0 ? { native_fds: nativeFds } : {}),
+  });
   return {
     get inflight() {
       return inflight.size;

@@ -61,5 +61,12 @@ export async function createX11Platform(opts: {
     capture?.dispose();
     x.close();
   };
-  return { desktop, capture: captureProxy, input: inputProxy, accessibility: a11yProxy, dispose };
+  return {
+    desktop,
+    capture: captureProxy,
+    input: inputProxy,
+    accessibility: a11yProxy,
+    dispose,
+    nativeFds: () => x.fds(),
+  };
 }

@@ -44,6 +44,7 @@ export interface X11Native {
   XSync: (dpy: Ptr, discard: number) => number;
   XFlush: (dpy: Ptr) => number;
   XDefaultScreen: (dpy: Ptr) => number;
+  XConnectionNumber: (dpy: Ptr) => number;
   XRootWindow: (dpy: Ptr, screen: number) => bigint | number;
   XDisplayWidth: (dpy: Ptr, screen: number) => number;
   XDisplayHeight: (dpy: Ptr, screen: number) => number;
@@ -88,6 +89,7 @@ export interface X11Native {
   xcb_disconnect: (c: Ptr) => void;
   xcb_connection_has_error: (c: Ptr) => number;
   xcb_flush: (c: Ptr) => number;
+  xcb_get_file_descriptor: (c: Ptr) => number;
   xcb_intern_atom: (c: Ptr, onlyIfExists: number, len: number, name: string) => Cookie;
   xcb_intern_atom_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
   xcb_get_property: (
@@ -300,6 +302,7 @@ export function x11Native(): X11Native {
     XSync: f(x11, "int XSync(Display *dpy, int discard)"),
     XFlush: f(x11, "int XFlush(Display *dpy)"),
     XDefaultScreen: f(x11, "int XDefaultScreen(Display *dpy)"),
+    XConnectionNumber: f(x11, "int XConnectionNumber(Display *dpy)"),
     XRootWindow: f(x11, "unsigned long XRootWindow(Display *dpy, int screen)"),
     XDisplayWidth: f(x11, "int XDisplayWidth(Display *dpy, int screen)"),
     XDisplayHeight: f(x11, "int XDisplayHeight(Display *dpy, int screen)"),
@@ -356,6 +359,7 @@ export function x11Native(): X11Native {
     xcb_disconnect: f(xcb, "void xcb_disconnect(xcb_connection_t *c)"),
     xcb_connection_has_error: f(xcb, "int xcb_connection_has_error(xcb_connection_t *c)"),
     xcb_flush: f(xcb, "int xcb_flush(xcb_connection_t *c)"),
+    xcb_get_file_descriptor: f(xcb, "int xcb_get_file_descriptor(xcb_connection_t *c)"),
     xcb_intern_atom: f(
       xcb,
       "xcb_cookie_t xcb_intern_atom(xcb_connection_t *c, uint8_t only_if_exists, uint16_t len, const char *name)",

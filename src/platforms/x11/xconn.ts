@@ -141,6 +141,18 @@ export class XConnection {
     }
   }
 
+  /**
+   * The sockets of this worker's two X connections (Xlib's and ours). A worker thread that ends
+   * without close() leaves them open in the process, each an X client the server keeps (and
+   * whatever it held, a server grab included), until the host closes them.
+   */
+  fds(): number[] {
+    if (this.closed) return [];
+    return [this.n.XConnectionNumber(this.dpy), this.n.xcb_get_file_descriptor(this.c)].filter(
+      (fd) => fd >= 0,
+    );
+  }
+
   /** Throws platform_unavailable when the connection is closed or the X server went away. */
   checkAlive(): void {
     if (this.closed) throw uiError("platform_unavailable", "The X connection is closed.");

@@ -12,9 +12,8 @@
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import sharp from "sharp";
 import { CLI, call, LOOSE, percentiles } from "./lib/mcp.mjs";
-import { REPO, startDesk } from "./lib/x11desk.mjs";
+import { floorShot, REPO, startDesk } from "./lib/x11desk.mjs";
 
 const BASELINE = process.env.BENCH_BASELINE;
 if (!BASELINE) throw new Error("BENCH_BASELINE: the other build's dist/cli.js");
@@ -34,13 +33,7 @@ try {
   const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
   const cap = await createX11Platform({ workerKind: "capture" });
   const rect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];
-  const floor = async () => {
-    const raw = await cap.capture.captureScreen(rect);
-    const data = Buffer.from(raw.data.buffer, raw.data.byteOffset, raw.data.byteLength);
-    await sharp(data, { raw: { width: raw.width, height: raw.height, channels: raw.channels } })
-      .png({ compressionLevel: 1, adaptiveFiltering: false, palette: false })
-      .toBuffer();
-  };
+  const floor = () => floorShot(cap.capture, rect);
   const shot = (client) => call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
   const steps = { ours: () => shot(servers.ours), baseline: () => shot(servers.baseline), floor };
   for (let i = 0; i < 5; i++) for (const fn of Object.values(steps)) await fn();

@@ -26,9 +26,8 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import dbus from "dbus-next";
-import sharp from "sharp";
 import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
-import { REPO, startDesk } from "./lib/x11desk.mjs";
+import { floorShot, REPO, sharpPngBytes, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const REGION = [0, 0, 800, 600];
@@ -158,15 +157,7 @@ try {
   };
 
   const shotRect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];
-  const floorShot = async () => {
-    const raw = await cap.capture.captureScreen(shotRect);
-    let img = sharp(Buffer.from(raw.data.buffer, raw.data.byteOffset, raw.data.byteLength), {
-      raw: { width: raw.width, height: raw.height, channels: raw.channels },
-    });
-    if (raw.channels === 4) img = img.removeAlpha();
-    const png = await img.png({ compressionLevel: 1, adaptiveFiltering: false, palette: false }).toBuffer();
-    return png.length;
-  };
+  const shot = () => floorShot(cap.capture, shotRect);
 
   const { encodePng } = await import(join(REPO, "dist/workers/capture/png.js"));
   const SERVER_PNG_LEVEL = 2; // src/supervisor/tools/capture.ts
@@ -197,7 +188,7 @@ try {
   await pyWalk();
   await floorWalk();
   await call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
-  await floorShot();
+  await shot();
   counting = true;
   const countedNodes = await walkOnce();
   counting = false;
@@ -217,7 +208,7 @@ try {
     const ours = () =>
       time("mcp_shot", () => call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }));
     const floor = async () => {
-      counts.floor_png_bytes = await time("floor_shot", floorShot);
+      counts.floor_png_bytes = await time("floor_shot", shot);
       counts.own_encoder_floor_png_bytes = await time("own_encoder_floor_shot", ownFloorShot);
     };
     if (i % 2 === 0) {
@@ -230,21 +221,16 @@ try {
   }
   // Encode alone, by level, on one captured frame: ours and sharp interleaved, 25 rounds.
   const frame = await cap.capture.captureScreen(shotRect);
-  const sharpEncode = (level) =>
-    sharp(Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength), {
-      raw: { width: frame.width, height: frame.height, channels: frame.channels },
-    })
-      .png({ compressionLevel: level, adaptiveFiltering: false, palette: false })
-      .toBuffer();
   const encoders = {};
   for (const level of [1, 2, 3, 4, 6]) encoders[`ours_${level}`] = async () => encodePng(frame, level);
-  for (const level of [1, 2]) encoders[`sharp_${level}`] = () => sharpEncode(level);
+  for (const level of [1, 2]) encoders[`sharp_${level}`] = () => sharpPngBytes(frame, level);
   const encodeTimes = Object.fromEntries(Object.keys(encoders).map((k) => [k, []]));
   const encodeBytes = {};
   for (let i = 0; i < 25; i += 1) {
     for (const [k, fn] of Object.entries(encoders)) {
       const a = performance.now();
-      encodeBytes[k] = (await fn()).byteLength;
+      const out = await fn();
+      encodeBytes[k] = typeof out === "number" ? out : out.byteLength;
       encodeTimes[k].push(performance.now() - a);
     }
   }

@@ -6,6 +6,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import sharp from "sharp";
 import { call, startServer } from "./mcp.mjs";
 import { startX11Session, stopX11Session, waitFor } from "./x11.mjs";
 
@@ -171,4 +172,22 @@ export function memoryMiB(pid) {
     for (const k of kids.get(p) ?? []) stack.push(k);
   }
   return { rss: processes[0].rss, tree_rss: mib(rss), tree_pss: mib(pss), processes };
+}
+
+/** sharp's PNG of a raw frame at zlib `level` (no adaptive filter, no palette): its byte length. */
+export async function sharpPngBytes(raw, level) {
+  let img = sharp(Buffer.from(raw.data.buffer, raw.data.byteOffset, raw.data.byteLength), {
+    raw: { width: raw.width, height: raw.height, channels: raw.channels },
+  });
+  if (raw.channels === 4) img = img.removeAlpha();
+  return (await img.png({ compressionLevel: level, adaptiveFiltering: false, palette: false }).toBuffer())
+    .length;
+}
+
+/**
+ * The screenshot floor of the issue: XShmGetImage + BGRX→RGB (the capture port of dist/) and
+ * sharp PNG level 1, in this process. Resolves with the PNG's byte length.
+ */
+export async function floorShot(capture, rect) {
+  return sharpPngBytes(await capture.captureScreen(rect), 1);
 }

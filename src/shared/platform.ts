@@ -41,6 +41,30 @@ export interface RawImage {
   /** 3 (RGB) or 4 (RGBA). */
   channels: 3 | 4;
   data: Uint8Array;
+  /**
+   * Bytes from the start of one row to the start of the next, at least width × channels; the
+   * bytes between rows belong to whoever laid the frame out (the PNG encoder's filter bytes,
+   * src/workers/capture/frames.ts). Absent: rows are packed, width × channels apart.
+   */
+  stride?: number;
+}
+
+/** Bytes from one row of `img` to the next. */
+export function rowStride(img: RawImage): number {
+  return img.stride ?? img.width * img.channels;
+}
+
+/**
+ * Memory the caller owns for an RGB frame (3 bytes per pixel, rows `stride` bytes apart), which
+ * a capture port may fill instead of allocating its own: the capture worker hands the same few
+ * frames out shot after shot, laid out as the PNG encoder reads them, so a shot neither
+ * allocates nor copies its pixels between the screen read and the encoder.
+ */
+export interface FrameTarget {
+  width: number;
+  height: number;
+  data: Uint8Array;
+  stride: number;
 }
 
 export type MouseButton = "left" | "right" | "middle";
@@ -118,7 +142,13 @@ export interface DesktopPort {
 
 /** Pixels of a screen rect exactly as the user sees them. */
 export interface CapturePort {
-  captureScreen(rect: Rect): Promise<RawImage>;
+  /**
+   * `into` (of the rect's size), when given, may be where the pixels go: a port that fills it
+   * writes every pixel byte (black where the screen has none), leaves the bytes between rows
+   * alone and returns an image over `into.data` with `into.stride`. A port may also ignore it
+   * and return a frame of its own.
+   */
+  captureScreen(rect: Rect, into?: FrameTarget): Promise<RawImage>;
 }
 
 /** Raw injection; every verification happens before these are called, in the same worker. */

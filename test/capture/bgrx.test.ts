@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bgrxToRgb } from "../../src/shared/bgrx.js";
+import { bgrxToRgb, bgrxToRgbRows } from "../../src/shared/bgrx.js";
 
 /** Random BGRX words (the X byte included: it must never reach the output). */
 function frame(count: number, seed: number): Uint32Array {
@@ -42,5 +42,31 @@ describe("BGRX → packed RGB", () => {
   it("refuses a buffer too short for the pixels", () => {
     expect(() => bgrxToRgb(new Uint32Array(4), 4, new Uint8Array(11))).toThrow(RangeError);
     expect(() => bgrxToRgb(new Uint32Array(3), 4, new Uint8Array(12))).toThrow(RangeError);
+  });
+
+  it("converts a block of rows between strides, into rows led by a byte it leaves alone", () => {
+    for (const count of [1, 3, 4, 5, 13, 800]) {
+      const rows = 4;
+      const srcStride = count + 3; // the screen read's rows may be wider than the rect
+      const src = frame(srcStride * rows, count);
+      const outStride = count * 3 + 1; // a PNG frame's rows: filter byte, then the pixels
+      const out = new Uint8Array(outStride * rows + 5).fill(0xaa);
+      const at = outStride + 1; // from the second row on, past its lead byte
+      bgrxToRgbRows(src, srcStride, count, rows - 1, out, outStride, at);
+      for (let y = 0; y < rows - 1; y++) {
+        const row = src.subarray(y * srcStride, y * srcStride + count);
+        const o = at + y * outStride;
+        expect([...out.subarray(o, o + count * 3)]).toEqual(naive(row, count));
+        expect(out[o - 1]).toBe(0xaa); // the lead byte
+      }
+      expect([...out.subarray(0, at)].every((v) => v === 0xaa)).toBe(true);
+      expect([...out.subarray(at + (rows - 2) * outStride + count * 3)].every((v) => v === 0xaa)).toBe(true);
+    }
+  });
+
+  it("refuses a block that does not fit its buffers", () => {
+    expect(() => bgrxToRgbRows(new Uint32Array(7), 4, 4, 2, new Uint8Array(30), 13, 1)).toThrow(RangeError);
+    expect(() => bgrxToRgbRows(new Uint32Array(8), 4, 4, 2, new Uint8Array(25), 13, 1)).toThrow(RangeError);
+    bgrxToRgbRows(new Uint32Array(8), 4, 4, 2, new Uint8Array(26), 13, 1);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rect } from "../../src/shared/geometry.js";
-import type { Platform, RawImage } from "../../src/shared/platform.js";
+import { type Platform, type RawImage, rowStride } from "../../src/shared/platform.js";
+import { PngFrame } from "../../src/workers/capture/frames.js";
 import {
   parseXwd,
   startApp,
@@ -20,7 +21,7 @@ function sameAsRoot(img: RawImage, rect: Rect, root: Root): number {
     for (let x = 0; x < img.width; x++) {
       const sx = rect[0] + x;
       const sy = rect[1] + y;
-      const d = (y * img.width + x) * img.channels;
+      const d = y * rowStride(img) + x * img.channels;
       const inside = sx >= 0 && sy >= 0 && sx < root.width && sy < root.height;
       for (let c = 0; c < img.channels; c++) {
         const want = inside ? root.rgba[(sy * root.width + sx) * 4 + c]! : c === 3 ? 255 : 0;
@@ -148,6 +149,44 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture port against an independent xwd roo
     } finally {
       delete process.env.UIINSPECT_X11_NO_SHM;
       x.close();
+    }
+  });
+
+  it("writes into the caller's PNG frame: the same pixels, the filter bytes untouched, no leftovers", async () => {
+    const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+    const { X11Capture } = await import("../../src/platforms/x11/capture.js");
+    const filterBytes = (f: PngFrame) => {
+      const out: number[] = [];
+      for (let y = 0; y < f.height; y++) out.push(f.rows[y * f.target.stride] ?? -1);
+      return out;
+    };
+    for (const noShm of [false, true]) {
+      if (noShm) process.env.UIINSPECT_X11_NO_SHM = "1";
+      const x = XConnection.open();
+      try {
+        const cap = new X11Capture(x);
+        const on: Rect = [20, 30, 420, 330];
+        const f = new PngFrame(400, 300);
+        const img = await expectSameAsRoot(on, () => cap.captureScreen(on, f.target));
+        expect(cap.lastMethod).toBe(noShm ? "xgetimage" : "xshm");
+        expect(f.holds(img)).toBe(true);
+        expect(filterBytes(f).every((b) => b === 0)).toBe(true);
+        // The same frame again, for a rect half off screen: what the last shot wrote there is gone.
+        const g = x.getGeometry(x.root).resolve();
+        const half: Rect = [g.width - 200, 100, g.width + 200, 400];
+        const again = await expectSameAsRoot(half, () => cap.captureScreen(half, f.target));
+        expect(f.holds(again)).toBe(true);
+        expect(filterBytes(f).every((b) => b === 0)).toBe(true);
+        // A frame of another size is not written: the port returns a packed frame of its own.
+        const other = new PngFrame(10, 10);
+        const own = await cap.captureScreen(on, other.target);
+        expect(other.holds(own)).toBe(false);
+        expect(own.stride).toBeUndefined();
+        expect(other.rows.every((v) => v === 0)).toBe(true);
+      } finally {
+        delete process.env.UIINSPECT_X11_NO_SHM;
+        x.close();
+      }
     }
   });
 });

@@ -1,8 +1,8 @@
 import koffi from "koffi";
-import { bgrxToRgb } from "../../shared/bgrx.js";
+import { bgrxToRgb, bgrxToRgbRows } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
-import type { CapturePort, RawImage } from "../../shared/platform.js";
+import type { CapturePort, FrameTarget, RawImage } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import type { Ptr, XImageHeader } from "./native.js";
@@ -10,7 +10,8 @@ import type { XConnection } from "./xconn.js";
 
 /**
  * Root-window capture: XShmGetImage when MIT-SHM works, XGetImage otherwise, converted once
- * from the server's BGRX to packed RGB (the encoder's input as it is). The requested rect
+ * from the server's BGRX to RGB, into the caller's frame when it passes one (the capture
+ * worker's PNG rows) or else to packed RGB (the encoder's input as it is). The requested rect
  * is clipped to the screen; what lies outside stays black (the worker's check refuses such a
  * rect with out_of_bounds before it gets here; the clip keeps the port total). Pixels are
  * copied out of native memory before the image is destroyed; the shm segment is detached and
@@ -38,7 +39,7 @@ export class X11Capture implements CapturePort {
     this.shmUsable = !noShm && x.n.XShmQueryExtension(x.dpy) !== 0;
   }
 
-  async captureScreen(rect: Rect): Promise<RawImage> {
+  async captureScreen(rect: Rect, into?: FrameTarget): Promise<RawImage> {
     const width = rectWidth(rect);
     const height = rectHeight(rect);
     if (width <= 0 || height <= 0 || width * height > MAX_PIXELS) {
@@ -48,75 +49,77 @@ export class X11Capture implements CapturePort {
     const g = this.x.getGeometry(this.x.root).resolve();
     const clip = intersect(rect, [0, 0, g.width, g.height]);
     const whole = clip !== null && sameRect(clip, rect);
-    // RGB, 3 bytes per pixel. A rect wholly on screen is written to every byte by the
-    // conversion, so it starts uninitialised; anything else starts black (zeros).
-    const out = whole
-      ? new Uint8Array(Buffer.allocUnsafeSlow(width * height * 3).buffer)
-      : new Uint8Array(width * height * 3);
+    const out = into && fits(into, width, height) ? into : packedFrame(width, height, whole);
+    if (!whole && out === into) for (let y = 0; y < height; y++) blackRow(out, y);
+    const image: RawImage = {
+      width,
+      height,
+      channels: 3,
+      data: out.data,
+      ...(out.stride !== width * 3 ? { stride: out.stride } : {}),
+    };
     if (!clip) {
       this.lastMethod = "none";
-      return { width, height, channels: 3, data: out };
+      return image;
     }
-    const cw = rectWidth(clip);
-    const ch = rectHeight(clip);
+    const dx = clip[0] - rect[0];
+    const dy = clip[1] - rect[1];
     let done = false;
     if (this.shmUsable) {
-      done = this.grabShm(clip, cw, ch, out, width, clip[0] - rect[0], clip[1] - rect[1]);
+      done = this.grabShm(clip, out, dx, dy);
       if (!done) this.shmUsable = false;
     }
-    if (!done) this.grabPlain(clip, cw, ch, out, width, clip[0] - rect[0], clip[1] - rect[1]);
+    if (!done) this.grabPlain(clip, out, dx, dy);
     this.x.checkAlive();
-    return { width, height, channels: 3, data: out };
+    return image;
   }
 
   private header(img: Ptr): XImageHeader {
     return koffi.decode(img, this.x.n.XImage) as XImageHeader;
   }
 
-  /** BGRX (32 bpp, little-endian, 8-8-8 masks) → RGB into `out` at (dx, dy). */
-  private convert(
-    h: XImageHeader,
-    cw: number,
-    ch: number,
-    out: Uint8Array,
-    outW: number,
-    dx: number,
-    dy: number,
-  ) {
+  /**
+   * The image's pixels as 32-bit words (a view of native memory, not a copy) and its row
+   * length in words; only the one visual format this converts is accepted.
+   */
+  private pixels(h: XImageHeader, rows: number): { words: Uint32Array; wordsPerRow: number } {
     if (h.bits_per_pixel !== 32 || h.data === null || Number(h.red_mask) !== 0xff0000 || h.byte_order !== 0) {
       throw uiError("platform_unavailable", "The X visual format is not supported.");
     }
     const stride = h.bytes_per_line;
     if (stride % 4 !== 0) throw uiError("platform_unavailable", "Unaligned image.");
-    // The view is not a copy: the conversion copies every pixel into `out` (JS memory) before
-    // the caller destroys the image or reuses the segment.
-    const src = new Uint32Array(koffi.view(h.data, stride * ch));
-    const srcStride = stride / 4;
-    if (dx === 0 && dy === 0 && cw === outW && srcStride === cw) {
-      // The whole frame, rows without padding: one run of cw × ch pixels.
-      bgrxToRgb(src, cw * ch, out);
-      return;
-    }
-    for (let y = 0; y < ch; y++) {
-      const row = src.subarray(y * srcStride, y * srcStride + cw);
-      bgrxToRgb(row, cw, out.subarray(((dy + y) * outW + dx) * 3));
-    }
+    return { words: new Uint32Array(koffi.view(h.data, stride * rows)), wordsPerRow: stride / 4 };
   }
 
-  private grabPlain(
-    clip: Rect,
+  /**
+   * BGRX (32 bpp, little-endian, 8-8-8 masks) → RGB into `out` at (dx, dy). Every pixel is
+   * copied into `out` (JS memory) before the caller destroys the image or reuses the segment.
+   */
+  private convert(
+    src: { words: Uint32Array; wordsPerRow: number },
     cw: number,
     ch: number,
-    out: Uint8Array,
-    outW: number,
+    out: FrameTarget,
     dx: number,
     dy: number,
   ) {
+    const { words, wordsPerRow } = src;
+    if (dx === 0 && dy === 0 && cw === out.width && wordsPerRow === cw && out.stride === cw * 3) {
+      // The whole frame, packed both sides: one run of cw × ch pixels.
+      bgrxToRgb(words, cw * ch, out.data);
+      return;
+    }
+    bgrxToRgbRows(words, wordsPerRow, cw, ch, out.data, out.stride, dy * out.stride + dx * 3);
+  }
+
+  private grabPlain(clip: Rect, out: FrameTarget, dx: number, dy: number) {
     const n = this.x.n;
+    const cw = rectWidth(clip);
+    const ch = rectHeight(clip);
     const img = n.XGetImage(this.x.dpy, this.x.root, clip[0], clip[1], cw, ch, ALL_PLANES, Z_PIXMAP);
     if (img === null || img === 0n) throw uiError("platform_unavailable", "The screen could not be read.");
     try {
-      this.convert(this.header(img), cw, ch, out, outW, dx, dy);
+      this.convert(this.pixels(this.header(img), ch), cw, ch, out, dx, dy);
       this.lastMethod = "xgetimage";
     } finally {
       n.XDestroyImage(img);
@@ -137,6 +140,7 @@ export class X11Capture implements CapturePort {
       attached: false,
       width: cw,
       height: ch,
+      pixels: null,
     };
     try {
       koffi.encode(seg.info, n.XShmSegmentInfo, { shmseg: 0, shmid: -1, shmaddr: null, readOnly: 0 });
@@ -158,6 +162,9 @@ export class X11Capture implements CapturePort {
       n.XSync(x.dpy, 0);
       // Marked for removal now: the kernel frees it once we and the server have detached.
       n.shmctl(seg.shmid, IPC_RMID, null);
+      // One view of the segment for its whole life (a fresh one per shot was 1.9 MB of external
+      // memory for V8 to account for each time); dropped with the segment, before shmdt.
+      seg.pixels = this.pixels(this.header(seg.img), ch);
       this.shm = seg;
       return seg;
     } catch (e) {
@@ -169,6 +176,7 @@ export class X11Capture implements CapturePort {
 
   private freeSegment(seg: ShmSegment): void {
     const n = this.x.n;
+    seg.pixels = null;
     if (seg.attached) {
       n.XShmDetach(this.x.dpy, seg.info);
       n.XSync(this.x.dpy, 0);
@@ -190,23 +198,17 @@ export class X11Capture implements CapturePort {
   }
 
   /** Returns false when MIT-SHM does not work here (e.g. another IPC namespace). */
-  private grabShm(
-    clip: Rect,
-    cw: number,
-    ch: number,
-    out: Uint8Array,
-    outW: number,
-    dx: number,
-    dy: number,
-  ): boolean {
+  private grabShm(clip: Rect, out: FrameTarget, dx: number, dy: number): boolean {
+    const cw = rectWidth(clip);
+    const ch = rectHeight(clip);
     const seg = this.segment(cw, ch);
-    if (!seg || seg.img === null) return false;
+    if (!seg || seg.img === null || seg.pixels === null) return false;
     const n = this.x.n;
     if (n.XShmGetImage(this.x.dpy, this.x.root, seg.img, clip[0], clip[1], ALL_PLANES) === 0) {
       this.releaseShm();
       return false;
     }
-    this.convert(this.header(seg.img), cw, ch, out, outW, dx, dy);
+    this.convert(seg.pixels, cw, ch, out, dx, dy);
     this.lastMethod = "xshm";
     return true;
   }
@@ -227,4 +229,33 @@ interface ShmSegment {
   attached: boolean;
   width: number;
   height: number;
+  /** The segment's pixels, viewed once it is attached; null before and after. */
+  pixels: { words: Uint32Array; wordsPerRow: number } | null;
+}
+
+/** Whether the caller's frame is one this rect's pixels can be written into. */
+function fits(into: FrameTarget, width: number, height: number): boolean {
+  return (
+    into.width === width &&
+    into.height === height &&
+    Number.isInteger(into.stride) &&
+    into.stride >= width * 3 &&
+    into.data.byteLength >= (height - 1) * into.stride + width * 3
+  );
+}
+
+/**
+ * A packed RGB frame of our own. A rect wholly on screen is written to every byte by the
+ * conversion, so it starts uninitialised; anything else starts black (zeros).
+ */
+function packedFrame(width: number, height: number, whole: boolean): FrameTarget {
+  const data = whole
+    ? new Uint8Array(Buffer.allocUnsafeSlow(width * height * 3).buffer)
+    : new Uint8Array(width * height * 3);
+  return { width, height, data, stride: width * 3 };
+}
+
+/** Row `y`'s pixel bytes black, the bytes between rows left alone. */
+function blackRow(out: FrameTarget, y: number): void {
+  out.data.fill(0, y * out.stride, y * out.stride + out.width * 3);
 }

@@ -3,8 +3,9 @@ import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometr
 import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
+import { FramePool } from "./frames.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
-import { encodePng } from "./png.js";
+import { encodePng, encodePngFrame } from "./png.js";
 
 function cancelledError(signal: AbortSignal): UiError {
   return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
@@ -40,13 +41,17 @@ function freshListing(listing: { at: number; windows: WindowInfo[] } | null): Wi
   return age >= 0 && age <= LISTING_MAX_AGE_MS ? listing.windows : undefined;
 }
 
+/** This worker's frames (one per shot in flight, a few kept between shots). */
+const frames = new FramePool();
+
 /**
  * The capture worker's ops. capture.region is the whole chain for one frame:
  * verify (identity, visible, not minimized, region inside and uncovered; foreground
  * not required; against the supervisor's enumeration when it is fresh) → read the screen rect
  * → verify again, reading only the target and what lies above it (any move, resize, cover,
  * replacement or minimize discards the pixels and fails with that code) → masks → grid → PNG
- * (or the hash for coordinate profiles). One buffer, painted in place. With a fresh listing
+ * (or the hash for coordinate profiles). One buffer, painted in place: a frame of the pool, laid
+ * out as the encoder deflates it, when the platform writes into it (X11). With a fresh listing
  * from the supervisor, a shot enumerates the desktop once in all.
  */
 export const captureHandlers: HandlerTable = {
@@ -74,39 +79,53 @@ export const captureHandlers: HandlerTable = {
     const before = await verifyTarget(desktop, args.target, { region, ...(windows ? { windows } : {}) });
     throwIfAborted(ctx);
     const screenRect = toScreen(before.window.rect, region);
-    const raw = await capture.captureScreen(screenRect);
-    checkFrame(raw, region);
-
+    const frame = frames.acquire(width, height);
     try {
-      throwIfAborted(ctx);
-      await verifyUnchangedAfter(desktop, args.target, before.window, region);
-      throwIfAborted(ctx);
-    } catch (e) {
-      // What was read may show something else than the verified window: it never leaves.
-      raw.data.fill(0);
-      throw e;
-    }
+      const raw = await capture.captureScreen(screenRect, frame.target);
+      checkFrame(raw, region);
 
-    paintMasks(raw, args.masks, region);
-    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
+      try {
+        throwIfAborted(ctx);
+        await verifyUnchangedAfter(desktop, args.target, before.window, region);
+        throwIfAborted(ctx);
+      } catch (e) {
+        // What was read may show something else than the verified window: it never leaves.
+        raw.data.fill(0);
+        throw e;
+      }
 
-    if (args.output === "sha256") {
-      const samples = args.sample_points?.map(([x, y]) => {
-        if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
-          throw uiError("invalid_argument", "A sample point lies outside the captured region.");
-        return sampleColor(raw, x - region[0], y - region[1]);
-      });
-      return { png: null, sha256: hash(raw), ...(samples ? { samples } : {}), width, height, window_offset };
-    }
+      paintMasks(raw, args.masks, region);
+      const window_offset: [number, number] = [screenRect[0], screenRect[1]];
 
-    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
-    const png = encodePng(raw, args.compression_level);
-    if (png.byteLength > args.max_png_bytes) {
-      throw uiError(
-        "image_too_large",
-        `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
-      );
+      if (args.output === "sha256") {
+        const samples = args.sample_points?.map(([x, y]) => {
+          if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
+            throw uiError("invalid_argument", "A sample point lies outside the captured region.");
+          return sampleColor(raw, x - region[0], y - region[1]);
+        });
+        return {
+          png: null,
+          sha256: hash(raw),
+          ...(samples ? { samples } : {}),
+          width,
+          height,
+          window_offset,
+        };
+      }
+
+      if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
+      const png = frame.holds(raw)
+        ? encodePngFrame(frame, args.compression_level)
+        : encodePng(raw, args.compression_level);
+      if (png.byteLength > args.max_png_bytes) {
+        throw uiError(
+          "image_too_large",
+          `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
+        );
+      }
+      return { png, sha256: null, width, height, window_offset };
+    } finally {
+      frames.release(frame);
     }
-    return { png, sha256: null, width, height, window_offset };
   },
 };

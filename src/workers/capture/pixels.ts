@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
 import { intersect, type Rect } from "../../shared/geometry.js";
-import type { RawImage } from "../../shared/platform.js";
+import { type RawImage, rowStride } from "../../shared/platform.js";
 
 /**
  * Pure pixel work of the capture worker. Every function works in place on the one
- * buffer the platform returned (RGB or RGBA, row-major, no row padding) so a frame is
- * never copied between capture and encoding. Nothing here touches the platform.
+ * buffer the platform returned (RGB or RGBA, row-major, rows `rowStride` bytes apart) so a
+ * frame is never copied between capture and encoding, and none writes the bytes between
+ * rows (the encoder's filter bytes). Nothing here touches the platform.
  */
 
 /** Colour of grid lines (magenta: rare in real UIs, visible on light and dark). */
@@ -49,7 +50,11 @@ export function assertImage(img: RawImage): void {
     throw new RangeError("bad image size");
   }
   if (img.channels !== 3 && img.channels !== 4) throw new RangeError("bad channel count");
-  if (img.data.byteLength < img.width * img.height * img.channels) throw new RangeError("short pixel buffer");
+  const stride = rowStride(img);
+  const row = img.width * img.channels;
+  if (!Number.isInteger(stride) || stride < row) throw new RangeError("bad row stride");
+  if (img.height > 0 && img.data.byteLength < (img.height - 1) * stride + row)
+    throw new RangeError("short pixel buffer");
 }
 
 function fillRect(img: RawImage, l: number, t: number, r: number, b: number, rgb: readonly number[]): void {
@@ -60,7 +65,7 @@ function fillRect(img: RawImage, l: number, t: number, r: number, b: number, rgb
   if (x0 >= x1 || y0 >= y1) return;
   const ch = img.channels;
   const d = img.data;
-  const stride = img.width * ch;
+  const stride = rowStride(img);
   const [cr, cg, cb] = rgb;
   for (let y = y0; y < y1; y++) {
     let i = y * stride + x0 * ch;
@@ -194,41 +199,45 @@ export function drawGrid(
 
 /** The image as RGB: the same object when it already is, otherwise one packed copy. */
 export function toRgb(img: RawImage): RawImage {
-  if (img.channels === 3) return img;
-  const n = img.width * img.height;
-  const out = new Uint8Array(n * 3);
+  if (img.channels === 3 && rowStride(img) === img.width * 3) return img;
+  const out = new Uint8Array(img.width * img.height * 3);
+  const stride = rowStride(img);
+  const ch = img.channels;
   const d = img.data;
-  for (let i = 0, j = 0; i < n; i++, j += 3) {
-    const s = i * 4;
-    out[j] = d[s];
-    out[j + 1] = d[s + 1];
-    out[j + 2] = d[s + 2];
+  for (let y = 0, j = 0; y < img.height; y++) {
+    for (let x = 0, s = y * stride; x < img.width; x++, s += ch, j += 3) {
+      out[j] = d[s];
+      out[j + 1] = d[s + 1];
+      out[j + 2] = d[s + 2];
+    }
   }
   return { width: img.width, height: img.height, channels: 3, data: out };
 }
 
 /** The colour of one pixel (image coordinates) as "#rrggbb". */
 export function sampleColor(img: RawImage, x: number, y: number): string {
-  const i = (y * img.width + x) * img.channels;
+  const i = y * rowStride(img) + x * img.channels;
   const hex = (v: number | undefined) => (v ?? 0).toString(16).padStart(2, "0");
   return `#${hex(img.data[i])}${hex(img.data[i + 1])}${hex(img.data[i + 2])}`;
 }
 
 /**
- * SHA-256 (hex) of the image's RGB bytes, row-major, alpha dropped. RGBA input is
- * converted one row at a time, so the frame is never copied whole.
+ * SHA-256 (hex) of the image's RGB bytes, row-major, alpha dropped, nothing between rows.
+ * RGBA input is converted one row at a time, so the frame is never copied whole.
  */
 export function hash(img: RawImage): string {
   const h = createHash("sha256");
-  const n = img.width * img.height;
+  const stride = rowStride(img);
+  const d = img.data;
   if (img.channels === 3) {
-    h.update(img.data.subarray(0, n * 3));
+    const packed = img.width * 3;
+    if (stride === packed) h.update(d.subarray(0, packed * img.height));
+    else for (let y = 0; y < img.height; y++) h.update(d.subarray(y * stride, y * stride + packed));
     return h.digest("hex");
   }
   const row = new Uint8Array(img.width * 3);
-  const d = img.data;
   for (let y = 0; y < img.height; y++) {
-    let s = y * img.width * 4;
+    let s = y * stride;
     for (let j = 0; j < row.length; j += 3, s += 4) {
       row[j] = d[s];
       row[j + 1] = d[s + 1];

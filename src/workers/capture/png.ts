@@ -1,5 +1,6 @@
 import { crc32, deflateSync } from "node:zlib";
-import type { RawImage } from "../../shared/platform.js";
+import { type RawImage, rowStride } from "../../shared/platform.js";
+import type { PngFrame } from "./frames.js";
 
 /**
  * PNG in memory (never a file): 8-bit RGB, filter None on every row, one zlib stream in one IDAT
@@ -14,7 +15,25 @@ import type { RawImage } from "../../shared/platform.js";
  * ArrayBuffer, so the caller can transfer it to another thread without moving unrelated bytes.
  */
 export function encodePng(img: RawImage, compressionLevel: number): Uint8Array<ArrayBuffer> {
-  const rows = pngRows(img);
+  return encodeRows(pngRows(img), img.width, img.height, compressionLevel);
+}
+
+/**
+ * A PngFrame's PNG, deflated from the frame's own rows (no copy). Its filter bytes are set
+ * here, so nothing that painted the pixels can have left another filter type behind.
+ */
+export function encodePngFrame(frame: PngFrame, compressionLevel: number): Uint8Array<ArrayBuffer> {
+  const stride = frame.target.stride;
+  for (let y = 0, o = 0; y < frame.height; y++, o += stride) frame.rows[o] = 0;
+  return encodeRows(frame.rows, frame.width, frame.height, compressionLevel);
+}
+
+function encodeRows(
+  rows: Uint8Array,
+  width: number,
+  height: number,
+  compressionLevel: number,
+): Uint8Array<ArrayBuffer> {
   // One output chunk that holds any UI frame's stream: zlib then runs in one pass.
   const idat = deflateSync(rows, {
     level: compressionLevel,
@@ -24,8 +43,8 @@ export function encodePng(img: RawImage, compressionLevel: number): Uint8Array<A
   out.set(SIGNATURE, 0);
   let at = SIGNATURE.length;
   const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(img.width, 0);
-  ihdr.writeUInt32BE(img.height, 4);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // colour type: truecolour (RGB)
   // compression 0 (deflate), filter method 0, interlace 0 (none)
@@ -45,16 +64,17 @@ const EMPTY = new Uint8Array(0);
  */
 export function pngRows(img: RawImage): Buffer {
   const { width, height, channels, data } = img;
-  const stride = width * 3;
-  const rows = Buffer.allocUnsafe((stride + 1) * height);
+  const packed = width * 3;
+  const srcStride = rowStride(img);
+  const rows = Buffer.allocUnsafe((packed + 1) * height);
   const src = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  for (let y = 0, o = 0; y < height; y++, o += stride + 1) {
+  for (let y = 0, o = 0; y < height; y++, o += packed + 1) {
     rows[o] = 0;
     if (channels === 3) {
-      src.copy(rows, o + 1, y * stride, y * stride + stride);
+      src.copy(rows, o + 1, y * srcStride, y * srcStride + packed);
       continue;
     }
-    for (let x = 0, s = y * width * 4, d = o + 1; x < width; x++, s += 4, d += 3) {
+    for (let x = 0, s = y * srcStride, d = o + 1; x < width; x++, s += 4, d += 3) {
       rows[d] = src[s] ?? 0;
       rows[d + 1] = src[s + 1] ?? 0;
       rows[d + 2] = src[s + 2] ?? 0;

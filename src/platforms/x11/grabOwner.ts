@@ -25,6 +25,12 @@ const GENERIC_EVENT = 35;
 const XI_POINTER_EVENTS = new Set([6, 7, 8]);
 /** How long the server may take to start or end the recording (a loaded machine included). */
 const RECORD_WAIT_MS = 3000;
+/**
+ * How long the recording's end may take while this process holds the server grab: nobody's
+ * display updates meanwhile, and the server runs no other client then, so the end-of-data
+ * comes at once or something is wrong (the caller then refuses, input_grabbed).
+ */
+const RECORD_WAIT_GRABBED_MS = 250;
 const POLL_MS = 2;
 
 interface InterceptData {
@@ -125,8 +131,8 @@ export class PointerDeliveries {
     }
   }
 
-  private async pumpUntil(done: () => boolean): Promise<void> {
-    const until = Date.now() + RECORD_WAIT_MS;
+  private async pumpUntil(done: () => boolean, waitMs = RECORD_WAIT_MS): Promise<void> {
+    const until = Date.now() + waitMs;
     for (;;) {
       this.x.n.xrecord.XRecordProcessReplies(this.data);
       if (done()) return;
@@ -151,14 +157,15 @@ export class PointerDeliveries {
   /**
    * Ends the recording: the resource id bases of the clients that got pointer events. Uses only
    * this process's main connection and reads the data connection, so it also runs while this
-   * process holds the server grab (the server runs no other connection's requests then).
+   * process holds the server grab (the server runs no other connection's requests then); `grabbed`
+   * says so, and bounds the wait by RECORD_WAIT_GRABBED_MS instead of RECORD_WAIT_MS.
    */
-  async finish(): Promise<number[]> {
+  async finish(grabbed = false): Promise<number[]> {
     if (this.ended || this.closed) return [...this.recipients];
     this.x.n.xrecord.XRecordDisableContext(this.x.dpy, this.ctx);
     this.x.n.XSync(this.x.dpy, 0);
     this.disabled = true;
-    await this.pumpUntil(() => this.ended);
+    await this.pumpUntil(() => this.ended, grabbed ? RECORD_WAIT_GRABBED_MS : RECORD_WAIT_MS);
     return [...this.recipients];
   }
 
@@ -181,18 +188,20 @@ export class PointerDeliveries {
 /**
  * Whether the active pointer grab belongs to process `pid`: every client that got the pointer
  * events of a one-pixel nudge during `recording` is one the X server attributes to `pid`, and
- * there was one. Ends the recording; its owner closes it.
+ * there was one. Ends the recording (`grabbed`: while this process holds the server grab, see
+ * PointerDeliveries.finish); its owner closes it.
  */
 export async function pointerGrabHeldBy(
   x: XConnection,
   pid: number,
   recording: PointerDeliveries,
+  grabbed = false,
 ): Promise<boolean> {
   let ids: number[] = [];
   try {
     recording.nudge();
   } finally {
-    ids = await recording.finish();
+    ids = await recording.finish(grabbed);
   }
   if (pid <= 0 || ids.length === 0) return false;
   const pids = x.clientPids(ids);

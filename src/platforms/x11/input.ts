@@ -110,7 +110,10 @@ export class X11Input implements InputPort {
         n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
       ) {
         n.XUngrabPointer(dpy, 0);
-      } else if (deliveries === null || !(await pointerGrabHeldBy(this.x, at.grabOwner ?? 0, deliveries))) {
+      } else if (
+        deliveries === null ||
+        !(await pointerGrabHeldBy(this.x, at.grabOwner ?? 0, deliveries, true))
+      ) {
         throw uiError("input_grabbed");
       }
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);

@@ -17,7 +17,11 @@ export async function loadPlatform(init: WorkerInit, ledger?: PressLedger): Prom
     }
     case "x11": {
       const { createX11Platform } = await import("./x11/index.js");
-      return createX11Platform({ workerKind: init.kind, ledger });
+      return createX11Platform({
+        workerKind: init.kind,
+        ledger,
+        ...(init.orphan_segments ? { orphanSegments: init.orphan_segments } : {}),
+      });
     }
     case "win32": {
       const { createWin32Platform } = await import("./win32/index.js");

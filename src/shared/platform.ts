@@ -140,6 +140,17 @@ export interface DesktopPort {
   dispose(): Promise<void>;
 }
 
+/** Whether `into` can hold a width × height RGB frame (what a port checks before writing it). */
+export function frameFits(into: FrameTarget, width: number, height: number): boolean {
+  return (
+    into.width === width &&
+    into.height === height &&
+    Number.isInteger(into.stride) &&
+    into.stride >= width * 3 &&
+    into.data.byteLength >= (height - 1) * into.stride + width * 3
+  );
+}
+
 /** Pixels of a screen rect exactly as the user sees them. */
 export interface CapturePort {
   /**
@@ -275,4 +286,18 @@ export interface Platform {
    * nativeFds.ts), so a stopped worker leaves no X client behind, nor a grab it held.
    */
   nativeFds?(): number[];
+  /**
+   * Optional: the shared-memory segments this platform keeps attached (X11: the MIT-SHM
+   * segment of the screen read), told to `listener` whenever they change. A terminated worker
+   * thread leaves them mapped in the process; the host hands them to the next worker of the
+   * kind, which detaches each that is still mapped where it was (src/platforms/x11/shmOrphans.ts).
+   */
+  onSharedSegments?(listener: (segments: SharedSegment[]) => void): void;
+}
+
+/** A System V shared-memory segment attached in this process: its id and where it is mapped. */
+export interface SharedSegment {
+  shmid: number;
+  /** The mapping's start address, in decimal. */
+  addr: string;
 }

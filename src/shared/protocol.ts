@@ -18,12 +18,23 @@ export const FocusModeSchema = z.enum(["passive", "activate"]);
 export const TextModeSchema = z.enum(["sendinput", "wm_char"]);
 
 /** What a worker is told at start-up. */
+/** Platform's SharedSegment on the wire. */
+const SharedSegmentSchema = z.object({
+  shmid: z.number().int().min(0),
+  addr: z.string().regex(/^[1-9][0-9]{0,19}$/),
+});
+
 export const WorkerInitSchema = z.object({
   kind: WorkerKindSchema,
   platform: PlatformNameSchema,
   /** Fake platform: path of the scenario file. */
   fake_desktop: z.string().nullable(),
   log_level: z.string(),
+  /**
+   * Thread workers: shared-memory segments a terminated worker of this kind left attached in
+   * the process, for this one to detach (Platform.onSharedSegments).
+   */
+  orphan_segments: z.array(SharedSegmentSchema).max(16).optional(),
   /** Input workers: where every press and remap is recorded before it is emitted (src/guardian). */
   guardian: z
     .object({
@@ -355,6 +366,11 @@ export const ReadyMessageSchema = z.object({
   /** Platform.nativeFds: sockets the host closes after a worker thread ended (thread mode). */
   native_fds: z.array(z.number().int().min(0).max(1_048_576)).max(8).optional(),
 });
+/** Platform.onSharedSegments: what the worker has attached now (thread mode keeps track). */
+export const SegmentsMessageSchema = z.object({
+  type: z.literal("native_segments"),
+  segments: z.array(SharedSegmentSchema).max(16),
+});
 export const LogMessageSchema = z.object({
   type: z.literal("log"),
   level: z.enum(["debug", "info", "warn", "error"]),
@@ -367,5 +383,6 @@ export const WorkerToSupervisorSchema = z.union([
   ResponseMessageSchema,
   ReadyMessageSchema,
   LogMessageSchema,
+  SegmentsMessageSchema,
 ]);
 export type WorkerToSupervisor = z.infer<typeof WorkerToSupervisorSchema>;

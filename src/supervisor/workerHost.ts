@@ -4,6 +4,7 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import type { ReleaseAgent } from "../guardian/host.js";
 import type { DialogGate } from "../shared/dialogGate.js";
 import { UiError, uiError } from "../shared/errors.js";
+import type { SharedSegment } from "../shared/platform.js";
 import {
   OPS,
   type OpArgs,
@@ -17,6 +18,7 @@ import {
 import type { Logger } from "./log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { limitMallocArenas, mallocArenaEnv, trimMalloc } from "./nativeMemory.js";
+import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
 
 /**
  * V8 grows a busy isolate's young generation up to 3 × 16 MiB semi-spaces and keeps it; with
@@ -80,6 +82,8 @@ interface Endpoint {
   kill(): Promise<void>;
   /** Thread workers: the native descriptors its ready message reported, closed when it ends. */
   adoptNativeFds?(fds: readonly number[]): void;
+  /** Thread workers: the shared-memory segments it has attached now, left to the next one. */
+  adoptSegments?(segments: readonly SharedSegment[]): void;
 }
 
 export interface WorkerStats {
@@ -319,7 +323,11 @@ export class WorkerHost {
     this.teardownReason = null;
     this.source = guarded ? `${this.kind}-${process.pid}-${generation}` : null;
     const guardian = this.source === null ? null : (this.opts.guardian?.addressFor(this.source) ?? null);
-    const init: WorkerInit = guardian ? { ...this.opts.init, guardian } : this.opts.init;
+    let init: WorkerInit = guardian ? { ...this.opts.init, guardian } : this.opts.init;
+    if (this.opts.isolation === "thread") {
+      const orphans = takeOrphanSegments(this.kind);
+      if (orphans.length > 0) init = { ...init, orphan_segments: orphans };
+    }
     const onMessage = (raw: unknown) => {
       if (generation === this.generation) this.onMessage(raw);
     };
@@ -365,9 +373,13 @@ export class WorkerHost {
     // it opened itself): closed here, or every stopped worker would leave X clients behind and
     // a grab it held would stay held (src/supervisor/nativeFds.ts).
     let native: NativeFd[] = [];
+    let segments: readonly SharedSegment[] = [];
     worker.on("exit", () => {
       closeNativeFds(native);
       native = [];
+      // Still mapped in this process: the next worker of the kind detaches them.
+      leaveOrphanSegments(this.kind, segments);
+      segments = [];
       port1.close();
       // The thread's isolate went back to malloc; give it back to the system (shared process).
       trimMalloc();
@@ -380,6 +392,9 @@ export class WorkerHost {
       },
       adoptNativeFds: (fds) => {
         native = adoptNativeFds(fds);
+      },
+      adoptSegments: (s) => {
+        segments = s;
       },
     };
   }
@@ -458,6 +473,10 @@ export class WorkerHost {
       this.endpoint?.adoptNativeFds?.(msg.native_fds ?? []);
       this.state = "ready";
       for (const w of [...this.readyWaiters]) w(true);
+      return;
+    }
+    if (msg.type === "native_segments") {
+      this.endpoint?.adoptSegments?.(msg.segments);
       return;
     }
     if (msg.type === "log") {

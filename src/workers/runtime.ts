@@ -150,6 +150,7 @@ export async function serveWorker(
       }
     })();
   });
+  platform?.onSharedSegments?.((segments) => channel.send({ type: "native_segments", segments }));
   const nativeFds = platform?.nativeFds?.() ?? [];
   channel.send({
     type: "ready",

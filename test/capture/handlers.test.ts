@@ -6,10 +6,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFakePlatform, type ScenarioInput, writeScenarioFile } from "../../src/platforms/fake/index.js";
 import { isUiError } from "../../src/shared/errors.js";
 import type { Rect } from "../../src/shared/geometry.js";
-import type { Platform, RawImage } from "../../src/shared/platform.js";
+import type { FrameTarget, Platform, RawImage } from "../../src/shared/platform.js";
 import { OPS, type OpArgs, type OpResult } from "../../src/shared/protocol.js";
 import { captureHandlers } from "../../src/workers/capture/handlers.js";
-import { GRID_RGB } from "../../src/workers/capture/pixels.js";
+import { GRID_RGB, toRgb } from "../../src/workers/capture/pixels.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 
 const INSTANCE = {
@@ -401,5 +401,50 @@ describe("capture.region", () => {
       expect(hook.frames).toHaveLength(1);
       expect(hook.frames[0].data.every((b) => b === 0)).toBe(true);
     });
+  });
+});
+
+describe("frames the capture port writes into (X11, Win32)", () => {
+  /** The fake port, but writing its pixels into the handler's frame as the real ports do. */
+  function intoFrame(during: () => void = () => {}): { platform: Platform; targets: FrameTarget[] } {
+    const targets: FrameTarget[] = [];
+    const wrapped: Platform = {
+      ...platform,
+      capture: {
+        captureScreen: async (rect, into) => {
+          const img = toRgb(await platform.capture.captureScreen(rect));
+          if (!into) throw new Error("the handler passed no frame");
+          targets.push(into);
+          const row = img.width * 3;
+          for (let y = 0; y < img.height; y++)
+            into.data.set(img.data.subarray(y * row, y * row + row), y * into.stride);
+          during();
+          return { width: img.width, height: img.height, channels: 3, data: into.data, stride: into.stride };
+        },
+      },
+    };
+    return { platform: wrapped, targets };
+  }
+
+  it("hands the port a frame of the region's size and encodes the same image from it", async () => {
+    const masks: Rect[] = [[5, 5, 20, 20]];
+    const packed = await capture({ masks, grid_spacing: 25 });
+    const viaFrame = intoFrame();
+    const framed = await capture({ masks, grid_spacing: 25 }, viaFrame.platform);
+    expect(viaFrame.targets[0]?.width).toBe(100);
+    expect(viaFrame.targets[0]?.height).toBe(80);
+    expect(Buffer.from(framed.png ?? []).equals(Buffer.from(packed.png ?? []))).toBe(true);
+    const hashed = await capture({ masks, output: "sha256" });
+    expect((await capture({ masks, output: "sha256" }, intoFrame().platform)).sha256).toBe(hashed.sha256);
+  });
+
+  it("lends the same frame to the next shot, and one refused after the read comes back black", async () => {
+    const first = intoFrame();
+    await capture({}, first.platform);
+    await capture({}, first.platform);
+    expect(first.targets[1]?.data.buffer).toBe(first.targets[0]?.data.buffer);
+    const covered = intoFrame(() => writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] })));
+    expect(await codeOf(capture({}, covered.platform))).toBe("occluded");
+    expect(covered.targets[0]?.data.every((b) => b === 0)).toBe(true);
   });
 });

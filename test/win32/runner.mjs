@@ -378,6 +378,33 @@ test("capture equals an independent BitBlt of the same rect (and differs when sh
   assert(colours.size > 2, "capture is not uniform");
 });
 
+test("capture into the capture worker's PNG frame: the same pixels, rows a stride apart, filter bytes left alone", async () => {
+  assert(np1, "needs notepad");
+  const w = await desktop.getWindow(String(np1.hwnd));
+  const r = w.rect;
+  const width = r[2] - r[0];
+  const height = r[3] - r[1];
+  const { PngFrame } = await imp("workers/capture/frames.js");
+  const frame = new PngFrame(width, height);
+  for (let round = 0; round < 2; round++) {
+    // Twice: the second shot writes through the DIB the first one left for reuse.
+    const img = await capture.captureScreen(r, frame.target);
+    assert(frame.holds(img), "the port did not write into the frame");
+    const ref = independentCapture(r);
+    let diff = 0;
+    for (let y = 0; y < height; y++) {
+      if (frame.rows[y * frame.target.stride] !== 0) throw new Error(`filter byte of row ${y} written`);
+      const a = frame.target.data.subarray(y * frame.target.stride, y * frame.target.stride + width * 3);
+      diff += diffPixels(a, ref.subarray(y * width * 4, (y + 1) * width * 4));
+    }
+    facts[`frame_capture_diff_pixels_${round}`] = diff;
+    assert(diff <= width * height * 0.005, `pixels differ: ${diff}`);
+  }
+  const other = new PngFrame(10, 10);
+  const own = await capture.captureScreen(r, other.target);
+  assert(!other.holds(own) && own.stride === undefined, "a frame of another size must not be used");
+});
+
 test("PID reuse: a restarted notepad is the same exe but a new instance", async () => {
   assert(np1?.info, "needs notepad");
   const old = np1.info.instance;

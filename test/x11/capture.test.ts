@@ -177,6 +177,11 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture port against an independent xwd roo
         const again = await expectSameAsRoot(half, () => cap.captureScreen(half, f.target));
         expect(f.holds(again)).toBe(true);
         expect(filterBytes(f).every((b) => b === 0)).toBe(true);
+        // Through the platform, as the capture worker calls it.
+        if (!noShm) {
+          const via = await expectSameAsRoot(on, () => p.capture.captureScreen(on, f.target));
+          expect(f.holds(via)).toBe(true);
+        }
         // A frame of another size is not written: the port returns a packed frame of its own.
         const other = new PngFrame(10, 10);
         const own = await cap.captureScreen(on, other.target);

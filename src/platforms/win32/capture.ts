@@ -1,7 +1,7 @@
-import { bgrxToRgb } from "../../shared/bgrx.js";
+import { bgrxToRgb, bgrxToRgbRows } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth } from "../../shared/geometry.js";
-import type { CapturePort, RawImage } from "../../shared/platform.js";
+import { type CapturePort, type FrameTarget, frameFits, type RawImage } from "../../shared/platform.js";
 import * as w from "./ffi.js";
 
 const SRCCOPY = 0x00cc0020;
@@ -14,11 +14,13 @@ const MAX_PIXELS = 64 * 1024 * 1024;
 
 /**
  * GDI capture of a screen rect: BitBlt from the screen DC into a compatible bitmap, then
- * GetDIBits as 32-bit top-down BGRA, packed in place to RGB (3 bytes per pixel).
+ * GetDIBits as 32-bit top-down BGRA, converted to RGB (3 bytes per pixel) into the caller's
+ * frame when it passes one that fits (the capture worker's PNG rows), else packed in place.
+ * `dib`, when given, is where GetDIBits writes (reused shot after shot while the size holds).
  * PrintWindow is not used: it asks the target to paint itself (not what the user sees, and
  * black under Wine). Every DC and bitmap is released in finally blocks.
  */
-export function bitBltScreen(rect: Rect, screenDc?: ScreenDc): RawImage {
+export function bitBltScreen(rect: Rect, screenDc?: ScreenDc, into?: FrameTarget, dib?: DibBuffer): RawImage {
   const width = rectWidth(rect);
   const height = rectHeight(rect);
   if (width <= 0 || height <= 0) throw uiError("invalid_argument", "The capture rect is empty.");
@@ -48,12 +50,19 @@ export function bitBltScreen(rect: Rect, screenDc?: ScreenDc): RawImage {
         bmi.writeUInt16LE(1, 12);
         bmi.writeUInt16LE(32, 14);
         bmi.writeUInt32LE(BI_RGB, 16);
-        const data = Buffer.alloc(width * height * 4);
+        const n = width * height;
+        const frame = into && frameFits(into, width, height) ? into : null;
+        // A reused buffer is written whole by GetDIBits (every line, checked) or not used.
+        const data = frame && dib ? dib.get(n * 4) : Buffer.alloc(n * 4);
         const lines = w.GetDIBits(mem, bmp, 0, height, data, bmi, DIB_RGB_COLORS);
         if (lines !== height) throw uiError("platform_unavailable", "GetDIBits failed.");
+        const words = new Uint32Array(data.buffer, data.byteOffset, n);
+        if (frame) {
+          bgrxToRgbRows(words, width, width, height, frame.data, frame.stride, 0);
+          return { width, height, channels: 3, data: frame.data, stride: frame.stride };
+        }
         // BGRA → packed RGB in place (the encoder's input as it is; alpha carries nothing).
-        const n = width * height;
-        bgrxToRgb(new Uint32Array(data.buffer, data.byteOffset, n), n, data);
+        bgrxToRgb(words, n, data);
         return { width, height, channels: 3, data: new Uint8Array(data.buffer, data.byteOffset, n * 3) };
       } finally {
         w.DeleteObject(bmp);
@@ -94,11 +103,22 @@ export class ScreenDc {
   }
 }
 
+/** The DIB GetDIBits writes into, kept while shots keep the same size (no 4 B/px buffer each). */
+export class DibBuffer {
+  private buf: Buffer | null = null;
+
+  get(bytes: number): Buffer {
+    if (this.buf?.byteLength !== bytes) this.buf = Buffer.allocUnsafeSlow(bytes);
+    return this.buf;
+  }
+}
+
 export class Win32Capture implements CapturePort {
   private readonly screen = new ScreenDc();
+  private readonly dib = new DibBuffer();
 
-  async captureScreen(rect: Rect): Promise<RawImage> {
-    return bitBltScreen(rect, this.screen);
+  async captureScreen(rect: Rect, into?: FrameTarget): Promise<RawImage> {
+    return bitBltScreen(rect, this.screen, into, this.dib);
   }
 
   dispose(): void {

@@ -2,7 +2,13 @@ import koffi from "koffi";
 import { bgrxToRgb, bgrxToRgbRows } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
-import type { CapturePort, FrameTarget, RawImage } from "../../shared/platform.js";
+import {
+  type CapturePort,
+  type FrameTarget,
+  frameFits,
+  type RawImage,
+  type SharedSegment,
+} from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import type { Ptr, XImageHeader } from "./native.js";
@@ -31,9 +37,12 @@ export class X11Capture implements CapturePort {
   /** The last MIT-SHM segment, reused while captures keep the same size. */
   private shm: ShmSegment | null = null;
   lastMethod: "xshm" | "xgetimage" | "none" = "none";
+  /** Told the attached segment whenever it changes (Platform.onSharedSegments). */
+  private readonly onSegments: ((segments: SharedSegment[]) => void) | null;
 
-  constructor(x: XConnection) {
+  constructor(x: XConnection, onSegments?: (segments: SharedSegment[]) => void) {
     this.x = x;
+    this.onSegments = onSegments ?? null;
     // UIINSPECT_X11_NO_SHM=1 forces XGetImage; 0, unset or anything else keeps MIT-SHM when present.
     const noShm = readSetting(process.env, SETTINGS.x11NoShm) === "1";
     this.shmUsable = !noShm && x.n.XShmQueryExtension(x.dpy) !== 0;
@@ -49,7 +58,7 @@ export class X11Capture implements CapturePort {
     const g = this.x.getGeometry(this.x.root).resolve();
     const clip = intersect(rect, [0, 0, g.width, g.height]);
     const whole = clip !== null && sameRect(clip, rect);
-    const out = into && fits(into, width, height) ? into : packedFrame(width, height, whole);
+    const out = into && frameFits(into, width, height) ? into : packedFrame(width, height, whole);
     if (!whole && out === into) for (let y = 0; y < height; y++) blackRow(out, y);
     const image: RawImage = {
       width,
@@ -166,6 +175,7 @@ export class X11Capture implements CapturePort {
       // memory for V8 to account for each time); dropped with the segment, before shmdt.
       seg.pixels = this.pixels(this.header(seg.img), ch);
       this.shm = seg;
+      this.onSegments?.([{ shmid: seg.shmid, addr: addr.toString() }]);
       return seg;
     } catch (e) {
       this.freeSegment(seg);
@@ -194,7 +204,9 @@ export class X11Capture implements CapturePort {
   private releaseShm(): void {
     const seg = this.shm;
     this.shm = null;
-    if (seg) this.freeSegment(seg);
+    if (!seg) return;
+    this.freeSegment(seg);
+    this.onSegments?.([]);
   }
 
   /** Returns false when MIT-SHM does not work here (e.g. another IPC namespace). */
@@ -231,17 +243,6 @@ interface ShmSegment {
   height: number;
   /** The segment's pixels, viewed once it is attached; null before and after. */
   pixels: { words: Uint32Array; wordsPerRow: number } | null;
-}
-
-/** Whether the caller's frame is one this rect's pixels can be written into. */
-function fits(into: FrameTarget, width: number, height: number): boolean {
-  return (
-    into.width === width &&
-    into.height === height &&
-    Number.isInteger(into.stride) &&
-    into.stride >= width * 3 &&
-    into.data.byteLength >= (height - 1) * into.stride + width * 3
-  );
 }
 
 /**

@@ -1,11 +1,18 @@
 import type { PressLedger } from "../../guardian/entries.js";
 import { uiError } from "../../shared/errors.js";
-import type { AccessibilityPort, CapturePort, InputPort, Platform } from "../../shared/platform.js";
+import type {
+  AccessibilityPort,
+  CapturePort,
+  InputPort,
+  Platform,
+  SharedSegment,
+} from "../../shared/platform.js";
 import { X11Accessibility } from "./atspi.js";
 import { X11Capture } from "./capture.js";
 import { X11Desktop } from "./desktop.js";
 import { X11Input } from "./input.js";
 import { setClockTicks } from "./proc.js";
+import { detachOrphanSegments } from "./shmOrphans.js";
 import { XConnection } from "./xconn.js";
 
 /**
@@ -17,8 +24,13 @@ export async function createX11Platform(opts: {
   workerKind: "capture" | "input" | "uia" | "other";
   /** Records the keycodes typed and remapped by typeText (src/guardian). */
   ledger?: PressLedger;
+  /** Segments a terminated worker thread of this kind left attached: detached first. */
+  orphanSegments?: readonly SharedSegment[];
 }): Promise<Platform> {
   const x = XConnection.open();
+  detachOrphanSegments(x.n, opts.orphanSegments ?? []);
+  let segmentsListener: ((segments: SharedSegment[]) => void) | undefined;
+  const newCapture = () => new X11Capture(x, (segments) => segmentsListener?.(segments));
   const hz = Number(x.n.sysconf(2)); // _SC_CLK_TCK
   setClockTicks(hz);
   const desktop = new X11Desktop(x);
@@ -26,14 +38,14 @@ export async function createX11Platform(opts: {
   let input: X11Input | null = null;
   const accessibility = new X11Accessibility();
   if (opts.workerKind === "input") input = new X11Input(x, opts.ledger);
-  if (opts.workerKind === "capture") capture = new X11Capture(x);
+  if (opts.workerKind === "capture") capture = newCapture();
   let disposed = false;
 
   const captureProxy: CapturePort = {
-    captureScreen: (rect) => {
+    captureScreen: (rect, into) => {
       if (disposed) return Promise.reject(uiError("platform_unavailable"));
-      capture ??= new X11Capture(x);
-      return capture.captureScreen(rect);
+      capture ??= newCapture();
+      return capture.captureScreen(rect, into);
     },
   };
   const inputPort = (): X11Input => {
@@ -68,5 +80,8 @@ export async function createX11Platform(opts: {
     accessibility: a11yProxy,
     dispose,
     nativeFds: () => x.fds(),
+    onSharedSegments: (listener) => {
+      segmentsListener = listener;
+    },
   };
 }

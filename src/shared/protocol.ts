@@ -108,7 +108,11 @@ export const OPS = {
   "desktop.list": {
     worker: "capture",
     args: Empty,
-    result: z.object({ windows: z.array(WindowInfoSchema) }),
+    result: z.object({
+      windows: z.array(WindowInfoSchema),
+      /** The capture worker keeps this listing a moment under this id (capture.region's listing_id). */
+      listing_id: z.string().max(64).optional(),
+    }),
   },
   "desktop.get": {
     worker: "capture",
@@ -160,6 +164,12 @@ export const OPS = {
         .object({ at: z.number(), windows: z.array(WindowInfoSchema) })
         .nullable()
         .default(null),
+      /**
+       * Instead of `listing`: the id of this worker's own desktop.list answer that resolved the
+       * target (the worker keeps it a moment, src/workers/capture/listings.ts); an unknown or
+       * stale id means the pre-capture check enumerates.
+       */
+      listing_id: z.string().max(64).nullable().default(null),
     }),
     result: z.object({
       png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),

@@ -13,7 +13,7 @@ import { newCorrelationId } from "./audit.js";
 import type { ApplicationCharge } from "./budgets.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
-import { liveWindows } from "./liveWindows.js";
+import { liveListing, liveWindows } from "./liveWindows.js";
 import type { EffectivePolicy } from "./policy/load.js";
 import { policyStatusAt } from "./policy/load.js";
 import { actionAllowed, isProtected } from "./policy/match.js";
@@ -209,9 +209,10 @@ async function resolveTarget(
   signal: AbortSignal,
 ): Promise<ResolvedTarget | null> {
   if (def.target === "window") {
-    const all = await liveWindows(sup, signal);
+    const { windows: all, id } = await liveListing(sup, signal);
     // Handed on with the target: a capture's pre-check reuses it instead of enumerating again.
-    const target = { ...pickTarget(policy, all, args), listing: { at: Date.now(), windows: all } };
+    const listing = { at: Date.now(), windows: all, ...(id !== null ? { id } : {}) };
+    const target = { ...pickTarget(policy, all, args), listing };
     detectInstanceChange(sup, client, target);
     return target;
   }

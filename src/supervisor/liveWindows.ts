@@ -8,6 +8,17 @@ const ALIVE_RECHECK_MS = 1000;
 
 /** The desktop's windows now; grants of instances that have exited end on the way. */
 export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise<WindowInfo[]> {
+  return (await liveListing(sup, signal)).windows;
+}
+
+/**
+ * liveWindows with the id the capture worker keeps that listing under for a moment (a
+ * screenshot hands the id back instead of the windows), when it gave one.
+ */
+export async function liveListing(
+  sup: Supervisor,
+  signal: AbortSignal,
+): Promise<{ windows: WindowInfo[]; id: string | null }> {
   if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
   const r = await sup.workers.capture.call(
     "desktop.list",
@@ -15,7 +26,7 @@ export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise
     { deadlineMs: sup.config.workerDeadlineMs, signal },
   );
   await endExitedInstances(sup, r.windows, signal);
-  return r.windows;
+  return { windows: r.windows, id: r.listing_id ?? null };
 }
 
 /**

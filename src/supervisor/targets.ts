@@ -38,8 +38,11 @@ export interface ResolvedTarget {
   instance: ProcessInstance;
   instanceKey: string;
   expectation: TargetExpectation;
-  /** The enumeration the target was resolved from, and when it was read (Date.now()). */
-  listing?: { at: number; windows: WindowInfo[] };
+  /**
+   * The enumeration the target was resolved from, when it was read (Date.now()), and the id the
+   * capture worker keeps it under for a moment, when it gave one.
+   */
+  listing?: { at: number; windows: WindowInfo[]; id?: string };
 }
 
 /**

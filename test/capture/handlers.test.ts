@@ -378,6 +378,25 @@ describe("capture.region", () => {
       expect(whole.partials()).toBe(0);
     });
 
+    it("named by the id this worker gave it: used as it is, nothing copied back; an unknown id enumerates", async () => {
+      const list = captureHandlers["desktop.list"];
+      if (!list) throw new Error("no handler");
+      const c = counting();
+      const answer = await list({}, ctxFor(c.platform));
+      expect(answer.listing_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(c.lists()).toBe(1);
+      await capture({ listing_id: answer.listing_id ?? null }, c.platform);
+      expect(c.lists()).toBe(1); // the pre-check used the kept listing
+      await capture({ listing_id: "00000000-0000-4000-8000-000000000000" }, c.platform);
+      expect(c.lists()).toBe(2);
+      // Kept as it was read: the region covered since is still refused by the live checks.
+      const kept = await list({}, ctxFor(platform));
+      writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
+      const hook = withHook(() => {});
+      expect(await codeOf(capture({ listing_id: kept.listing_id ?? null }, hook.platform))).toBe("occluded");
+      expect(hook.frames.every((f) => f.data.every((b) => b === 0))).toBe(true);
+    });
+
     it("a stale one is not used: the pre-check enumerates the live desktop", async () => {
       const windows = await platform.desktop.listWindows();
       const c = counting();

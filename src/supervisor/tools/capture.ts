@@ -58,7 +58,12 @@ export const captureTools = [
             output: "png",
             max_png_bytes: policy.limits.max_png_bytes,
             compression_level: PNG_LEVEL,
-            listing: target.listing ?? null,
+            // The worker's own listing by its id, else the listing itself.
+            ...(target.listing?.id !== undefined
+              ? { listing: null, listing_id: target.listing.id }
+              : {
+                  listing: target.listing ? { at: target.listing.at, windows: target.listing.windows } : null,
+                }),
           });
           if (!r.png) throw uiError("platform_unavailable", "No image was produced.");
           ctx.counters.pixels = pixels;

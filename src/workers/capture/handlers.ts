@@ -4,6 +4,7 @@ import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
+import { ListingCache } from "./listings.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
 
@@ -43,6 +44,8 @@ function freshListing(listing: { at: number; windows: WindowInfo[] } | null): Wi
 
 /** This worker's frames (one per shot in flight, a few kept between shots). */
 const frames = new FramePool();
+/** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
+const listings = new ListingCache(LISTING_MAX_AGE_MS);
 
 /**
  * The capture worker's ops. capture.region is the whole chain for one frame:
@@ -55,7 +58,10 @@ const frames = new FramePool();
  * from the supervisor, a shot enumerates the desktop once in all.
  */
 export const captureHandlers: HandlerTable = {
-  "desktop.list": async (_args, ctx) => ({ windows: await ctx.platform.desktop.listWindows() }),
+  "desktop.list": async (_args, ctx) => {
+    const windows = await ctx.platform.desktop.listWindows();
+    return { windows, listing_id: listings.remember(windows) };
+  },
 
   "desktop.get": async (args, ctx) => ({ window: await ctx.platform.desktop.getWindow(args.hwnd) }),
 
@@ -75,7 +81,8 @@ export const captureHandlers: HandlerTable = {
     if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
     throwIfAborted(ctx);
 
-    const windows = freshListing(args.listing);
+    const windows =
+      (args.listing_id !== null ? listings.fresh(args.listing_id) : undefined) ?? freshListing(args.listing);
     const before = await verifyTarget(desktop, args.target, { region, ...(windows ? { windows } : {}) });
     throwIfAborted(ctx);
     const screenRect = toScreen(before.window.rect, region);

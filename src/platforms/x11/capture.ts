@@ -20,8 +20,9 @@ import type { XConnection } from "./xconn.js";
  * worker's PNG rows) or else to packed RGB (the encoder's input as it is). The requested rect
  * is clipped to the screen; what lies outside stays black (the worker's check refuses such a
  * rect with out_of_bounds before it gets here; the clip keeps the port total). Pixels are
- * copied out of native memory before the image is destroyed; the shm segment is detached and
- * removed every time.
+ * copied out of native memory before the image is destroyed or the segment read again; the shm
+ * segment is marked for removal as soon as it is attached, kept while captures keep the same
+ * size, and detached on a size change and at dispose.
  */
 
 const Z_PIXMAP = 2;

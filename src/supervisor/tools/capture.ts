@@ -58,12 +58,9 @@ export const captureTools = [
             output: "png",
             max_png_bytes: policy.limits.max_png_bytes,
             compression_level: PNG_LEVEL,
-            // The worker's own listing by its id, else the listing itself.
-            ...(target.listing?.id !== undefined
-              ? { listing: null, listing_id: target.listing.id }
-              : {
-                  listing: target.listing ? { at: target.listing.at, windows: target.listing.windows } : null,
-                }),
+            // The worker's own listing by the id it gave it (nothing copied back), else the listing.
+            listing: target.listing?.id === undefined ? (target.listing ?? null) : null,
+            listing_id: target.listing?.id ?? null,
           });
           if (!r.png) throw uiError("platform_unavailable", "No image was produced.");
           ctx.counters.pixels = pixels;

@@ -159,6 +159,30 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       expect(r.content.some((c) => c.type === "image")).toBe(false);
     });
 
+    it("a popup above the target but elsewhere, moved over the region: occluded; moved off again: the pixels leave", async () => {
+      // The check asks about the windows that were above the target at its last look in its
+      // first batch (liveCheck.ts): a window that was there and moved is judged from that batch.
+      const w = await targetInFront();
+      const popup = await attack(["popup", "0", "0", "40", "30"]);
+      const ok = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(ok.code).toBeUndefined();
+      const moveTo = (x: number, y: number) => {
+        xdotool("windowmove", String(popup.xid), String(x), String(y));
+        return waitFor("popup moved", async () => {
+          const g = xdotool("getwindowgeometry", String(popup.xid));
+          return g.includes(`Position: ${x},${y}`) ? true : null;
+        });
+      };
+      await moveTo(w.rect[0] + 30, w.rect[1] + 60);
+      const covered = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(covered.code).toBe("occluded");
+      expect(covered.content.some((c) => c.type === "image")).toBe(false);
+      await moveTo(0, 0);
+      const again = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(again.code).toBeUndefined();
+      expect(again.content.some((c) => c.type === "image")).toBe(true);
+    });
+
     describe("the capture worker's check after the read (the target and what lies above it, no enumeration)", () => {
       /**
        * The capture op in this process on the X11 capture platform, with the supervisor's fresh

@@ -96,6 +96,12 @@ export class X11Desktop implements DesktopPort {
    */
   framesByClient = new Map<number, FrameOf>();
   framesByFrame = new Map<number, FrameOf>();
+  /**
+   * The root's children, bottom to top, as the last QueryTree of the root said (a listing or a
+   * live check): what confirmLive asks about ahead, in its first batch, as the windows likely
+   * above the target. Only a guess of what to ask; the judging reads the tree of its own batch.
+   */
+  lastRootChildren: readonly number[] = [];
 
   /**
    * Walks `win` up to the root: its ancestors, nearest first (the last one is a root child).
@@ -382,7 +388,8 @@ export class X11Desktop implements DesktopPort {
     // Pipeline: all requests first (every top-level's geometry: the frames are among them),
     // then all replies.
     const rootGeoms = new Map<number, Pending<Geometry>>();
-    for (const w of rootTree.resolve().children) rootGeoms.set(w, this.x.getGeometry(w));
+    this.lastRootChildren = rootTree.resolve().children;
+    for (const w of this.lastRootChildren) rootGeoms.set(w, this.x.getGeometry(w));
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
     const rootChildren = new Set(rootGeoms.keys());
     // The batch goes out now, so the server answers it while the X-Resource request (one for

@@ -23,7 +23,10 @@ import type { Pending, XConnection } from "./xconn.js";
  *   resized it), else out_of_bounds, never clamped.
  *
  * One batch of requests on this worker's xcb connection, then the replies; a second one only for
- * the windows above the target (attributes, geometry, and one X-Resource request for owners).
+ * windows above the target that the first did not ask about (attributes, geometry), and one
+ * X-Resource request for owners. The first batch asks about the windows that were above the
+ * target's frame at the last look at the root's children, so the second is usually empty; what
+ * is judged is still the stacking of this batch's own QueryTree.
  */
 
 const GRAB_SUCCESS = 0;
@@ -39,10 +42,20 @@ export async function confirmLive(
   if (check.grabs.pointer) x.confirmedPoints = null;
   const grabs = x.probeGrabs(check.grabs.keyboard, check.grabs.pointer);
   const rootTree = x.queryTree(x.root);
+  // A key (no point, no region) goes to the focus, which is checked below: neither the screen's
+  // bounds nor what is stacked above the target matter to it (a key check runs per character).
   const onScreen = check.points.length > 0 || check.region !== null;
   const rootGeom = onScreen ? x.getGeometry(x.root) : null;
   const focus = check.focus ? x.inputFocus() : null;
   const hits = check.points.map((p) => x.childAt(x.root, p.x, p.y));
+  const frame = desktop.framesByClient.get(client)?.frame ?? client;
+  const lastAt = onScreen ? desktop.lastRootChildren.indexOf(frame) : -1;
+  const early = new Map(
+    (lastAt >= 0 ? desktop.lastRootChildren.slice(lastAt + 1) : []).map((w) => [
+      w,
+      { attrs: x.getMapState(w), geom: x.getGeometry(w) },
+    ]),
+  );
   // Read every reply of the batch before judging, so nothing stays queued on the connection.
   const kb = grabs.keyboard ? settle(grabs.keyboard) : null;
   const ptr = grabs.pointer ? settle(grabs.pointer) : null;
@@ -50,6 +63,10 @@ export async function confirmLive(
   const screen = rootGeom ? settle(rootGeom) : null;
   const focused = focus ? settle(focus) : null;
   const topAt = hits.map(settle);
+  for (const e of early.values()) {
+    settle(e.attrs);
+    settle(e.geom);
+  }
   if (screen) {
     const g = replyValue(screen);
     refuseOffScreen([0, 0, g.width, g.height], check.points, check.region);
@@ -57,6 +74,7 @@ export async function confirmLive(
   const keyboardHeld = kb !== null && replyValue(kb) !== GRAB_SUCCESS;
   const pointerHeld = ptr !== null && replyValue(ptr) !== GRAB_SUCCESS;
   const children = replyValue(tree).children;
+  desktop.lastRootChildren = children;
   const hitTops = topAt.map(replyValue);
   const focusWin = focused ? replyValue(focused) : null;
   // A held grab is another client's unless proven the target's, and that only for a press: its
@@ -64,7 +82,6 @@ export async function confirmLive(
   const mayBeTargetsGrab = pointerHeld && check.points.length > 0;
   if ((keyboardHeld || pointerHeld) && !mayBeTargetsGrab) throw uiError("input_grabbed");
 
-  const frame = desktop.framesByClient.get(client)?.frame ?? client;
   const at = children.indexOf(frame);
   if (at < 0) {
     // Destroyed meanwhile (its frame went with it): gone, not changed. Asked only on this path.
@@ -73,11 +90,13 @@ export async function confirmLive(
       throw uiError("target_gone");
     throw uiError("target_changed", "The target window's frame changed.");
   }
-  // A key (no point, no region) goes to the focus, which is checked below: what is stacked above
-  // the target cannot take it, so the second batch is left out (it is per character of text).
-  const above = check.points.length > 0 || check.region !== null ? children.slice(at + 1) : [];
-  // All requests first, then all replies: one round trip for the whole stack above the window.
-  const asked = above.map((w) => ({ w, attrs: x.getMapState(w), geom: x.getGeometry(w) }));
+  const above = onScreen ? children.slice(at + 1) : [];
+  // Asked in the first batch, else now: all requests first, then all replies (one round trip for
+  // whatever the first batch did not cover).
+  const asked = above.map((w) => ({
+    w,
+    ...(early.get(w) ?? { attrs: x.getMapState(w), geom: x.getGeometry(w) }),
+  }));
   const candidates: Array<{ win: number; rect: Rect; inputOnly: boolean }> = [];
   // Mapped override-redirect windows above the frame (menus, popups): a grab can be the target's
   // own only while one of them is its process's.

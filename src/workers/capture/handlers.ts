@@ -4,7 +4,7 @@ import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
-import { ListingCache } from "./listings.js";
+import { ListingCache, readRecently } from "./listings.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
 
@@ -38,8 +38,7 @@ export const LISTING_MAX_AGE_MS = 250;
  */
 function freshListing(listing: { at: number; windows: WindowInfo[] } | null): WindowInfo[] | undefined {
   if (listing === null) return undefined;
-  const age = Date.now() - listing.at;
-  return age >= 0 && age <= LISTING_MAX_AGE_MS ? listing.windows : undefined;
+  return readRecently(listing.at, LISTING_MAX_AGE_MS, Date.now()) ? listing.windows : undefined;
 }
 
 /** This worker's frames (one per shot in flight, a few kept between shots). */

@@ -30,7 +30,12 @@ export class ListingCache {
   fresh(id: string): WindowInfo[] | undefined {
     const hit = this.kept.find((k) => k.id === id);
     if (!hit) return undefined;
-    const age = this.now() - hit.at;
-    return age >= 0 && age <= this.maxAgeMs ? hit.windows : undefined;
+    return readRecently(hit.at, this.maxAgeMs, this.now()) ? hit.windows : undefined;
   }
+}
+
+/** Whether something read at `at` is at most `maxAgeMs` old at `now` (a clock gone back: no). */
+export function readRecently(at: number, maxAgeMs: number, now: number): boolean {
+  const age = now - at;
+  return age >= 0 && age <= maxAgeMs;
 }

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { processExited, startTicks } from "../platforms/x11/proc.js";
-import type { HeldEntry, KeyboardStateEntry } from "./entries.js";
+import type { HeldEntry, KeyboardStateEntry } from "../shared/pressLedger.js";
 import type { RemapJournal } from "./guardian.js";
 
 type Remap = Extract<HeldEntry, { kind: "remap" }>;

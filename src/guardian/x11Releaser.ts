@@ -2,7 +2,7 @@ import koffi from "koffi";
 import { autoRepeatingKeys, keyAutoRepeats, setKeyAutoRepeat } from "../platforms/x11/autoRepeat.js";
 import { keysymForKey } from "../platforms/x11/keys.js";
 import { type Ptr, x11Native } from "../platforms/x11/native.js";
-import type { HeldEntry } from "./entries.js";
+import type { HeldEntry } from "../shared/pressLedger.js";
 import type { Releaser } from "./guardian.js";
 
 const BUTTONS = { left: 1, middle: 2, right: 3 } as const;

@@ -1,7 +1,7 @@
+import type { CapabilityLine } from "../shared/dialogLines.js";
 import { uiError } from "../shared/errors.js";
 import { SETTINGS } from "../shared/settings.js";
 import { checkSetting, readSettingOrDefault } from "../shared/settingsReader.js";
-import type { CapabilityLine } from "../supervisor/consent/prompter.js";
 import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
 

@@ -1,8 +1,8 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from "node:worker_threads";
-import type { PressLedger } from "../guardian/entries.js";
 import { dialogGate } from "../shared/dialogGate.js";
 import { UiError, type UiErrorBody, uiError } from "../shared/errors.js";
 import type { Platform } from "../shared/platform.js";
+import type { PressLedger } from "../shared/pressLedger.js";
 import {
   OPS,
   type OpName,

@@ -1,4 +1,3 @@
-import type { PressLedger } from "../../guardian/entries.js";
 import { uiError } from "../../shared/errors.js";
 import type {
   AccessibilityPort,
@@ -7,6 +6,7 @@ import type {
   Platform,
   SharedSegment,
 } from "../../shared/platform.js";
+import type { PressLedger } from "../../shared/pressLedger.js";
 import { X11Accessibility } from "./atspi.js";
 import { X11Capture } from "./capture.js";
 import { X11Desktop } from "./desktop.js";

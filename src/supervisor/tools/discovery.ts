@@ -6,7 +6,7 @@ import { uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
-import { sleep } from "../../workers/handlers.js";
+import { sleep } from "../../shared/sleep.js";
 import { liveWindows } from "../liveWindows.js";
 import { startLoopDelay } from "../loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";

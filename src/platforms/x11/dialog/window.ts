@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { sleep } from "../../../shared/sleep.js";
 import { type DialogNative, dialogNative, type Ptr, type Xid } from "./native.js";
 import {
   isXtestDeviceName,
@@ -82,7 +83,6 @@ interface Box {
   h: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const xidNum = (v: Xid): number => Number(v);
 
 /** Lines wrapped at WRAP_COLUMNS code points (long paths are broken, never cut off). */

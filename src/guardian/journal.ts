@@ -10,7 +10,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { processExited, startTicks } from "../platforms/x11/proc.js";
+import { processExited, startTicks } from "../os/linux/proc.js";
 import type { HeldEntry, KeyboardStateEntry } from "../shared/pressLedger.js";
 import type { RemapJournal } from "./guardian.js";
 

@@ -114,7 +114,7 @@ export function resolveLinuxScope(
 
 /**
  * The Windows scope of a user SID and Terminal Services session. Pure: the identity itself is
- * read natively (platforms/win32/account.ts) by whoever may load native code.
+ * read natively (os/win32/account.ts) by whoever may load native code.
  */
 export function windowsScope(identity: { sid: string; session: string }, env: Env = process.env): LeaseScope {
   const { sid, session } = identity;
@@ -142,7 +142,7 @@ export function windowsScope(identity: { sid: string; session: string }, env: En
 export async function resolveWindowsScope(env: Env = process.env): Promise<LeaseScope> {
   let identity: { sid: string; session: string };
   try {
-    const { currentWindowsIdentity } = await import("../platforms/win32/account.js");
+    const { currentWindowsIdentity } = await import("../os/win32/account.js");
     identity = currentWindowsIdentity();
   } catch {
     throw uiError("broker_unavailable", "The Windows user SID or session id could not be determined.");

@@ -2,7 +2,7 @@ import { Worker } from "node:worker_threads";
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { unsafeXtestConsent } from "../x11/dialog/spawn.js";
-import * as w from "./ffi.js";
+import * as w from "../../os/win32/ffi.js";
 
 /**
  * The server-owned Win32 consent dialog. It runs on a dedicated thread (a worker_thread) so

@@ -6,7 +6,7 @@ import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.j
 import { provenOwners } from "./connectionOwner.js";
 import { confirmLive } from "./liveCheck.js";
 import { concealOwnDialogs } from "./ownDialogs.js";
-import { processExited, resolveInstance } from "./proc.js";
+import { processExited, resolveInstance } from "../../os/linux/proc.js";
 import {
   cardinals,
   type Pending,

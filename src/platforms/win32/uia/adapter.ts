@@ -9,7 +9,7 @@ import type {
   WindowInfo,
 } from "../../../shared/platform.js";
 import { enumTopLevel, isCloaked, windowPid } from "../desktop.js";
-import * as w from "../ffi.js";
+import * as w from "../../../os/win32/ffi.js";
 import {
   ComError,
   check,

@@ -1,7 +1,7 @@
 import koffi from "koffi";
 import { autoRepeatingKeys, keyAutoRepeats, setKeyAutoRepeat } from "../platforms/x11/autoRepeat.js";
 import { keysymForKey } from "../platforms/x11/keys.js";
-import { type Ptr, x11Native } from "../platforms/x11/native.js";
+import { type Ptr, x11Native } from "../os/linux/xlib.js";
 import type { HeldEntry } from "../shared/pressLedger.js";
 import type { Releaser } from "./guardian.js";
 

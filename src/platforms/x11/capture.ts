@@ -11,7 +11,7 @@ import {
 } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
-import type { Ptr, XImageHeader } from "./native.js";
+import type { Ptr, XImageHeader } from "../../os/linux/xlib.js";
 import type { XConnection } from "./xconn.js";
 
 /**

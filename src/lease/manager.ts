@@ -5,8 +5,9 @@ import { sleep } from "../shared/sleep.js";
 import { brokerEnv, inheritedNodeOptions } from "./brokerNodeOptions.js";
 import { LeaseClient } from "./client.js";
 import { leaseDialogTimeoutMs } from "./dialog.js";
-import { type Env, resolveScope } from "./endpoint.js";
+import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITIES, LEASE_HOURS, type LeaseStatus, LeaseStatusSchema } from "./protocol.js";
+import { resolveScope } from "./scope.js";
 
 /**
  * `uiinspect-mcp manager lease activate --hours N | extend --hours N | status | revoke`.

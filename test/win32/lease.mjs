@@ -429,7 +429,8 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
 
   test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; the manager CLI sees the lease, activates it through the broker's MessageBox and revokes it; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
     const { LeaseClient } = await imp("lease/client.js");
-    const { resolveScope, windowsScope } = await imp("lease/endpoint.js");
+    const { windowsScope } = await imp("lease/endpoint.js");
+    const { resolveScope } = await imp("lease/scope.js");
     const { encodeFrame } = await imp("lease/protocol.js");
     const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
     const env = { ...process.env, LOCALAPPDATA: dir };

@@ -21,7 +21,7 @@ export interface Libc {
   free(p: bigint): void;
   sysconf(name: number): number | bigint;
   shmget(key: number, size: number, flags: number): number;
-  shmat(id: number, addr: bigint | null, flags: number): bigint | null;
+  shmat(id: number, addr: bigint | null, flags: number): bigint;
   shmdt(addr: bigint): number;
   shmctl(id: number, cmd: number, buf: bigint | null): number;
   socket(domain: number, type: number, protocol: number): number;

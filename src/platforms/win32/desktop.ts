@@ -1,10 +1,16 @@
+import * as w from "../../os/win32/ffi.js";
+import {
+  assertTargetable,
+  isAlive,
+  ourIntegrity,
+  type SelfGuard,
+  targetableInstance,
+} from "../../os/win32/identity.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
-import * as w from "../../os/win32/ffi.js";
-import { assertTargetable, isAlive, ourIntegrity, type SelfGuard, targetableInstance } from "../../os/win32/identity.js";
 import { confirmLiveWin32 } from "./liveCheck.js";
 
 const GWL_EXSTYLE = -20;

@@ -1,5 +1,5 @@
-import { SECURITY_DELAY_MS } from "../x11/dialog/personInput.js";
 import * as w from "../../os/win32/ffi.js";
+import { SECURITY_DELAY_MS } from "../x11/dialog/personInput.js";
 import { pointArg } from "./liveCheck.js";
 
 /**

@@ -1,9 +1,9 @@
+import { selfGuard } from "../../os/win32/identity.js";
 import type { Platform } from "../../shared/platform.js";
 import { Win32Capture } from "./capture.js";
 import { showConsentDialog } from "./consentDialog.js";
 import { Win32Desktop } from "./desktop.js";
 import { ensurePerMonitorV2 } from "./dpi.js";
-import { selfGuard } from "../../os/win32/identity.js";
 import { Win32Input } from "./input.js";
 import { UiaAccessibility, type UiaOptions } from "./uia/adapter.js";
 

@@ -1,7 +1,7 @@
 import koffi from "koffi";
+import type { Ptr } from "../../os/linux/xlib.js";
 import { uiError } from "../../shared/errors.js";
 import { sleep } from "../../shared/sleep.js";
-import type { Ptr } from "../../os/linux/xlib.js";
 import type { XConnection } from "./xconn.js";
 
 /**

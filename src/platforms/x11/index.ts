@@ -1,3 +1,4 @@
+import { setClockTicks } from "../../os/linux/proc.js";
 import { uiError } from "../../shared/errors.js";
 import type {
   AccessibilityPort,
@@ -11,7 +12,6 @@ import { X11Accessibility } from "./atspi.js";
 import { X11Capture } from "./capture.js";
 import { X11Desktop } from "./desktop.js";
 import { X11Input } from "./input.js";
-import { setClockTicks } from "../../os/linux/proc.js";
 import { detachOrphanSegments } from "./shmOrphans.js";
 import { XConnection } from "./xconn.js";
 

@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from "node:fs";
+import { exePath } from "../../os/linux/proc.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { dialogEntryPath } from "./dialog/spawn.js";
-import { exePath } from "../../os/linux/proc.js";
 
 /**
  * Our own consent and lease dialogs (shown by this server or by the lease broker) are never

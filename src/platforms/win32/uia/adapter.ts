@@ -1,3 +1,4 @@
+import * as w from "../../../os/win32/ffi.js";
 import { isUiError, type UiError, uiError } from "../../../shared/errors.js";
 import type { Rect } from "../../../shared/geometry.js";
 import type {
@@ -9,7 +10,6 @@ import type {
   WindowInfo,
 } from "../../../shared/platform.js";
 import { enumTopLevel, isCloaked, windowPid } from "../desktop.js";
-import * as w from "../../../os/win32/ffi.js";
 import {
   ComError,
   check,

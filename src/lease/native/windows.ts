@@ -7,7 +7,7 @@ import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { switchIsOn } from "../../shared/settingsReader.js";
-import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialog.js";
+import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialogPort.js";
 import type { LeaseScope } from "../endpoint.js";
 import type { InstanceResolver } from "../instance.js";
 import {

@@ -5,6 +5,7 @@ import {
   ourIntegrity,
   type SelfGuard,
   targetableInstance,
+  windowPid,
 } from "../../os/win32/identity.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, offset, type Rect } from "../../shared/geometry.js";
@@ -93,12 +94,6 @@ export function className(hwnd: number): string {
   const buf = Buffer.alloc(512);
   const n = w.GetClassNameW(hwnd, buf, 256);
   return w.utf16(buf, n);
-}
-
-export function windowPid(hwnd: number): { pid: number; tid: number } {
-  const b = Buffer.alloc(4);
-  const tid = w.GetWindowThreadProcessId(hwnd, b);
-  return { pid: b.readUInt32LE(0), tid };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { ImageContent, TextContent } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { BudgetKind } from "../budgets.js";
-import type { CallContext } from "../chain.js";
+import type { CallContext } from "../callContext.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import type { Capability } from "../policy/schema.js";
 import type { SessionRecord } from "../sessions.js";

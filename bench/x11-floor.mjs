@@ -48,7 +48,7 @@ try {
   const cap = await createX11Platform({ workerKind: "capture" });
 
   // D-Bus calls of one walk, by member (peer link and bus), counted on the warm-up's next walk.
-  const { AtspiBus } = await import(join(REPO, "dist/platforms/x11/atspi.js"));
+  const { AtspiBus } = await import(join(REPO, "dist/platforms/x11/atspiBus.js"));
   const perMember = {};
   let counting = false;
   const busCallOrig = AtspiBus.prototype.call;

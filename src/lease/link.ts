@@ -1,6 +1,6 @@
 import { createConnection } from "node:net";
 import { isUiError, uiError } from "../shared/errors.js";
-import { checkRuntimeDir, type Env, type LeaseScope, resolveLinuxScope } from "./endpoint.js";
+import { checkRuntimeDir, type LeaseScope, resolveLinuxScope } from "./endpoint.js";
 import type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./linkPort.js";
 
 export type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./linkPort.js";

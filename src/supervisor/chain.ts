@@ -1,6 +1,6 @@
 import { UiError, uiError } from "../shared/errors.js";
 import { sameInstance } from "../shared/identity.js";
-import type { OpArgs, OpName, OpResult } from "../shared/protocol.js";
+import type { OpName } from "../shared/protocol.js";
 import {
   accessFacts,
   applyGrantDecision,
@@ -19,7 +19,6 @@ import type { EffectivePolicy } from "./policy/load.js";
 import { policyStatusAt } from "./policy/load.js";
 import { actionAllowed, isProtected } from "./policy/match.js";
 import { type Capability, isCapability } from "./policy/schema.js";
-import type { SessionRecord } from "./sessions.js";
 import { requirePolicy, type Supervisor } from "./supervisor.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 import type { ToolDef } from "./tools/define.js";

@@ -2,10 +2,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { pino } from "pino";
+import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/access/clientIdentity.js";
 import { buildSupervisor } from "../../src/supervisor/bootstrap.js";
-import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/clientIdentity.js";
-import { supervisorFor } from "../../src/supervisor/multiSession.js";
-import { createMcpServer } from "../../src/supervisor/server.js";
+import { supervisorFor } from "../../src/supervisor/mcp/multiSession.js";
+import { createMcpServer } from "../../src/supervisor/mcp/server.js";
 import { ClientHarness, type FakeDesktop, LOOSE_BUDGETS, type ServerHarness } from "./mcp.js";
 
 /**
@@ -59,7 +59,7 @@ export class InProcessHarness extends ClientHarness {
 
   /**
    * Another client on this same supervisor (its own identity, grants, tokens and budgets), as
-   * remote mode serves many sessions from one server (src/supervisor/multiSession.ts).
+   * remote mode serves many sessions from one server (src/supervisor/mcp/multiSession.ts).
    */
   async join(clientInfo: { name: string; version: string }): Promise<ServerHarness> {
     const identity = ClientIdentity.fromClientInfo(clientInfo, newConnectionSalt());

@@ -1,16 +1,16 @@
 import type { ImageContent, TextContent } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import type { CallContext } from "../access/callContext.js";
+import type { SessionRecord } from "../access/sessions.js";
+import type { ResolvedTarget } from "../access/targets.js";
+import { HwndSchema } from "../access/targets.js";
 import type { BudgetKind } from "../budgets.js";
-import type { CallContext } from "../callContext.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import type { Capability } from "../policy/schema.js";
-import type { SessionRecord } from "../sessions.js";
-import type { ResolvedTarget } from "../targets.js";
-import { HwndSchema } from "../targets.js";
 import { ConfirmationToken, CorrelationId, Ref, withTarget } from "./shapes.js";
 
 /**
- * What the authorization chain establishes before a tool's handler runs (src/supervisor/chain.ts):
+ * What the authorization chain establishes before a tool's handler runs (src/supervisor/access/chain.ts):
  * - "open": nothing (health_check, get_access_state, release_access, …)
  * - "discovery": a usable policy, whose rules filter the results; the discovery budget
  * - "consent": a usable policy and the target (request_access, preview_action): the call is about

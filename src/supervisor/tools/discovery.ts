@@ -7,11 +7,11 @@ import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { sleep } from "../../shared/sleep.js";
-import { liveWindows } from "../liveWindows.js";
-import { startLoopDelay } from "../loopDelay.js";
+import { liveWindows } from "../access/liveWindows.js";
+import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
+import { startLoopDelay } from "../hosting/loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
-import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
 import {
   defineDiscoveryTool,
   defineMetaTool,

@@ -1,6 +1,15 @@
-import { UiError, uiError } from "../shared/errors.js";
-import { sameInstance } from "../shared/identity.js";
-import type { OpName } from "../shared/protocol.js";
+import { UiError, uiError } from "../../shared/errors.js";
+import { sameInstance } from "../../shared/identity.js";
+import type { OpName } from "../../shared/protocol.js";
+import { newCorrelationId } from "../audit.js";
+import type { ApplicationCharge } from "../budgets.js";
+import type { WorkerHost } from "../hosting/workerHost.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import { policyStatusAt } from "../policy/load.js";
+import { actionAllowed, isProtected } from "../policy/match.js";
+import { type Capability, isCapability } from "../policy/schema.js";
+import { requirePolicy, type Supervisor } from "../supervisor.js";
+import type { ToolDef } from "../tools/define.js";
 import {
   accessFacts,
   applyGrantDecision,
@@ -9,20 +18,11 @@ import {
   type TokenFact,
   throwRefusal,
 } from "./accessDecision.js";
-import { newCorrelationId } from "./audit.js";
-import type { ApplicationCharge } from "./budgets.js";
 import type { CallContext, ProgressReporter } from "./callContext.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveListing, liveWindows } from "./liveWindows.js";
-import type { EffectivePolicy } from "./policy/load.js";
-import { policyStatusAt } from "./policy/load.js";
-import { actionAllowed, isProtected } from "./policy/match.js";
-import { type Capability, isCapability } from "./policy/schema.js";
-import { requirePolicy, type Supervisor } from "./supervisor.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
-import type { ToolDef } from "./tools/define.js";
-import type { WorkerHost } from "./workerHost.js";
 
 /**
  * An env policy without DESKTOP_AUTOMATION_ALLOWED_ACTIONS authorizes no tool but health_check

@@ -1,9 +1,9 @@
-import type { DenyReason } from "../shared/errors.js";
-import { uiError } from "../shared/errors.js";
-import { instanceKey as keyOfInstance, type ProcessInstance } from "../shared/identity.js";
-import { SETTINGS } from "../shared/settings.js";
-import { readSetting } from "../shared/settingsReader.js";
-import type { Clock } from "./budgets.js";
+import type { DenyReason } from "../../shared/errors.js";
+import { uiError } from "../../shared/errors.js";
+import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
+import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
+import type { Clock } from "../budgets.js";
 
 export const DEFAULT_GRANT_TTL_MS = SETTINGS.grantTtlMs.default;
 

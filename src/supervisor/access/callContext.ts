@@ -1,11 +1,11 @@
-import type { OpArgs, OpName, OpResult } from "../shared/protocol.js";
-import type { ApplicationCharge } from "./budgets.js";
+import type { OpArgs, OpName, OpResult } from "../../shared/protocol.js";
+import type { ApplicationCharge } from "../budgets.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import type { Capability } from "../policy/schema.js";
+import type { Supervisor } from "../supervisor.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
-import type { EffectivePolicy } from "./policy/load.js";
-import type { Capability } from "./policy/schema.js";
 import type { SessionRecord } from "./sessions.js";
-import type { Supervisor } from "./supervisor.js";
 import type { ResolvedTarget } from "./targets.js";
 
 /** Sends notifications/progress when the client asked for it (a progressToken); else nothing. */

@@ -1,11 +1,11 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
-import type { ReleaseAgent } from "../guardian/host.js";
-import type { DialogGate } from "../shared/dialogGate.js";
-import { UiError, uiError } from "../shared/errors.js";
-import { mallocArenaEnv } from "../shared/mallocArenas.js";
-import type { SharedSegment } from "../shared/platform.js";
+import type { ReleaseAgent } from "../../guardian/host.js";
+import type { DialogGate } from "../../shared/dialogGate.js";
+import { UiError, uiError } from "../../shared/errors.js";
+import { mallocArenaEnv } from "../../shared/mallocArenas.js";
+import type { SharedSegment } from "../../shared/platform.js";
 import {
   OPS,
   type OpArgs,
@@ -15,8 +15,8 @@ import {
   type WorkerInit,
   type WorkerKind,
   WorkerToSupervisorSchema,
-} from "../shared/protocol.js";
-import type { Logger } from "./log.js";
+} from "../../shared/protocol.js";
+import type { Logger } from "../log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
 
@@ -347,7 +347,7 @@ export class WorkerHost {
   }
 
   private entryPath(): string {
-    return fileURLToPath(new URL(`../workers/${this.kind}/main.js`, import.meta.url));
+    return fileURLToPath(new URL(`../../workers/${this.kind}/main.js`, import.meta.url));
   }
 
   private spawnThread(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
@@ -373,7 +373,7 @@ export class WorkerHost {
     });
     // The X connections it opened in native code outlive a terminated thread (Node closes what
     // it opened itself): closed here, or every stopped worker would leave X clients behind and
-    // a grab it held would stay held (src/supervisor/nativeFds.ts).
+    // a grab it held would stay held (src/supervisor/hosting/nativeFds.ts).
     let native: NativeFd[] = [];
     let segments: readonly SharedSegment[] = [];
     worker.on("exit", () => {
@@ -413,7 +413,7 @@ export class WorkerHost {
    */
   private runInline(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
     const flag = this.opts.dialogGate?.buffer;
-    const worker = import("../workers/inline.js").then((m) => m.startInlineWorker(init, flag, onMessage));
+    const worker = import("../../workers/inline.js").then((m) => m.startInlineWorker(init, flag, onMessage));
     let alive = true;
     return {
       send: (msg) => {

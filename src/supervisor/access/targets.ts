@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { uiError } from "../shared/errors.js";
-import { instanceKey, type ProcessInstance } from "../shared/identity.js";
-import type { WindowInfo } from "../shared/platform.js";
-import type { TargetExpectation } from "../shared/protocol.js";
-import type { EffectivePolicy } from "./policy/load.js";
-import { windowAllowed } from "./policy/match.js";
+import { uiError } from "../../shared/errors.js";
+import { instanceKey, type ProcessInstance } from "../../shared/identity.js";
+import type { WindowInfo } from "../../shared/platform.js";
+import type { TargetExpectation } from "../../shared/protocol.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import { windowAllowed } from "../policy/match.js";
 
 /** A window handle as a decimal integer or a string of digits (SPEC §3). */
 export const HwndSchema = z

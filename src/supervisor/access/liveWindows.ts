@@ -1,7 +1,7 @@
-import { uiError } from "../shared/errors.js";
-import { instanceKey } from "../shared/identity.js";
-import type { WindowInfo } from "../shared/platform.js";
-import type { Supervisor } from "./supervisor.js";
+import { uiError } from "../../shared/errors.js";
+import { instanceKey } from "../../shared/identity.js";
+import type { WindowInfo } from "../../shared/platform.js";
+import type { Supervisor } from "../supervisor.js";
 
 /** A granted instance without a window is asked about at most this often. */
 const ALIVE_RECHECK_MS = 1000;

@@ -1,4 +1,4 @@
-import { uiError } from "../shared/errors.js";
+import { uiError } from "../../shared/errors.js";
 
 /**
  * One client's input effects run one at a time, in the order they arrived (issue 13): a

@@ -8,7 +8,7 @@
 //          the floor: the app's Cache.GetItems plus GetExtents of every cached Component node,
 //          all pipelined over the peer-to-peer link.
 //   shot:  screenshot_window 800×600 over MCP; the floor: XShmGetImage + BGRX→RGB + PNG
-//          level 1 in this process (dist/ X11Capture + sharp, the definition), i.e.
+//          level 1 in this process (dist/ X11Capture + sharp), i.e.
 //          nothing but the read, the one conversion and the encode; and the same with the
 //          server's own encoder (dist/ png.js, node:zlib, the level the server uses), which is
 //          what the server's own physical work costs. After the rounds, PNG encode time and size

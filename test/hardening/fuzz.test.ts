@@ -13,7 +13,7 @@ import { TOOLS } from "../../src/supervisor/tools/index.js";
 import { rng } from "../support/rng.js";
 
 /**
- * Issue 16: a bounded, seeded fuzz run over the files the server parses (policy JSON and YAML,
+ * A bounded, seeded fuzz run over the files the server parses (policy JSON and YAML,
  * coordinate profiles, fake scenarios) and over every tool's arguments. It asserts: no crash
  * (nothing thrown but the documented scenario error), no input taking over 2 s, and nothing
  * accepted that the schema refuses (an accepted file re-read by a reference parser must pass

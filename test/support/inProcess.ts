@@ -12,7 +12,7 @@ import { ClientHarness, type FakeDesktop, LOOSE_BUDGETS, type ServerHarness } fr
  * The server in this test's own thread: the real supervisor (policy, consent, grants, tokens,
  * budgets, audit, the tool table) and the real worker dispatchers on the fake platform through
  * the `inline` endpoint (src/workers/inline.ts), driven by the SDK's Client over its
- * InMemoryTransport. Consent is answered by the fake desktop's scenario (SPEC §10), as over
+ * InMemoryTransport. Consent is answered by the fake desktop's scenario (docs/spec.md §10), as over
  * stdio. What needs a process of its own (the CLI, stdout purity, signals, process isolation,
  * the release guardian) stays in the stdio suites (McpHarness, ServerProcess).
  */

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 const SRC = resolve(import.meta.dirname, "../../src");
 const ENTRIES = ["cli/serve.ts", "remote/serve.ts"];
 const TEST_ONLY = new Set(["workers/inline.ts"]);
-const SPEC =
+const IMPORT =
   /(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|import\s+["']([^"']+)["']/g;
 
 function reachable(): Map<string, string[]> {
@@ -21,7 +21,7 @@ function reachable(): Map<string, string[]> {
     const file = todo.pop() as string;
     if (seen.has(file)) continue;
     const text = readFileSync(file, "utf8").replace(/^\s*(\/\/|\*).*$/gm, "");
-    const specs = [...text.matchAll(SPEC)].map((m) => m[1] ?? m[2] ?? m[3] ?? "");
+    const specs = [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3] ?? "");
     seen.set(file, specs);
     for (const s of specs) {
       if (!s.startsWith(".")) continue;
@@ -44,6 +44,6 @@ describe("the supervisor thread loads no native module", () => {
 
   it("the walk sees a koffi import where there is one", () => {
     const text = readFileSync(resolve(SRC, "os/linux/libc.ts"), "utf8");
-    expect([...text.matchAll(SPEC)].some((m) => m[1] === "koffi")).toBe(true);
+    expect([...text.matchAll(IMPORT)].some((m) => m[1] === "koffi")).toBe(true);
   });
 });

@@ -7,7 +7,7 @@ import { ensurePerMonitorV2 } from "./dpi.js";
 import { Win32Input } from "./input.js";
 import { UiaAccessibility, type UiaOptions } from "./uia/adapter.js";
 
-/** Upper bound for one dialog even if nobody aborts it (the SPEC timeout is enforced by the caller). */
+/** Upper bound for one dialog even if nobody aborts it (the consent timeout is enforced by the caller). */
 const DIALOG_GUARD_MS = 10 * 60_000;
 
 export interface Win32PlatformOptions {

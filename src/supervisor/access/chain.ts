@@ -26,7 +26,7 @@ import { pickTarget, type ResolvedTarget } from "./targets.js";
 
 /**
  * An env policy without DESKTOP_AUTOMATION_ALLOWED_ACTIONS authorizes no tool but health_check
- * (SPEC §4): not even discovery or the tools that need no policy.
+ * (docs/spec.md §4): not even discovery or the tools that need no policy.
  */
 function refuseWithoutActions(sup: Supervisor, def: ToolDef): void {
   if (def.name === "health_check") return;

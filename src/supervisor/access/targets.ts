@@ -6,7 +6,7 @@ import type { TargetExpectation } from "../../shared/protocol.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
 
-/** A window handle as a decimal integer or a string of digits (SPEC §3). */
+/** A window handle as a decimal integer or a string of digits (docs/spec.md §3). */
 export const HwndSchema = z
   .union([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/)])
   .transform((v) => String(v).replace(/^0+(?=\d)/, ""));

@@ -50,7 +50,7 @@ export function portableTuples(node: unknown): unknown {
 }
 
 /**
- * Errors are results too (SPEC §7), so the output schema admits the error shape (schemaTrim.ts).
+ * Errors are results too (docs/spec.md §7), so the output schema admits the error shape (schemaTrim.ts).
  * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point.
  */
 function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {

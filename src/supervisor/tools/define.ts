@@ -68,7 +68,7 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
   output: O;
   annotations: ToolAnnotations;
   /**
-   * false: the call writes no audit event (SPEC §6: get_audit_events, get_rate_limit_state and
+   * false: the call writes no audit event (docs/spec.md §6: get_audit_events, get_rate_limit_state and
    * get_virtual_screen_bounds, which read state and would otherwise fill the ring with themselves).
    */
   audited?: false;
@@ -121,7 +121,7 @@ function withTargetOf(ctx: CallContext): TargetCall {
 
 const CorrelationOutput = z.object({ correlation_id: CorrelationId });
 
-/** The tool's output schema with correlation_id first (SPEC §6: effects and waits carry one). */
+/** The tool's output schema with correlation_id first (docs/spec.md §6: effects and waits carry one). */
 function correlatedOutput<S extends z.ZodRawShape>(output: z.ZodObject<S>) {
   return CorrelationOutput.extend(output.shape);
 }

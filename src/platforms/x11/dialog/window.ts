@@ -10,7 +10,7 @@ import {
 } from "./personInput.js";
 
 /**
- * Our own consent / lease dialog window, drawn by us (issue 13, Deliver 2 and 3): no dialog
+ * Our own consent / lease dialog window, drawn by us: no dialog
  * program is looked up anywhere. It runs in a child process of the server (or of the lease
  * broker), shows exactly the text it was given, has Deny focused by default, and accepts only
  * what PersonInputFilter says a person did. The window keeps itself above (_NET_WM_STATE_ABOVE

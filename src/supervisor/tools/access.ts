@@ -12,7 +12,7 @@ import { liveWindows } from "../access/liveWindows.js";
 import { pickTarget } from "../access/targets.js";
 import { withWaitProgress } from "../consent/progress.js";
 import { isProtected } from "../policy/match.js";
-import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
+import { CAPABILITIES, CAPABILITY_TABLE, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { requirePolicy } from "../supervisor.js";
 import { defineConsentTool, defineOpenTool } from "./define.js";
 import { withTarget } from "./shapes.js";
@@ -20,7 +20,6 @@ import { withTarget } from "./shapes.js";
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 
 /** Classes whose actions inject input, which the worker refuses unless the window is in front. */
-const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key", "text"]);
 
 export const accessTools = [
   defineConsentTool({
@@ -216,7 +215,11 @@ export const accessTools = [
       if (!t.window.visible) throw uiError("target_gone");
       // As the action itself will check: input needs the window in front, unless the server is
       // configured to bring it there first (focus mode "activate").
-      if (INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive" && !t.window.foreground)
+      if (
+        CAPABILITY_TABLE[args.action_class].injectsInput &&
+        sup.config.focusMode === "passive" &&
+        !t.window.foreground
+      )
         throw uiError("not_foreground");
       const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
       return {

@@ -1,17 +1,20 @@
 import { z } from "zod";
+import { refuseUnactionable } from "../../shared/actionable.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
 import {
   accessFacts,
+  applyGrantDecision,
   authorizeCapability,
   decideAccess,
   firstRefusal,
+  isRefusal,
   leaseCapabilities,
+  throwRefusal,
 } from "../access/accessDecision.js";
 import { liveWindows } from "../access/liveWindows.js";
 import { pickTarget } from "../access/targets.js";
 import { withWaitProgress } from "../consent/progress.js";
-import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, CAPABILITY_TABLE, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { requirePolicy } from "../supervisor.js";
 import { defineConsentTool, defineOpenTool } from "./define.js";
@@ -207,20 +210,21 @@ export const accessTools = [
     effect: "effect",
     handler: async (ctx, args) => {
       const { sup, policy, target: t } = ctx;
-      if (!policy.allowed_actions.has(args.action_class)) throw uiError("action_not_allowed");
-      if (!isProtected(policy, args.action_class))
+      // The one decision the action itself would get; the token it asks for is what is missing.
+      const decision = decideAccess(
+        accessFacts(sup, ctx.client.hash, t, args.action_class, policy, "absent"),
+      );
+      if (isRefusal(decision.grant) && decision.grant.refused === "action_not_allowed")
+        throwRefusal(decision.grant);
+      if (!decision.requiresConfirmation)
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
-      await authorizeCapability(sup, ctx.client.hash, t, args.action_class, policy);
-      if (t.window.iconic) throw uiError("minimized");
-      if (!t.window.visible) throw uiError("target_gone");
+      await applyGrantDecision(sup, ctx.client.hash, t, policy, decision, args.action_class);
       // As the action itself will check: input needs the window in front, unless the server is
       // configured to bring it there first (focus mode "activate").
-      if (
-        CAPABILITY_TABLE[args.action_class].injectsInput &&
-        sup.config.focusMode === "passive" &&
-        !t.window.foreground
-      )
-        throw uiError("not_foreground");
+      refuseUnactionable(
+        t.window,
+        CAPABILITY_TABLE[args.action_class].injectsInput && sup.config.focusMode === "passive",
+      );
       const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
       return {
         structured: {
@@ -248,7 +252,6 @@ export const accessTools = [
     effect: "read_only",
     handler: async (ctx, args) => {
       const { sup, policy, target } = ctx;
-      const requires = isProtected(policy, args.action_class);
       const hasToken = sup.tokens.hasValid(ctx.client.hash, target.instanceKey, args.action_class);
       // The decision the action itself would get (src/supervisor/access/accessDecision.ts), without the
       // lease's word (asked only when acting) and without renewing anything.
@@ -259,7 +262,7 @@ export const accessTools = [
       return {
         structured: {
           allowed: reason === "ok",
-          requires_confirmation: requires,
+          requires_confirmation: decision.requiresConfirmation,
           has_valid_token: hasToken,
           reason,
         },

@@ -134,6 +134,17 @@ describe("ConsentGesture (pointer history, pointer-only approval)", () => {
     expect(armed().key("other", at(5000))).toBeNull();
   });
 
+  it("a focus change restarts the delay for keys only (a click-to-focus must not eat the click)", () => {
+    const g = armed();
+    g.pointer("enter", "allow", 1000);
+    g.filter.restartPending("keys");
+    g.filter.stamped(5000);
+    expect(g.key("escape", at(5500))).toBeNull();
+    expect(g.counts().ignored.too_early).toBe(1);
+    expect(g.button("press", "allow", at(5500))).toBeNull();
+    expect(g.button("release", "allow", at(5550))).toBe("approve");
+  });
+
   it("counts what it ignored by kind, never what it was", () => {
     const g = new ConsentGesture(false);
     g.filter.restartAt(0);

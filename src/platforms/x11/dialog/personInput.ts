@@ -7,8 +7,9 @@ import { type DialogReport, emptyReport, type IgnoredKind } from "../../../share
  * early however late a stalled dialog reads it.
  *
  * - The security delay (SECURITY_DELAY_MS) restarts whenever the dialog is mapped, uncovered,
- *   focused, moved or found covered (those carry no timestamp: the caller asks the server for the
- *   time and hands it to `stamped`; until then nothing counts), and whenever the pointer enters
+ *   moved or found covered, and for keys also when it is focused (those carry no timestamp: the
+ *   caller asks the server for the time and hands it to `stamped`; until then nothing counts),
+ *   and whenever the pointer enters
  *   the dialog or lands on a button or off it, by any means, warps included: the pointer's own
  *   history (enter, motion, and the position of every press) decides, so a press where the
  *   history did not have the pointer is a landing too.
@@ -40,40 +41,54 @@ export interface InputFacts {
 
 export type Verdict = "accept" | "too_early" | "synthetic" | "injected" | "covered";
 
+/** What a restart covers: everything, or keys only (the dialog took the focus). */
+export type Restart = "all" | "keys";
+
 export class PersonInputFilter {
   /** Server time from which input counts; null until the first stamp after the map. */
   private armedAt: number | null = null;
-  private pendingStamps = 0;
+  /** Server time from which keys count (a later focus change moves it). */
+  private keysAt: number | null = null;
+  private readonly pendingStamps: Restart[] = [];
 
   constructor(
     private readonly allowInjected: boolean,
     private readonly delayMs = SECURITY_DELAY_MS,
   ) {}
 
-  /** Mapped, uncovered, focused or moved: the delay restarts at the server time `stamped` brings. */
-  restartPending(): void {
-    this.pendingStamps++;
+  /**
+   * Mapped, uncovered or moved ("all"), or focused ("keys"): the delay restarts at the server time
+   * `stamped` brings. A focus change restarts it for keys only: a window manager focuses on the
+   * press of a click (before the press reaches us), so for the pointer it would make every first
+   * click on the dialog too early, and what the person sees does not change with the focus.
+   */
+  restartPending(what: Restart = "all"): void {
+    this.pendingStamps.push(what);
   }
 
   /** A server timestamp taken after the event that asked for it (a property change of ours). */
   stamped(time: number): void {
-    if (this.pendingStamps === 0) return;
-    this.pendingStamps--;
-    this.restartAt(time);
+    const what = this.pendingStamps.shift();
+    if (what === "all") this.restartAt(time);
+    else if (what === "keys") this.keysAt = later(this.keysAt, (time + this.delayMs) >>> 0);
   }
 
   /** The delay restarts at this server time (the pointer landed, the dialog was found covered). */
   restartAt(time: number): void {
-    const at = (time + this.delayMs) >>> 0;
-    if (this.armedAt === null || serverAtOrAfter(at, this.armedAt)) this.armedAt = at;
+    this.armedAt = later(this.armedAt, (time + this.delayMs) >>> 0);
   }
 
   /** Whether input made at server time `time` may count (the buttons are drawn enabled). */
-  armedBy(time: number): boolean {
-    return this.pendingStamps === 0 && this.armedAt !== null && serverAtOrAfter(time, this.armedAt);
+  armedBy(time: number, key = false): boolean {
+    if (this.pendingStamps.includes("all") || this.armedAt === null || !serverAtOrAfter(time, this.armedAt))
+      return false;
+    if (!key) return true;
+    return (
+      !this.pendingStamps.includes("keys") && (this.keysAt === null || serverAtOrAfter(time, this.keysAt))
+    );
   }
 
-  judge(f: InputFacts): Verdict {
+  judge(f: InputFacts, key = false): Verdict {
     if (f.synthetic) return "synthetic";
     if (f.injected && !this.allowInjected) return "injected";
     if (f.covered) {
@@ -81,8 +96,12 @@ export class PersonInputFilter {
       this.restartAt(f.time);
       return "covered";
     }
-    return this.armedBy(f.time) ? "accept" : "too_early";
+    return this.armedBy(f.time, key) ? "accept" : "too_early";
   }
+}
+
+function later(a: number | null, b: number): number {
+  return a === null || serverAtOrAfter(b, a) ? b : a;
 }
 
 /** Where the pointer is, as the dialog's own history has it. */
@@ -172,7 +191,7 @@ export class ConsentGesture {
   /** A key press. Keys move the focus and deny; they never approve. */
   key(role: KeyRole, f: InputFacts): "deny" | null {
     if (role === "other") return null;
-    const v = this.filter.judge(f);
+    const v = this.filter.judge(f, true);
     if (v !== "accept") {
       this.ignore(v);
       return null;

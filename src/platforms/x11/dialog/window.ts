@@ -5,6 +5,7 @@ import {
   ConsentGesture,
   isXtestDeviceName,
   type KeyRole,
+  type Restart,
   type Spot,
   XI_FLOATING_SLAVE,
   XI_SLAVE_KEYBOARD,
@@ -315,11 +316,14 @@ export class ConsentWindow {
   }
 
   /** The delay restarts at a server time we ask for now (a zero-length append to our own property). */
-  private restart(): void {
-    this.gesture.filter.restartPending();
+  private restart(what: Restart = "all"): void {
+    // The pointer's place now: a place the history did not have is a landing (the whole delay).
+    const spot = this.queryPointer();
+    const landed = spot !== this.gesture.pointerSpot;
+    this.gesture.queried(spot, null);
+    this.gesture.filter.restartPending(landed ? "all" : what);
     const empty = new BigUint64Array(1);
     this.n.XChangeProperty(this.dpy, this.win, this.stampAtom, XA_INTEGER, 32, PROP_MODE_APPEND, empty, 0);
-    this.gesture.queried(this.queryPointer(), null);
   }
 
   private learnTime(server: number): void {
@@ -377,7 +381,7 @@ export class ConsentWindow {
         this.restart();
         break;
       case FOCUS_IN:
-        this.restart();
+        this.restart("keys");
         break;
       case CONFIGURE_NOTIFY: {
         if (xidNum(ev.readBigUInt64LE(40)) !== this.win) break;

@@ -189,6 +189,20 @@ describe.skipIf(!X11_AVAILABLE)(
       expect(r.structured.reason).toBe("dialog_tampered");
     }, 120_000);
 
+    it("a window another client creates inside the dialog's window-manager frame, over the dialog, closes it as a denial that says so", async () => {
+      const h = await serve();
+      await pointerAway();
+      const pending = h.call("request_access", { hwnd });
+      const wid = await dialogShown();
+      const allow = allowOf(wid);
+      await sleep(REST_MS);
+      await attack(["frame-child", wid]);
+      await restAndClick(allow);
+      const r = await pending;
+      expect(r.structured.decision, JSON.stringify(r.structured)).toBe("denied");
+      expect(r.structured.reason).toBe("dialog_tampered");
+    }, 120_000);
+
     it("a pointer warp onto Allow 120 ms before a click does not approve; resting there for the delay does", async () => {
       const h = await serve();
       await pointerAway();

@@ -376,8 +376,15 @@ export class ConsentWindow {
         this.paint();
         break;
       case VISIBILITY_NOTIFY:
-        // state (offset 40): 0 unobscured; anything else: raise again. The delay restarts.
-        if (ev.readInt32LE(40) !== 0) this.n.XRaiseWindow(this.dpy, this.win);
+        // state (offset 40): 0 unobscured; anything else: something foreign in the frame is
+        // tampering, anything else is raised over again. The delay restarts.
+        if (ev.readInt32LE(40) !== 0) {
+          if (this.proveTree(null) === "tampered") {
+            this.tamper();
+            break;
+          }
+          this.n.XRaiseWindow(this.dpy, this.win);
+        }
         this.restart();
         break;
       case FOCUS_IN:
@@ -520,9 +527,10 @@ export class ConsentWindow {
    * The dialog proves its window from the X server: no window inside it; its parent chain is
    * root → dialog, or root → frame (→ …) → dialog with every window of the frame owned by the
    * window manager's client (X-Resource); no level clips it; nothing stacked above it overlaps
-   * it, at the root or inside the frame. A moved dialog restarts the delay at `time`.
+   * it, at the root or inside the frame. A moved dialog restarts the delay at `time` (the
+   * judged event's), or at a fresh stamp when there is none.
    */
-  private proveTree(time: number): Proof {
+  private proveTree(time: number | null): Proof {
     const own = this.tree(this.win);
     if (own === null || own.children.length > 0) return "tampered";
     const chain = [this.win];
@@ -561,7 +569,10 @@ export class ConsentWindow {
     }
     const mine = outer(0);
     const at = `${mine.x},${mine.y},${mine.w},${mine.h}`;
-    if (this.lastProvenAt !== null && at !== this.lastProvenAt) this.gesture.filter.restartAt(time);
+    if (this.lastProvenAt !== null && at !== this.lastProvenAt) {
+      if (time === null) this.restart();
+      else this.gesture.filter.restartAt(time);
+    }
     this.lastProvenAt = at;
     if (chain.length > 1 && this.frameForeign(chain) === true) return "tampered";
     if (!geos.every((g) => g.viewable)) return "covered";

@@ -90,7 +90,7 @@ const BUTTON_H = 28;
 const BUTTON_GAP = 10;
 const BOTTOM = 10;
 const TICK_MS = 20;
-/** Bounds of the tree proof: ancestors below the root, windows inside the window manager's frame. */
+/** Bounds of the tree proof: ancestors below the root, children of one level of the frame. */
 const MAX_DEPTH = 4;
 const MAX_FRAME_WINDOWS = 256;
 
@@ -574,7 +574,9 @@ export class ConsentWindow {
       else this.gesture.filter.restartAt(time);
     }
     this.lastProvenAt = at;
-    if (chain.length > 1 && this.frameForeign(chain) === true) return "tampered";
+    // The children of every level of the frame, bottom to top (one XQueryTree each).
+    const levelKids: number[][] = chain.map((w, i) => (i === 0 ? [] : (this.tree(w)?.children ?? [])));
+    if (chain.length > 1 && this.frameForeign(chain, levelKids) === true) return "tampered";
     if (!geos.every((g) => g.viewable)) return "covered";
     const top = outer(chain.length - 1);
     const sw = this.n.XDisplayWidth(this.dpy, this.screen);
@@ -582,7 +584,7 @@ export class ConsentWindow {
     if (top.x < 0 || top.y < 0 || top.x + top.w > sw || top.y + top.h > sh) return "covered";
     // Inside the frame: the window manager's windows stacked above our branch over the dialog.
     for (let i = 1; i < chain.length; i++) {
-      const kids = this.tree(chain[i] as number)?.children ?? [];
+      const kids = levelKids[i] ?? [];
       const idx = kids.indexOf(chain[i - 1] as number);
       if (idx < 0) return "tampered";
       const base = pos[i] as { x: number; y: number };
@@ -609,12 +611,14 @@ export class ConsentWindow {
 
   /**
    * Whether the frame holds a window that is not the window manager's: every ancestor of ours
-   * below the root and every window inside the frame but ours must belong to the client that owns
-   * the `_NET_SUPPORTING_WM_CHECK` window, and that client is not us. Owners come from X-Resource
-   * (the server's client table), never from a property; without X-Resource it cannot be proven
-   * and only the geometry and stacking rules apply (null).
+   * below the root and every child of each of them but our own branch must belong to the client
+   * that owns the `_NET_SUPPORTING_WM_CHECK` window, and that client is not us. Deeper windows
+   * are clipped to those children, so a foreign one there can only draw where a window
+   * manager's window already is (over the dialog that is "covered"). Owners come from
+   * X-Resource (the server's client table), never from a property; without X-Resource it cannot
+   * be proven and only the geometry and stacking rules apply (null).
    */
-  private frameForeign(chain: number[]): boolean | null {
+  private frameForeign(chain: number[], levelKids: number[][]): boolean | null {
     const clients = this.clients();
     if (clients === null) return null;
     const owner = (w: number): number => {
@@ -624,14 +628,12 @@ export class ConsentWindow {
     const wm = this.wmWindow();
     const wmOwner = wm === null ? -1 : owner(wm);
     if (wmOwner < 0 || wmOwner === owner(this.win)) return true;
-    const top = chain[chain.length - 1] as number;
-    const queue = [top];
-    let seen = 0;
-    while (queue.length > 0) {
-      const w = queue.shift() as number;
-      if (w === this.win) continue;
-      if (++seen > MAX_FRAME_WINDOWS || owner(w) !== wmOwner) return true;
-      queue.push(...(this.tree(w)?.children ?? []));
+    const branch = new Set(chain);
+    for (let i = 1; i < chain.length; i++) {
+      if (owner(chain[i] as number) !== wmOwner) return true;
+      const kids = levelKids[i] ?? [];
+      if (kids.length > MAX_FRAME_WINDOWS) return true;
+      for (const k of kids) if (!branch.has(k) && owner(k) !== wmOwner) return true;
     }
     return false;
   }

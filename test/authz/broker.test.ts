@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type DialogReport, emptyReport } from "../../src/shared/consentReport.js";
 import { isUiError } from "../../src/shared/errors.js";
 import { instanceKey } from "../../src/shared/identity.js";
-import { ClientIdentity } from "../../src/supervisor/clientIdentity.js";
+import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
 import { ConsentBroker, type ConsentDecision } from "../../src/supervisor/consent/broker.js";
 import type { ConsentAnswer, ConsentPrompter } from "../../src/supervisor/consent/prompter.js";
 import { instance, ManualTime, outcome, peekState, ScriptedPrompter } from "./helpers.js";

@@ -1,4 +1,5 @@
 import type { DialogReport } from "../../shared/consentReport.js";
+import type { CapabilityLine } from "../../shared/dialogLines.js";
 
 /**
  * The consent dialog port. Implementations: the fake platform's scripted prompter
@@ -6,13 +7,6 @@ import type { DialogReport } from "../../shared/consentReport.js";
  * Content is built by the server from OS facts only (buildDialogContent); a prompter
  * shows exactly that and never anything the target controls (e.g. its window title).
  */
-
-export interface CapabilityLine {
-  /** Capability name, e.g. "click". */
-  name: string;
-  /** The same in plain words, e.g. "click inside the window". */
-  description: string;
-}
 
 export interface ConsentDialogContent {
   kind: "consent";

@@ -1,5 +1,6 @@
 import koffi from "koffi";
 import type { DialogReport } from "../../../shared/consentReport.js";
+import { sleep } from "../../../shared/sleep.js";
 import { type DialogNative, dialogNative, type Ptr, type Xid } from "./native.js";
 import {
   ConsentGesture,
@@ -119,7 +120,6 @@ interface Client {
 }
 type Proof = "ok" | "covered" | "tampered";
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const xidNum = (v: Xid): number => Number(v);
 const intersects = (a: Box, b: Box): boolean =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;

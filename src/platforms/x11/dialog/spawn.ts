@@ -43,6 +43,32 @@ const PASSED_ENV = ["DISPLAY", "XAUTHORITY", "HOME", "LANG", "LC_ALL", "XDG_RUNT
 const MAX_LINE = 2048;
 const MAX_OUTPUT = 1 << 20;
 
+/** A stdout handler that hands on whole lines, within the bounds above. */
+function lineReader(onLine: (line: string) => void): (d: Buffer) => void {
+  let pending = "";
+  let total = 0;
+  return (d) => {
+    total += d.length;
+    if (total > MAX_OUTPUT) return;
+    pending += d.toString("utf8");
+    for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      if (line.length <= MAX_LINE) onLine(line);
+    }
+    if (pending.length > MAX_LINE) pending = "";
+  };
+}
+
+function parseLine(line: string): { answer?: unknown; report?: unknown } | null {
+  try {
+    const msg: unknown = JSON.parse(line);
+    return typeof msg === "object" && msg !== null ? (msg as { answer?: unknown; report?: unknown }) : null;
+  } catch {
+    return null;
+  }
+}
+
 export function showTrustedDialog(
   req: TrustedDialogRequest,
   env: Record<string, string | undefined>,
@@ -64,34 +90,17 @@ export function showTrustedDialog(
       stdio: ["pipe", "pipe", "ignore"],
       env: childEnv,
     });
-    let pending = "";
-    let total = 0;
     let answer: unknown = null;
-    const onLine = (line: string) => {
-      let msg: unknown;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        return;
-      }
-      if (typeof msg !== "object" || msg === null) return;
-      const m = msg as { answer?: unknown; report?: unknown };
-      const report = DialogReportSchema.safeParse(m.report);
-      if (report.success) onReport?.(report.data);
-      if ("answer" in m) answer = m.answer;
-    };
     let killTimer: NodeJS.Timeout | undefined;
-    child.stdout.on("data", (d: Buffer) => {
-      total += d.length;
-      if (total > MAX_OUTPUT) return;
-      pending += d.toString("utf8");
-      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-        const line = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        if (line.length <= MAX_LINE) onLine(line);
-      }
-      if (pending.length > MAX_LINE) pending = "";
-    });
+    child.stdout.on(
+      "data",
+      lineReader((line) => {
+        const m = parseLine(line);
+        const report = DialogReportSchema.safeParse(m?.report);
+        if (report.success) onReport?.(report.data);
+        if (m && "answer" in m) answer = m.answer;
+      }),
+    );
     child.stdin.on("error", () => {
       // The child died before reading: its exit decides.
     });

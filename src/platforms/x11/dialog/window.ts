@@ -216,6 +216,31 @@ export class ConsentWindow {
     this.win = xidNum(
       n.XCreateSimpleWindow(dpy, this.root, x, y, this.width, this.height, 1, 0x000000, 0xf4f4f4),
     );
+    this.selectInput();
+    n.XStoreName(dpy, this.win, req.title);
+    const atom = (s: string) => xidNum(n.XInternAtom(dpy, s, 0));
+    this.stampAtom = atom("_UIINSPECT_DIALOG_STAMP");
+    this.wmCheckAtom = atom("_NET_SUPPORTING_WM_CHECK");
+    this.wmDelete = atom("WM_DELETE_WINDOW");
+    this.setWindowProperties(atom);
+    this.gc = n.XCreateGC(dpy, this.win, 0, null);
+    const draw = n.XftDrawCreate(dpy, this.win, visual, cmap);
+    if (draw === null || draw === 0n) throw new Error("no draw");
+    this.draw = draw;
+    const color = (name: string) => {
+      const b = Buffer.alloc(16);
+      if (n.XftColorAllocName(dpy, visual, cmap, name, b) === 0) throw new Error("no color");
+      return b;
+    };
+    this.colors = { ink: color("#000000"), muted: color("#8a8a8a") };
+    n.XMapRaised(dpy, this.win);
+    n.XFlush(dpy);
+  }
+
+  /** Structure, substructure, visibility, focus and property events; input only through XInput2. */
+  private selectInput(): void {
+    const n = this.n;
+    const dpy = this.dpy;
     n.XSelectInput(
       dpy,
       this.win,
@@ -238,13 +263,14 @@ export class ConsentWindow {
     ]);
     this.masks.push(input);
     n.XISelectEvents(dpy, this.win, input.struct, 1);
-    n.XStoreName(dpy, this.win, req.title);
-    const atom = (s: string) => xidNum(n.XInternAtom(dpy, s, 0));
-    this.stampAtom = atom("_UIINSPECT_DIALOG_STAMP");
-    this.wmCheckAtom = atom("_NET_SUPPORTING_WM_CHECK");
+  }
+
+  /** What the window manager reads: class, close protocol, dialog type, above, no focus on map. */
+  private setWindowProperties(atom: (s: string) => number): void {
+    const n = this.n;
+    const dpy = this.dpy;
     const klass = Buffer.from("uiinspect-dialog\0uiinspect-dialog\0", "latin1");
     n.XChangeProperty(dpy, this.win, XA_WM_CLASS, XA_STRING, 8, PROP_MODE_REPLACE, klass, klass.length);
-    this.wmDelete = atom("WM_DELETE_WINDOW");
     n.XSetWMProtocols(dpy, this.win, new BigUint64Array([BigInt(this.wmDelete)]), 1);
     const type = new BigUint64Array([BigInt(atom("_NET_WM_WINDOW_TYPE_DIALOG"))]);
     n.XChangeProperty(dpy, this.win, atom("_NET_WM_WINDOW_TYPE"), XA_ATOM, 32, PROP_MODE_REPLACE, type, 1);
@@ -254,18 +280,6 @@ export class ConsentWindow {
     // so keys a person is typing into another window keep going there.
     const zero = new BigUint64Array([0n]);
     n.XChangeProperty(dpy, this.win, atom("_NET_WM_USER_TIME"), XA_CARDINAL, 32, PROP_MODE_REPLACE, zero, 1);
-    this.gc = n.XCreateGC(dpy, this.win, 0, null);
-    const draw = n.XftDrawCreate(dpy, this.win, visual, cmap);
-    if (draw === null || draw === 0n) throw new Error("no draw");
-    this.draw = draw;
-    const color = (name: string) => {
-      const b = Buffer.alloc(16);
-      if (n.XftColorAllocName(dpy, visual, cmap, name, b) === 0) throw new Error("no color");
-      return b;
-    };
-    this.colors = { ink: color("#000000"), muted: color("#8a8a8a") };
-    n.XMapRaised(dpy, this.win);
-    n.XFlush(dpy);
   }
 
   /** The X window id (the caller may report it; nothing identifies the dialog by its title). */

@@ -6,7 +6,7 @@ import {
   SECURITY_DELAY_MS,
   serverAtOrAfter,
 } from "../../src/platforms/x11/dialog/personInput.js";
-import { wrapLines } from "../../src/platforms/x11/dialog/text.js";
+import { statusLine, wrapLines } from "../../src/platforms/x11/dialog/text.js";
 import { DialogGate, DialogGateView } from "../../src/shared/dialogGate.js";
 import { isUiError } from "../../src/shared/errors.js";
 import { isSystemChord } from "../../src/shared/keys.js";
@@ -180,6 +180,13 @@ describe("dialog text layout", () => {
     expect(Math.max(...lines.map((l) => Array.from(l).length))).toBeLessThanOrEqual(50);
     expect(lines.join("").replace(/\s+/g, "")).toBe(`Program:${path}`);
     for (const l of lines.slice(1, -1)) expect(/[/-]$/.test(l)).toBe(true);
+  });
+
+  it("says Allow is not armed yet, and why a key on Allow did nothing", () => {
+    expect(statusLine(false, false)).toMatch(/^Wait: Allow is disabled/);
+    expect(statusLine(false, true)).toMatch(/^Wait/);
+    expect(statusLine(true, false)).toMatch(/^Click Allow to approve/);
+    expect(statusLine(true, true)).toMatch(/needs a click with the pointer/);
   });
 
   it("keeps short lines, empty lines and astral characters whole", () => {

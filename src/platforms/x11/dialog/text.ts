@@ -75,3 +75,13 @@ export function wrapLines(text: string, columns = DEFAULT_COLUMNS): string[] {
   }
   return out;
 }
+
+export const WAIT_TEXT = "Wait: Allow is disabled for a moment. Rest the pointer on this window.";
+export const ARMED_TEXT = "Click Allow to approve. Keys can move the focus and deny, never approve.";
+export const KEYBOARD_TEXT = "Allow needs a click with the pointer; keys can only deny.";
+
+/** The status line under the text: whether Allow takes a click yet, and why a key did nothing. */
+export function statusLine(armed: boolean, keyboardRefused: boolean): string {
+  if (!armed) return WAIT_TEXT;
+  return keyboardRefused ? KEYBOARD_TEXT : ARMED_TEXT;
+}

@@ -12,7 +12,7 @@ import {
   XI_SLAVE_KEYBOARD,
   XI_SLAVE_POINTER,
 } from "./personInput.js";
-import { DEFAULT_COLUMNS, wrapLines } from "./text.js";
+import { ARMED_TEXT, DEFAULT_COLUMNS, KEYBOARD_TEXT, statusLine, WAIT_TEXT, wrapLines } from "./text.js";
 
 /**
  * Our own consent / lease dialog window, drawn by us: no dialog program is looked up anywhere.
@@ -94,10 +94,6 @@ const TICK_MS = 20;
 /** Bounds of the tree proof: ancestors below the root, children of one level of the frame. */
 const MAX_DEPTH = 4;
 const MAX_FRAME_WINDOWS = 256;
-
-const WAIT_TEXT = "Wait: Allow is disabled for a moment. Rest the pointer on this window.";
-const ARMED_TEXT = "Click Allow to approve. Keys can move the focus and deny, never approve.";
-const KEYBOARD_TEXT = "Allow needs a click with the pointer; keys can only deny.";
 
 /** sizeof(XEvent) is 24 longs; XWindowAttributes is 136 bytes on LP64 (both rounded up). */
 const XEVENT_BYTES = 192;
@@ -362,6 +358,12 @@ export class ConsentWindow {
         }
         this.mapped = true;
         this.shownOnce = true;
+        // Shown: prove the tree now (a frame that is not the window manager's closes it before
+        // any input), and remember where it is, so a later move without an event is seen.
+        if (this.proveTree(null) === "tampered") {
+          this.tamper();
+          break;
+        }
         this.restart();
         break;
       }
@@ -773,7 +775,7 @@ export class ConsentWindow {
     this.lines.forEach((l, i) => {
       this.text(l, MARGIN, MARGIN + this.ascent + i * this.lineHeight, this.colors.ink);
     });
-    const status = !armed ? WAIT_TEXT : this.gesture.keyboardRefused ? KEYBOARD_TEXT : ARMED_TEXT;
+    const status = statusLine(armed, this.gesture.keyboardRefused);
     const statusY = MARGIN + this.ascent + this.lines.length * this.lineHeight + MARGIN / 2;
     this.text(status, MARGIN, statusY, armed ? this.colors.ink : this.colors.muted);
     for (const b of ["deny", "allow"] as const) {

@@ -171,4 +171,29 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: what a same-user program can do on
       stopApps(apps);
     }
   });
+
+  it("attack: another program ends a portal backend, takes its bus name and is then allowed Introspect and Screenshot", async () => {
+    startApp("gtk3-widget-factory", [], apps);
+    await waitFor("the factory on the a11y bus", async () =>
+      (await reader.apps()).some((a) => a.name === "gtk3-widget-factory") ? true : null,
+    );
+    const steps = await runAttacker(["squat"]);
+    expect(step(steps, "RequestName")?.ok).toBe(true);
+    const windows = step(steps, "Introspect.GetWindows");
+    expect(windows?.ok).toBe(true);
+    expect(windows?.windows).toBeGreaterThanOrEqual(1);
+    // What Introspect says of a window: sizes, focus and hidden flags, no position, no PID.
+    expect(windows?.keys).toEqual([
+      "app-id",
+      "client-type",
+      "has-focus",
+      "height",
+      "is-hidden",
+      "title",
+      "width",
+      "wm-class",
+    ]);
+    expect(step(steps, "Shell.Screenshot")).toMatchObject({ ok: true, taken: true });
+    stopApps(apps);
+  });
 });

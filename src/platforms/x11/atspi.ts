@@ -68,11 +68,12 @@ const SCROLL_ANYWHERE = 6;
 const OPTION_DEPTH = 2;
 
 /** A node: where it lives, plus the parent needed for Selection. */
-interface Node {
+export interface AtspiNode {
   bus: string;
   path: string;
-  parent: Node | null;
+  parent: AtspiNode | null;
 }
+type Node = AtspiNode;
 
 class StaleError extends Error {}
 
@@ -404,7 +405,7 @@ function callsOf(it: CachedItem): CallKind[] {
   return out;
 }
 
-class AtspiSession implements A11ySession {
+export class AtspiSession implements A11ySession {
   private readonly bus: AtspiBus;
   private readonly rootNode: Node;
   private readonly bulk: boolean;

@@ -38,6 +38,12 @@ export function describeConsentDialog(
       program: null,
       unsafe_allow_xtest_consent: false,
     };
+  if (platform === "wayland")
+    return {
+      mechanism: "none: on this compositor any program of the user can answer a dialog (docs/wayland.md)",
+      program: null,
+      unsafe_allow_xtest_consent: false,
+    };
   if (platform === "fake")
     return { mechanism: "simulated (scripted answers)", program: null, unsafe_allow_xtest_consent: false };
   return { mechanism: "none", program: null, unsafe_allow_xtest_consent: false };

@@ -234,6 +234,23 @@ export class A11yReader {
     return out;
   }
 
+  /** Presses the push button called `name` of the application named `appName` (Action 0). */
+  async pressButton(appName: string, name: string): Promise<boolean> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return false;
+    for (const n of await this.nodes(app.bus, app.path)) {
+      if (n.role !== "push button") continue;
+      const [v] = (await this.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value !== name) continue;
+      await this.call(n.bus, n.path, "org.a11y.atspi.Action", "DoAction", "i", [0]);
+      return true;
+    }
+    return false;
+  }
+
   async text(bus: string, path: string): Promise<string> {
     const [t] = (await this.call(bus, path, "org.a11y.atspi.Text", "GetText", "ii", [0, -1])) as [string];
     return t;

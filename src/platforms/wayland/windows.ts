@@ -102,7 +102,10 @@ export async function listFrames(
         out.push({
           info: {
             hwnd: frameId(k.bus, k.path),
-            title: f.name,
+            // The toplevel's title is the compositor's (xdg_toplevel.set_title) and not ours to
+            // read; AT-SPI names the frame after it, and a frame without a name (GTK 3 with only
+            // a header-bar title) is named after its application, as the top bar does.
+            title: f.name !== "" ? f.name : f.appName,
             window_class: f.appName,
             pid,
             instance,

@@ -13,4 +13,4 @@ $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
   pipewire pipewire-bin wireplumber \
   xdg-desktop-portal xdg-desktop-portal-gnome \
   gstreamer1.0-pipewire gstreamer1.0-tools gstreamer1.0-plugins-base \
-  gtk-3-examples gtk-4-examples fonts-dejavu-core
+  gtk-3-examples gtk-4-examples zenity fonts-dejavu-core

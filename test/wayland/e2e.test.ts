@@ -1,4 +1,4 @@
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
@@ -89,6 +89,25 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     expect(r.isError).toBe(true);
     expect(r.code).toBe("platform_unavailable");
     expect((await h.call("inspect_tree", { hwnd: w.hwnd })).code).toBe("consent_required");
+  });
+
+  it("doctor says what works here and that there is no consent dialog (unusable)", () => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (v !== undefined && !k.startsWith("UIINSPECT_")) env[k] = v;
+    const r = spawnSync(process.execPath, [CLI, "doctor"], {
+      env: {
+        ...env,
+        DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
+        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: exe,
+        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "inspect",
+      },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/ok\s+platform\s+wayland, display wayland-0/);
+    expect(r.stdout).toMatch(/fail\s+consent_dialog\s+none on this compositor/);
   });
 
   it("under the unsafe test setting: consent through zenity's box, then trees and a toggle; pixels, clicks and keys refused", async () => {

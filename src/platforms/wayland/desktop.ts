@@ -1,10 +1,10 @@
 import dbus from "dbus-next";
+import { resolveProcessInstance } from "../../os/linux/proc.js";
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
 import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
-import type { AtspiBus } from "../x11/atspi.js";
-import { resolveProcessInstance } from "../x11/proc.js";
+import type { AtspiBus } from "../x11/atspiBus.js";
 import { type FrameRef, type Listing, listFrames, sessionBusOwnerPid, waylandSession } from "./windows.js";
 
 /**

@@ -1,3 +1,5 @@
+import { libc } from "../../os/linux/libc.js";
+import { setClockTicks } from "../../os/linux/proc.js";
 import { uiError } from "../../shared/errors.js";
 import type {
   A11ySession,
@@ -7,8 +9,8 @@ import type {
   Platform,
   WindowInfo,
 } from "../../shared/platform.js";
-import { AtspiBus, AtspiSession } from "../x11/atspi.js";
-import { setClockTicks } from "../x11/proc.js";
+import { AtspiBus } from "../x11/atspiBus.js";
+import { AtspiSession } from "../x11/atspiSession.js";
 import { UNPROVABLE, WaylandDesktop } from "./desktop.js";
 
 /**
@@ -24,9 +26,7 @@ export async function createWaylandPlatform(_opts: {
 }): Promise<Platform> {
   if (!process.env.WAYLAND_DISPLAY) throw uiError("platform_unavailable", "No Wayland display is set.");
   // /proc start times are in clock ticks (sysconf _SC_CLK_TCK = 2).
-  const koffi = (await import("koffi")).default;
-  const sysconf = koffi.load("libc.so.6").func("long sysconf(int name)") as (name: number) => number | bigint;
-  setClockTicks(Number(sysconf(2)));
+  setClockTicks(Number(libc().sysconf(2)));
   let busPromise: Promise<AtspiBus> | null = null;
   const bus = (): Promise<AtspiBus> => {
     if (!busPromise) {

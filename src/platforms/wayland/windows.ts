@@ -1,9 +1,17 @@
 import dbus from "dbus-next";
+import { resolveProcessInstance, sessionId } from "../../os/linux/proc.js";
 import type { Rect } from "../../shared/geometry.js";
 import type { WindowInfo } from "../../shared/platform.js";
-import type { AtspiBus } from "../x11/atspi.js";
-import { extentsRect, hasState } from "../x11/atspiFacts.js";
-import { resolveProcessInstance, sessionId } from "../x11/proc.js";
+import {
+  ACCESSIBLE,
+  type AtspiBus,
+  COORD_SCREEN,
+  REGISTRY,
+  ROOT_PATH,
+  refs,
+  statesOf,
+} from "../x11/atspiBus.js";
+import { COMPONENT, extentsRect, hasState } from "../x11/atspiFacts.js";
 import { ATSPI_STATE } from "../x11/states.js";
 
 /**
@@ -14,12 +22,6 @@ import { ATSPI_STATE } from "../x11/states.js";
  * size and is never used to prove anything (docs/wayland.md).
  */
 
-const REGISTRY = "org.a11y.atspi.Registry";
-const ROOT_PATH = "/org/a11y/atspi/accessible/root";
-const ACCESSIBLE = "org.a11y.atspi.Accessible";
-const COMPONENT = "org.a11y.atspi.Component";
-const NULL_PATH = "/org/a11y/atspi/null";
-const COORD_SCREEN = 0;
 const FRAME_ROLES = new Set(["frame", "dialog", "window", "alert", "file chooser"]);
 /** AtspiStateType ICONIFIED: GTK sets it only where the toolkit learns it (never on Wayland). */
 const ST_ICONIFIED = 15;
@@ -46,23 +48,6 @@ export function frameId(bus: string, path: string): string {
   return String(h >> 16n);
 }
 
-export function refsOf(body: unknown[]): Array<{ bus: string; path: string }> {
-  const list = body[0];
-  if (!Array.isArray(list)) return [];
-  const out: Array<{ bus: string; path: string }> = [];
-  for (const item of list) {
-    if (Array.isArray(item) && typeof item[0] === "string" && typeof item[1] === "string") {
-      if (item[1] !== NULL_PATH) out.push({ bus: item[0], path: item[1] });
-    }
-  }
-  return out;
-}
-
-function statesOf(body: unknown[]): number[] {
-  const s = body[0];
-  return Array.isArray(s) ? s.filter((v): v is number => typeof v === "number") : [];
-}
-
 /** The session every instance of this backend carries: the Wayland display and the user. */
 export function waylandSession(env: NodeJS.ProcessEnv = process.env): string {
   return sessionId(`wayland:${env.WAYLAND_DISPLAY ?? ""}`);
@@ -82,14 +67,14 @@ export async function listFrames(
   session: string,
   excludePid: number | null,
 ): Promise<Listing> {
-  const apps = refsOf(await bus.call(REGISTRY, ROOT_PATH, ACCESSIBLE, "GetChildren"));
+  const apps = refs(await bus.call(REGISTRY, ROOT_PATH, ACCESSIBLE, "GetChildren"));
   const perApp = await Promise.all(
     apps.map(async (app) => {
       const pid = await bus.pidOf(app.bus);
       if (pid === null || pid === excludePid) return [];
       let kids: Array<{ bus: string; path: string }>;
       try {
-        kids = refsOf(await bus.call(app.bus, app.path, ACCESSIBLE, "GetChildren"));
+        kids = refs(await bus.call(app.bus, app.path, ACCESSIBLE, "GetChildren"));
       } catch {
         return [];
       }
@@ -155,7 +140,7 @@ async function frameFacts(
       bus.call(k.bus, k.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN]).catch(() => [] as unknown[]),
       bus.getProperty(app.bus, app.path, ACCESSIBLE, "Name").catch(() => ""),
     ]);
-    const st = statesOf(states);
+    const st = statesOf(states[0]);
     const r = extentsRect(extents);
     const roleName = typeof role[0] === "string" ? role[0].toLowerCase() : "";
     return {

@@ -91,6 +91,21 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     expect((await h.call("inspect_tree", { hwnd: w.hwnd })).code).toBe("consent_required");
   });
 
+  it("attack: another program's window that claims the target's title is not the target", async () => {
+    const h = await start();
+    const real = await factoryWindow(h);
+    // zenity names its window after the title it is given: the same title as the factory's.
+    const spoof = startApp("zenity", ["--info", "--title=gtk3-widget-factory", "--text=spoof"], apps);
+    await waitFor("the spoof on the a11y bus", async () =>
+      (await reader.apps()).some((a) => a.pid === spoof.pid) ? true : null,
+    );
+    const r = await h.ok("list_windows");
+    const listed = (r.windows as Listed[]).filter((w) => w.title === "gtk3-widget-factory");
+    // Only the window of the allowed executable, tied to its process by the bus daemon.
+    expect(listed.map((w) => w.hwnd)).toEqual([real.hwnd]);
+    spoof.kill("SIGKILL");
+  });
+
   it("doctor says what works here and that there is no consent dialog (unusable)", () => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env))

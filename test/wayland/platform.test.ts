@@ -188,4 +188,33 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland platform on headless GNOME", () => 
     });
     await expect(p.desktop.activateWindow(w3.hwnd)).rejects.toMatchObject({ code: "pattern_not_supported" });
   });
+
+  it("a window swapped for another instance is gone: its id never names the new one", async () => {
+    const old = await windowOf(gtk3.pid);
+    const s = await p.accessibility.openSession(old);
+    try {
+      const check = await findNode(
+        s,
+        (f) => f.name === "checkbutton" && f.patterns.includes("toggle") && f.enabled,
+      );
+      expect(check).not.toBeNull();
+      process.kill(gtk3.pid ?? -1, "SIGKILL");
+      gtk3 = startApp("gtk3-widget-factory", [], apps);
+      const fresh = await windowOf(gtk3.pid);
+      expect(fresh.hwnd).not.toBe(old.hwnd);
+      expect(fresh.instance?.pid).not.toBe(old.instance?.pid);
+      expect(await p.desktop.getWindow(old.hwnd)).toBeNull();
+      expect(await p.desktop.isInstanceAlive(old.instance as NonNullable<WindowInfo["instance"]>)).toBe(
+        false,
+      );
+      // The old session's node belongs to a connection that no longer exists.
+      await expect(s.act(check, "toggle")).rejects.toMatchObject({
+        code: expect.stringMatching(/element_stale|platform_unavailable/),
+      });
+      // And a session cannot be opened on the old window.
+      await expect(p.accessibility.openSession(old)).rejects.toMatchObject({ code: "target_gone" });
+    } finally {
+      await s.dispose();
+    }
+  });
 });

@@ -95,12 +95,6 @@ _uiw_stop() {
   rm -rf "$state"
 }
 
-# Runs "$@" in a private mount namespace with /run/systemd hidden.
-_uiw_ns() {
-  unshare -m --propagation private sh -c \
-    'if [ -d /run/systemd ]; then mount -t tmpfs -o mode=0755 tmpfs /run/systemd || exit 97; fi; exec "$@"' sh "$@"
-}
-
 _uiw_has_name() {
   env "${_uiw_envs[@]}" dbus-send --session --print-reply --dest=org.freedesktop.DBus \
     /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner "string:$1" | grep -q 'boolean true'
@@ -151,7 +145,7 @@ EOF
     XDG_RUNTIME_DIR="$runtime" DBUS_SYSTEM_BUS_ADDRESS="$system_bus"
     XDG_CONFIG_HOME="$state/config" XDG_DATA_HOME="$state/data" XDG_CACHE_HOME="$state/cache"
     XDG_CURRENT_DESKTOP=GNOME XDG_SESSION_TYPE=wayland XDG_SESSION_DESKTOP=gnome
-    WAYLAND_DISPLAY=wayland-0 GDK_BACKEND=wayland NO_AT_BRIDGE=0 GTK_A11Y=atspi
+    WAYLAND_DISPLAY=wayland-0 GDK_BACKEND=wayland
   )
   # 2. A private session bus, in the namespace so that what it activates lives there too.
   out=$(env -u DISPLAY "${_uiw_envs[@]}" \

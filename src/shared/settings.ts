@@ -325,7 +325,7 @@ export const SETTINGS = {
     scope: "server",
     values: ["0", "1"],
     default: "0",
-    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs; health_check and doctor warn loudly",
+    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs, and on Wayland turns on a consent dialog (zenity) that any program can answer; health_check and doctor warn loudly",
   }),
   win32Dialog: choice({
     env: "UIINSPECT_WIN32_DIALOG",

@@ -196,6 +196,12 @@ EOF
     }
   done
 
+  # The shell logs this once its startup animation has ended (it then shows its overview).
+  _uiw_wait_for "the shell's start-up" grep -q "GNOME Shell started" "$state/shell.log" || {
+    _uiw_stop "$state"
+    return 1
+  }
+
   # 5. The accessibility bus (activated by org.a11y.Bus.GetAddress).
   _uiw_a11y_ready() {
     env "${_uiw_envs[@]}" dbus-send --session --print-reply --dest=org.a11y.Bus /org/a11y/bus \

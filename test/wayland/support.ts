@@ -234,6 +234,21 @@ export class A11yReader {
     return out;
   }
 
+  /** Whether the application named `appName` has a node of `role` whose name is `name`. */
+  async hasNode(appName: string, role: string, name: string): Promise<boolean> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return false;
+    for (const n of await this.nodes(app.bus, app.path)) {
+      if (n.role !== role) continue;
+      const [v] = (await this.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value === name) return true;
+    }
+    return false;
+  }
+
   /** Presses the push button called `name` of the application named `appName` (Action 0). */
   async pressButton(appName: string, name: string): Promise<boolean> {
     const app = (await this.apps()).find((a) => a.name === appName);

@@ -18,6 +18,7 @@ function facts(over: Partial<AccessFacts> = {}): AccessFacts {
   return {
     capability: "click",
     allowed: true,
+    policySource: "file",
     protected: false,
     lease: null,
     grant: { capabilities: new Set(["click", "observe"]), expiresAt: NOW + 60_000 },
@@ -41,10 +42,15 @@ describe("decideAccess", () => {
   });
 
   it("the policy ceiling comes first, whatever the grant or lease says", () => {
-    expect(refusal(facts({ allowed: false }))).toEqual({ refused: "action_not_allowed" });
-    expect(refusal(facts({ allowed: false, lease: { covers: true } }))).toEqual({
+    expect(refusal(facts({ allowed: false }))).toEqual({
       refused: "action_not_allowed",
+      message:
+        "The policy does not allow the action click; to allow it, add it to the policy file's allowed_actions.",
     });
+    expect(refusal(facts({ allowed: false, lease: { covers: true } }))?.refused).toBe("action_not_allowed");
+    expect(refusal(facts({ allowed: false, policySource: "env" }))?.message).toContain(
+      "DESKTOP_AUTOMATION_ALLOWED_ACTIONS",
+    );
   });
 
   it("a grant that expired by the injected clock counts as none: the kept decision renews it", () => {
@@ -90,10 +96,11 @@ describe("decideAccess", () => {
   });
 
   it("a protected capability needs a valid token, and the grant is asked about first", () => {
-    expect(refusal(facts({ protected: true }))).toEqual({ refused: "confirmation_required" });
-    expect(refusal(facts({ protected: true, token: "invalid" }))).toEqual({
-      refused: "confirmation_invalid",
-    });
+    const required = refusal(facts({ protected: true }));
+    expect(required?.refused).toBe("confirmation_required");
+    // The refusal names the tool that gives the token, with the class to ask for.
+    expect(required?.message).toContain('request_confirmation {hwnd, action_class: "click"}');
+    expect(refusal(facts({ protected: true, token: "invalid" }))?.refused).toBe("confirmation_invalid");
     expect(decideAccess(facts({ protected: true, token: "valid" })).confirmation).toBe("valid");
     expect(refusal(facts({ protected: true, token: "valid" }))).toBeNull();
     // No grant and no token: the client hears about the grant, not the token.

@@ -10,7 +10,7 @@ import {
 } from "../accessDecision.js";
 import { withWaitProgress } from "../consent/progress.js";
 import { liveWindows } from "../liveWindows.js";
-import { isProtected } from "../policy/match.js";
+import { actionNotAllowedMessage, isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { requirePolicy } from "../supervisor.js";
 import { pickTarget } from "../targets.js";
@@ -50,8 +50,11 @@ export const accessTools = [
           "consent_required",
           "The unattended lease covers none of the actions this policy allows.",
         );
-      if (wanted.length === 0 || wanted.some((c) => !policy.allowed_actions.has(c)))
-        throw uiError("action_not_allowed");
+      if (wanted.length === 0)
+        throw uiError("action_not_allowed", "The policy allows no action, so there is nothing to grant.");
+      const outside = wanted.filter((c) => !policy.allowed_actions.has(c));
+      if (outside.length > 0)
+        throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, outside));
       ctx.counters.capabilities = wanted.length;
       if (sup.lease) {
         for (const c of wanted) await authorizeCapability(sup, ctx.client.hash, target, c, policy);
@@ -208,7 +211,8 @@ export const accessTools = [
     effect: "effect",
     handler: async (ctx, args) => {
       const { sup, policy, target: t } = ctx;
-      if (!policy.allowed_actions.has(args.action_class)) throw uiError("action_not_allowed");
+      if (!policy.allowed_actions.has(args.action_class))
+        throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [args.action_class]));
       if (!isProtected(policy, args.action_class))
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
       await authorizeCapability(sup, ctx.client.hash, t, args.action_class, policy);

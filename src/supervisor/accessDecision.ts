@@ -95,7 +95,13 @@ function grantPart(f: AccessFacts, liveGrant: AccessFacts["grant"], renew: boole
       ? { via: "lease" }
       : refuse("consent_required", "The unattended lease does not cover this capability.");
   const held = liveGrant?.capabilities ?? (renew && f.kept ? new Set(f.kept.capabilities) : null);
-  if (held === null) return refuse(f.kept?.decision === "denied" ? "consent_denied" : "consent_required");
+  if (held === null)
+    return f.kept?.decision === "denied"
+      ? refuse(
+          "consent_denied",
+          "A person denied access to this process instance; the Deny is kept for this server's run. A person resets it by restarting the server or the application.",
+        )
+      : refuse("consent_required");
   if (!held.has(f.capability))
     return refuse("consent_required", "This capability was not granted for this window.");
   return { via: liveGrant ? "grant" : "kept_decision" };

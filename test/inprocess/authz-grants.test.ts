@@ -140,12 +140,17 @@ describe("grants", () => {
     expect(desk.effects().filter((e) => e.type === "button_down" || e.type === "a11y")).toHaveLength(0);
     expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(false);
 
-    // Asking again is answered from the kept decision (no second dialog); old refs stay dead.
+    // Asking again asks the person again: the released approval is not reused. Old refs stay dead.
     expect(await h.ok("request_access", { hwnd: 1001 })).toMatchObject({
       decision: "approved",
-      source: "cached",
+      source: "dialog",
     });
-    expect(desk.prompts()).toHaveLength(1);
+    expect(desk.prompts()).toHaveLength(2);
+    // A second request while the grant stands reuses the approval, and says so and how to reset it.
+    const kept = await h.ok("request_access", { hwnd: 1001 });
+    expect(kept).toMatchObject({ decision: "approved", source: "cached" });
+    expect(String(kept.note)).toContain("release_access");
+    expect(desk.prompts()).toHaveLength(2);
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
     expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
     const fresh = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });

@@ -22,6 +22,12 @@ const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 /** Classes whose actions inject input, which the worker refuses unless the window is in front. */
 const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key", "text"]);
 
+/** What a reused decision means and how a person (not the agent) resets it (docs/reference.md). */
+export const KEPT_APPROVAL_NOTE =
+  "A person approved this process instance earlier in this server's run; that approval was reused without a dialog. It is kept until the server restarts or the application exits; release_access gives it up, so the next request_access asks again.";
+export const KEPT_DENY_NOTE =
+  "A person denied this process instance earlier in this server's run; the Deny is kept and not asked again. A person resets it by restarting the server (reconnecting it in the MCP client) or the application (a new process is asked anew).";
+
 export const accessTools = [
   defineConsentTool({
     name: "request_access",
@@ -36,6 +42,8 @@ export const accessTools = [
       capabilities: z.array(z.string()),
       expires_at: z.string().nullable(),
       source: z.enum(["dialog", "cached", "lease"]),
+      /** With a kept decision: that it was reused, and how a person resets it. */
+      note: z.string().optional(),
     }),
     effect: "idempotent_effect",
     handler: async (ctx, args) => {
@@ -99,6 +107,7 @@ export const accessTools = [
             capabilities: [],
             expires_at: null,
             source: decision.source,
+            ...(decision.source === "cached" ? { note: KEPT_DENY_NOTE } : {}),
           },
         };
       }
@@ -121,6 +130,7 @@ export const accessTools = [
           capabilities: [...grant.capabilities],
           expires_at: new Date(grant.expiresAt).toISOString(),
           source: decision.source,
+          ...(decision.source === "cached" ? { note: KEPT_APPROVAL_NOTE } : {}),
         },
       };
     },
@@ -181,8 +191,10 @@ export const accessTools = [
       let released = false;
       for (const key of keys) {
         released = sup.grants.release(client, key) || released;
-        // No silent renewal from the kept decision after this: the client must ask again.
+        // No silent renewal from the kept decision after this, and no reuse of the approval:
+        // the next request_access asks the person again. A kept Deny is not forgotten here.
         sup.grants.markReleased(client, key);
+        sup.consent.forgetApproval(client, key);
         sup.sessions.disposeByInstance(key, client);
       }
       return { structured: { released } };

@@ -329,6 +329,12 @@ export const discoveryTools = [
     handler: async (ctx, args) => {
       const t = ctx.target;
       const initial = t.window.title;
+      // A window that is not on screen shows no new title to wait for: the wait ends at once.
+      const refuseHidden = (w: WindowInfo) => {
+        if (w.iconic) throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
+        if (!w.visible) throw uiError("target_gone", "The target window is not visible.");
+      };
+      refuseHidden(t.window);
       const start = Date.now();
       for (;;) {
         const elapsed = Date.now() - start;
@@ -340,6 +346,7 @@ export const discoveryTools = [
         const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
+        refuseHidden(window);
         // A new title outside the policy is the window leaving it: never shown (SPEC §4).
         if (!windowAllowed(ctx.policy, { title: window.title, exe_path: window.instance.exe_path }))
           throw uiError("target_not_allowed", "The window's new title is outside the policy.");

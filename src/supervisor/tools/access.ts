@@ -20,7 +20,11 @@ import { withTarget } from "./shapes.js";
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 
 /** Classes whose actions inject input, which the worker refuses unless the window is in front. */
-const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key", "text"]);
+/**
+ * Classes whose every use is input to the window in front. `text` is not among them: a text token
+ * also serves set_element_value, which needs no focus (send_text still refuses not_foreground).
+ */
+const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key"]);
 
 /** What a reused decision means and how a person (not the agent) resets it (docs/reference.md). */
 export const KEPT_APPROVAL_NOTE =

@@ -331,7 +331,8 @@ export const discoveryTools = [
       const initial = t.window.title;
       // A window that is not on screen shows no new title to wait for: the wait ends at once.
       const refuseHidden = (w: WindowInfo) => {
-        if (w.iconic) throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
+        if (w.iconic)
+          throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
         if (!w.visible) throw uiError("target_gone", "The target window is not visible.");
       };
       refuseHidden(t.window);

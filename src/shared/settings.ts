@@ -207,7 +207,7 @@ export const SETTINGS = {
     default: 60,
     min: 1,
     max: 100_000,
-    doc: "per client (every effect; see Budgets)",
+    doc: "per client (every effect); why 60: README, Budgets",
   }),
   consentTimeoutMs: int({
     env: "UIINSPECT_CONSENT_TIMEOUT_MS",

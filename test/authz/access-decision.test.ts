@@ -76,7 +76,8 @@ describe("decideAccess", () => {
     expect(released.renew).toBe(false);
     expect(released.grant).toEqual({ refused: "consent_required" });
     expect(
-      refusal(facts({ grant: null, released: true, kept: { decision: "denied", capabilities: [] } }))?.refused,
+      refusal(facts({ grant: null, released: true, kept: { decision: "denied", capabilities: [] } }))
+        ?.refused,
     ).toBe("consent_denied");
   });
 

@@ -425,7 +425,9 @@ describe("accessibility in process", () => {
     // A grant of interact without text does not cover it.
     await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "inspect", "interact"] });
     nick = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "nick");
-    expect((await h.call("set_element_value", { ref: nick.ref, value: "bob" })).code).toBe("consent_required");
+    expect((await h.call("set_element_value", { ref: nick.ref, value: "bob" })).code).toBe(
+      "consent_required",
+    );
     await h.ok("release_access", { hwnd: 1001 });
     await h.ok("request_access", { hwnd: 1001 });
     nick = byId((await h.ok("inspect_tree", { hwnd: 1001 })).root, "nick");

@@ -107,16 +107,17 @@ describe("grants", () => {
   it("request_confirmation checks what the action will: input classes need the window in front (passive focus)", async () => {
     const desk = new Desk([win(1), win(2)]);
     const h = await serve(desk);
-    await h.ok("request_access", { hwnd: 1002, capabilities: ["text", "close"] });
-    // 1001 is in front: typing into 1002 would be refused, so no token is issued for it.
-    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).code).toBe(
+    await h.ok("request_access", { hwnd: 1002, capabilities: ["drag", "text", "close"] });
+    // 1001 is in front: dragging in 1002 would be refused, so no token is issued for it.
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "drag" })).code).toBe(
       "not_foreground",
     );
-    // Closing needs no focus.
+    // Closing needs no focus; nor does a text token (set_element_value enters text without it).
     expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "close" })).isError).toBe(false);
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(false);
     const active = await serve(desk, { env: { DESKTOP_AUTOMATION_FOCUS_MODE: "activate" } });
-    await active.ok("request_access", { hwnd: 1002, capabilities: ["text"] });
-    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(
+    await active.ok("request_access", { hwnd: 1002, capabilities: ["drag"] });
+    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "drag" })).isError).toBe(
       false,
     );
   });

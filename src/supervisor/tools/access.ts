@@ -46,7 +46,8 @@ export const accessTools = [
       capabilities: z.array(z.string()),
       expires_at: z.string().nullable(),
       source: z.enum(["dialog", "cached", "lease"]),
-      /** With a kept decision: that it was reused, and how a person resets it. */
+      reason: z.enum(["dialog_tampered"]).optional(),
+      /** Why the dialog decided so, or with a kept decision: that it was reused and how a person resets it. */
       note: z.string().optional(),
     }),
     effect: "idempotent_effect",
@@ -112,6 +113,7 @@ export const accessTools = [
             expires_at: null,
             source: decision.source,
             ...(decision.source === "cached" ? { note: KEPT_DENY_NOTE } : {}),
+            ...(decision.reason ? { reason: decision.reason, note: decision.note } : {}),
           },
         };
       }

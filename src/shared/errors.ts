@@ -80,6 +80,11 @@ export const ERROR_TABLE = {
   cancelled: { message: "The request was cancelled.", denial: false },
   /** A wait (wait_for_element) ended without its condition holding. */
   timeout: { message: "The awaited condition did not hold before the timeout.", denial: false },
+  /** The configured audit file cannot be written: nothing that acts on a window runs until it can. */
+  audit_unavailable: {
+    message: "The configured audit file cannot be written; no action runs until it can.",
+    denial: false,
+  },
 } as const satisfies Record<string, { message: string; denial: boolean }>;
 
 export type DenyReason = keyof typeof ERROR_TABLE;

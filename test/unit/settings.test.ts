@@ -57,6 +57,8 @@ describe("the settings table and the documents generated from it", () => {
       "UIINSPECT_GUARDIAN_TOKEN",
       "UIINSPECT_GUARDIAN_PLATFORM",
       "UIINSPECT_TEST_INPUT_FAULT_FILE",
+      // The private desktop's state folder that .ci/x11-session.sh exports (the sandbox reads it).
+      "UIINSPECT_X11_STATE",
     ]);
     const files = sourceFiles(resolve(ROOT, "src"));
     expect(files.length).toBeGreaterThan(150);

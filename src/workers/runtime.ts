@@ -6,6 +6,7 @@ import type { PressLedger } from "../shared/pressLedger.js";
 import {
   OPS,
   type OpName,
+  type SupervisorToWorker,
   SupervisorToWorkerSchema,
   type WorkerInit,
   WorkerInitSchema,
@@ -115,16 +116,8 @@ export async function serveWorker(
     const parsed = SupervisorToWorkerSchema.safeParse(raw);
     if (!parsed.success) return; // Only the supervisor holds this channel; garbage is dropped.
     const msg = parsed.data;
-    if (msg.type === "dialog_state") {
-      dialogGate.setOpen(msg.open);
-      return;
-    }
-    if (msg.type === "trim_malloc") {
-      opts.trimMalloc?.();
-      return;
-    }
-    if (msg.type === "cancel") {
-      inflight.get(msg.id)?.abort(uiError(msg.reason === "deadline" ? "worker_timeout" : "cancelled"));
+    if (msg.type !== "request") {
+      control(msg, inflight, opts);
       return;
     }
     const controller = new AbortController();
@@ -178,6 +171,25 @@ export async function serveWorker(
     },
     platform,
   };
+}
+
+/** The supervisor's messages that are not requests: the dialog count, a trim, a cancel. */
+function control(
+  msg: Exclude<SupervisorToWorker, { type: "request" }>,
+  inflight: ReadonlyMap<number, AbortController>,
+  opts: ServeOptions,
+): void {
+  switch (msg.type) {
+    case "dialog_state":
+      dialogGate.setOpen(msg.open);
+      return;
+    case "trim_malloc":
+      opts.trimMalloc?.();
+      return;
+    case "cancel":
+      inflight.get(msg.id)?.abort(uiError(msg.reason === "deadline" ? "worker_timeout" : "cancelled"));
+      return;
+  }
 }
 
 /** A worker thread's or forked child's entry: finds its channel, then serves it. */

@@ -1,3 +1,4 @@
+import { refuseUnactionable } from "../shared/actionable.js";
 import { uiError } from "../shared/errors.js";
 import { containsPoint, containsRect, offset, type Rect, sameRect } from "../shared/geometry.js";
 import { sameInstance } from "../shared/identity.js";
@@ -41,9 +42,7 @@ export async function verifyTarget(
   const window = all.find((w) => w.hwnd === expected.hwnd);
   if (!window || window.owner_exited) throw uiError("target_gone");
   if (!window.instance || !sameInstance(window.instance, expected.instance)) throw uiError("target_changed");
-  if (window.iconic) throw uiError("minimized");
-  if (!window.visible) throw uiError("target_gone", "The target window is not visible.");
-  if (opts.requireForeground && !window.foreground) throw uiError("not_foreground");
+  refuseUnactionable(window, opts.requireForeground === true);
   const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
   const points = await pointsInside(desktop, window, all, opts.points ?? []);
   let region: Rect | null = null;

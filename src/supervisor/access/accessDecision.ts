@@ -64,6 +64,8 @@ export interface AccessDecision {
   renew: boolean;
   /** The confirmation token's part: not needed, presented and valid, or the refusal. */
   confirmation: "not_required" | "valid" | AccessRefusal;
+  /** The policy protects the capability: each use needs a confirmation token. */
+  requiresConfirmation: boolean;
 }
 
 const refuse = (refused: AccessRefusal["refused"], message?: string): AccessRefusal =>
@@ -83,7 +85,12 @@ export function firstRefusal(d: AccessDecision): AccessRefusal | null {
 export function decideAccess(f: AccessFacts): AccessDecision {
   const liveGrant = f.grant !== null && f.grant.expiresAt > f.now ? f.grant : null;
   const renew = f.lease === null && liveGrant === null && !f.released && f.kept?.decision === "approved";
-  return { grant: grantPart(f, liveGrant, renew), renew, confirmation: confirmationPart(f) };
+  return {
+    grant: grantPart(f, liveGrant, renew),
+    renew,
+    confirmation: confirmationPart(f),
+    requiresConfirmation: f.protected,
+  };
 }
 
 function grantPart(f: AccessFacts, liveGrant: AccessFacts["grant"], renew: boolean): AccessDecision["grant"] {

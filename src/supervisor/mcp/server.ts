@@ -7,13 +7,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { quoteClientValue } from "../../shared/echo.js";
-import { UiError, uiError } from "../../shared/errors.js";
+import { isDenial, UiError, uiError } from "../../shared/errors.js";
 import { formatPath } from "../../shared/strictJson.js";
 import type { CallContext } from "../access/callContext.js";
 import { runChain } from "../access/chain.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "../audit.js";
 import { policyStatusAt } from "../policy/load.js";
-import { CAPABILITIES } from "../policy/schema.js";
+import { CAPABILITY_TABLE } from "../policy/schema.js";
 import type { Supervisor } from "../supervisor.js";
 import { toolsForPolicy } from "../tools/availability.js";
 import type { ToolDef } from "../tools/define.js";
@@ -57,15 +57,6 @@ function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {
   return trimOutputSchema(jsonSchemaOf(def.output, "output")) as Tool["outputSchema"];
 }
 
-/**
- * Capabilities whose tools reach into another program (its effects are whatever that program
- * does with the input): openWorldHint true. Reading a window, and the server's own bookkeeping,
- * stay inside what the server shows.
- */
-const OPEN_WORLD: ReadonlySet<string> = new Set(
-  CAPABILITIES.filter((c) => c !== "observe" && c !== "inspect"),
-);
-
 function toolEntry(def: ToolDef): Tool {
   return {
     name: def.name,
@@ -75,7 +66,7 @@ function toolEntry(def: ToolDef): Tool {
     outputSchema: outputSchemaOf(def),
     annotations: {
       ...def.annotations,
-      openWorldHint: def.capability !== null && OPEN_WORLD.has(def.capability),
+      openWorldHint: def.capability !== null && CAPABILITY_TABLE[def.capability].openWorld,
     },
   };
 }
@@ -212,27 +203,6 @@ export async function callTool(
     }
   }
 }
-
-const DENIALS = new Set([
-  "policy_not_configured",
-  "policy_conflict",
-  "policy_invalid",
-  "policy_expired",
-  "policy_unreadable",
-  "policy_insecure",
-  "action_not_allowed",
-  "target_not_allowed",
-  "consent_required",
-  "consent_denied",
-  "capability_expansion_denied",
-  "confirmation_required",
-  "confirmation_invalid",
-  "rate_limited",
-  "memory_budget_exceeded",
-  "lease_revoked",
-  "credential_revoked",
-]);
-const isDenial = (code: string) => DENIALS.has(code);
 
 /** Wires the tool table into an MCP server (low-level API: we own validation and errors). */
 export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) => void): Server {

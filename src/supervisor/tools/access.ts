@@ -1,17 +1,20 @@
 import { z } from "zod";
+import { refuseUnactionable } from "../../shared/actionable.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
 import {
   accessFacts,
+  applyGrantDecision,
   authorizeCapability,
   decideAccess,
   firstRefusal,
+  isRefusal,
   leaseCapabilities,
 } from "../access/accessDecision.js";
 import { liveWindows } from "../access/liveWindows.js";
 import { pickTarget } from "../access/targets.js";
 import { withWaitProgress } from "../consent/progress.js";
-import { actionNotAllowedMessage, isProtected } from "../policy/match.js";
+import { actionNotAllowedMessage } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { requirePolicy } from "../supervisor.js";
 import { defineConsentTool, defineOpenTool } from "./define.js";
@@ -19,7 +22,6 @@ import { withTarget } from "./shapes.js";
 
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 
-/** Classes whose actions inject input, which the worker refuses unless the window is in front. */
 /**
  * Classes whose every use is input to the window in front. `text` is not among them: a text token
  * also serves set_element_value, which needs no focus (send_text still refuses not_foreground).
@@ -229,17 +231,21 @@ export const accessTools = [
     effect: "effect",
     handler: async (ctx, args) => {
       const { sup, policy, target: t } = ctx;
-      if (!policy.allowed_actions.has(args.action_class))
+      // The one decision the action itself would get; the token it asks for is what is missing.
+      const decision = decideAccess(
+        accessFacts(sup, ctx.client.hash, t, args.action_class, policy, "absent"),
+      );
+      if (isRefusal(decision.grant) && decision.grant.refused === "action_not_allowed")
         throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [args.action_class]));
-      if (!isProtected(policy, args.action_class))
+      if (!decision.requiresConfirmation)
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
-      await authorizeCapability(sup, ctx.client.hash, t, args.action_class, policy);
-      if (t.window.iconic) throw uiError("minimized");
-      if (!t.window.visible) throw uiError("target_gone");
+      await applyGrantDecision(sup, ctx.client.hash, t, policy, decision, args.action_class);
       // As the action itself will check: input needs the window in front, unless the server is
       // configured to bring it there first (focus mode "activate").
-      if (INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive" && !t.window.foreground)
-        throw uiError("not_foreground");
+      refuseUnactionable(
+        t.window,
+        INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive",
+      );
       const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
       return {
         structured: {
@@ -267,7 +273,6 @@ export const accessTools = [
     effect: "read_only",
     handler: async (ctx, args) => {
       const { sup, policy, target } = ctx;
-      const requires = isProtected(policy, args.action_class);
       const hasToken = sup.tokens.hasValid(ctx.client.hash, target.instanceKey, args.action_class);
       // The decision the action itself would get (src/supervisor/access/accessDecision.ts), without the
       // lease's word (asked only when acting) and without renewing anything.
@@ -278,7 +283,7 @@ export const accessTools = [
       return {
         structured: {
           allowed: reason === "ok",
-          requires_confirmation: requires,
+          requires_confirmation: decision.requiresConfirmation,
           has_valid_token: hasToken,
           reason,
         },

@@ -436,7 +436,7 @@ describe("worker deadline during a long hold", () => {
               gates += 1;
               // Three characters typed; another window takes the focus before the fourth.
               if (gates === 4) d.write(scenario([ruffleWindow(), other()], 2002));
-              await beforeEachKey?.();
+              return beforeEachKey?.();
             }),
         },
       };

@@ -1,4 +1,4 @@
-import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type { InputPort, LogicalKey, MouseButton, TextMode, LiveProof } from "../../shared/platform.js";
 import { type FakeContext, requireWindow } from "./context.js";
 import type { Effect } from "./effects.js";
 import { topWindowAt } from "./render.js";
@@ -50,7 +50,7 @@ export class FakeInput implements InputPort {
     hwnd: string,
     text: string,
     mode: TextMode,
-    beforeEachKey?: () => Promise<void>,
+    beforeEachKey?: () => Promise<LiveProof | null | undefined>,
   ): Promise<void> {
     const w = requireWindow(this.ctx.scenario(), hwnd);
     await this.ctx.touch(w);

@@ -1,6 +1,6 @@
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type { InputPort, LogicalKey, MouseButton, TextMode, LiveProof } from "../../shared/platform.js";
 import { parseHwnd, virtualScreenRect, windowPid } from "./desktop.js";
 import * as w from "./ffi.js";
 import { assertTargetable, type SelfGuard } from "./identity.js";
@@ -190,7 +190,7 @@ export class Win32Input implements InputPort {
     hwnd: string,
     text: string,
     mode: TextMode,
-    beforeEachKey?: () => Promise<void>,
+    beforeEachKey?: () => Promise<LiveProof | null | undefined>,
   ): Promise<void> {
     const h = parseHwnd(hwnd);
     const { pid } = windowPid(h);

@@ -55,10 +55,10 @@ export async function createX11Platform(opts: {
   };
   const inputProxy: InputPort = {
     moveTo: (px, py) => inputPort().moveTo(px, py),
-    buttonDown: (b) => inputPort().buttonDown(b),
+    buttonDown: (b, proof) => inputPort().buttonDown(b, proof),
     buttonUp: (b) => inputPort().buttonUp(b),
     wheel: (n) => inputPort().wheel(n),
-    keyDown: (k) => inputPort().keyDown(k),
+    keyDown: (k, proof) => inputPort().keyDown(k, proof),
     keyUp: (k) => inputPort().keyUp(k),
     typeText: (h, t, m, gate) => inputPort().typeText(h, t, m, gate),
   };

@@ -234,6 +234,17 @@ export interface X11Native {
     InterceptData: TypeObject;
     InterceptProc: TypeObject;
   };
+  /**
+   * libXi's XInput 2 queries, for where our XTest events go (the XTEST slave devices and this
+   * client's pointer, see xtestRoute.ts), or null when libXi is not installed.
+   */
+  xi: {
+    XIQueryVersion: (dpy: Ptr, major: number[], minor: number[]) => number;
+    XIQueryDevice: (dpy: Ptr, deviceid: number, n: number[]) => Ptr | null;
+    XIFreeDeviceInfo: (info: Ptr) => void;
+    XIGetClientPointer: (dpy: Ptr, win: number, deviceid: number[]) => number;
+    DeviceInfo: TypeObject;
+  } | null;
   /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
   XGetXCBConnection: ((dpy: Ptr) => Ptr | null) | null;
   /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
@@ -557,15 +568,45 @@ export function x11Native(): X11Native {
   } catch {
     xres = null;
   }
+  let xi: X11Native["xi"] = null;
+  try {
+    const lib = koffi.load("libXi.so.6");
+    const DeviceInfo = koffi.struct("X11XIDeviceInfo", {
+      deviceid: "int",
+      name: "const char *",
+      use: "int",
+      attachment: "int",
+      enabled: "int",
+      num_classes: "int",
+      classes: "void *",
+    });
+    const g = (decl: string) => lib.func(decl) as unknown;
+    xi = {
+      XIQueryVersion: g("int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)") as NonNullable<
+        X11Native["xi"]
+      >["XIQueryVersion"],
+      XIQueryDevice: g("void *XIQueryDevice(Display *dpy, int deviceid, _Out_ int *n)") as NonNullable<
+        X11Native["xi"]
+      >["XIQueryDevice"],
+      XIFreeDeviceInfo: g("void XIFreeDeviceInfo(void *info)") as NonNullable<X11Native["xi"]>["XIFreeDeviceInfo"],
+      XIGetClientPointer: g(
+        "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
+      ) as NonNullable<X11Native["xi"]>["XIGetClientPointer"],
+      DeviceInfo,
+    };
+  } catch {
+    xi = null;
+  }
   const noop = x11.symbol("XConnectionNumber") as unknown;
   if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
   void Cookie;
   cached = {
     ...(n as unknown as Omit<
       X11Native,
-      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord"
+      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord" | "xi"
     >),
     xrecord,
+    xi,
     noopErrorHandler: noop,
     XGetXCBConnection: getXcb,
     xres,

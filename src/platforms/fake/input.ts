@@ -1,4 +1,4 @@
-import type { InputPort, LogicalKey, MouseButton, TextMode, LiveProof } from "../../shared/platform.js";
+import type { InputPort, LiveProof, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { type FakeContext, requireWindow } from "./context.js";
 import type { Effect } from "./effects.js";
 import { topWindowAt } from "./render.js";

@@ -1,7 +1,13 @@
 import { uiError } from "../../shared/errors.js";
 import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
-import { type DesktopPort, type LiveCheck, type LiveProof, NO_PROOF, type WindowInfo } from "../../shared/platform.js";
+import {
+  type DesktopPort,
+  type LiveCheck,
+  type LiveProof,
+  NO_PROOF,
+  type WindowInfo,
+} from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
 import * as w from "./ffi.js";
 import { assertTargetable, isAlive, ourIntegrity, type SelfGuard, targetableInstance } from "./identity.js";

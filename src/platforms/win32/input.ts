@@ -1,6 +1,6 @@
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import type { InputPort, LogicalKey, MouseButton, TextMode, LiveProof } from "../../shared/platform.js";
+import type { InputPort, LiveProof, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
 import { parseHwnd, virtualScreenRect, windowPid } from "./desktop.js";
 import * as w from "./ffi.js";
 import { assertTargetable, type SelfGuard } from "./identity.js";

@@ -98,6 +98,8 @@ export class X11Input implements InputPort {
       n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
       const [px = 0] = rx;
       const [py = 0] = ry;
+      // First: a grabbed XTEST slave also leaves the pointer where our motion did not take it.
+      requireXTestRoute(this.x);
       const at = proof.points.find((v) => v.x === px && v.y === py);
       const changed = () => uiError("occluded", "What lies under the pointer changed since the check.");
       if (!at || at.path.length === 0 || String(child[0] ?? 0) !== at.path[0]) throw changed();
@@ -107,7 +109,6 @@ export class X11Input implements InputPort {
         n.XTranslateCoordinates(dpy, this.x.root, BigInt(at.path[i] ?? "0"), px, py, [0], [0], inner);
         if (String(inner[0] ?? 0) !== (at.path[i + 1] ?? "0")) throw changed();
       }
-      requireXTestRoute(this.x);
       if (
         n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
       ) {

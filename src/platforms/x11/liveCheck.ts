@@ -142,8 +142,7 @@ async function judge(
   const rootTree = asked.tree(x.root);
   const rootGeom = onScreen ? asked.geom(x.root) : null;
   const focus = check.focus ? x.inputFocus() : null;
-  const hints =
-    desktop.liveHints?.client === client ? desktop.liveHints : { client, inside: [], path: [] };
+  const hints = desktop.liveHints?.client === client ? desktop.liveHints : { client, inside: [], path: [] };
   for (const p of check.points) {
     asked.childAt(x.root, p.x, p.y);
     if (frame !== client) asked.childAt(frame, p.x, p.y);
@@ -276,7 +275,12 @@ function stackedAbove(
     const onPoint = check.points.some((p) => containsPoint(r, p.x, p.y));
     const onRegion = !a.value.inputOnly && check.region !== null && intersect(r, check.region) !== null;
     if (onPoint || onRegion)
-      covering.push({ win: w, rect: r, inputOnly: a.value.inputOnly, overrideRedirect: a.value.overrideRedirect });
+      covering.push({
+        win: w,
+        rect: r,
+        inputOnly: a.value.inputOnly,
+        overrideRedirect: a.value.overrideRedirect,
+      });
   }
   return { covering, overrideRedirect };
 }
@@ -351,7 +355,11 @@ export function transientFor(
 }
 
 /** A region (pixels of the window) must be covered by nothing above the frame but popups. */
-function checkRegionCovers(covering: readonly Cover[], popups: ReadonlySet<number>, region: Rect | null): void {
+function checkRegionCovers(
+  covering: readonly Cover[],
+  popups: ReadonlySet<number>,
+  region: Rect | null,
+): void {
   if (region === null) return;
   if (covering.some((c) => !c.inputOnly && intersect(c.rect, region) !== null && !popups.has(c.win)))
     throw uiError("occluded");
@@ -399,7 +407,8 @@ function walkPoints(
     const top = hitTops[i] ?? 0;
     if (top !== frame && !popups.has(top)) throw uiError("occluded");
     // A managed window's frame belongs to the WM: its child at the point must be the client.
-    const inner = top === frame ? (frame === client ? null : client) : (desktop.framesByFrame.get(top)?.client ?? null);
+    const inner =
+      top === frame ? (frame === client ? null : client) : (desktop.framesByFrame.get(top)?.client ?? null);
     const path = [top];
     if (inner !== null) {
       const child = replyValue(settle(asked.childAt(top, p.x, p.y)));
@@ -467,13 +476,19 @@ function checkInside(
       if (popups.has(c.win) && !c.inputOnly) {
         const g = settle(asked.geom(c.win));
         if ("error" in g) continue;
-        level.push({ win: c.win, ox: g.value.x + g.value.border, oy: g.value.y + g.value.border, owner: x.clientOf(c.win) });
+        level.push({
+          win: c.win,
+          ox: g.value.x + g.value.border,
+          oy: g.value.y + g.value.border,
+          owner: x.clientOf(c.win),
+        });
       }
     if (frame !== client) {
       // The frame's children above the client: the WM's decorations, or another program's window.
       const t = settle(asked.tree(frame));
       const fg = settle(asked.geom(frame));
-      if ("error" in t || "error" in fg) throw uiError("target_changed", "The target window's frame changed.");
+      if ("error" in t || "error" in fg)
+        throw uiError("target_changed", "The target window's frame changed.");
       const kids = t.value.children;
       const fx = fg.value.x + fg.value.border;
       const fy = fg.value.y + fg.value.border;

@@ -582,13 +582,15 @@ export function x11Native(): X11Native {
     });
     const g = (decl: string) => lib.func(decl) as unknown;
     xi = {
-      XIQueryVersion: g("int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)") as NonNullable<
-        X11Native["xi"]
-      >["XIQueryVersion"],
+      XIQueryVersion: g(
+        "int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)",
+      ) as NonNullable<X11Native["xi"]>["XIQueryVersion"],
       XIQueryDevice: g("void *XIQueryDevice(Display *dpy, int deviceid, _Out_ int *n)") as NonNullable<
         X11Native["xi"]
       >["XIQueryDevice"],
-      XIFreeDeviceInfo: g("void XIFreeDeviceInfo(void *info)") as NonNullable<X11Native["xi"]>["XIFreeDeviceInfo"],
+      XIFreeDeviceInfo: g("void XIFreeDeviceInfo(void *info)") as NonNullable<
+        X11Native["xi"]
+      >["XIFreeDeviceInfo"],
       XIGetClientPointer: g(
         "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
       ) as NonNullable<X11Native["xi"]>["XIGetClientPointer"],

@@ -56,7 +56,8 @@ export function requireXTestRoute(x: XConnection): void {
     throw uiError("input_grabbed", "Another client redirected our pointer to another device.");
   const count = [0];
   const list = xi.XIQueryDevice(x.dpy, XI_ALL_DEVICES, count);
-  if (list === null || list === 0n) throw uiError("platform_unavailable", "The X input devices cannot be read.");
+  if (list === null || list === 0n)
+    throw uiError("platform_unavailable", "The X input devices cannot be read.");
   const devices: DeviceInfo[] = [];
   try {
     for (let i = 0; i < (count[0] ?? 0); i++)
@@ -68,7 +69,13 @@ export function requireXTestRoute(x: XConnection): void {
   const attached = (name: string, use: number, master: number) => {
     const named = devices.filter((d) => d.name === name);
     const [only] = named;
-    return named.length === 1 && only !== undefined && only.enabled !== 0 && only.use === use && only.attachment === master;
+    return (
+      named.length === 1 &&
+      only !== undefined &&
+      only.enabled !== 0 &&
+      only.use === use &&
+      only.attachment === master
+    );
   };
   if (
     !attached("Virtual core XTEST pointer", XI_SLAVE_POINTER, VCP) ||

@@ -111,6 +111,27 @@ export interface AtspiOptions {
   peer?: boolean;
   /** Read a walk's bulk facts from the application's Cache.GetItems (default true). */
   bulk?: boolean;
+  /**
+   * The screen rects of the window's popups (override-redirect windows of its process, windows
+   * transient for it) and of its process's other top-levels, from the X server. With it, a
+   * popup root is kept only when its extents lie mostly on a popup: another top-level of the
+   * process is a window of its own (its title must pass the policy and be granted by itself).
+   */
+  popupAreas?: PopupAreas;
+}
+
+export type PopupAreas = (window: WindowInfo) => Promise<{ popups: Rect[]; others: Rect[] }>;
+
+/** Whether `extents` lies more on one of `popups` than on any of `others`. */
+export function onPopup(extents: Rect | null, areas: { popups: Rect[]; others: Rect[] }): boolean {
+  if (extents === null) return false;
+  const best = (rs: Rect[]) =>
+    rs.reduce((m, r) => {
+      const i = intersect(extents, r);
+      return Math.max(m, i ? rectArea(i) : 0);
+    }, 0);
+  const popup = best(areas.popups);
+  return popup > 0 && popup > best(areas.others);
 }
 
 /**
@@ -424,6 +445,8 @@ class AtspiSession implements A11ySession {
     bulk: boolean,
     /** The instance's application objects on the a11y bus (where its popups live). */
     private readonly apps: readonly { bus: string; path: string }[] = [],
+    /** The granted window and where its popups are, to tell popups from other top-levels. */
+    private readonly popupCheck: { window: WindowInfo; areas: PopupAreas } | null = null,
   ) {
     this.bus = bus;
     this.rootNode = root;
@@ -793,7 +816,18 @@ class AtspiSession implements A11ySession {
           out.push({ bus: k.bus, path: k.path, parent: null });
       });
     }
-    return out;
+    if (this.popupCheck === null || out.length === 0) return out;
+    const [areas, extents] = await Promise.all([
+      this.popupCheck.areas(this.popupCheck.window),
+      Promise.all(
+        out.map((n) =>
+          this.extentsCall(n)
+            .then(extentsRect)
+            .catch(() => null),
+        ),
+      ),
+    ]);
+    return out.filter((_, i) => onPopup(extents[i] ?? null, areas));
   }
 
   async alive(h: A11yHandle): Promise<boolean> {
@@ -817,9 +851,12 @@ export class X11Accessibility implements AccessibilityPort {
   private readonly peer: boolean;
   private readonly bulk: boolean;
 
+  private readonly popupAreas: PopupAreas | null;
+
   constructor(opts: AtspiOptions = {}) {
     this.peer = opts.peer ?? true;
     this.bulk = opts.bulk ?? true;
+    this.popupAreas = opts.popupAreas ?? null;
   }
 
   private bus(): Promise<AtspiBus> {
@@ -880,7 +917,13 @@ export class X11Accessibility implements AccessibilityPort {
     if (best < 0 && frames.length === 1) best = 0;
     const frame = frames[best];
     if (!frame) throw uiError("target_not_found", "No accessibility tree matches this window.");
-    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk, mine);
+    return new AtspiSession(
+      bus,
+      { bus: frame.bus, path: frame.path, parent: null },
+      this.bulk,
+      mine,
+      this.popupAreas ? { window, areas: this.popupAreas } : null,
+    );
   }
 
   dispose(): void {

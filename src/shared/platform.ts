@@ -115,6 +115,15 @@ export interface LivePoint {
   readonly grabOwner: number | null;
 }
 
+/** What the display server did with a press (InputPort.buttonDown with proveDelivery). */
+export interface PressReceipt {
+  /**
+   * The press was delivered to the target (X11: RECORD saw the X server deliver it to the X
+   * client that owns the deepest window under the point, and to no other client).
+   */
+  delivered: boolean;
+}
+
 /** The proof of a check that proved nothing the port re-checks (ports without confirmLive). */
 export const NO_PROOF: LiveProof = { focus: null, points: [] };
 
@@ -202,8 +211,16 @@ export interface CapturePort {
 /** Raw injection; every verification happens before these are called, in the same worker. */
 export interface InputPort {
   moveTo(x: number, y: number): Promise<void>;
-  /** `proof`: what the check before it proved (absent: raw use, the event is sent unchecked). */
-  buttonDown(button: MouseButton, proof?: LiveProof | null): Promise<void>;
+  /**
+   * `proof`: what the check before it proved (absent: raw use, the event is sent unchecked).
+   * `proveDelivery`: also find out whether the display server delivered the press to the window
+   * the proof names; the answer is null when not asked or the platform cannot tell.
+   */
+  buttonDown(
+    button: MouseButton,
+    proof?: LiveProof | null,
+    proveDelivery?: boolean,
+  ): Promise<PressReceipt | null>;
   buttonUp(button: MouseButton): Promise<void>;
   /** Positive = away from the user (up), one notch = one wheel click. */
   wheel(notches: number): Promise<void>;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
 import {
   approveConsentDialog,
   REPO,
@@ -50,6 +51,9 @@ describe.skipIf(
   let sock: WindowInfo;
   let main: WindowInfo;
   let plugOut: () => string;
+  let familyProc: Gi;
+  let attackerBin: string;
+  const attackers: Attacker[] = [];
 
   function gi(args: string[]): Gi {
     const child = spawn(PYTHON, [FIXTURE, ...args], {
@@ -93,6 +97,7 @@ describe.skipIf(
   beforeAll(async () => {
     session = startSession();
     const dir = mkdtempSync(join(tmpdir(), "uix-gi-"));
+    attackerBin = buildAttacker(dir);
     const { createX11Platform } = await import("../../src/platforms/x11/index.js");
     p = await createX11Platform({ workerKind: "other" });
     const socket = gi(["socket"]);
@@ -100,7 +105,7 @@ describe.skipIf(
     const plug = gi(["plug", id]);
     plugOut = plug.out;
     await waitFor("plug ready", async () => (plug.out().includes("ready") ? true : null));
-    gi(["family"]);
+    familyProc = gi(["family"]);
     sock = await waitForWindow(p, "uix gi socket");
     main = await waitForWindow(p, "uix gi main");
     await waitForWindow(p, "uix refused");
@@ -127,6 +132,7 @@ describe.skipIf(
   }, 120_000);
 
   afterAll(async () => {
+    for (const a of attackers.splice(0)) await a.stop();
     for (const g of procs.splice(0)) if (g.child.exitCode === null) g.child.kill("SIGKILL");
     await h?.close();
     await p?.dispose();
@@ -182,5 +188,48 @@ describe.skipIf(
     const els = found.elements as Array<{ popup?: boolean }>;
     expect(els.length).toBe(1);
     expect(els[0]?.popup).toBe(true);
+  });
+
+  it("expect after a click that reached the check box: verified true; the next click unticks it", async () => {
+    await inFront(main);
+    const [agree] = (await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Agree" }))
+      .elements as Array<{
+      ref: string;
+    }>;
+    const r = await h.ok("click_element", {
+      ref: agree!.ref,
+      expect: { state: "checked", timeout_ms: 3000 },
+    });
+    expect(r.verified).toBe(true);
+    expect(r.unverified_reason).toBeUndefined();
+    await h.ok("click_element", { ref: agree!.ref });
+    await waitFor("unticked", async () => {
+      const on = await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Agree", state: "checked" });
+      return (on.elements as unknown[]).length === 0 ? true : null;
+    });
+  });
+
+  it("expect after a click another client's passive grab swallowed: verified false (press_not_delivered), though the state came", async () => {
+    await inFront(main);
+    const [agree] = (await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Agree" }))
+      .elements as Array<{
+      ref: string;
+    }>;
+    expect(agree).toBeDefined();
+    const grab = await startAttacker(attackerBin, ["passivegrab"], attackers);
+    const clicking = h.call("click_element", {
+      ref: agree!.ref,
+      expect: { state: "checked", timeout_ms: 3000 },
+    });
+    // Meanwhile something else ticks the box (another program could over AT-SPI).
+    await new Promise((res) => setTimeout(res, 100));
+    familyProc.child.kill("SIGUSR1");
+    const r = await clicking;
+    expect(r.code ?? "ok").toBe("ok");
+    expect(r.structured.verified).toBe(false);
+    expect(r.structured.unverified_reason).toBe("press_not_delivered");
+    await settled(grab);
+    expect(grab.count("button")).toBe(1);
+    await grab.stop();
   });
 });

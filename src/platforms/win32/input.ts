@@ -1,6 +1,13 @@
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import type { InputPort, LiveProof, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type {
+  InputPort,
+  LiveProof,
+  LogicalKey,
+  MouseButton,
+  PressReceipt,
+  TextMode,
+} from "../../shared/platform.js";
 import { parseHwnd, virtualScreenRect, windowPid } from "./desktop.js";
 import * as w from "./ffi.js";
 import { assertTargetable, type SelfGuard } from "./identity.js";
@@ -165,8 +172,10 @@ export class Win32Input implements InputPort {
     ]);
   }
 
-  async buttonDown(button: MouseButton): Promise<void> {
+  async buttonDown(button: MouseButton): Promise<PressReceipt | null> {
     send([{ kind: "mouse", dx: 0, dy: 0, data: 0, flags: buttonFlags(button, true) }]);
+    // SendInput does not say which window the press reached.
+    return null;
   }
 
   async buttonUp(button: MouseButton): Promise<void> {

@@ -80,7 +80,7 @@ export async function createX11Platform(opts: {
   };
   const inputProxy: InputPort = {
     moveTo: (px, py) => inputPort().moveTo(px, py),
-    buttonDown: (b, proof) => inputPort().buttonDown(b, proof),
+    buttonDown: (b, proof, prove) => inputPort().buttonDown(b, proof, prove),
     buttonUp: (b) => inputPort().buttonUp(b),
     wheel: (n) => inputPort().wheel(n),
     keyDown: (k, proof) => inputPort().keyDown(k, proof),

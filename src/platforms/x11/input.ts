@@ -2,7 +2,14 @@ import koffi from "koffi";
 import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import type { InputPort, LiveProof, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type {
+  InputPort,
+  LiveProof,
+  LogicalKey,
+  MouseButton,
+  PressReceipt,
+  TextMode,
+} from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
@@ -29,6 +36,8 @@ const REMAP_SETTLE_MS = readSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
 const GRAB_MODE_ASYNC = 1;
+/** How long a press may take to reach the target after the WM replays it (see buttonDown). */
+const DELIVERY_WAIT_MS = 300;
 const GRAB_SUCCESS = 0;
 
 interface Keymap {
@@ -78,18 +87,31 @@ export class X11Input implements InputPort {
    * XTest events still reach the virtual core devices (xtestRoute.ts) and no other client holds
    * the pointer. Without a proof (raw use of the port, tests) the press is sent unchecked.
    */
-  async buttonDown(button: MouseButton, proof?: LiveProof | null): Promise<void> {
+  async buttonDown(
+    button: MouseButton,
+    proof?: LiveProof | null,
+    proveDelivery = false,
+  ): Promise<PressReceipt | null> {
     const n = this.x.n;
     const dpy = this.x.dpy;
     if (!proof) {
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
       this.flush();
-      return;
+      return null;
     }
     // The check proved the target's own popup grab: its owner is told again under the server
     // grab, so the recording starts now (the server must still run the recording's enable).
     const grabOwner = proof.points.find((v) => v.grabOwner !== null)?.grabOwner ?? null;
     const deliveries = grabOwner === null ? null : await PointerDeliveries.start(this.x);
+    let presses: PointerDeliveries | null = null;
+    let owner: number | null = null;
+    let wm: number | null = null;
+    try {
+      presses = proveDelivery ? await PointerDeliveries.presses(this.x) : null;
+    } catch (e) {
+      deliveries?.close();
+      throw e;
+    }
     n.XGrabServer(dpy);
     try {
       const child: Array<bigint | number> = [0];
@@ -109,6 +131,11 @@ export class X11Input implements InputPort {
         n.XTranslateCoordinates(dpy, this.x.root, BigInt(at.path[i] ?? "0"), px, py, [0], [0], inner);
         if (String(inner[0] ?? 0) !== (at.path[i + 1] ?? "0")) throw changed();
       }
+      // The X client that owns the deepest window there, whom the press is meant to reach, and
+      // the top-level's (the WM, through its frame: its button bindings grab a press first and
+      // replay it to the window).
+      owner = this.x.clientOf(Number(at.path[at.path.length - 1] ?? 0));
+      wm = this.x.clientOf(Number(at.path[0] ?? 0));
       if (
         n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
       ) {
@@ -120,10 +147,26 @@ export class X11Input implements InputPort {
         throw uiError("input_grabbed");
       }
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+    } catch (e) {
+      presses?.close();
+      presses = null;
+      throw e;
     } finally {
       n.XUngrabServer(dpy);
       this.flush();
       deliveries?.close();
+    }
+    if (presses === null) return null;
+    try {
+      // Who got a button press while the recording ran: the target's client (and the WM), or
+      // the press is not shown to have reached it.
+      await presses.awaitDeliveryTo(owner ?? -1, DELIVERY_WAIT_MS);
+      const got = await presses.finish().catch(() => null);
+      return {
+        delivered: got !== null && got.includes(owner ?? -1) && got.every((id) => id === owner || id === wm),
+      };
+    } finally {
+      presses.close();
     }
   }
 

@@ -3,7 +3,7 @@ import { uiError } from "../../shared/errors.js";
 import { sameRect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import { isAllowedKey, isSystemChord, type Modifier } from "../../shared/keys.js";
-import type { DesktopPort, InputPort, LiveProof, MouseButton } from "../../shared/platform.js";
+import type { DesktopPort, InputPort, LiveProof, MouseButton, PressReceipt } from "../../shared/platform.js";
 import type { TargetExpectation } from "../../shared/protocol.js";
 import { type Handler, type HandlerContext, type HandlerTable, sleep } from "../handlers.js";
 import { pointsInside, type VerifiedTarget, verifyTarget } from "../verify.js";
@@ -106,14 +106,16 @@ async function pressButton(
   button: MouseButton,
   signal: AbortSignal,
   proof: LiveProof | null,
-): Promise<void> {
+  proveDelivery = false,
+): Promise<PressReceipt | null> {
   dialogGate.assertNoDialog();
-  await input.buttonDown(button, proof);
+  const receipt = await input.buttonDown(button, proof, proveDelivery);
   try {
     await sleep(PRESS_MS, signal);
   } finally {
     await input.buttonUp(button);
   }
+  return receipt;
 }
 
 const pointer: Handler<"input.pointer"> = async (args, ctx) => {
@@ -132,27 +134,37 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
   await sleep(SETTLE_MS, ctx.signal);
   const last = await check(ctx, args.target, p);
   requireSameRect(first, last);
+  const prove = args.prove_delivery;
+  const receipts: Array<PressReceipt | null> = [];
   switch (args.kind) {
     case "scroll":
       dialogGate.assertNoDialog();
       await input.wheel(args.notches);
       break;
     case "click":
-      await pressButton(input, "left", ctx.signal, last.proof);
+      receipts.push(await pressButton(input, "left", ctx.signal, last.proof, prove));
       break;
     case "right_click":
-      await pressButton(input, "right", ctx.signal, last.proof);
+      receipts.push(await pressButton(input, "right", ctx.signal, last.proof, prove));
       break;
     case "double_click": {
-      await pressButton(input, "left", ctx.signal, last.proof);
+      receipts.push(await pressButton(input, "left", ctx.signal, last.proof, prove));
       await sleep(DOUBLE_CLICK_GAP_MS, ctx.signal);
       const again = await check(ctx, args.target, p);
       requireSameRect(first, again);
-      await pressButton(input, "left", ctx.signal, again.proof);
+      receipts.push(await pressButton(input, "left", ctx.signal, again.proof, prove));
       break;
     }
   }
-  return { screen_x: sx, screen_y: sy };
+  // Where the platform could not tell (null), nothing is claimed either way.
+  const known = receipts.filter((r): r is PressReceipt => r !== null);
+  return {
+    screen_x: sx,
+    screen_y: sy,
+    ...(prove && known.length > 0 && known.length === receipts.length
+      ? { delivered: known.every((r) => r.delivered) }
+      : {}),
+  };
 };
 
 const drag: Handler<"input.drag"> = async (args, ctx) => {

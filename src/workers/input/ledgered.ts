@@ -13,9 +13,9 @@ export function withLedger(input: InputPort, ledger: PressLedger): InputPort {
     wheel: (n) => input.wheel(n),
     // beforeEachKey carries the per-character verification and the dialog gate: always passed on.
     typeText: (hwnd, text, mode, beforeEachKey) => input.typeText(hwnd, text, mode, beforeEachKey),
-    async buttonDown(button: MouseButton, proof?: LiveProof | null) {
+    async buttonDown(button: MouseButton, proof?: LiveProof | null, proveDelivery?: boolean) {
       await ledger.hold([{ kind: "button", button }]);
-      await input.buttonDown(button, proof);
+      return input.buttonDown(button, proof, proveDelivery);
     },
     async buttonUp(button: MouseButton) {
       await input.buttonUp(button);

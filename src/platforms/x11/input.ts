@@ -161,10 +161,8 @@ export class X11Input implements InputPort {
       // Who got a button press while the recording ran: the target's client (and the WM), or
       // the press is not shown to have reached it.
       await presses.awaitDeliveryTo(owner ?? -1, DELIVERY_WAIT_MS);
-      const got = await presses.finish().catch(() => null);
-      return {
-        delivered: got !== null && got.includes(owner ?? -1) && got.every((id) => id === owner || id === wm),
-      };
+      const got = (await presses.finish().catch(() => null)) ?? [];
+      return { delivered: got.includes(owner ?? -1) && got.every((id) => id === owner || id === wm) };
     } finally {
       presses.close();
     }

@@ -1,5 +1,4 @@
 import koffi from "koffi";
-import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
 import type {
@@ -10,6 +9,7 @@ import type {
   PressReceipt,
   TextMode,
 } from "../../shared/platform.js";
+import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../shared/pressLedger.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";

@@ -2,7 +2,6 @@ import { isUiError, uiError } from "../../shared/errors.js";
 import { containsPoint, intersect, type Rect } from "../../shared/geometry.js";
 import type { LiveCheck, LivePoint, LiveProof, WindowInfo } from "../../shared/platform.js";
 import { refuseOffScreen } from "../../shared/screenBounds.js";
-import type { X11Desktop } from "./desktop.js";
 import { pointerGrabProvenFor } from "./grabOwner.js";
 import { cardinals, type Pending, XA_WM_TRANSIENT_FOR, type XConnection } from "./xconn.js";
 
@@ -96,6 +95,18 @@ function once<K, T>(m: Map<K, T>, k: K, make: () => T): T {
   return v;
 }
 
+/**
+ * What the checks read of the worker's desktop port (X11Desktop): the frames its last listing
+ * found (server truth: the parent chain), the hints the last check left, and the parent walk.
+ */
+export interface LiveState {
+  readonly framesByClient: ReadonlyMap<number, { frame: number; client: number }>;
+  readonly framesByFrame: ReadonlyMap<number, { frame: number; client: number }>;
+  lastRootChildren: readonly number[];
+  liveHints: LiveHints | null;
+  inSubtree(win: number, ancestor: number): boolean;
+}
+
 /** What the last check of this worker saw, to ask ahead about (never to judge by). */
 export interface LiveHints {
   /** The target's client window they are about. */
@@ -108,7 +119,7 @@ export interface LiveHints {
 
 export async function confirmLive(
   x: XConnection,
-  desktop: X11Desktop,
+  desktop: LiveState,
   target: WindowInfo,
   check: LiveCheck,
 ): Promise<LiveProof> {
@@ -124,7 +135,7 @@ export async function confirmLive(
 
 async function judge(
   x: XConnection,
-  desktop: X11Desktop,
+  desktop: LiveState,
   asked: Asked,
   target: WindowInfo,
   client: number,
@@ -293,7 +304,7 @@ function stackedAbove(
  */
 function targetsPopups(
   x: XConnection,
-  desktop: X11Desktop,
+  desktop: LiveState,
   asked: Asked,
   target: WindowInfo,
   client: number,
@@ -395,7 +406,7 @@ function checkPointCovers(
  */
 function walkPoints(
   x: XConnection,
-  desktop: X11Desktop,
+  desktop: LiveState,
   asked: Asked,
   client: number,
   frame: number,
@@ -558,7 +569,7 @@ function checkInside(
  */
 function checkFocus(
   x: XConnection,
-  desktop: X11Desktop,
+  desktop: LiveState,
   client: number,
   focusWin: number,
   inside: readonly number[],
@@ -579,7 +590,7 @@ function outerRect(ox: number, oy: number, g: Geometry): Rect {
  * The PID the X server knows for each window's owner; a WM frame counts as its client's (the
  * frame itself belongs to the WM). One X-Resource request for all of them.
  */
-function ownerPids(x: XConnection, desktop: X11Desktop, wins: readonly number[]): Map<number, number> {
+function ownerPids(x: XConnection, desktop: LiveState, wins: readonly number[]): Map<number, number> {
   const ask = new Map<number, number>();
   for (const w of wins) ask.set(w, desktop.framesByFrame.get(w)?.client ?? w);
   const pids = x.clientPids([...new Set(ask.values())]);

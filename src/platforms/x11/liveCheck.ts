@@ -168,18 +168,8 @@ async function judge(
     }
   if (inside) {
     asked.tree(client);
-    if (check.region !== null) {
-      asked.origin(client);
-      if (frame !== client) {
-        asked.tree(frame);
-        asked.geom(frame);
-      }
-    }
-    for (const w of hints.inside) {
-      asked.tree(w);
-      asked.attrs(w);
-      asked.geom(w);
-    }
+    if (check.region !== null && frame !== client) asked.tree(frame);
+    for (const w of hints.inside) asked.tree(w);
   }
 
   const kb = grabs.keyboard ? settle(grabs.keyboard) : null;
@@ -205,7 +195,17 @@ async function judge(
 
   const paths = walkPoints(x, desktop, asked, client, frame, popups, hitTops, check.points);
   const insideSeen = inside
-    ? checkInside(x, asked, client, frame, popups, above.covering, check.region, keys)
+    ? checkInside(
+        x,
+        asked,
+        client,
+        frame,
+        popups,
+        above.covering,
+        check.region,
+        keys,
+        (top) => desktop.framesByFrame.get(top)?.client ?? top,
+      )
     : [];
   if (focusWin !== null) checkFocus(x, desktop, client, focusWin, insideSeen);
   desktop.liveHints = {
@@ -449,12 +449,14 @@ function walkPoints(
 }
 
 /**
- * The windows inside the target that matter, walked a level at a time from the client (and,
- * for a region, from the frame's other children and the popups over it): for a region every
- * viewable InputOutput window that intersects it, for keys every viewable window. Each must be
- * the target's client's (the WM's own decorations aside, as children of the frame); a window of
- * another program there is refused (occluded for pixels, not_foreground for keys). Returns every
- * window seen, for the next check to ask ahead about.
+ * Windows of other programs inside the target, walked a level at a time from the client (and,
+ * for a region, from the popups over it and the frame's children above the client): the
+ * target's own windows are only descended into (one QueryTree each, no more); a window another
+ * client created there is judged from its attributes, geometry and root position, asked then
+ * (rare): for a region a viewable InputOutput one that meets it is refused (occluded), for keys
+ * any viewable one (not_foreground). The WM's decorations (the frame's other children, the
+ * WM's own) are not walked into: they are clipped to the frame outside the client. Returns the
+ * target's own windows seen inside the client, for the next check to ask ahead about.
  */
 function checkInside(
   x: XConnection,
@@ -465,101 +467,80 @@ function checkInside(
   covering: readonly Cover[],
   region: Rect | null,
   keys: boolean,
+  clientOfTop: (top: number) => number,
 ): number[] {
-  const refuse = () =>
-    keys
-      ? uiError("not_foreground", "Another program's window lies inside the target window.")
-      : uiError("occluded", "Another program's window lies inside the target window.");
-  const seen: number[] = [];
-  interface Level {
-    win: number;
-    ox: number;
-    oy: number;
-    owner: number;
-  }
-  let level: Level[] = [];
   const own = x.clientOf(client);
-  if (region === null) level.push({ win: client, ox: 0, oy: 0, owner: own });
-  else {
-    const o = replyValue(settle(asked.origin(client)));
-    level.push({ win: client, ox: o.x, oy: o.y, owner: own });
+  const seen: number[] = [];
+  const foreign: number[] = [];
+  let level: Array<{ win: number; owner: number }> = [{ win: client, owner: own }];
+  if (region !== null) {
+    // A managed popup (a transient dialog) is walked from its client: its frame is the WM's.
     for (const c of covering)
       if (popups.has(c.win) && !c.inputOnly) {
-        const g = settle(asked.geom(c.win));
-        if ("error" in g) continue;
-        level.push({
-          win: c.win,
-          ox: g.value.x + g.value.border,
-          oy: g.value.y + g.value.border,
-          owner: x.clientOf(c.win),
-        });
+        const top = clientOfTop(c.win);
+        level.push({ win: top, owner: x.clientOf(top) });
       }
     if (frame !== client) {
-      // The frame's children above the client: the WM's decorations, or another program's window.
       const t = settle(asked.tree(frame));
-      const fg = settle(asked.geom(frame));
-      if ("error" in t || "error" in fg)
-        throw uiError("target_changed", "The target window's frame changed.");
+      if ("error" in t) throw uiError("target_changed", "The target window's frame changed.");
       const kids = t.value.children;
-      const fx = fg.value.x + fg.value.border;
-      const fy = fg.value.y + fg.value.border;
       const wm = x.clientOf(frame);
-      const overClient = kids.slice(kids.indexOf(client) + 1);
-      seen.push(...kids.filter((k) => k !== client));
-      for (const k of overClient) {
-        asked.attrs(k);
-        asked.geom(k);
-      }
-      for (const k of overClient) {
-        const a = settle(asked.attrs(k));
-        const g = settle(asked.geom(k));
-        if ("error" in a || "error" in g || a.value.mapState !== 2 || a.value.inputOnly) continue;
-        if (intersect(outerRect(fx, fy, g.value), region) === null) continue;
+      for (const k of kids.slice(kids.indexOf(client) + 1)) {
         const by = x.clientOf(k);
-        if (by !== wm && by !== own) throw refuse();
+        if (by !== wm && by !== own) foreign.push(k);
       }
     }
   }
   let count = 0;
   for (let depth = 0; level.length > 0; depth++) {
-    if (depth >= MAX_DEPTH) throw refuse();
+    if (depth >= MAX_DEPTH) throw refusal(keys);
     const trees = level.map((l) => asked.tree(l.win));
-    const kids: Array<{ win: number; parent: Level }> = [];
+    const next: Array<{ win: number; owner: number }> = [];
     level.forEach((l, i) => {
       const t = settle(trees[i] as Pending<{ parent: number; children: number[] }>);
       if ("error" in t) {
         if (l.win === client) throw t.error;
         return; // gone meanwhile: nothing inside it any more
       }
+      count += t.value.children.length;
       for (const win of t.value.children) {
-        kids.push({ win, parent: l });
-        asked.attrs(win);
-        asked.geom(win);
+        if (x.clientOf(win) !== l.owner) foreign.push(win);
+        else {
+          if (l.owner === own) seen.push(win);
+          next.push({ win, owner: l.owner });
+        }
       }
     });
-    count += kids.length;
-    if (count > MAX_WINDOWS) throw refuse();
-    const next: Level[] = [];
-    for (const { win, parent } of kids) {
-      seen.push(win);
-      const a = settle(asked.attrs(win));
-      const g = settle(asked.geom(win));
-      if ("error" in a || "error" in g || a.value.mapState !== 2) continue;
-      const r = outerRect(parent.ox, parent.oy, g.value);
-      // Pixels: InputOnly windows have none (nor can their children), and whatever lies outside
-      // the region is not read (a child is clipped to its parent).
-      if (region !== null && (a.value.inputOnly || intersect(r, region) === null)) continue;
-      if (x.clientOf(win) !== parent.owner) throw refuse();
-      next.push({
-        win,
-        ox: parent.ox + g.value.x + g.value.border,
-        oy: parent.oy + g.value.y + g.value.border,
-        owner: parent.owner,
-      });
-    }
+    if (count > MAX_WINDOWS) throw refusal(keys);
     level = next;
   }
+  if (foreign.length > 0) {
+    const facts = foreign.map((w) => ({ a: asked.attrs(w), g: asked.geom(w), o: asked.origin(w) }));
+    for (const f of facts) {
+      const a = settle(f.a);
+      const g = settle(f.g);
+      const o = settle(f.o);
+      // Gone meanwhile, or not shown (its ancestors unmapped): it neither shows nor takes keys.
+      if ("error" in a || "error" in g || "error" in o || a.value.mapState !== 2) continue;
+      if (region === null) throw refusal(keys);
+      const b = g.value.border;
+      const r: Rect = [
+        o.value.x - b,
+        o.value.y - b,
+        o.value.x + g.value.width + b,
+        o.value.y + g.value.height + b,
+      ];
+      // Pixels: InputOnly windows have none, and what lies outside the region is not read.
+      if (!a.value.inputOnly && intersect(r, region) !== null) throw refusal(keys);
+    }
+  }
   return seen;
+}
+
+function refusal(keys: boolean) {
+  return keys
+    ? uiError("not_foreground", "Another program's window lies inside the target window.")
+    : uiError("occluded", "Another program's window lies inside the target window.");
 }
 
 /**

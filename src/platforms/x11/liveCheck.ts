@@ -148,29 +148,17 @@ async function judge(
   const onScreen = check.points.length > 0 || check.region !== null;
   const inside = keys || check.region !== null;
 
-  // The batch: everything asked now, the replies read below.
-  const grabs = x.probeGrabs(check.grabs.keyboard, check.grabs.pointer);
-  const rootTree = asked.tree(x.root);
-  const rootGeom = onScreen ? asked.geom(x.root) : null;
-  const focus = check.focus ? x.inputFocus() : null;
   const hints = desktop.liveHints?.client === client ? desktop.liveHints : { client, inside: [], path: [] };
-  for (const p of check.points) {
-    asked.childAt(x.root, p.x, p.y);
-    if (frame !== client) asked.childAt(frame, p.x, p.y);
-    asked.childAt(client, p.x, p.y);
-    for (const w of hints.path) asked.childAt(w, p.x, p.y);
-  }
-  const lastAt = onScreen ? desktop.lastRootChildren.indexOf(frame) : -1;
-  if (lastAt >= 0)
-    for (const w of desktop.lastRootChildren.slice(lastAt + 1)) {
-      asked.attrs(w);
-      asked.geom(w);
-    }
-  if (inside) {
-    asked.tree(client);
-    if (check.region !== null && frame !== client) asked.tree(frame);
-    for (const w of hints.inside) asked.tree(w);
-  }
+  const { grabs, rootTree, rootGeom, focus } = askBatch(
+    x,
+    desktop,
+    asked,
+    client,
+    frame,
+    check,
+    hints,
+    inside,
+  );
 
   const kb = grabs.keyboard ? settle(grabs.keyboard) : null;
   const ptr = grabs.pointer ? settle(grabs.pointer) : null;
@@ -224,6 +212,46 @@ async function judge(
     grabOwner: grabProven ? target.pid : null,
   }));
   return { focus: focusWin === null ? null : String(focusWin), points };
+}
+
+/**
+ * The batch: every request of the check asked now (the replies are read by the checks): the
+ * grab probes, the root's tree and geometry, the focus, each point's child at the root, the frame
+ * and the client, the client's (and the frame's) tree, and ahead of need what the last check saw.
+ */
+function askBatch(
+  x: XConnection,
+  desktop: LiveState,
+  asked: Asked,
+  client: number,
+  frame: number,
+  check: LiveCheck,
+  hints: LiveHints,
+  inside: boolean,
+) {
+  const onScreen = check.points.length > 0 || check.region !== null;
+  const grabs = x.probeGrabs(check.grabs.keyboard, check.grabs.pointer);
+  const rootTree = asked.tree(x.root);
+  const rootGeom = onScreen ? asked.geom(x.root) : null;
+  const focus = check.focus ? x.inputFocus() : null;
+  for (const p of check.points) {
+    asked.childAt(x.root, p.x, p.y);
+    if (frame !== client) asked.childAt(frame, p.x, p.y);
+    asked.childAt(client, p.x, p.y);
+    for (const w of hints.path) asked.childAt(w, p.x, p.y);
+  }
+  const lastAt = onScreen ? desktop.lastRootChildren.indexOf(frame) : -1;
+  if (lastAt >= 0)
+    for (const w of desktop.lastRootChildren.slice(lastAt + 1)) {
+      asked.attrs(w);
+      asked.geom(w);
+    }
+  if (inside) {
+    asked.tree(client);
+    if (check.region !== null && frame !== client) asked.tree(frame);
+    for (const w of hints.inside) asked.tree(w);
+  }
+  return { grabs, rootTree, rootGeom, focus };
 }
 
 /** Points and the region lie on the root window as it is now, else out_of_bounds. */

@@ -204,10 +204,10 @@ export const SETTINGS = {
     env: "UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE",
     scope: "server",
     strictness: "invalid_argument",
-    default: 10,
+    default: 60,
     min: 1,
     max: 100_000,
-    doc: "per client (every effect)",
+    doc: "per client (every effect); why 60: README, Budgets",
   }),
   consentTimeoutMs: int({
     env: "UIINSPECT_CONSENT_TIMEOUT_MS",

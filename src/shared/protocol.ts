@@ -194,8 +194,15 @@ export const OPS = {
       dwell_ms: z.number().int().min(0).max(10000).default(0),
       notches: z.number().int().min(-20).max(20).default(0),
       focus_mode: FocusModeSchema,
+      /** Find out whether the press reached the target (the display server's word), for expect. */
+      prove_delivery: z.boolean().default(false),
     }),
-    result: z.object({ screen_x: z.number().int(), screen_y: z.number().int() }),
+    result: z.object({
+      screen_x: z.number().int(),
+      screen_y: z.number().int(),
+      /** With prove_delivery, where the platform can tell: whether every press reached the target. */
+      delivered: z.boolean().optional(),
+    }),
   },
   "input.drag": {
     worker: "input",

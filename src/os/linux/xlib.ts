@@ -236,6 +236,17 @@ export interface X11Native {
     InterceptData: TypeObject;
     InterceptProc: TypeObject;
   };
+  /**
+   * libXi's XInput 2 queries, for where our XTest events go (the XTEST slave devices and this
+   * client's pointer, see xtestRoute.ts), or null when libXi is not installed.
+   */
+  xi: {
+    XIQueryVersion: (dpy: Ptr, major: number[], minor: number[]) => number;
+    XIQueryDevice: (dpy: Ptr, deviceid: number, n: number[]) => Ptr | null;
+    XIFreeDeviceInfo: (info: Ptr) => void;
+    XIGetClientPointer: (dpy: Ptr, win: number, deviceid: number[]) => number;
+    DeviceInfo: TypeObject;
+  } | null;
   /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
   XGetXCBConnection: ((dpy: Ptr) => Ptr | null) | null;
   /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
@@ -341,6 +352,40 @@ function xresBindings(): X11Native["xres"] {
       XResClientIdsDestroy: lib.func(
         "void XResClientIdsDestroy(long num_ids, void *ids)",
       ) as unknown as NonNullable<X11Native["xres"]>["XResClientIdsDestroy"],
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** XInput2's device queries (the XTEST route check), or null when libXi is not installed. */
+function xiBindings(): X11Native["xi"] {
+  try {
+    const lib = xLibrary("libXi.so.6");
+    const DeviceInfo = koffi.struct("X11XIDeviceInfo", {
+      deviceid: "int",
+      name: "const char *",
+      use: "int",
+      attachment: "int",
+      enabled: "int",
+      num_classes: "int",
+      classes: "void *",
+    });
+    const g = (decl: string) => lib.func(decl) as unknown;
+    return {
+      XIQueryVersion: g(
+        "int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)",
+      ) as NonNullable<X11Native["xi"]>["XIQueryVersion"],
+      XIQueryDevice: g("void *XIQueryDevice(Display *dpy, int deviceid, _Out_ int *n)") as NonNullable<
+        X11Native["xi"]
+      >["XIQueryDevice"],
+      XIFreeDeviceInfo: g("void XIFreeDeviceInfo(void *info)") as NonNullable<
+        X11Native["xi"]
+      >["XIFreeDeviceInfo"],
+      XIGetClientPointer: g(
+        "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
+      ) as NonNullable<X11Native["xi"]>["XIGetClientPointer"],
+      DeviceInfo,
     };
   } catch {
     return null;
@@ -577,15 +622,17 @@ export function x11Native(): X11Native {
     shmctl: c.shmctl,
   };
   const xrecord = xrecordBindings(xtst);
+  const xi = xiBindings();
   const noop = x11.symbol("XConnectionNumber") as unknown;
   if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
   void Cookie;
   cached = {
     ...(n as unknown as Omit<
       X11Native,
-      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord"
+      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord" | "xi"
     >),
     xrecord,
+    xi,
     noopErrorHandler: noop,
     XGetXCBConnection: xcbOfXlib(),
     xres: xresBindings(),

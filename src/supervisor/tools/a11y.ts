@@ -8,6 +8,7 @@ import {
   ChangesOut,
   Expect,
   type ExpectArg,
+  NOT_DELIVERED,
   StateArg,
   waitForCondition,
   withObservation,
@@ -33,6 +34,8 @@ const SearchShape = {
 /** What an action's result carries besides its own fields when expect / changes were given. */
 const Observed = {
   verified: z.boolean().optional(),
+  /** Why verified is false without waiting: the display server did not deliver our press to the target. */
+  unverified_reason: z.enum(["press_not_delivered"]).optional(),
   elapsed_ms: z.number().optional(),
   changes: ChangesOut.optional(),
 };
@@ -312,14 +315,18 @@ export const a11yTools = [
           target,
           ref: s.inner,
         });
-        const r = await ctx.call("input.pointer", {
+        // With expect, the press must be shown to have reached the target: a state another
+        // program changed meanwhile (over AT-SPI, say) is not credited to a press that went
+        // elsewhere.
+        const { delivered, ...r } = await ctx.call("input.pointer", {
           target,
           kind: args.button === "right" ? "right_click" : "click",
           x: c.x,
           y: c.y,
           focus_mode: ctx.sup.config.focusMode,
+          prove_delivery: args.expect !== undefined,
         });
-        return r;
+        return delivered === false ? { ...r, [NOT_DELIVERED]: true as const } : r;
       });
       return { structured };
     },

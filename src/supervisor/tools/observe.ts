@@ -193,9 +193,16 @@ export function diffStates(before: TreeStates, after: TreeStates): ChangesOutput
   return { added, removed, changed, truncated: before.truncated || after.truncated };
 }
 
+/**
+ * Set by an action whose press the display server showed went elsewhere: its expect answers
+ * `verified: false` at once, with the reason, whatever the state becomes.
+ */
+export const NOT_DELIVERED: unique symbol = Symbol("press not delivered");
+
 /** The `verified` / `elapsed_ms` / `changes` fields of an action's result. */
 export interface Observed {
   verified?: boolean;
+  unverified_reason?: "press_not_delivered";
   elapsed_ms?: number;
   changes?: ChangesOutput;
 }
@@ -214,9 +221,14 @@ export async function withObservation<R extends Record<string, unknown>>(
   const condition = opts.expect ? expectCondition(ctx, action, opts.expect) : null;
   const before = opts.changes ? await snapshotStates(ctx, action) : null;
   const started = Date.now();
-  const result = await act();
-  const out: R & Observed = { ...result };
-  if (condition !== null && opts.expect) {
+  const { [NOT_DELIVERED]: notDelivered, ...result } = (await act()) as R & { [NOT_DELIVERED]?: true };
+  const out = { ...result } as R & Observed;
+  if (condition !== null && opts.expect && notDelivered === true) {
+    out.verified = false;
+    out.unverified_reason = "press_not_delivered";
+    out.elapsed_ms = Date.now() - started;
+    ctx.counters.verified = false;
+  } else if (condition !== null && opts.expect) {
     const r = await waitForCondition(ctx, action, condition, opts.expect.timeout_ms, false);
     out.verified = r !== "timeout";
     out.elapsed_ms = Date.now() - started;

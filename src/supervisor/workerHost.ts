@@ -345,8 +345,9 @@ export class WorkerHost {
     if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
   }
 
+  /** Every kind starts from one entry that loads the kind's modules (src/workers/entry.ts). */
   private entryPath(): string {
-    return fileURLToPath(new URL(`../workers/${this.kind}/main.js`, import.meta.url));
+    return fileURLToPath(new URL("../workers/entry.js", import.meta.url));
   }
 
   private spawnThread(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {

@@ -1,8 +1,8 @@
 import { isMainThread, type MessagePort, workerData } from "node:worker_threads";
 
 /**
- * The one entry of every worker thread and worker process. It imports nothing but Node's own
- * modules, so it always loads, and then loads the worker's modules itself.
+ * The entry of every worker thread (a worker process may start here too). It imports nothing
+ * but Node's own modules, so it always loads, and then loads the worker's modules itself.
  *
  * Why: when a worker's modules cannot load (a dependency folder missing or half written), a
  * thread that dies of the import error is stopped while the module loader still has other

@@ -101,7 +101,7 @@ async function runOnce(cli) {
       "--oauth-jwks",
       jwks,
       "--max-sessions",
-      String(SESSIONS + 8),
+      String(SESSIONS + EXTRA + 8),
     ]),
     {
       env: {

@@ -270,12 +270,14 @@ async function runOnce(cli) {
 
 // BENCH_BASELINE: other builds' dist/cli.js (comma-separated), run in turn with this one, each
 // round in the same order, so before and after meet the same machine load.
-const builds = [CLI, ...(process.env.BENCH_BASELINE ?? "").split(",").filter(Boolean)];
+// BENCH_CLI: this build from elsewhere (a frozen copy, so a rebuild meanwhile cannot touch it).
+const ours = process.env.BENCH_CLI ?? CLI;
+const builds = [ours, ...(process.env.BENCH_BASELINE ?? "").split(",").filter(Boolean)];
 const runs = [];
 try {
   for (let round = 0; round < ROUNDS; round++)
     for (const cli of builds)
-      runs.push({ round, build: cli === CLI ? "this" : cli, ...(await runOnce(cli)) });
+      runs.push({ round, build: cli === ours ? "this" : cli, ...(await runOnce(cli)) });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

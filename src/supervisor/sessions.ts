@@ -255,9 +255,12 @@ export class A11ySessions {
   private startWorker(instanceKey: string): InstanceWorker {
     const host = this.makeHost();
     const w: InstanceWorker = { instanceKey, host, members: new Map() };
-    // A crashed or hung worker has lost its sessions: every ref it handed out is stale.
+    // A crashed or hung worker has lost its sessions: every ref it handed out is stale. The
+    // identities stay on the instance and the host stays, so the next call restarts the worker
+    // with the host's backoff (a worker that keeps crashing is not restarted in a tight loop).
     host.onTeardown(() => {
-      if (this.instances.get(instanceKey) === w) this.forgetWorker(w);
+      if (this.instances.get(instanceKey) !== w) return;
+      for (const m of w.members.values()) this.forgetTags(w.instanceKey, m.client);
     });
     this.instances.set(instanceKey, w);
     host.warm();
@@ -267,8 +270,13 @@ export class A11ySessions {
   private forgetMember(w: InstanceWorker, m: Member): void {
     m.idle.stop();
     if (w.members.get(m.client) === m) w.members.delete(m.client);
+    this.forgetTags(w.instanceKey, m.client);
+  }
+
+  /** Every tag of one identity on one instance is forgotten: its refs are stale from now on. */
+  private forgetTags(instanceKey: string, client: string): void {
     for (const rec of [...this.byTag.values()]) {
-      if (rec.instanceKey !== w.instanceKey || rec.client !== m.client) continue;
+      if (rec.instanceKey !== instanceKey || rec.client !== client) continue;
       this.byTag.delete(rec.tag);
       this.byWindow.delete(`${rec.client}:${rec.instanceKey}:${rec.hwnd}`);
     }

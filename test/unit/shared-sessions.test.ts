@@ -8,7 +8,7 @@ import type { WorkerStats } from "../../src/supervisor/workerHost.js";
 /**
  * The instance's one uia worker is shared by every identity on it, so a crash is the
  * instance's: every call in flight on it fails with worker_crashed whoever made it, every
- * identity's refs there become stale, and the next call starts a fresh worker. Other instances'
+ * identity's refs there become stale, and the next call restarts the worker. Other instances'
  * workers are untouched. A stand-in host plays the worker (WorkerHost's own crash handling,
  * failing what it held, is tested with real threads in test/e2e/worker-crash.test.ts).
  */
@@ -108,6 +108,7 @@ describe("A11ySessions: one worker per process instance", () => {
     const c1 = sessions.sessionFor("c1", A);
     const c2 = sessions.sessionFor("c2", A);
     const other = sessions.sessionFor("c1", B);
+    expect(hosts).toHaveLength(2);
     const inflight = [c1, c2].map((r) =>
       code(sessions.call(r, "a11y.inspect", {} as never, { deadlineMs: 1000 })),
     );
@@ -122,10 +123,16 @@ describe("A11ySessions: one worker per process instance", () => {
       expect(syncCode(() => sessions.lookupRef(`${r.tag}.e1`, c))).toBe("element_stale");
     expect(sessions.lookupRef(`${other.tag}.e1`, "c1").tag).toBe(other.tag);
     expect(hosts[1]?.stats().inflight).toBe(1);
-    // The next call on the instance starts a new worker, with new tags.
+    // The next call on the instance restarts the worker through the same host (its backoff
+    // holds across crashes), with new tags.
     const again = sessions.sessionFor("c2", A);
-    expect(hosts).toHaveLength(3);
+    expect(hosts).toHaveLength(2);
     expect(again.tag).not.toBe(c2.tag);
+    expect(sessions.lookupRef(`${again.tag}.e1`, "c2").key).toBe(c2.key);
+    expect(syncCode(() => sessions.lookupRef(`${c2.tag}.e1`, "c2"))).toBe("element_stale");
+    expect(
+      await code(sessions.call(again, "a11y.dispose", { session_key: again.key }, { deadlineMs: 1000 })),
+    ).toBe("ok");
     hosts[1]?.crash();
     expect(await elsewhere).toBe("worker_crashed");
   });

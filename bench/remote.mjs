@@ -181,6 +181,7 @@ async function runOnce(cli) {
     const idle = (await call(clients[0], "health_check", {})).event_loop;
     const idleAt = sinceStart();
     const rssIdle = rssMb();
+    const rssIdleServerOnly = Math.round(rssKb(server.pid) / 1024);
     // Further identities on the instances already granted: what one more costs when idle.
     for (let i = 0; i < EXTRA; i++) extras.push(await connect(SESSIONS + i));
     for (const [i, c] of extras.entries()) {
@@ -247,6 +248,7 @@ async function runOnce(cli) {
       rss_mb: {
         idle_start: rssIdleStart,
         idle_end: rssIdle,
+        idle_end_server_process_only: rssIdleServerOnly,
         load_peak: rssPeak,
         after_load: rssMb(),
         with_extra_identities: rssExtra,

@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerInit, WorkerKind } from "../../src/shared/protocol.js";
-import type { WorkerHost as WorkerHostType } from "../../src/supervisor/workerHost.js";
+import type { WorkerHost as WorkerHostType } from "../../src/supervisor/hosting/workerHost.js";
 import { approvingDesktop, ruffleWindow } from "../support/mcp.js";
 
 /**
@@ -75,7 +75,7 @@ describe.skipIf(process.platform !== "linux")("worker restarts leave nothing beh
     writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module", version: "0.0.0" }));
     modules = join(root, "node_modules");
     symlinkSync(resolve(import.meta.dirname, "../../node_modules"), modules);
-    const url = pathToFileURL(join(root, "dist/supervisor/workerHost.js")).href;
+    const url = pathToFileURL(join(root, "dist/supervisor/hosting/workerHost.js")).href;
     ({ WorkerHost } = (await import(url)) as { WorkerHost: typeof WorkerHostType });
     // What the first workers bring once is not a leak: the thread pool, the loaded addons, and
     // the allocator's high water of one worker thread's life (malloc keeps its arenas' top).

@@ -142,7 +142,7 @@ describe("one automation session per process instance", () => {
       await h.ok("request_access", { hwnd: 1001 });
       refs.push(playOf((await h.ok("inspect_tree", { hwnd: 1001 })).root));
     }
-    const { endClient } = await import("../../src/supervisor/multiSession.js");
+    const { endClient } = await import("../../src/supervisor/mcp/multiSession.js");
     expect(endClient(main.sup, hashes[1] ?? "").grants).toBe(1);
     expect(await uia(main)).toMatchObject({ workers: 1, sessions: 1 });
     expect((await invoke(all[0], refs[0])).isError).toBe(false);

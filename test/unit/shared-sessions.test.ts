@@ -1,9 +1,9 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { isUiError, uiError } from "../../src/shared/errors.js";
-import { A11ySessions, type GrantHost } from "../../src/supervisor/sessions.js";
-import type { ResolvedTarget } from "../../src/supervisor/targets.js";
-import type { WorkerStats } from "../../src/supervisor/workerHost.js";
+import { A11ySessions, type GrantHost } from "../../src/supervisor/access/sessions.js";
+import type { ResolvedTarget } from "../../src/supervisor/access/targets.js";
+import type { WorkerStats } from "../../src/supervisor/hosting/workerHost.js";
 
 /**
  * The instance's one uia worker is shared by every identity on it, so a crash is the

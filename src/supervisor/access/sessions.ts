@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { uiError } from "../shared/errors.js";
-import type { ProcessInstance } from "../shared/identity.js";
-import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../shared/protocol.js";
-import { IdleRetirement, type IdleTime, REAL_TIME } from "./idleRetirement.js";
-import type { Logger } from "./log.js";
+import { uiError } from "../../shared/errors.js";
+import type { ProcessInstance } from "../../shared/identity.js";
+import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../../shared/protocol.js";
+import { IdleRetirement, type IdleTime, REAL_TIME } from "../hosting/idleRetirement.js";
+import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "../hosting/workerHost.js";
+import type { Logger } from "../log.js";
 import type { ResolvedTarget } from "./targets.js";
-import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "./workerHost.js";
 
 export interface SessionRecord {
   tag: string;

@@ -53,6 +53,7 @@ describe.skipIf(process.platform !== "linux")("worker restarts leave nothing beh
   let root: string;
   let modules: string;
   let WorkerHost: typeof WorkerHostType;
+  let witness: WorkerHostType | undefined;
   const logger = pino({ level: "silent" });
   const desktop = approvingDesktop([
     ruffleWindow(),
@@ -84,13 +85,18 @@ describe.skipIf(process.platform !== "linux")("worker restarts leave nothing beh
       await h.call("ping", {}, { deadlineMs: 20_000 });
       await h.close();
     }
+    // A worker that lives through every test: when one ends, the live one hands what malloc
+    // holds free back to the system (malloc_trim is process-wide), as in a running server.
+    witness = host("uia");
+    await witness.call("ping", {}, { deadlineMs: 20_000 });
     const warm = host("capture");
     for (let i = 0; i < WARM_DEATHS; i += 1) await listFaulty(warm).catch(() => undefined);
     await warm.close();
     await settle();
   }, 60_000);
 
-  afterAll(() => {
+  afterAll(async () => {
+    await witness?.close();
     rmSync(root, { recursive: true, force: true });
   });
 

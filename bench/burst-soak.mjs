@@ -180,7 +180,9 @@ async function soak(cli) {
   };
 }
 
-const builds = [CLI, ...(process.env.BENCH_BASELINE ?? "").split(",").filter(Boolean)];
+// BENCH_CLI: this build from elsewhere (a frozen copy, so a rebuild meanwhile cannot touch it).
+const ours = process.env.BENCH_CLI ?? CLI;
+const builds = [ours, ...(process.env.BENCH_BASELINE ?? "").split(",").filter(Boolean)];
 const out = {
   bench: "burst-soak",
   minutes: MINUTES,
@@ -189,5 +191,5 @@ const out = {
   burst_every_s: BURST_EVERY_S,
   runs: [],
 };
-for (const cli of builds) out.runs.push({ build: cli === CLI ? "this" : cli, ...(await soak(cli)) });
+for (const cli of builds) out.runs.push({ build: cli === ours ? "this" : cli, ...(await soak(cli)) });
 process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

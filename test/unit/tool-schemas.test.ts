@@ -93,6 +93,8 @@ describe("tool listing derived from the table", () => {
     expect(text).toContain("send_text");
     expect(text).toContain("request_confirmation");
     expect(names(okPolicy([...CAPABILITIES]))).toEqual(TOOLS.map((t) => t.name));
+    // A policy that allows no action (an env policy without its action list) offers nothing else.
+    expect(names(okPolicy([]))).toEqual(["health_check"]);
   });
 
   it("request_confirmation returns the token under the name the tools take (and the old one)", () => {

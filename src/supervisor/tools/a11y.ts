@@ -273,8 +273,11 @@ export const a11yTools = [
   defineRefTool({
     name: "set_element_value",
     title: "Set element value",
-    description: "Sets the element's value (Value / EditableText); never logged.",
-    capability: "interact",
+    description:
+      "Sets the element's value (Value / EditableText); never logged. Enters text: needs a text token.",
+    // Entering text is the text class whichever way it is done (send_text types it), so the
+    // operator's text action, the person's text capability and a text token all apply.
+    capability: "text",
     budget: "action",
     args: { value: z.string().max(4096), ...ObserveArgs },
     output: z.object({ chars: z.number().int(), ...Observed }),

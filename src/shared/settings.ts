@@ -256,7 +256,7 @@ export const SETTINGS = {
     default: 300_000,
     min: 0,
     max: 86_400_000,
-    doc: "a grant's uia worker idle this long is stopped, 0–86400000 ms (0 = never); its refs become `element_stale`",
+    doc: "an identity idle this long on an instance loses its automation sessions there (its refs become `element_stale`), and the instance's uia worker stops when none is left, 0–86400000 ms (0 = never)",
   }),
   isolation: choice({
     env: "UIINSPECT_WORKER_ISOLATION",

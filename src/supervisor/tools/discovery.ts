@@ -82,6 +82,8 @@ const HealthOutput = z.object({
       timeouts: z.number(),
       inflight: z.number(),
       sessions: z.number().optional(),
+      /** uia: the instance workers running (one per granted process instance). */
+      workers: z.number().optional(),
       idle_retirements: z.number().optional(),
     }),
   ),

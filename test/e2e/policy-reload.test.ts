@@ -73,7 +73,7 @@ describe("policy file reload (default 1 s stat)", () => {
       breakIt();
       expect(await becomes(code), what).toBe(code);
       expect(await names(), what).toEqual(["health_check"]);
-      expect((await h.call("inspect_tree", { hwnd: "1001" })).code, what).toBe(code);
+      expect((await h.call("inspect_tree", { detail: "full", hwnd: "1001" })).code, what).toBe(code);
       // Back to a valid file: the tools return without a restart.
       writeFileSync(policyPath, good);
       expect(await becomes("ok"), what).toBe("ok");

@@ -277,7 +277,7 @@ describe("foundation in process (SDK client over InMemoryTransport)", () => {
       ["send_text", { hwnd: 1001, text: "a\u0000b" }],
       ["scroll_window", { hwnd: 1001, x: 1, y: 1, notches: 0 }],
       ["hover_window", { hwnd: 1001, x: 1, y: 1, dwell_ms: 10_001 }],
-      ["inspect_tree", { hwnd: 1001, max_depth: 33 }],
+      ["inspect_tree", { detail: "full", hwnd: 1001, max_depth: 33 }],
       ["get_audit_events", { limit: 0 }],
       ["list_windows", { extra: true }],
       ["no_such_tool", {}],

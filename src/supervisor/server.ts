@@ -12,7 +12,8 @@ import { formatPath } from "../shared/strictJson.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
 import { type CallContext, runChain } from "./chain.js";
 import { policyStatusAt } from "./policy/load.js";
-import { CAPABILITIES } from "./policy/schema.js";
+import { isProtected } from "./policy/match.js";
+import { CAPABILITIES, type Capability } from "./policy/schema.js";
 import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
 import type { Supervisor } from "./supervisor.js";
 import { toolsForPolicy } from "./tools/availability.js";
@@ -50,9 +51,13 @@ export function portableTuples(node: unknown): unknown {
 
 /**
  * Errors are results too (SPEC §7), so the output schema admits the error shape (schemaTrim.ts).
- * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point.
+ * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point. Only
+ * tools that return data (read-only ones) list their shape: an effect's result is a receipt
+ * (correlation_id, verified, a point) that docs/reference.md describes, and every client pays
+ * for the listing on every turn.
  */
-function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {
+function outputSchemaOf(def: ToolDef): Tool["outputSchema"] | undefined {
+  if (!def.annotations.readOnlyHint) return undefined;
   return trimOutputSchema(jsonSchemaOf(def.output, "output")) as Tool["outputSchema"];
 }
 
@@ -65,31 +70,91 @@ const OPEN_WORLD: ReadonlySet<string> = new Set(
   CAPABILITIES.filter((c) => c !== "observe" && c !== "inspect"),
 );
 
-function toolEntry(def: ToolDef): Tool {
+/**
+ * MCP's defaults for the hints (readOnlyHint false, destructiveHint true, idempotentHint false,
+ * openWorldHint true): a hint equal to its default is left out of the listing, which means the
+ * same to every client and costs nothing; destructiveHint and idempotentHint say nothing about a
+ * read-only tool and are left out there too.
+ */
+function annotationsOf(def: ToolDef): Tool["annotations"] {
+  const a = def.annotations;
+  const openWorld = def.capability !== null && OPEN_WORLD.has(def.capability);
+  const out: NonNullable<Tool["annotations"]> = {};
+  if (a.readOnlyHint) out.readOnlyHint = true;
+  else {
+    if (!a.destructiveHint) out.destructiveHint = false;
+    if (a.idempotentHint) out.idempotentHint = true;
+  }
+  if (!openWorld) out.openWorldHint = false;
+  return out;
+}
+
+/** The listing's spelling of the hints, back in full (MCP's defaults filled in). */
+export function fullAnnotations(t: Tool): ToolAnnotationsFull {
+  const a = t.annotations ?? {};
+  const readOnly = a.readOnlyHint ?? false;
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: readOnly ? false : (a.destructiveHint ?? true),
+    idempotentHint: readOnly ? true : (a.idempotentHint ?? false),
+    openWorldHint: a.openWorldHint ?? true,
+  };
+}
+export interface ToolAnnotationsFull {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/**
+ * One tool's listing entry. `token`: whether its confirmation_token argument is shown (a policy
+ * that protects none of the tool's capability never asks for one; the argument is still accepted).
+ */
+function toolEntry(def: ToolDef, token: boolean): Tool {
+  const inputSchema = trimInputSchema(jsonSchemaOf(def.input, "input"));
+  if (!token && typeof inputSchema.properties === "object" && inputSchema.properties !== null) {
+    const { confirmation_token: _hidden, ...rest } = inputSchema.properties as Record<string, unknown>;
+    inputSchema.properties = rest;
+  }
+  const annotations = annotationsOf(def);
+  const outputSchema = outputSchemaOf(def);
   return {
     name: def.name,
     title: def.title,
     description: def.description,
-    inputSchema: trimInputSchema(jsonSchemaOf(def.input, "input")) as Tool["inputSchema"],
-    outputSchema: outputSchemaOf(def),
-    annotations: {
-      ...def.annotations,
-      openWorldHint: def.capability !== null && OPEN_WORLD.has(def.capability),
-    },
+    inputSchema: inputSchema as Tool["inputSchema"],
+    ...(outputSchema ? { outputSchema } : {}),
+    ...(annotations && Object.keys(annotations).length > 0 ? { annotations } : {}),
   };
 }
 
-/** Each table row's listing entry, built once (schemas do not change while the server runs). */
-const ENTRIES: ReadonlyMap<string, Tool> = new Map(TOOLS.map((d) => [d.name, toolEntry(d)]));
+/** Each table row's listing entries (with and without the token), built once: schemas do not change. */
+const ENTRIES: ReadonlyMap<string, { token: Tool; plain: Tool }> = new Map(
+  TOOLS.map((d) => [d.name, { token: toolEntry(d, true), plain: toolEntry(d, false) }]),
+);
 
-/** Tool listing derived from the table: schemas, annotations, nothing hand-written. */
-export function listTools(defs: readonly ToolDef[] = TOOLS): Tool[] {
-  return defs.map((d) => ENTRIES.get(d.name) ?? toolEntry(d));
+/**
+ * Tool listing derived from the table: schemas, annotations, nothing hand-written. `protects`
+ * says which capabilities the policy protects (confirmation_token shown only on their tools);
+ * without it every tool that takes the token shows it.
+ */
+export function listTools(
+  defs: readonly ToolDef[] = TOOLS,
+  protects: (c: Capability) => boolean = () => true,
+): Tool[] {
+  return defs.map((d) => {
+    const token = d.capability !== null && protects(d.capability);
+    const e = ENTRIES.get(d.name);
+    return e ? (token ? e.token : e.plain) : toolEntry(d, token);
+  });
 }
 
 /** The listing for the supervisor's policy as it is now (tools/list). */
 export function listToolsFor(sup: Supervisor): Tool[] {
-  return listTools(toolsForPolicy(policyStatusAt(sup.policyState, () => new Date(sup.clock()))));
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  const policy = state.status === "ok" ? state.policy : null;
+  return listTools(toolsForPolicy(state), (c) => policy !== null && isProtected(policy, c));
 }
 
 /** The one place where an error becomes an MCP result. */
@@ -246,13 +311,10 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
   server.oninitialized = () => onClientInfo(server.getClientVersion() ?? null);
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listToolsFor(sup) }));
   // Each connected session hears when the policy changes what can be listed.
-  let listed = listToolsFor(sup)
-    .map((t) => t.name)
-    .join();
+  // Compared whole: a policy that starts protecting a capability changes its tools' arguments.
+  let listed = JSON.stringify(listToolsFor(sup));
   const stop = sup.onPolicyChange?.(() => {
-    const now = listToolsFor(sup)
-      .map((t) => t.name)
-      .join();
+    const now = JSON.stringify(listToolsFor(sup));
     if (now === listed || server.transport === undefined) return;
     listed = now;
     server.sendToolListChanged().catch(() => sup.log.debug({}, "tools_list_changed_not_sent"));

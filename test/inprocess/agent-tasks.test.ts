@@ -310,9 +310,24 @@ describe("agent tasks on the simulated desktop", () => {
     expect(widened).toContain("invoke_element");
     expect(widened).toContain("wait_for_element");
     expect(widened).not.toContain("send_text");
+    const args = async (name: string) =>
+      Object.keys(
+        (await h.client.listTools()).tools.find((t) => t.name === name)?.inputSchema.properties ?? {},
+      );
+    expect(await args("invoke_element")).not.toContain("confirmation_token");
+    // Protecting a capability changes its tools' arguments: the list changes too.
+    writeFileSync(
+      policyPath,
+      JSON.stringify(
+        filePolicy({ allowed_actions: ["observe", "inspect", "interact"], protected_actions: ["interact"] }),
+      ),
+    );
+    await until("tools/list_changed for protection", () => (changed > 1 ? true : null));
+    expect(await args("invoke_element")).toContain("confirmation_token");
+    expect(await args("inspect_tree")).not.toContain("confirmation_token");
     // A broken file fails closed: only health_check, and calls refuse.
     writeFileSync(policyPath, "{ not json");
-    await until("second tools/list_changed", () => (changed > 1 ? true : null));
+    await until("third tools/list_changed", () => (changed > 2 ? true : null));
     expect(await names()).toEqual(["health_check"]);
     expect((await h.call("list_windows")).isError).toBe(true);
   });

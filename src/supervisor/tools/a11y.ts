@@ -118,7 +118,7 @@ export const a11yTools = [
     name: "inspect_tree",
     title: "Inspect accessibility tree",
     description:
-      "The window's accessibility tree (and the process's open popups) as an outline, one line per element: role \"name\" [states] [ref=…]. detail=full adds every node as JSON. Never values.",
+      'The window\'s accessibility tree (and open popups) as an outline: role "name" [states] [ref=…] per line. detail=full: nodes as JSON too.',
     capability: "inspect",
     budget: "inspection",
     args: {
@@ -179,7 +179,7 @@ export const a11yTools = [
     name: "find_elements",
     title: "Find elements",
     description:
-      "Searches the window's tree and popups by name substring, role, automation id, state; one line per match (detail=full: JSON too).",
+      "Elements of the tree and popups by name substring, role, automation id, state; one line each (detail=full: JSON too).",
     capability: "inspect",
     budget: "inspection",
     args: {
@@ -225,7 +225,7 @@ export const a11yTools = [
     name: "wait_for_element",
     title: "Wait for an element",
     description:
-      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does); returns it, else error timeout. Cancellable.",
+      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does).",
     capability: "inspect",
     budget: "inspection",
     args: {

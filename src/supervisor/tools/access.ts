@@ -27,7 +27,7 @@ export const accessTools = [
     name: "request_access",
     title: "Request access to a window",
     description:
-      "Asks the person at this desktop (server-owned dialog, Deny default) to grant capabilities (default: all the policy allows) on this exact process instance.",
+      "Asks the person at this desktop (server-owned dialog) to grant capabilities (default: all the policy allows) on this process instance.",
     mode: "consent",
     args: { capabilities: Capabilities.optional() },
     correlated: true,
@@ -190,7 +190,7 @@ export const accessTools = [
     name: "request_confirmation",
     title: "Request a confirmation token",
     description:
-      "Issues a single-use confirmation_token (TTL ≤ 300 s) for one protected action class on this process instance.",
+      "A single-use confirmation_token (≤ 300 s) for one protected action class on this process instance.",
     mode: "confirmation",
     args: {
       action_class: CapabilitySchema,

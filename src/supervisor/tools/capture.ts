@@ -18,7 +18,7 @@ export const captureTools = [
     name: "screenshot_window",
     title: "Screenshot a window region",
     description:
-      "PNG of a named safe region of the granted window (env mode with unrestricted screenshots: the window minus crop_* margins). Masks painted black. RGB, zlib compression_level 2 (chosen by measurement, docs/reference.md).",
+      "PNG of a named safe region of the window (env mode with unrestricted screenshots: the window minus crop_* margins); masks painted black.",
     capability: "observe",
     budget: "inspection",
     args: {

@@ -153,7 +153,7 @@ export const discoveryTools = [
   defineOpenTool({
     name: "health_check",
     title: "Health check",
-    description: "Server health: policy status, platform, versions, workers, lease. Never screen content.",
+    description: "Server health: policy status, platform, versions, workers, lease.",
     input: z.strictObject({}),
     output: HealthOutput,
     effect: "read_only",
@@ -164,7 +164,7 @@ export const discoveryTools = [
     name: "list_windows",
     title: "List allowed windows",
     description:
-      "Visible, titled, not minimized windows that the operator policy allows (title and executable). A minimized window is reached by its hwnd (get_window_state, restore_window).",
+      "Visible, titled, not minimized windows the policy allows. A minimized one is reached by hwnd (get_window_state, restore_window).",
     input: z.strictObject({}),
     output: z.object({ windows: z.array(WindowSummary) }),
     effect: "read_only",
@@ -230,8 +230,7 @@ export const discoveryTools = [
   defineDiscoveryTool({
     name: "wait_for_window",
     title: "Wait for a window",
-    description:
-      "Waits (≤ 30 s) until exactly one allowed window's title contains the text. Progress; cancellable.",
+    description: "Waits (≤ 30 s) until exactly one allowed window's title contains the text.",
     input: z.strictObject({
       title_contains: z.string().min(1).max(256),
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),

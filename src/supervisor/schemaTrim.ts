@@ -3,7 +3,8 @@
  * say what a model needs and no more. The server still validates every call with the full zod
  * schema; these trims change only what is shown.
  *
- * Inputs keep types, enums (long ones only at the top level), defaults, numeric ranges, required
+ * Inputs keep types, enums (long ones only at the top level), defaults (but false), numeric
+ * ranges (but a minimum of 0), required
  * and the few descriptions written for the model; string lengths and patterns go (a wrong length
  * is refused with a clear invalid_argument). A union of plain types is shown as a list of types,
  * and an object argument that describes itself (its description names its fields) as that
@@ -83,6 +84,9 @@ function trim(
     if (key !== "properties") {
       if (drop.has(k)) continue;
       if ((k === "minimum" || k === "maximum") && typeof v === "number" && Math.abs(v) >= HUGE) continue;
+      // What a model assumes anyway: no negative counts or coordinates, flags off unless set.
+      if (!output && k === "minimum" && v === 0) continue;
+      if (!output && k === "default" && v === false) continue;
       if (output && k === "enum" && Array.isArray(v) && v.length > OUTPUT_ENUM_MAX) continue;
       // A long vocabulary inside an object argument (expect.state) is listed in full where it is a
       // top-level argument of some tool (find_elements.state); here its type says enough.

@@ -164,7 +164,7 @@ export const discoveryTools = [
     name: "list_windows",
     title: "List allowed windows",
     description:
-      "Visible, titled, not minimized windows the policy allows. A minimized one is reached by hwnd (get_window_state, restore_window).",
+      "Visible, titled, unminimized windows the policy allows (a minimized one: by hwnd, get_window_state).",
     input: z.strictObject({}),
     output: z.object({ windows: z.array(WindowSummary) }),
     effect: "read_only",

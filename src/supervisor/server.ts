@@ -2,8 +2,15 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
   type Tool,
+  UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { quoteClientValue } from "../shared/echo.js";
@@ -15,6 +22,7 @@ import { policyStatusAt } from "./policy/load.js";
 import { isProtected } from "./policy/match.js";
 import { CAPABILITIES, type Capability } from "./policy/schema.js";
 import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
+import { FrameStreams } from "./streams.js";
 import type { Supervisor } from "./supervisor.js";
 import { toolsForPolicy } from "./tools/availability.js";
 import type { ToolDef } from "./tools/define.js";
@@ -298,12 +306,63 @@ const DENIALS = new Set([
 ]);
 const isDenial = (code: string) => DENIALS.has(code);
 
+/** A refusal of a resource request, as a JSON-RPC error carrying the error table's code. */
+function resourceError(e: unknown): McpError {
+  const err = e instanceof UiError ? e : uiError("platform_unavailable");
+  const rpc = err.code === "invalid_argument" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest;
+  return new McpError(rpc, err.message, { code: err.code });
+}
+
+/** The session's frame streams as MCP resources (src/supervisor/streams.ts). */
+function wireFrameStreams(sup: Supervisor, server: Server): FrameStreams {
+  const streams = new FrameStreams(sup, (uri, meta) => {
+    if (server.transport === undefined) return;
+    server
+      .sendResourceUpdated({ uri, _meta: meta })
+      .catch(() => sup.log.debug({}, "resource_update_not_sent"));
+  });
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: streams.list() }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: streams.templates(),
+  }));
+  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    try {
+      await streams.subscribe(request.params.uri);
+      return {};
+    } catch (e) {
+      throw resourceError(e);
+    }
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+    streams.unsubscribe(request.params.uri);
+    return {};
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    try {
+      const { png, meta } = await streams.read(request.params.uri);
+      return {
+        contents: [
+          {
+            uri: request.params.uri,
+            mimeType: "image/png",
+            blob: Buffer.from(png.buffer, png.byteOffset, png.byteLength).toString("base64"),
+            _meta: meta,
+          },
+        ],
+      };
+    } catch (e) {
+      throw resourceError(e);
+    }
+  });
+  return streams;
+}
+
 /** Wires the tool table into an MCP server (low-level API: we own validation and errors). */
 export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) => void): Server {
   const server = new Server(
     { name: "uiinspect-mcp", version: sup.version },
     {
-      capabilities: { tools: { listChanged: true } },
+      capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true } },
       instructions:
         "Deny-by-default desktop automation. Call list_windows, then request_access for a window (a person approves it), then inspect/screenshot/act. A window is named by exactly one of hwnd (from list_windows) or title_contains (a substring matching exactly one allowed window). Protected actions (text, close, drag by default) need a confirmation_token from request_confirmation. Element actions go through the semantic pattern only (else pattern_not_supported), and take expect to report verified.",
     },
@@ -319,9 +378,11 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
     listed = now;
     server.sendToolListChanged().catch(() => sup.log.debug({}, "tools_list_changed_not_sent"));
   });
+  const streams = wireFrameStreams(sup, server);
   const previousOnClose = server.onclose;
   server.onclose = () => {
     stop?.();
+    streams.close();
     previousOnClose?.();
   };
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {

@@ -145,7 +145,11 @@ try {
       await Promise.all(
         Array.from({ length: CONCURRENT }, async (_, k) => {
           const t = performance.now();
-          const r = await s2.call("inspect_tree", { detail: "full", hwnd: windows[k % windows.length].hwnd, max_nodes: 500 });
+          const r = await s2.call("inspect_tree", {
+            detail: "full",
+            hwnd: windows[k % windows.length].hwnd,
+            max_nodes: 500,
+          });
           latencies.push(performance.now() - t);
           if (r.structuredContent.node_count !== 200) throw new Error("unexpected node count");
         }),

@@ -148,7 +148,9 @@ try {
     ),
   );
   // Each session's automation session starts before the clock does.
-  await Promise.all(clients.map((c, i) => call(c, "inspect_tree", { detail: "full", hwnd: 1001 + (i % WINDOWS) })));
+  await Promise.all(
+    clients.map((c, i) => call(c, "inspect_tree", { detail: "full", hwnd: 1001 + (i % WINDOWS) })),
+  );
   const rssIdleStart = rssMb();
   await new Promise((r) => setTimeout(r, IDLE_S * 1000));
   const idle = (await call(clients[0], "health_check", {})).event_loop;

@@ -2,11 +2,12 @@ import type { Resource, ResourceTemplate } from "@modelcontextprotocol/sdk/types
 import { isUiError, type UiError, uiError } from "../shared/errors.js";
 import { rectArea } from "../shared/geometry.js";
 import type { OpResult } from "../shared/protocol.js";
-import { MemoryBudget, type Reservation } from "./budgets/memory.js";
+import type { Reservation } from "./budgets/memory.js";
 import { runChain } from "./chain.js";
 import { policyStatusAt } from "./policy/load.js";
 import { planScreenshot, type ScreenshotPlan } from "./screenshot/plan.js";
 import { captureFrame, stillAuthorized } from "./screenshot/sample.js";
+import { streamMemory } from "./screenshot/streamMemory.js";
 import { changedRects, shortHash } from "./screenshot/visual.js";
 import type { Supervisor } from "./supervisor.js";
 import type { ResolvedTarget } from "./targets.js";
@@ -76,26 +77,6 @@ interface Stream {
   readTiles: readonly number[] | null;
   lastError: string | null;
   ended: string | null;
-}
-
-/**
- * The process-wide cap of frames kept by streams, keyed by the process's screenshot memory budget
- * (one per server process; every session's view of the supervisor shares it).
- */
-const caps = new WeakMap<MemoryBudget, MemoryBudget>();
-function streamMemory(sup: Supervisor): MemoryBudget {
-  let m = caps.get(sup.memory);
-  if (!m) {
-    m = new MemoryBudget(sup.config.streamMemoryBytes);
-    caps.set(sup.memory, m);
-  }
-  return m;
-}
-
-/** PNG bytes kept by every stream of the process, and the most ever kept at once. */
-export function streamMemoryUse(sup: Supervisor): { in_use: number; peak: number } {
-  const m = caps.get(sup.memory);
-  return { in_use: m?.inUse ?? 0, peak: m?.peak ?? 0 };
 }
 
 interface Parsed {

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { PNG } from "pngjs";
 import { describe, expect, it } from "vitest";
-import { streamMemoryUse } from "../../src/supervisor/streams.js";
+import { streamMemoryUse } from "../../src/supervisor/screenshot/streamMemory.js";
 import { InProcessHarness } from "../support/inProcess.js";
 import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
 import { closeServersAfterEach, track } from "../support/servers.js";

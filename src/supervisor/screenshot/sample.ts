@@ -89,7 +89,7 @@ export function stillAuthorized(
   if (!windowAllowed(p, { title: target.window.title, exe_path: exe })) return uiError("target_not_allowed");
   if (byGrant) {
     const g = sup.grants.get(client, target.instanceKey);
-    if (!g || !g.capabilities.has("observe")) return uiError("consent_required");
+    if (!g?.capabilities.has("observe")) return uiError("consent_required");
   }
   return null;
 }

@@ -11,6 +11,7 @@ import { liveWindows } from "../liveWindows.js";
 import { startLoopDelay } from "../loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
+import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
 import {
   defineDiscoveryTool,
@@ -93,6 +94,8 @@ const HealthOutput = z.object({
     open: z.number(),
   }),
   uptime_ms: z.number(),
+  /** PNG bytes frame streams keep now, and the most they ever kept at once. */
+  streams: z.object({ in_use: z.number(), peak: z.number() }),
   /**
    * Supervisor event-loop delay (ms) over the last `window_s` seconds (30–60 s once the server
    * has run that long; see loopDelay.ts): how responsive the main thread is now.
@@ -145,6 +148,7 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
     consent_dialog: { ...sup.consentDialog, open: sup.dialogs.open },
     uptime_ms: sup.clock() - sup.startedAt,
+    streams: streamMemoryUse(sup),
     event_loop: loopDelay.figures(),
   };
 }

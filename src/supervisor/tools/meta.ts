@@ -8,7 +8,7 @@ export const metaTools = [
   defineMetaTool({
     name: "get_rate_limit_state",
     title: "Rate limit state",
-    description: "Rate limits and usage (sliding 60 s): this client's and the granted applications'.",
+    description: "Rate limits and usage (sliding 60 s), this client's and per application.",
     capability: "observe",
     budget: "none",
     audited: false,

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fullAnnotations } from "../../src/supervisor/server.js";
+import { fullAnnotations } from "../../src/supervisor/mcp/server.js";
 import { InProcessHarness } from "../support/inProcess.js";
 import {
   approvingDesktop as desktop,

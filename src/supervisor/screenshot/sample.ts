@@ -1,10 +1,10 @@
 import { uiError } from "../../shared/errors.js";
 import { rectArea } from "../../shared/geometry.js";
 import type { OpArgs, OpResult } from "../../shared/protocol.js";
+import type { ResolvedTarget } from "../access/targets.js";
 import { type EffectivePolicy, policyStatusAt } from "../policy/load.js";
 import { actionAllowed, windowAllowed } from "../policy/match.js";
 import type { Supervisor } from "../supervisor.js";
-import type { ResolvedTarget } from "../targets.js";
 import type { ScreenshotPlan } from "./plan.js";
 
 /**

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
-import { sleep } from "../../workers/handlers.js";
+import { sleep } from "../../shared/sleep.js";
 import { planScreenshot } from "../screenshot/plan.js";
 import { captureFrame, stillAuthorized } from "../screenshot/sample.js";
 import { changedRects, FrameMemo, shortHash } from "../screenshot/visual.js";

@@ -13,20 +13,21 @@ import {
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { quoteClientValue } from "../shared/echo.js";
-import { UiError, uiError } from "../shared/errors.js";
-import { formatPath } from "../shared/strictJson.js";
-import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
-import { type CallContext, runChain } from "./chain.js";
-import { policyStatusAt } from "./policy/load.js";
-import { isProtected } from "./policy/match.js";
-import { CAPABILITIES, type Capability } from "./policy/schema.js";
+import { quoteClientValue } from "../../shared/echo.js";
+import { UiError, uiError } from "../../shared/errors.js";
+import { formatPath } from "../../shared/strictJson.js";
+import type { CallContext } from "../access/callContext.js";
+import { runChain } from "../access/chain.js";
+import { type AuditAction, type AuditReason, newCorrelationId } from "../audit.js";
+import { policyStatusAt } from "../policy/load.js";
+import { isProtected } from "../policy/match.js";
+import { CAPABILITIES, type Capability } from "../policy/schema.js";
+import { FrameStreams } from "../screenshot/streams.js";
+import type { Supervisor } from "../supervisor.js";
+import { toolsForPolicy } from "../tools/availability.js";
+import type { ToolDef } from "../tools/define.js";
+import { TOOLS, TOOLS_BY_NAME } from "../tools/index.js";
 import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
-import { FrameStreams } from "./streams.js";
-import type { Supervisor } from "./supervisor.js";
-import { toolsForPolicy } from "./tools/availability.js";
-import type { ToolDef } from "./tools/define.js";
-import { TOOLS, TOOLS_BY_NAME } from "./tools/index.js";
 
 function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<
@@ -58,11 +59,11 @@ export function portableTuples(node: unknown): unknown {
 }
 
 /**
- * Errors are results too (SPEC §7), so the output schema admits the error shape (schemaTrim.ts).
- * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point. Only
- * tools that return data (read-only ones) list their shape: an effect's result is a receipt
- * (correlation_id, verified, a point) that docs/reference.md describes, and every client pays
- * for the listing on every turn.
+ * Errors are results too (docs/spec.md §7), so the output schema admits the error shape
+ * (schemaTrim.ts). Definitions of recursive schemas stay at the root, where their "#/$defs/…"
+ * refs point. Only tools that return data (read-only ones) list their shape: an effect's result
+ * is a receipt (correlation_id, verified, a point) that docs/reference.md describes, and every
+ * client pays for the listing on every turn.
  */
 function outputSchemaOf(def: ToolDef): Tool["outputSchema"] | undefined {
   if (!def.annotations.readOnlyHint) return undefined;

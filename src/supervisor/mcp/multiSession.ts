@@ -1,7 +1,7 @@
-import type { ClientIdentity } from "./clientIdentity.js";
-import type { PolicyState } from "./policy/load.js";
-import type { Capability } from "./policy/schema.js";
-import type { Supervisor } from "./supervisor.js";
+import type { ClientIdentity } from "../access/clientIdentity.js";
+import type { PolicyState } from "../policy/load.js";
+import type { Capability } from "../policy/schema.js";
+import type { Supervisor } from "../supervisor.js";
 
 /**
  * One supervisor, many sessions (remote mode). Policy, audit, memory budget, workers, the

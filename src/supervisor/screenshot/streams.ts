@@ -1,17 +1,17 @@
 import type { Resource, ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
-import { isUiError, type UiError, uiError } from "../shared/errors.js";
-import { rectArea } from "../shared/geometry.js";
-import type { OpResult } from "../shared/protocol.js";
-import type { Reservation } from "./budgets/memory.js";
-import { runChain } from "./chain.js";
-import { policyStatusAt } from "./policy/load.js";
-import { planScreenshot, type ScreenshotPlan } from "./screenshot/plan.js";
-import { captureFrame, stillAuthorized } from "./screenshot/sample.js";
-import { streamMemory } from "./screenshot/streamMemory.js";
-import { changedRects, shortHash } from "./screenshot/visual.js";
-import type { Supervisor } from "./supervisor.js";
-import type { ResolvedTarget } from "./targets.js";
-import { TOOLS_BY_NAME } from "./tools/index.js";
+import { isUiError, type UiError, uiError } from "../../shared/errors.js";
+import { rectArea } from "../../shared/geometry.js";
+import type { OpResult } from "../../shared/protocol.js";
+import { runChain } from "../access/chain.js";
+import type { ResolvedTarget } from "../access/targets.js";
+import type { Reservation } from "../budgets/memory.js";
+import { policyStatusAt } from "../policy/load.js";
+import type { Supervisor } from "../supervisor.js";
+import { TOOLS_BY_NAME } from "../tools/index.js";
+import { planScreenshot, type ScreenshotPlan } from "./plan.js";
+import { captureFrame, stillAuthorized } from "./sample.js";
+import { streamMemory } from "./streamMemory.js";
+import { changedRects, shortHash } from "./visual.js";
 
 /**
  * Frame streams: each granted window's named regions (and, where the policy allows screenshots

@@ -107,8 +107,8 @@ export function trimInputSchema(schema: Json): Json {
 /**
  * Fields every result may carry, left out of the shown shape: the correlation_id (of effects and
  * waits) and the error of a refused call (structuredContent.error, {code, message,
- * retry_after_ms?}). With no required fields and no additionalProperties, the trimmed schema
- * admits both, so a client validating errors against it accepts them.
+ * retry_after_ms?}, docs/spec.md §7). With no required fields and no additionalProperties, the
+ * trimmed schema admits both, so a client validating errors against it accepts them.
  */
 const COMMON_OUTPUT = new Set(["correlation_id", "error"]);
 

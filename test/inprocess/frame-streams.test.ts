@@ -101,6 +101,13 @@ describe("frame streams", () => {
     }
     await h.client.unsubscribeResource({ uri: URI });
     await until("ended", () => updates.find((u) => u.meta.ended === "unsubscribed"));
+    // Audited: the subscription (as the screenshot it authorizes) and the stream's end.
+    const events = (await h.ok("get_audit_events", { limit: 20 })).events as Array<Record<string, unknown>>;
+    const ofStreams = events.filter((e) => e.tool === "screenshot_window");
+    expect(ofStreams.some((e) => (e.counters as Record<string, unknown>).stream === true)).toBe(true);
+    const end = ofStreams.find((e) => (e.counters as Record<string, unknown>).stream_end === true);
+    expect(end).toMatchObject({ outcome: "allow", reason: "ok", counters: { frames: 2 } });
+    expect(JSON.stringify(events)).not.toContain("stage");
   });
 
   it("a silent reader hears of one frame and holds at most one undelivered frame, the newest", async () => {

@@ -18,7 +18,7 @@ import { UiError, uiError } from "../../shared/errors.js";
 import { formatPath } from "../../shared/strictJson.js";
 import type { CallContext } from "../access/callContext.js";
 import { runChain } from "../access/chain.js";
-import { type AuditAction, type AuditReason, newCorrelationId } from "../audit.js";
+import { type AuditAction, type AuditReason, isDenial, newCorrelationId } from "../audit.js";
 import { policyStatusAt } from "../policy/load.js";
 import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability } from "../policy/schema.js";
@@ -285,27 +285,6 @@ export async function callTool(
     }
   }
 }
-
-const DENIALS = new Set([
-  "policy_not_configured",
-  "policy_conflict",
-  "policy_invalid",
-  "policy_expired",
-  "policy_unreadable",
-  "policy_insecure",
-  "action_not_allowed",
-  "target_not_allowed",
-  "consent_required",
-  "consent_denied",
-  "capability_expansion_denied",
-  "confirmation_required",
-  "confirmation_invalid",
-  "rate_limited",
-  "memory_budget_exceeded",
-  "lease_revoked",
-  "credential_revoked",
-]);
-const isDenial = (code: string) => DENIALS.has(code);
 
 /** A refusal of a resource request, as a JSON-RPC error carrying the error table's code. */
 function resourceError(e: unknown): McpError {

@@ -1,9 +1,11 @@
 import type { Resource, ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
-import { isUiError, type UiError, uiError } from "../../shared/errors.js";
+import { ERROR_CODES, isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { rectArea } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
+import type { CallContext } from "../access/callContext.js";
 import { runChain } from "../access/chain.js";
 import type { ResolvedTarget } from "../access/targets.js";
+import { type AuditReason, isDenial, newCorrelationId } from "../audit.js";
 import type { Reservation } from "../budgets/memory.js";
 import { policyStatusAt } from "../policy/load.js";
 import type { Supervisor } from "../supervisor.js";
@@ -278,36 +280,75 @@ export class FrameStreams {
       policy: Parameters<typeof stillAuthorized>[2];
     };
     const box: { got: Got | null } = { got: null };
-    // The chain of the screenshot tool, with a handler that takes the frame and hands it back.
-    await runChain(this.sup, {
-      def: {
-        ...def,
-        handler: async (ctx, a) => {
-          const { policy, target } = ctx;
-          if (!policy || !target) throw uiError("platform_unavailable");
-          const plan = planScreenshot(policy, target.window, a as Parameters<typeof planScreenshot>[2]);
-          const first = await captureFrame(
-            this.sup,
-            ctx.call,
-            ctx.signal,
-            policy.limits.max_png_bytes,
-            target,
-            plan,
-            { grid_spacing: null, output: "png", unless_hash: null, tiles: true },
-          ).catch((e: unknown) => {
-            ctx.charge?.refund();
-            throw e;
-          });
-          box.got = { target, plan, first, policy };
-          return { structured: {} };
+    const started = performance.now();
+    const correlationId = newCorrelationId();
+    let ctxOf: CallContext | null = null;
+    let reason: AuditReason = "ok";
+    try {
+      // The chain of the screenshot tool, with a handler that takes the frame and hands it back.
+      await runChain(this.sup, {
+        def: {
+          ...def,
+          handler: async (ctx, a) => {
+            const { policy, target } = ctx;
+            if (!policy || !target) throw uiError("platform_unavailable");
+            const plan = planScreenshot(policy, target.window, a as Parameters<typeof planScreenshot>[2]);
+            const first = await captureFrame(
+              this.sup,
+              ctx.call,
+              ctx.signal,
+              policy.limits.max_png_bytes,
+              target,
+              plan,
+              { grid_spacing: null, output: "png", unless_hash: null, tiles: true },
+            ).catch((e: unknown) => {
+              ctx.charge?.refund();
+              throw e;
+            });
+            box.got = { target, plan, first, policy };
+            return { structured: {} };
+          },
         },
-      },
-      args: args.data as Record<string, unknown>,
-      signal: new AbortController().signal,
-      progress: async () => {},
-    });
+        args: args.data as Record<string, unknown>,
+        signal: new AbortController().signal,
+        progress: async () => {},
+        correlationId,
+        onContext: (c) => {
+          ctxOf = c;
+        },
+      });
+    } catch (e) {
+      reason = isUiError(e) ? (e as UiError).code : "platform_unavailable";
+      throw e;
+    } finally {
+      this.audit(correlationId, ctxOf, reason, performance.now() - started, { stream: true });
+    }
     if (!box.got) throw uiError("platform_unavailable");
     return box.got;
+  }
+
+  /** One audit event for a stream's authorization (subscribe, or a read without one). */
+  private audit(
+    correlationId: string,
+    ctx: CallContext | null,
+    reason: AuditReason,
+    ms: number,
+    counters: Record<string, number | boolean>,
+  ): void {
+    const t = (ctx as CallContext | null)?.target ?? null;
+    this.sup.audit.record({
+      correlation_id: correlationId,
+      client: this.sup.client().auditId,
+      policy_id: (ctx as CallContext | null)?.policy?.policy_id ?? null,
+      action: "observe",
+      tool: "screenshot_window",
+      outcome: reason === "ok" ? "allow" : isDenial(reason) ? "deny" : "error",
+      reason,
+      duration_ms: Math.round(ms * 100) / 100,
+      pid: t?.instance.pid ?? null,
+      process_start: t?.instance.start_time ?? null,
+      counters: { ...((ctx as CallContext | null)?.counters ?? {}), ...counters },
+    });
   }
 
   private schedule(s: Stream): void {
@@ -407,5 +448,20 @@ export class FrameStreams {
     s.lastRead = null;
     this.streams.delete(s.uri);
     if (tell) this.notify(s.uri, { ended: reason });
+    // The stream's end: how many frames it kept, and the refusal that ended it (if one did).
+    const code = (ERROR_CODES as readonly string[]).includes(reason) ? (reason as AuditReason) : "ok";
+    this.sup.audit.record({
+      correlation_id: newCorrelationId(),
+      client: this.sup.client().auditId,
+      policy_id: s.policy.policy_id,
+      action: "observe",
+      tool: "screenshot_window",
+      outcome: code === "ok" ? "allow" : isDenial(code) ? "deny" : "error",
+      reason: code,
+      duration_ms: 0,
+      pid: s.target.instance.pid,
+      process_start: s.target.instance.start_time,
+      counters: { stream_end: true, frames: s.sequence },
+    });
   }
 }

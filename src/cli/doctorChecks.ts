@@ -143,7 +143,17 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
           "install libxres1 (apt install libxres1); the X server needs the X-Resource extension",
         ),
   );
+  out.push(x11LimitCheck());
   return out;
+}
+
+/** What X11 itself cannot stop, said on every X11 doctor run (docs/security.md, "The X11 limit"). */
+export function x11LimitCheck(): Check {
+  return warn(
+    "x11_limit",
+    "X11 cannot stop another program of your user from forging hardware-looking input (XTest device events) or reading any window's pixels: consent here stops the agent's own tools and plain XTest, not malware already running as you",
+    "for a boundary the compositor enforces, use the Wayland backend (docs/wayland.md)",
+  );
 }
 
 export function busChecks(config: ServerConfig, probe: ProbeResult | null): Check[] {

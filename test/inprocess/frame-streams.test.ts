@@ -1,5 +1,8 @@
 import { writeFileSync } from "node:fs";
-import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { PNG } from "pngjs";
 import { describe, expect, it } from "vitest";
 import { streamMemoryUse } from "../../src/supervisor/screenshot/streamMemory.js";
@@ -45,8 +48,15 @@ async function granted(env: Record<string, string> = {}) {
   h.client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => {
     updates.push({ uri: n.params.uri, meta: (n.params._meta ?? {}) as Record<string, unknown> });
   });
+  const listChanges = { n: 0 };
+  h.client.setNotificationHandler(ResourceListChangedNotificationSchema, async () => {
+    listChanges.n += 1;
+  });
+  expect((await h.client.listResources()).resources).toEqual([]);
   await h.ok("request_access", { hwnd: 1001, capabilities: ["observe"] });
-  return { d, h, updates, policyPath };
+  // The grant adds the window's regions: the client hears the list changed.
+  await until("resources/list_changed", () => listChanges.n >= 1);
+  return { d, h, updates, policyPath, listChanges };
 }
 
 async function until<T>(what: string, f: () => T | null | undefined, ms = 5000): Promise<T> {

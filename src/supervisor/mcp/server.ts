@@ -295,12 +295,19 @@ function resourceError(e: unknown): McpError {
 
 /** The session's frame streams as MCP resources (src/supervisor/streams.ts). */
 function wireFrameStreams(sup: Supervisor, server: Server): FrameStreams {
-  const streams = new FrameStreams(sup, (uri, meta) => {
-    if (server.transport === undefined) return;
-    server
-      .sendResourceUpdated({ uri, _meta: meta })
-      .catch(() => sup.log.debug({}, "resource_update_not_sent"));
-  });
+  const streams = new FrameStreams(
+    sup,
+    (uri, meta) => {
+      if (server.transport === undefined) return;
+      server
+        .sendResourceUpdated({ uri, _meta: meta })
+        .catch(() => sup.log.debug({}, "resource_update_not_sent"));
+    },
+    () => {
+      if (server.transport === undefined) return;
+      server.sendResourceListChanged().catch(() => sup.log.debug({}, "resource_list_changed_not_sent"));
+    },
+  );
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: streams.list() }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
     resourceTemplates: streams.templates(),
@@ -367,6 +374,7 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
   };
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
+    // A call may grant or end access: the frame resources may differ after it.
     return callTool(sup, request.params.name, request.params.arguments, {
       signal: extra.signal,
       progressToken,
@@ -382,7 +390,7 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
           },
         });
       },
-    });
+    }).finally(() => streams.checkList());
   });
   return server;
 }

@@ -107,25 +107,31 @@ export function frameUri(hwnd: string, region: string | null): string {
 }
 
 export type Notify = (uri: string, meta: Record<string, unknown>) => void;
+/** Tells the client that resources/list would answer differently now. */
+export type ListChanged = () => void;
 
 /** One MCP session's streams. */
 export class FrameStreams {
   private readonly streams = new Map<string, Stream>();
   private readonly stops: Array<() => void> = [];
+  private listed = "[]";
 
   constructor(
     private readonly sup: Supervisor,
     private readonly notify: Notify,
+    private readonly listChanged: ListChanged = () => undefined,
   ) {
     this.stops.push(
       sup.grants.onRevoke(({ grant, reason }) => {
         for (const s of this.streams.values())
           if (grant.client === this.client() && grant.instanceKey === s.target.instanceKey)
             this.end(s, reason === "released" ? "released" : reason);
+        this.checkList();
       }),
     );
     const off = sup.onPolicyChange?.(() => {
       for (const s of this.streams.values()) this.end(s, "policy_changed");
+      this.checkList();
     });
     if (off) this.stops.push(off);
   }
@@ -134,8 +140,25 @@ export class FrameStreams {
     return this.sup.client().hash;
   }
 
+  /**
+   * Sends resources/list_changed when the list differs from the one last seen (a grant was made
+   * or ended, the policy changed); the server calls it after every tool call as well.
+   */
+  checkList(): void {
+    const now = JSON.stringify(this.resources());
+    if (now === this.listed) return;
+    this.listed = now;
+    this.listChanged();
+  }
+
   /** The session's frame resources: its granted windows' safe regions, and whole windows where allowed. */
   list(): Resource[] {
+    const out = this.resources();
+    this.listed = JSON.stringify(out);
+    return out;
+  }
+
+  private resources(): Resource[] {
     const state = policyStatusAt(this.sup.policyState, () => new Date(this.sup.clock()));
     if (state.status !== "ok" || !state.policy.allowed_actions.has("observe")) return [];
     const p = state.policy;

@@ -5,7 +5,8 @@
 // its own RSS and the RSS summed over it and its children) is sampled every STREAM_SAMPLE_S
 // seconds (default 10), with the PNG bytes the streams keep (health_check.streams); CPU is the
 // utime + stime of the server's process tree over the run. At the end the grant is released and
-// every update that arrives after it is counted (only the stream's end should).
+// every update that arrives after it is counted (only the stream's end should). The grant's
+// lifetime is set past the run (a stream ends when its grant expires).
 //
 //   npm run build && node bench/frame-stream.mjs
 //   STREAM_MINUTES=2 STREAM_RATE=2 node bench/frame-stream.mjs
@@ -71,11 +72,19 @@ try {
         { name: "stalled", rect: [0, 0, w, Math.max(1, h - 1)] },
       ],
     },
-    { UIINSPECT_VISUAL_SAMPLE_RATE: RATE },
+    // A stream ends with its grant; the run outlasts the default 5-minute grant.
+    { UIINSPECT_VISUAL_SAMPLE_RATE: RATE, UIINSPECT_GRANT_TTL_MS: String((MINUTES + 5) * 60_000) },
   );
   const { client, pid } = server;
   const uri = (name) => `uiinspect://window/${win.hwnd}/region/${name}`;
-  const counts = { fast_updates: 0, stalled_updates: 0, errors: {}, after_release: 0, ended: null };
+  const counts = {
+    fast_updates: 0,
+    stalled_updates: 0,
+    errors: {},
+    after_release: 0,
+    ended: null,
+    ended_before_release: null,
+  };
   let released = false;
   let pendingRead = null;
   let reads = 0;
@@ -93,6 +102,7 @@ try {
       return;
     }
     if (meta.error) counts.errors[meta.error] = (counts.errors[meta.error] ?? 0) + 1;
+    if (meta.ended) counts.ended_before_release = meta.ended;
     if (n.params.uri === uri("stalled")) counts.stalled_updates += 1;
     else if (meta.sequence !== undefined) {
       counts.fast_updates += 1;
@@ -149,6 +159,7 @@ try {
         rss_mib: { start: rss[0], min: Math.min(...rss), max: Math.max(...rss), end: rss.at(-1) },
         tree_rss_mib: { start: tree[0], min: Math.min(...tree), max: Math.max(...tree), end: tree.at(-1) },
         streams_peak_bytes: Math.max(...samples.map((s) => s.streams?.peak ?? 0)),
+        ended_before_release: counts.ended_before_release,
         after_release: { updates: counts.after_release, ended: counts.ended },
         samples,
       },

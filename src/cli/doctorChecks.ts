@@ -65,7 +65,7 @@ export function displayCheck(config: ServerConfig, env: Env): Check {
   return fail(
     "display",
     `DISPLAY is not set${wayland}`,
-    'set DISPLAY to the X display the apps run on (e.g. DISPLAY=:0); in Codex add env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS"]',
+    'set DISPLAY to the X display the apps run on (e.g. DISPLAY=:0); in Codex add env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY"]',
   );
 }
 
@@ -91,7 +91,9 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
         ? "start the X server or point DISPLAY (and XAUTHORITY) at a running one; check with xdpyinfo"
         : config.platform === "fake"
           ? "set --fake-desktop FILE (UIINSPECT_FAKE_DESKTOP) to a scenario file"
-          : "run in a signed-in desktop session";
+          : config.platform === "wayland"
+            ? "point WAYLAND_DISPLAY and DBUS_SESSION_BUS_ADDRESS at the running GNOME session"
+            : "run in a signed-in desktop session";
     return [fail("platform", `${config.platform}: the backend did not start (${facts.error})`, fix)];
   }
   const f = facts as Facts;
@@ -100,6 +102,13 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
       ok(
         "platform",
         `win32, DPI awareness ${String(f.win32_dpi_process)} (thread ${String(f.win32_dpi_thread)}), integrity RID ${String(f.win32_integrity_rid)}`,
+      ),
+    ];
+  if (config.platform === "wayland")
+    return [
+      ok(
+        "platform",
+        `wayland, display ${String(f.wayland_display)}: windows, trees and semantic actions; screenshots, clicks and keys refused (the compositor gives no window positions or focus)`,
       ),
     ];
   const out: Check[] = [ok("platform", `${config.platform}`)];
@@ -217,6 +226,12 @@ export function consentDialogCheck(config: ServerConfig, env: Env): Check {
       return config.fakeDesktop
         ? ok("consent_dialog", "scripted by the simulated desktop (consent.answer)")
         : fail("consent_dialog", "no scenario file", "set --fake-desktop FILE");
+    case "wayland":
+      return fail(
+        "consent_dialog",
+        "none on this compositor: any program of the user can answer a dialog here (docs/wayland.md)",
+        "log in to an X11 session (GNOME on Xorg) for consent, screenshots and input",
+      );
     default:
       return fail("consent_dialog", "no dialog on this OS", "run on Linux (X11) or Windows");
   }

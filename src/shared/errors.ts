@@ -42,6 +42,8 @@ export const ERROR_CODES = [
   "cancelled",
   /** A wait (wait_for_element) ended without its condition holding. */
   "timeout",
+  /** The configured audit file cannot be written: nothing that acts on a window runs until it can. */
+  "audit_unavailable",
 ] as const;
 
 export const DenyReasonSchema = z.enum(ERROR_CODES);
@@ -125,6 +127,7 @@ export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
   platform_unavailable: "The platform backend is unavailable.",
   cancelled: "The request was cancelled.",
   timeout: "The awaited condition did not hold before the timeout.",
+  audit_unavailable: "The configured audit file cannot be written; no action runs until it can.",
 };
 
 export function uiError(code: DenyReason, message?: string, retryAfterMs?: number): UiError {

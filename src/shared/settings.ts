@@ -83,11 +83,11 @@ export const SETTINGS = {
     env: "UIINSPECT_PLATFORM",
     flag: "platform",
     scope: "server",
-    values: ["x11", "win32", "fake"],
+    values: ["x11", "win32", "wayland", "fake"],
     // The default is chosen from the OS; "x11" only stands for the type.
     default: "x11",
     defaultDoc: "from the OS",
-    doc: "`x11`, `win32` or `fake`; a real backend never falls back to `fake`",
+    doc: "`x11`, `win32`, `wayland` or `fake`; unset on Linux: `wayland` when `WAYLAND_DISPLAY` is set and `DISPLAY` is not, else `x11`; a real backend never falls back to `fake`",
   }),
   fakeDesktop: text({
     env: "UIINSPECT_FAKE_DESKTOP",
@@ -221,10 +221,10 @@ export const SETTINGS = {
     env: "UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE",
     scope: "server",
     strictness: "invalid_argument",
-    default: 10,
+    default: 60,
     min: 1,
     max: 100_000,
-    doc: "per client (every effect)",
+    doc: "per client (every effect); why 60: README, Budgets",
   }),
   consentTimeoutMs: int({
     env: "UIINSPECT_CONSENT_TIMEOUT_MS",
@@ -342,7 +342,7 @@ export const SETTINGS = {
     scope: "server",
     values: ["0", "1"],
     default: "0",
-    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs; health_check and doctor warn loudly",
+    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs, and on Wayland turns on a consent dialog (zenity) that any program can answer; health_check and doctor warn loudly",
   }),
   win32Dialog: choice({
     env: "UIINSPECT_WIN32_DIALOG",

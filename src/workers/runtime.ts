@@ -93,10 +93,14 @@ export async function serveWorker(
   // A backend that cannot start (no display, no COM) still answers: every request
   // fails with platform_unavailable instead of the worker dying in a restart loop.
   let platform: Platform | null = null;
+  // Our own refusal (fixed text, e.g. the missing variable named) is kept to answer with;
+  // anything else is replaced by a generic one.
+  let unavailable = uiError("platform_unavailable");
   try {
     platform = await loadPlatform(init);
-  } catch {
+  } catch (e) {
     platform = null;
+    if (e instanceof UiError && e.code === "platform_unavailable") unavailable = e;
   }
   const inflight = new Map<number, AbortController>();
   let stopped = false;
@@ -147,7 +151,7 @@ export async function serveWorker(
         let result: unknown;
         if (op === "ping") result = { pong: true, pid: process.pid };
         else {
-          if (!platform) throw uiError("platform_unavailable");
+          if (!platform) throw unavailable;
           const ctx: HandlerContext = { signal: controller.signal, deadline, init, platform };
           result = await (handler as GenericHandler)(args.data, ctx);
         }

@@ -48,7 +48,11 @@ export async function verifyTarget(
   const points = await pointsInside(desktop, window, all, opts.points ?? []);
   let region: Rect | null = null;
   if (opts.region) {
-    if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
+    if (!containsRect(bounds, opts.region))
+      throw uiError(
+        "out_of_bounds",
+        `The region [${opts.region.join(", ")}] lies outside the target window (${bounds[2]}×${bounds[3]}).`,
+      );
     region = offset(opts.region, window.rect[0], window.rect[1]);
   }
   if ((points.length > 0 || region) && !desktop.liveCheckCoversScreen) {
@@ -99,7 +103,14 @@ export async function pointsInside(
     )
     .map((w) => w.rect);
   if (desktop.unlistedOwnWindows) areas.push(...(await desktop.unlistedOwnWindows(window)));
-  for (const p of outside) if (!areas.some((r) => containsPoint(r, p.x, p.y))) throw uiError("out_of_bounds");
+  const w = window.rect[2] - window.rect[0];
+  const h = window.rect[3] - window.rect[1];
+  for (const p of outside)
+    if (!areas.some((r) => containsPoint(r, p.x, p.y)))
+      throw uiError(
+        "out_of_bounds",
+        `The point (${p.x - window.rect[0]}, ${p.y - window.rect[1]}) lies outside the target window (${w}×${h}); x and y are window-relative, from 0,0 at its top-left corner.`,
+      );
   return screen;
 }
 

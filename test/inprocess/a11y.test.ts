@@ -185,12 +185,22 @@ describe("accessibility in process", () => {
     expect((byPwdId.structured.elements as Node[])[0]).toMatchObject({ name: null, is_password: true });
 
     // A value set into the password field reaches the (simulated) screen and nothing else.
-    const set = await h.call("set_element_value", { ref: pwd.ref, value: `x ${VALUE_CANARY}` });
+    const textToken = async () =>
+      String((await h.ok("request_confirmation", { hwnd: 1001, action_class: "text" })).confirmation_token);
+    const set = await h.call("set_element_value", {
+      ref: pwd.ref,
+      value: `x ${VALUE_CANARY}`,
+      confirmation_token: await textToken(),
+    });
     expect(set.isError).toBe(false);
     expect(set.structured.chars).toBe(`x ${VALUE_CANARY}`.length);
     // On an element without ValuePattern: refused, and the error does not echo the value.
     const play = byId(tree.structured.root, "play");
-    const refused = await h.call("set_element_value", { ref: play.ref, value: `y ${VALUE_CANARY}` });
+    const refused = await h.call("set_element_value", {
+      ref: play.ref,
+      value: `y ${VALUE_CANARY}`,
+      confirmation_token: await textToken(),
+    });
     expect(refused.code).toBe("pattern_not_supported");
 
     const audit = JSON.stringify((await h.ok("get_audit_events", { limit: 100 })).events);
@@ -304,8 +314,9 @@ describe("accessibility in process", () => {
     // 1. release_access ends the session: the old ref is stale even after access is back.
     expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(true);
     expect((await h.call("invoke_element", { ref: play.ref })).code).toBe("element_stale");
+    // A released grant's approval is not reused: the person is asked again.
     const again = await h.ok("request_access", { hwnd: 1001 });
-    expect(again.source).toBe("cached");
+    expect(again.source).toBe("dialog");
     expect((await h.call("invoke_element", { ref: play.ref })).code).toBe("element_stale");
     tree = await h.ok("inspect_tree", { detail: "full", hwnd: 1001 });
     const fresh = byId(tree.root, "play");
@@ -416,33 +427,59 @@ describe("accessibility in process", () => {
     ]);
   });
 
-  it("a policy protecting interact needs a token for set_element_value", async () => {
+  it("set_element_value enters text: the text action, a text grant and a text token, as send_text", async () => {
     const d = new FakeDesktop(scenario([main()]));
+    // The text action outside the policy: refused as the action it is, naming it.
+    const noText = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(
+        filePolicy({ allowed_actions: ["observe", "inspect", "interact"] }),
+      ),
+    });
+    await noText.ok("request_access", { hwnd: 1001 });
+    let nick = byId((await noText.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root, "nick");
+    const outside = await noText.call("set_element_value", { ref: nick.ref, value: "bob" });
+    expect(outside.code).toBe("action_not_allowed");
+    expect((outside.structured.error as { message: string }).message).toContain("action text");
+    await noText.close();
+
     const h = await start({
       UIINSPECT_FAKE_DESKTOP: d.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy({ protected_actions: ["interact"] })),
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
     });
-    await h.ok("request_access", { hwnd: 1001 });
-    const nick = byId((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root, "nick");
+    // A grant of interact without text does not cover it.
+    await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "inspect", "interact"] });
+    nick = byId((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root, "nick");
     expect((await h.call("set_element_value", { ref: nick.ref, value: "bob" })).code).toBe(
-      "confirmation_required",
+      "consent_required",
     );
+    await h.ok("release_access", { hwnd: 1001 });
+    await h.ok("request_access", { hwnd: 1001 });
+    nick = byId((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root, "nick");
+    const required = await h.call("set_element_value", { ref: nick.ref, value: "bob" });
+    expect(required.code).toBe("confirmation_required");
+    expect((required.structured.error as { message: string }).message).toContain("request_confirmation");
     expect(
       (await h.call("set_element_value", { ref: nick.ref, value: "bob", confirmation_token: "bogus" })).code,
     ).toBe("confirmation_invalid");
-    const preview = await h.ok("preview_action", { hwnd: 1001, action_class: "interact" });
+    const preview = await h.ok("preview_action", { hwnd: 1001, action_class: "text" });
     expect(preview).toMatchObject({ requires_confirmation: true, has_valid_token: false });
-    const tok = await h.ok("request_confirmation", { hwnd: 1001, action_class: "interact" });
+    const tok = await h.ok("request_confirmation", { hwnd: 1001, action_class: "text" });
     const ok = await h.call("set_element_value", {
       ref: nick.ref,
       value: "bob",
-      confirmation_token: tok.token_id,
+      confirmation_token: tok.confirmation_token,
     });
     expect(ok.isError).toBe(false);
     // Single use.
     expect(
-      (await h.call("set_element_value", { ref: nick.ref, value: "eve", confirmation_token: tok.token_id }))
-        .code,
+      (
+        await h.call("set_element_value", {
+          ref: nick.ref,
+          value: "eve",
+          confirmation_token: tok.confirmation_token,
+        })
+      ).code,
     ).toBe("confirmation_invalid");
     const sets = d.effectsLog().filter((e) => e.action === "set_value");
     expect(sets).toEqual([expect.objectContaining({ automation_id: "nick", value: "bob" })]);

@@ -117,16 +117,17 @@ describe("grants", () => {
   it("request_confirmation checks what the action will: input classes need the window in front (passive focus)", async () => {
     const desk = new Desk([win(1), win(2)]);
     const h = await serve(desk);
-    await h.ok("request_access", { hwnd: 1002, capabilities: ["text", "close"] });
-    // 1001 is in front: typing into 1002 would be refused, so no token is issued for it.
-    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).code).toBe(
+    await h.ok("request_access", { hwnd: 1002, capabilities: ["drag", "text", "close"] });
+    // 1001 is in front: dragging in 1002 would be refused, so no token is issued for it.
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "drag" })).code).toBe(
       "not_foreground",
     );
-    // Closing needs no focus.
+    // Closing needs no focus; nor does a text token (set_element_value enters text without it).
     expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "close" })).isError).toBe(false);
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(false);
     const active = await serve(desk, { env: { DESKTOP_AUTOMATION_FOCUS_MODE: "activate" } });
-    await active.ok("request_access", { hwnd: 1002, capabilities: ["text"] });
-    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(
+    await active.ok("request_access", { hwnd: 1002, capabilities: ["drag"] });
+    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "drag" })).isError).toBe(
       false,
     );
   });
@@ -150,12 +151,17 @@ describe("grants", () => {
     expect(desk.effects().filter((e) => e.type === "button_down" || e.type === "a11y")).toHaveLength(0);
     expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(false);
 
-    // Asking again is answered from the kept decision (no second dialog); old refs stay dead.
+    // Asking again asks the person again: the released approval is not reused. Old refs stay dead.
     expect(await h.ok("request_access", { hwnd: 1001 })).toMatchObject({
       decision: "approved",
-      source: "cached",
+      source: "dialog",
     });
-    expect(desk.prompts()).toHaveLength(1);
+    expect(desk.prompts()).toHaveLength(2);
+    // A second request while the grant stands reuses the approval, and says so and how to reset it.
+    const kept = await h.ok("request_access", { hwnd: 1001 });
+    expect(kept).toMatchObject({ decision: "approved", source: "cached" });
+    expect(String(kept.note)).toContain("release_access");
+    expect(desk.prompts()).toHaveLength(2);
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
     expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
     const fresh = await h.ok("find_elements", { detail: "full", hwnd: 1001, automation_id: "play" });

@@ -109,6 +109,8 @@ describe("tool listing derived from the table", () => {
     expect(names(okPolicy([...CAPABILITIES], { DESKTOP_AUTOMATION_PROFILES_DIR: "/srv/profiles" }))).toEqual(
       TOOLS.map((t) => t.name),
     );
+    // A policy that allows no action (an env policy without its action list) offers nothing else.
+    expect(names(okPolicy([]))).toEqual(["health_check"]);
   });
 
   it("shows confirmation_token only on the tools of capabilities the policy protects", () => {
@@ -120,7 +122,7 @@ describe("tool listing derived from the table", () => {
       .filter((t) => Object.keys(t.inputSchema.properties ?? {}).includes("confirmation_token"))
       .map((t) => t.name)
       .sort();
-    expect(withToken).toEqual(["close_window", "drag_window", "send_text"]);
+    expect(withToken).toEqual(["close_window", "drag_window", "send_text", "set_element_value"]);
   });
 
   it("with every action allowed (a README-style policy) the listing is at most 20,300 characters", () => {

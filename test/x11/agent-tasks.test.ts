@@ -37,7 +37,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     let demo: WindowInfo;
 
     beforeAll(async () => {
-      d = await startGtkDesk("inspect,interact,click");
+      d = await startGtkDesk("inspect,interact,click,text");
       ({ p, h, factory, demo } = d);
     }, 180_000);
 
@@ -143,7 +143,13 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       expect(entries.length).toBeGreaterThan(0);
       const entry = entries[0]!;
       // With text in it, the entry's "Select All" is sensitive.
-      expect((await h.call("set_element_value", { ref: entry.ref, value: "hello" })).isError).toBe(false);
+      // Entering text is the text class: it takes a text token, as send_text does.
+      const textToken = (await h.call("request_confirmation", { hwnd: factory.hwnd, action_class: "text" }))
+        .structured.confirmation_token;
+      expect(
+        (await h.call("set_element_value", { ref: entry.ref, value: "hello", confirmation_token: textToken }))
+          .isError,
+      ).toBe(false);
       // Nothing is open yet, and something never there times out.
       expect(
         (

@@ -126,11 +126,19 @@ export class XConnection {
 
   static open(): XConnection {
     const displayName = process.env.DISPLAY ?? "";
-    if (!displayName) throw uiError("platform_unavailable", "DISPLAY is not set.");
+    if (!displayName)
+      throw uiError(
+        "platform_unavailable",
+        'DISPLAY is not set in the server\'s environment: set it to the display of your apps (export DISPLAY=:0), and pass it on from the client (Codex: env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY"]); `uiinspect-mcp doctor` checks it.',
+      );
     const n = x11Native();
     prepareXlib(n);
     const dpy = n.XOpenDisplay(displayName);
-    if (dpy === null || dpy === 0n) throw uiError("platform_unavailable", "The X display cannot be opened.");
+    if (dpy === null || dpy === 0n)
+      throw uiError(
+        "platform_unavailable",
+        "The X display named by DISPLAY cannot be opened: check DISPLAY and XAUTHORITY in the server's environment; `uiinspect-mcp doctor` checks them.",
+      );
     // libX11 ≥ 1.8: per display, an exit handler that returns instead of calling exit().
     n.XSetIOErrorExitHandler(dpy, n.noopErrorHandler, null);
     const c = n.xcb_connect(displayName, [0]);

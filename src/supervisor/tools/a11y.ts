@@ -224,8 +224,7 @@ export const a11yTools = [
   defineWindowTool({
     name: "wait_for_element",
     title: "Wait for an element",
-    description:
-      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does).",
+    description: "Waits (≤ 30 s) until an element matching the search exists (gone: until none does).",
     capability: "inspect",
     budget: "inspection",
     args: {
@@ -297,8 +296,10 @@ export const a11yTools = [
   defineRefTool({
     name: "set_element_value",
     title: "Set element value",
-    description: "Sets the element's value (Value / EditableText); never logged.",
-    capability: "interact",
+    description: "Sets the element's value (Value / EditableText): capability text, never logged.",
+    // Entering text is the text class whichever way it is done (send_text types it), so the
+    // operator's text action, the person's text capability and a text token all apply.
+    capability: "text",
     budget: "action",
     args: { value: z.string().max(4096), ...ObserveArgs },
     output: z.object({ chars: z.number().int(), ...Observed }),

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { uiError } from "../../shared/errors.js";
+import { isUiError, uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
@@ -10,7 +10,7 @@ import { sleep } from "../../shared/sleep.js";
 import { liveWindows } from "../access/liveWindows.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
 import { startLoopDelay } from "../hosting/loopDelay.js";
-import { policyStatusAt } from "../policy/load.js";
+import { type EffectivePolicy, ENV, type PolicyState, policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
 import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import {
@@ -56,7 +56,15 @@ const HealthOutput = z.object({
   policy: z.object({
     /** Which source(s) the operator configured; "file+env" only ever with policy_conflict. */
     source: z.enum(["env", "file", "file+env", "none"]),
-    status: z.enum(["ok", "none", "error"]),
+    /** "incomplete": an environment policy without a part it needs to admit a window or allow an action. */
+    status: z.enum(["ok", "incomplete", "none", "error"]),
+    /** Each source on its own: a file or environment policy is set, set in part, or not set. */
+    sources: z.object({
+      file: z.enum(["set", "unset"]),
+      env: z.enum(["set", "partial", "unset"]),
+    }),
+    /** The variables an incomplete environment policy lacks. */
+    missing: z.array(z.string()).optional(),
     code: z.string().optional(),
     /** Why the policy is unusable (at most 5, as validate-policy words them). */
     reasons: z.array(z.string()).optional(),
@@ -106,6 +114,28 @@ const HealthOutput = z.object({
 // Started once per process: the supervisor's responsiveness under load is a health fact.
 const loopDelay = startLoopDelay();
 
+/**
+ * The variables an environment policy lacks for any effect: without executable paths no window
+ * is admitted, without actions no tool but health_check is authorized.
+ */
+function envPolicyMissing(policy: EffectivePolicy): string[] {
+  if (policy.source !== "env") return [];
+  const missing: string[] = [];
+  if (policy.process_paths.length === 0) missing.push(ENV.processPaths);
+  if (!policy.actions_configured) missing.push(ENV.actions);
+  return missing;
+}
+
+function policySources(state: PolicyState): z.output<typeof HealthOutput>["policy"]["sources"] {
+  const source =
+    state.status === "none" ? "none" : state.status === "ok" ? state.policy.source : state.source;
+  const partial = state.status === "ok" && envPolicyMissing(state.policy).length > 0;
+  return {
+    file: source === "file" || source === "file+env" ? "set" : "unset",
+    env: source === "env" || source === "file+env" ? (partial ? "partial" : "set") : "unset",
+  };
+}
+
 async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>> {
   const { sup } = ctx;
   const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
@@ -116,27 +146,35 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
       facts = (await ctx.call("desktop.health", {}, 5000)).facts;
       platformOk = facts.available !== false;
     } catch (e) {
-      facts = { error: e instanceof Error && "code" in e ? String(e.code) : "platform_unavailable" };
+      // A UiError's message is our own fixed text (e.g. the missing variable named), never content.
+      facts = isUiError(e) ? { error: e.code, message: e.message } : { error: "platform_unavailable" };
     }
   }
   const lease = sup.lease ? await sup.lease.status() : { active: false, expires_at: null, reachable: false };
+  const sources = policySources(state);
+  const missing = state.status === "ok" ? envPolicyMissing(state.policy) : [];
   const policy =
     state.status === "ok"
       ? {
           source: state.policy.source,
-          status: "ok" as const,
+          status: missing.length > 0 ? ("incomplete" as const) : ("ok" as const),
+          sources,
+          ...(missing.length > 0 ? { missing } : {}),
           policy_id: state.policy.policy_id,
           expires_at: state.policy.expires_at?.toISOString() ?? null,
         }
       : state.status === "none"
-        ? { source: "none" as const, status: "none" as const }
+        ? { source: "none" as const, status: "none" as const, sources }
         : {
             source: state.source,
             status: "error" as const,
+            sources,
             code: state.code,
             reasons: state.reasons.slice(0, 5).map((r) => r.slice(0, 300)),
           };
-  const status = !platformOk ? "unusable" : state.status === "ok" ? "ok" : "degraded";
+  // A configured audit file that cannot be written stops every effect (audit_unavailable).
+  const auditFailed = sup.audit.sink === "failed";
+  const status = !platformOk ? "unusable" : policy.status === "ok" && !auditFailed ? "ok" : "degraded";
   return {
     status,
     platform: sup.config.platform,
@@ -208,7 +246,7 @@ export const discoveryTools = [
   defineMetaTool({
     name: "get_virtual_screen_bounds",
     title: "Virtual screen bounds",
-    description: "Virtual screen bounds (all monitors), physical pixels.",
+    description: "All monitors' bounds, physical pixels.",
     capability: "observe",
     budget: "inspection",
     audited: false,
@@ -294,6 +332,13 @@ export const discoveryTools = [
     handler: async (ctx, args) => {
       const t = ctx.target;
       const initial = t.window.title;
+      // A window that is not on screen shows no new title to wait for: the wait ends at once.
+      const refuseHidden = (w: WindowInfo) => {
+        if (w.iconic)
+          throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
+        if (!w.visible) throw uiError("target_gone", "The target window is not visible.");
+      };
+      refuseHidden(t.window);
       const start = Date.now();
       for (;;) {
         const elapsed = Date.now() - start;
@@ -305,6 +350,7 @@ export const discoveryTools = [
         const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
+        refuseHidden(window);
         // A new title outside the policy is the window leaving it: never shown (docs/spec.md §4).
         if (!windowAllowed(ctx.policy, { title: window.title, exe_path: window.instance.exe_path }))
           throw uiError("target_not_allowed", "The window's new title is outside the policy.");

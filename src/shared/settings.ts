@@ -182,6 +182,23 @@ export const SETTINGS = {
     defaultDoc: "`134217728` (128 MiB)",
     doc: "process-wide image memory, 1 MiB–2 GiB, read once",
   }),
+  visualSampleRate: int({
+    env: "UIINSPECT_VISUAL_SAMPLE_RATE",
+    scope: "server",
+    default: 2,
+    min: 1,
+    max: 10,
+    doc: "frames per second a frame stream or wait_for_visual_change samples, 1–10",
+  }),
+  streamMemoryBytes: int({
+    env: "UIINSPECT_STREAM_MEMORY_BYTES",
+    scope: "server",
+    default: 64 * 1024 * 1024,
+    min: 1024 * 1024,
+    max: 1024 * 1024 * 1024,
+    defaultDoc: "`67108864` (64 MiB)",
+    doc: "process-wide cap on frames kept for frame streams (undelivered and last read PNGs), 1 MiB–1 GiB",
+  }),
   maxDiscoveryPerMinute: int({
     env: "UIINSPECT_MAX_DISCOVERY_PER_MINUTE",
     scope: "server",

@@ -14,6 +14,28 @@ import type { Clock } from "./budgets.js";
 import { CAPABILITIES } from "./policy/schema.js";
 
 /** 12 lowercase hex from the CSPRNG; shared between a tool result and its audit event. */
+/** Error codes that are refusals (outcome "deny"); every other error is outcome "error". */
+const DENIALS = new Set([
+  "policy_not_configured",
+  "policy_conflict",
+  "policy_invalid",
+  "policy_expired",
+  "policy_unreadable",
+  "policy_insecure",
+  "action_not_allowed",
+  "target_not_allowed",
+  "consent_required",
+  "consent_denied",
+  "capability_expansion_denied",
+  "confirmation_required",
+  "confirmation_invalid",
+  "rate_limited",
+  "memory_budget_exceeded",
+  "lease_revoked",
+  "credential_revoked",
+]);
+export const isDenial = (code: string): boolean => DENIALS.has(code);
+
 export function newCorrelationId(): string {
   return randomBytes(6).toString("hex");
 }

@@ -66,7 +66,7 @@ describe("policy file reload (a manual tick of the watcher)", () => {
       h.sup.checkPolicyNow();
       expect(await listCode(), what).toBe(code);
       expect(await names(), what).toEqual(["health_check"]);
-      expect((await h.call("inspect_tree", { hwnd: "1001" })).code, what).toBe(code);
+      expect((await h.call("inspect_tree", { detail: "full", hwnd: "1001" })).code, what).toBe(code);
       // Back to a valid file: the tools return without a restart.
       writeFileSync(policyPath, good);
       h.sup.checkPolicyNow();

@@ -61,7 +61,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
 
     const live = async () => (await p.desktop.getWindow(factory.hwnd))!;
     const find = async (args: Record<string, unknown>) =>
-      (await h.ok("find_elements", { hwnd: factory.hwnd, ...args })).elements as Element[];
+      (await h.ok("find_elements", { detail: "full", hwnd: factory.hwnd, ...args })).elements as Element[];
     const entries = async () =>
       (await find({ role: "edit" })).filter((e) => shown(e) && e.states.includes("editable"));
     /** A window-relative point outside the main window's own rect. */

@@ -77,10 +77,11 @@ describe.skipIf(!run)("the README's typical session on the sandbox", () => {
   }, 60_000);
 
   it("3. inspect_tree and find_elements give refs; screenshot_window shows each region, the mask black", async () => {
-    const tree = await h.ok("inspect_tree", { hwnd });
+    const tree = await h.ok("inspect_tree", { detail: "full", hwnd });
     expect(tree.node_count as number).toBeGreaterThan(50);
-    const checks = (await h.ok("find_elements", { hwnd, role: "check_box", name_contains: "checkbutton" }))
-      .elements as Element[];
+    const checks = (
+      await h.ok("find_elements", { detail: "full", hwnd, role: "check_box", name_contains: "checkbutton" })
+    ).elements as Element[];
     expect(checks.length).toBeGreaterThan(0);
     expect(checks[0]!.ref).toMatch(/^s\d+\.e\d+$/);
     for (const region_name of ["controls", "header"]) {
@@ -104,7 +105,7 @@ describe.skipIf(!run)("the README's typical session on the sandbox", () => {
 
   it("4. invoke_element, click_window and send_key act, each seen in the tree afterwards", async () => {
     const find = async (args: Record<string, unknown>) =>
-      (await h.ok("find_elements", { hwnd, ...args })).elements as Element[];
+      (await h.ok("find_elements", { detail: "full", hwnd, ...args })).elements as Element[];
     const box = (await find({ role: "check_box", name_contains: "checkbutton" })).find(
       (e) => e.states.includes("enabled") && !e.states.includes("checked") && !e.states.includes("mixed"),
     )!;

@@ -39,7 +39,7 @@ export const accessTools = [
     name: "request_access",
     title: "Request access to a window",
     description:
-      "Asks the person at this desktop (server-owned dialog, Deny default) to grant capabilities (default: all the policy allows) on this exact process instance.",
+      "Asks the person at this desktop (server-owned dialog) to grant capabilities (default: all the policy allows) on this process instance.",
     mode: "consent",
     args: { capabilities: Capabilities.optional() },
     correlated: true,
@@ -175,7 +175,7 @@ export const accessTools = [
   defineOpenTool({
     name: "release_access",
     title: "Release access",
-    description: "Drops this client's grant for the window and ends its automation session.",
+    description: "Drops this client's grant for the window (and its automation session).",
     // Giving up access is always allowed: no policy, grant or live window is needed for it.
     input: withTarget({}),
     correlated: true,
@@ -213,7 +213,7 @@ export const accessTools = [
     name: "request_confirmation",
     title: "Request a confirmation token",
     description:
-      "Issues a single-use confirmation_token (TTL ≤ 300 s) for one protected action class on this process instance.",
+      "A single-use confirmation_token (≤ 300 s) for one protected action class on this process instance.",
     mode: "confirmation",
     args: {
       action_class: CapabilitySchema,

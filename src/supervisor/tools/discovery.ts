@@ -12,6 +12,7 @@ import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
 import { startLoopDelay } from "../hosting/loopDelay.js";
 import { type EffectivePolicy, ENV, type PolicyState, policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
+import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import {
   defineDiscoveryTool,
   defineMetaTool,
@@ -103,6 +104,8 @@ const HealthOutput = z.object({
     open: z.number(),
   }),
   uptime_ms: z.number(),
+  /** PNG bytes frame streams keep now, and the most they ever kept at once. */
+  streams: z.object({ in_use: z.number(), peak: z.number() }),
   /**
    * Supervisor event-loop delay (ms) over the last `window_s` seconds (30–60 s once the server
    * has run that long; see loopDelay.ts): how responsive the main thread is now.
@@ -185,6 +188,7 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
     consent_dialog: { ...sup.consentDialog, open: sup.dialogs.open },
     uptime_ms: sup.clock() - sup.startedAt,
+    streams: streamMemoryUse(sup),
     event_loop: loopDelay.figures(),
   };
 }
@@ -193,7 +197,7 @@ export const discoveryTools = [
   defineOpenTool({
     name: "health_check",
     title: "Health check",
-    description: "Server health: policy status, platform, versions, workers, lease. Never screen content.",
+    description: "Server health: policy status, platform, versions, workers, lease.",
     input: z.strictObject({}),
     output: HealthOutput,
     effect: "read_only",
@@ -204,7 +208,7 @@ export const discoveryTools = [
     name: "list_windows",
     title: "List allowed windows",
     description:
-      "Visible, titled, not minimized windows that the operator policy allows (title and executable). A minimized window is reached by its hwnd (get_window_state, restore_window).",
+      "Visible, titled, unminimized windows the policy allows (a minimized one: by hwnd, get_window_state).",
     input: z.strictObject({}),
     output: z.object({ windows: z.array(WindowSummary) }),
     effect: "read_only",
@@ -244,7 +248,7 @@ export const discoveryTools = [
   defineMetaTool({
     name: "get_virtual_screen_bounds",
     title: "Virtual screen bounds",
-    description: "Virtual screen bounds (all monitors), physical pixels.",
+    description: "All monitors' bounds, physical pixels.",
     capability: "observe",
     budget: "inspection",
     audited: false,
@@ -270,8 +274,7 @@ export const discoveryTools = [
   defineDiscoveryTool({
     name: "wait_for_window",
     title: "Wait for a window",
-    description:
-      "Waits (≤ 30 s) until exactly one allowed window's title contains the text. Progress; cancellable.",
+    description: "Waits (≤ 30 s) until exactly one allowed window's title contains the text.",
     input: z.strictObject({
       title_contains: z.string().min(1).max(256),
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),

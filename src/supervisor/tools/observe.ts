@@ -30,11 +30,11 @@ export const Expect = z
     timeout_ms: z.number().int().min(0).max(5000).default(1000),
   })
   .describe(
-    "Wait until ref (default: this element) or a name_contains match has state / is gone → verified.",
+    "{ref?, state?, gone?, name_contains?, timeout_ms≤5000 (1000)}: wait until ref (default: this element) or a name_contains match has state / is gone → verified.",
   );
 export type ExpectArg = z.output<typeof Expect>;
 
-export const Changes = z.boolean().optional().describe("Return the tree's changes by ref.");
+export const Changes = z.boolean().optional().describe("Also return the tree's changes.");
 
 export const ChangesOut = z.object({
   added: z.array(

@@ -5,7 +5,7 @@ import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
 import { ListingCache, readRecently } from "./listings.js";
-import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
+import { assertImage, drawGrid, frameHash, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
 import { ShotGate } from "./shotGate.js";
 
@@ -122,6 +122,13 @@ const ops: HandlerTable = {
         };
       }
 
+      // What the image will show, before the grid is drawn over it: a caller that has it already
+      // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
+      const frame_hash = frameHash(raw, args.grid_spacing);
+      const tiles = args.tiles ? Array.from(tileHashes(raw)) : undefined;
+      const same = { frame_hash, ...(tiles ? { tiles } : {}) };
+      if (args.output === "frame_hash" || frame_hash === args.unless_hash)
+        return { png: null, sha256: null, width, height, window_offset, ...same };
       if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
       const png = frame.holds(raw)
         ? encodePngFrame(frame, args.compression_level)
@@ -132,7 +139,7 @@ const ops: HandlerTable = {
           `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
         );
       }
-      return { png, sha256: null, width, height, window_offset };
+      return { png, sha256: null, width, height, window_offset, ...same };
     } finally {
       frames.release(frame);
     }

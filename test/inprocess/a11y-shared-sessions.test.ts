@@ -66,14 +66,14 @@ describe("one automation session per process instance", () => {
     const refs: string[] = [];
     for (const h of all) {
       await h.ok("request_access", { hwnd: 1001 });
-      refs.push(playOf((await h.ok("inspect_tree", { hwnd: 1001 })).root));
+      refs.push(playOf((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root));
     }
     expect(new Set(refs).size).toBe(4);
     // Four identities, one instance: one worker, four sessions on it.
     expect(await uia(main)).toMatchObject({ workers: 1, sessions: 4 });
     // Another instance granted to one identity: a second worker.
     await all[1].ok("request_access", { hwnd: 1002 });
-    await all[1].ok("inspect_tree", { hwnd: 1002 });
+    await all[1].ok("inspect_tree", { detail: "full", hwnd: 1002 });
     expect(await uia(main)).toMatchObject({ workers: 2, sessions: 5 });
 
     // Every identity's own ref acts; anyone else's is element_stale and acts on nothing.
@@ -98,7 +98,7 @@ describe("one automation session per process instance", () => {
     const refs: string[] = [];
     for (const h of all) {
       await h.ok("request_access", { hwnd: 1001 });
-      refs.push(playOf((await h.ok("inspect_tree", { hwnd: 1001 })).root));
+      refs.push(playOf((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root));
     }
     expect(await all[1].ok("release_access", { hwnd: 1001 })).toMatchObject({ released: true });
     expect(await uia(main)).toMatchObject({ workers: 1, sessions: 2 });
@@ -106,7 +106,7 @@ describe("one automation session per process instance", () => {
     expect((await invoke(all[2], refs[2])).isError).toBe(false);
     // The released identity's ref stays stale, also once it is granted again and walks anew.
     await all[1].ok("request_access", { hwnd: 1001 });
-    const again = playOf((await all[1].ok("inspect_tree", { hwnd: 1001 })).root);
+    const again = playOf((await all[1].ok("inspect_tree", { detail: "full", hwnd: 1001 })).root);
     expect(again).not.toBe(refs[1]);
     expect((await invoke(all[1], refs[1])).code).toBe("element_stale");
     expect((await invoke(all[1], again)).isError).toBe(false);
@@ -122,7 +122,7 @@ describe("one automation session per process instance", () => {
     const refs: string[] = [];
     for (const h of all) {
       await h.ok("request_access", { hwnd: 1001 });
-      refs.push(playOf((await h.ok("inspect_tree", { hwnd: 1001 })).root));
+      refs.push(playOf((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root));
     }
     desk.reusePid(1001);
     expect((await invoke(all[0], refs[0])).code).toBe("target_changed");
@@ -130,7 +130,7 @@ describe("one automation session per process instance", () => {
     for (let i = 1; i < all.length; i += 1)
       expect((await invoke(all[i], refs[i])).code).toBe("element_stale");
     await all[2].ok("request_access", { hwnd: 1001 });
-    const fresh = playOf((await all[2].ok("inspect_tree", { hwnd: 1001 })).root);
+    const fresh = playOf((await all[2].ok("inspect_tree", { detail: "full", hwnd: 1001 })).root);
     expect((await invoke(all[2], fresh)).isError).toBe(false);
     expect(await uia(main)).toMatchObject({ workers: 1, sessions: 1 });
   });
@@ -140,7 +140,7 @@ describe("one automation session per process instance", () => {
     const refs: string[] = [];
     for (const h of all) {
       await h.ok("request_access", { hwnd: 1001 });
-      refs.push(playOf((await h.ok("inspect_tree", { hwnd: 1001 })).root));
+      refs.push(playOf((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root));
     }
     const { endClient } = await import("../../src/supervisor/mcp/multiSession.js");
     expect(endClient(main.sup, hashes[1] ?? "").grants).toBe(1);

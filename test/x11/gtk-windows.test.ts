@@ -169,22 +169,38 @@ describe.skipIf(
   });
 
   it("the plug's elements are not reached through the granted window's tree", async () => {
-    const found = await h.ok("find_elements", { hwnd: sock.hwnd, name_contains: "Transfer funds" });
+    const found = await h.ok("find_elements", {
+      detail: "full",
+      hwnd: sock.hwnd,
+      name_contains: "Transfer funds",
+    });
     expect(found.elements).toEqual([]);
-    const own = await h.ok("find_elements", { hwnd: sock.hwnd, name_contains: "Own button" });
+    const own = await h.ok("find_elements", { detail: "full", hwnd: sock.hwnd, name_contains: "Own button" });
     expect((own.elements as unknown[]).length).toBe(1);
   });
 
   it("the refused same-process top-level's elements are not found through the main window's grant", async () => {
     await inFront(main);
-    const refused = await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Transfer funds" });
+    const refused = await h.ok("find_elements", {
+      detail: "full",
+      hwnd: main.hwnd,
+      name_contains: "Transfer funds",
+    });
     expect(refused.elements).toEqual([]);
-    const own = await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Main button" });
+    const own = await h.ok("find_elements", {
+      detail: "full",
+      hwnd: main.hwnd,
+      name_contains: "Main button",
+    });
     expect((own.elements as unknown[]).length).toBe(1);
   });
 
   it("the main window's transient dialog is its popup: its elements are found, marked popup", async () => {
-    const found = await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Dialog button" });
+    const found = await h.ok("find_elements", {
+      detail: "full",
+      hwnd: main.hwnd,
+      name_contains: "Dialog button",
+    });
     const els = found.elements as Array<{ popup?: boolean }>;
     expect(els.length).toBe(1);
     expect(els[0]?.popup).toBe(true);
@@ -192,7 +208,7 @@ describe.skipIf(
 
   it("expect after a click that reached the check box: verified true; the next click unticks it", async () => {
     await inFront(main);
-    const [agree] = (await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Agree" }))
+    const [agree] = (await h.ok("find_elements", { detail: "full", hwnd: main.hwnd, name_contains: "Agree" }))
       .elements as Array<{
       ref: string;
     }>;
@@ -204,14 +220,19 @@ describe.skipIf(
     expect(r.unverified_reason).toBeUndefined();
     await h.ok("click_element", { ref: agree!.ref });
     await waitFor("unticked", async () => {
-      const on = await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Agree", state: "checked" });
+      const on = await h.ok("find_elements", {
+        detail: "full",
+        hwnd: main.hwnd,
+        name_contains: "Agree",
+        state: "checked",
+      });
       return (on.elements as unknown[]).length === 0 ? true : null;
     });
   });
 
   it("expect after a click another client's passive grab swallowed: verified false (press_not_delivered), though the state came", async () => {
     await inFront(main);
-    const [agree] = (await h.ok("find_elements", { hwnd: main.hwnd, name_contains: "Agree" }))
+    const [agree] = (await h.ok("find_elements", { detail: "full", hwnd: main.hwnd, name_contains: "Agree" }))
       .elements as Array<{
       ref: string;
     }>;

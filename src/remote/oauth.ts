@@ -9,7 +9,6 @@ export const SCOPES_SUPPORTED: readonly string[] = CAPABILITIES.map((c) => `${SC
 
 /** Asymmetric algorithms only: a resource server that holds only public keys cannot verify HMACs anyway. */
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
-const CLOCK_TOLERANCE_S = 30;
 
 export interface OAuthConfig {
   issuer: string;
@@ -17,6 +16,8 @@ export interface OAuthConfig {
   /** A JWKS file path, or an https URL for deployments that have one. */
   jwks: string;
   maxLifetimeSeconds: number;
+  /** How far the issuer's clock may be ahead of or behind ours (iat, nbf, exp), seconds. */
+  clockSkewSeconds: number;
 }
 
 export type BearerCheck =
@@ -60,15 +61,43 @@ function scopesOf(payload: JWTPayload): Set<Capability> {
 }
 
 /**
+ * Why a token's time claims are not acceptable at `nowS` (seconds), or null. Judged by our
+ * clock, not by the token: a token may not claim to be issued in the future (beyond the skew),
+ * and both its age (now − iat) and what is left of it (exp − now) must be within the maximum
+ * lifetime, so no choice of iat stretches a token past the cap. exp and nbf take the skew too.
+ */
+export function timeClaimsProblem(
+  payload: JWTPayload,
+  nowS: number,
+  maxLifetimeS: number,
+  skewS: number,
+): string | null {
+  const { exp, iat, nbf } = payload;
+  if (typeof exp !== "number" || typeof iat !== "number" || !Number.isFinite(exp) || !Number.isFinite(iat))
+    return "The token needs numeric exp and iat.";
+  if (nbf !== undefined && (typeof nbf !== "number" || !Number.isFinite(nbf)))
+    return "The token's nbf is not a number.";
+  if (iat > nowS + skewS) return "The token is issued in the future.";
+  if (nbf !== undefined && nbf > nowS + skewS) return "The token is not valid yet.";
+  if (exp <= nowS - skewS) return "The token has expired.";
+  if (exp - iat > maxLifetimeS || nowS - iat > maxLifetimeS || exp - nowS > maxLifetimeS)
+    return `Token lifetime exceeds ${maxLifetimeS} s.`;
+  return null;
+}
+
+/**
  * Verifies `Authorization: Bearer` JWTs as an OAuth 2.1 resource server: signature against the
- * JWKS, iss, aud (this resource), exp and nbf (with 30 s of clock tolerance), a lifetime
- * (exp − iat) no longer than the configured maximum, and a jti (the revocation handle). The
- * token is never stored, logged or echoed; only what it proves leaves this module.
+ * JWKS, iss, aud (this resource), the time claims by our clock (timeClaimsProblem), and a jti
+ * (the revocation handle). The token is never stored, logged or echoed; only what it proves
+ * leaves this module.
  */
 export class BearerVerifier {
   private readonly keys: KeyLookup | ReturnType<typeof createRemoteJWKSet>;
 
-  constructor(private readonly cfg: OAuthConfig) {
+  constructor(
+    private readonly cfg: OAuthConfig,
+    private readonly clock: () => number = Date.now,
+  ) {
     this.keys = /^https:\/\//i.test(cfg.jwks)
       ? createRemoteJWKSet(new URL(cfg.jwks))
       : createLocalJWKSet(readPublicJwks(cfg.jwks));
@@ -86,7 +115,8 @@ export class BearerVerifier {
         issuer: this.cfg.issuer,
         audience: this.cfg.audience,
         algorithms: ALGORITHMS,
-        clockTolerance: CLOCK_TOLERANCE_S,
+        currentDate: new Date(this.clock()),
+        clockTolerance: this.cfg.clockSkewSeconds,
         requiredClaims: ["exp", "iat", "jti", "sub"],
       }));
     } catch {
@@ -97,13 +127,14 @@ export class BearerVerifier {
         description: "The token is invalid, expired or not for this resource.",
       };
     }
-    const { exp, iat, jti, sub } = payload;
-    if (typeof exp !== "number" || typeof iat !== "number" || exp - iat > this.cfg.maxLifetimeSeconds)
-      return {
-        ok: false,
-        error: "invalid_token",
-        description: `Token lifetime exceeds ${this.cfg.maxLifetimeSeconds} s.`,
-      };
+    const { jti, sub } = payload;
+    const timeProblem = timeClaimsProblem(
+      payload,
+      Math.floor(this.clock() / 1000),
+      this.cfg.maxLifetimeSeconds,
+      this.cfg.clockSkewSeconds,
+    );
+    if (timeProblem) return { ok: false, error: "invalid_token", description: timeProblem };
     if (typeof jti !== "string" || jti === "" || typeof sub !== "string" || sub === "")
       return { ok: false, error: "invalid_token", description: "The token needs jti and sub." };
     const scopes = scopesOf(payload);

@@ -94,6 +94,21 @@ const HealthOutput = z.object({
   }),
   uptime_ms: z.number(),
   /**
+   * Remote mode only: the revocation list in force. `stale`: the file changed into one that
+   * does not parse (bad_lines), the last good list is kept; `unreadable`: every request refused.
+   */
+  remote: z
+    .object({
+      revocation_list: z
+        .object({
+          status: z.enum(["ok", "stale", "unreadable"]),
+          entries: z.number(),
+          bad_lines: z.array(z.number()).optional(),
+        })
+        .nullable(),
+    })
+    .optional(),
+  /**
    * Supervisor event-loop delay (ms) over the last `window_s` seconds (30–60 s once the server
    * has run that long; see loopDelay.ts): how responsive the main thread is now.
    */
@@ -133,7 +148,12 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
             code: state.code,
             reasons: state.reasons.slice(0, 5).map((r) => r.slice(0, 300)),
           };
-  const status = !platformOk ? "unusable" : state.status === "ok" ? "ok" : "degraded";
+  const remote = sup.remoteHealth?.();
+  const status = !platformOk
+    ? "unusable"
+    : state.status === "ok" && remote?.degraded !== true
+      ? "ok"
+      : "degraded";
   return {
     status,
     platform: sup.config.platform,
@@ -146,6 +166,7 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
     consent_dialog: { ...sup.consentDialog, open: sup.dialogs.open },
     uptime_ms: sup.clock() - sup.startedAt,
     event_loop: loopDelay.figures(),
+    ...(remote ? { remote: { revocation_list: remote.revocation_list } } : {}),
   };
 }
 

@@ -2,7 +2,7 @@
 // nodes per second for 1,000- and 5,000-node simulated trees, on
 //   - "provider": an in-memory provider with no latency (the handler's own cost), and
 //   - "fake": the simulated desktop (UIINSPECT_PLATFORM=fake) reading a scenario file.
-// The full MCP path is measured by the lead's bench. Run after `npm run build`:
+// The full MCP path is measured by bench/x11-floor.mjs. Run after `npm run build`:
 //   node bench/a11y.mjs            (uses ./dist; A11Y_BENCH_DIST=/other/dist to override)
 // Prints one JSON line per case to stderr and a Markdown table to stdout.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -37,7 +37,7 @@ if (process.argv[2] === "server") {
   // identity is known (after initialize).
   const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
   const { buildSupervisor } = await import(`${DIST}/supervisor/bootstrap.js`);
-  const { createMcpServer } = await import(`${DIST}/supervisor/server.js`);
+  const { createMcpServer } = await import(`${DIST}/supervisor/mcp/server.js`);
   const extra = Number(process.env.BENCH_EXTRA_GRANTS ?? "0");
   const sup = buildSupervisor();
   const seed = async () => {

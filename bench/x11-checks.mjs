@@ -1,4 +1,4 @@
-// Cost of the X11 last-moment checks that read the X server's own state (issue 14), measured
+// Cost of the X11 last-moment checks that read the X server's own state, measured
 // in-process on a private Xvfb + openbox desktop with real apps (gtk3-widget-factory and three
 // xterms): the worker's verifyTarget with and without the platform's confirmLive (QueryTree
 // stacking, hit test, GetInputFocus, grab probes, X-Resource owners), per click, per key and per

@@ -8,7 +8,7 @@
 //          the floor: the app's Cache.GetItems plus GetExtents of every cached Component node,
 //          all pipelined over the peer-to-peer link.
 //   shot:  screenshot_window 800×600 over MCP; the floor: XShmGetImage + BGRX→RGB + PNG
-//          level 1 in this process (dist/ X11Capture + sharp, the definition), i.e.
+//          level 1 in this process (dist/ X11Capture + sharp), i.e.
 //          nothing but the read, the one conversion and the encode; and the same with the
 //          server's own encoder (dist/ png.js, node:zlib, the level the server uses), which is
 //          what the server's own physical work costs. After the rounds, PNG encode time and size
@@ -48,7 +48,7 @@ try {
   const cap = await createX11Platform({ workerKind: "capture" });
 
   // D-Bus calls of one walk, by member (peer link and bus), counted on the warm-up's next walk.
-  const { AtspiBus } = await import(join(REPO, "dist/platforms/x11/atspi.js"));
+  const { AtspiBus } = await import(join(REPO, "dist/platforms/x11/atspiBus.js"));
   const perMember = {};
   let counting = false;
   const busCallOrig = AtspiBus.prototype.call;

@@ -123,7 +123,7 @@ const health = await platform.desktop.health();
 say(`backend facts: ${JSON.stringify(health)}`);
 const [INTEGRITY, UIPI, DPI, DWM, INJECTED, UIA, MENU, CAPTURE, SECURE] = REAL_WINDOWS_ONLY;
 const { ourIntegrity, processIntegrity } = await import(
-  new URL("../dist/platforms/win32/identity.js", import.meta.url).href
+  new URL("../dist/os/win32/identity.js", import.meta.url).href
 );
 const { CONSENT_DIALOG_TITLE } = await import(
   new URL("../dist/platforms/win32/consentDialog.js", import.meta.url).href

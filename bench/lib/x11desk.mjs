@@ -185,7 +185,7 @@ export async function sharpPngBytes(raw, level) {
 }
 
 /**
- * The screenshot floor of the issue: XShmGetImage + BGRX→RGB (the capture port of dist/) and
+ * The screenshot floor: XShmGetImage + BGRX→RGB (the capture port of dist/) and
  * sharp PNG level 1, in this process. Resolves with the PNG's byte length.
  */
 export async function floorShot(capture, rect) {

@@ -4,11 +4,11 @@ import { Worker } from "node:worker_threads";
 import { UNSAFE_XTEST_SETTING } from "../platforms/x11/dialog/spawn.js";
 import { SETTINGS } from "../shared/settings.js";
 import { readText } from "../shared/settingsReader.js";
+import { allowedWindows } from "../supervisor/access/targets.js";
 import type { ServerConfig } from "../supervisor/config.js";
 import { describeConsentDialog } from "../supervisor/consent/dialogInfo.js";
 import type { PolicyState } from "../supervisor/policy/load.js";
 import type { Supervisor } from "../supervisor/supervisor.js";
-import { allowedWindows } from "../supervisor/targets.js";
 import type { ProbeRequest, ProbeResult } from "./doctorProbe.js";
 
 /**

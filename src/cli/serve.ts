@@ -4,9 +4,9 @@ import { UiError } from "../shared/errors.js";
 import { buildSupervisor } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
 import { log } from "../supervisor/log.js";
-import { createMcpServer } from "../supervisor/server.js";
+import { createMcpServer } from "../supervisor/mcp/server.js";
+import { singleDrainWriter } from "../supervisor/mcp/stdoutWriter.js";
 import { installShutdown } from "../supervisor/shutdown.js";
-import { singleDrainWriter } from "../supervisor/stdoutWriter.js";
 
 /**
  * `uiinspect-mcp serve [--http HOST:PORT …]`: one MCP connection over stdio until stdin closes

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { EffectsLog } from "../platforms/fake/effects.js";
 import { ScenarioReader } from "../platforms/fake/scenario.js";
-import type { HeldEntry } from "./entries.js";
+import type { HeldEntry } from "../shared/pressLedger.js";
 import type { Releaser } from "./guardian.js";
 
 /** Keys and buttons down according to an effects log (the simulated desktop's input state). */

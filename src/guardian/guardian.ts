@@ -1,4 +1,5 @@
-import { entryKey, type HeldEntry, isKeyboardState, type KeyboardStateEntry } from "./entries.js";
+import { type HeldEntry, isKeyboardState, type KeyboardStateEntry } from "../shared/pressLedger.js";
+import { entryKey } from "./entries.js";
 
 /**
  * Undoes held entries on one platform (X11: XTest key/button ups and the keymap; Win32:

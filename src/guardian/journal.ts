@@ -10,8 +10,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { processExited, startTicks } from "../platforms/x11/proc.js";
-import type { HeldEntry, KeyboardStateEntry } from "./entries.js";
+import { processExited, startTicks } from "../os/linux/proc.js";
+import type { HeldEntry, KeyboardStateEntry } from "../shared/pressLedger.js";
 import type { RemapJournal } from "./guardian.js";
 
 type Remap = Extract<HeldEntry, { kind: "remap" }>;

@@ -1,6 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { uiError } from "../shared/errors.js";
-import { encodeEntry, type HeldEntry, type PressLedger } from "./entries.js";
+import type { HeldEntry, PressLedger } from "../shared/pressLedger.js";
+import { encodeEntry } from "./entries.js";
 import { readLines } from "./wire.js";
 
 export interface GuardianAddress {

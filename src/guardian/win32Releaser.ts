@@ -1,5 +1,5 @@
 import { buttonFlags, keyEvent, send } from "../platforms/win32/input.js";
-import type { HeldEntry } from "./entries.js";
+import type { HeldEntry } from "../shared/pressLedger.js";
 import type { Releaser } from "./guardian.js";
 
 /**

@@ -1,8 +1,8 @@
 import koffi from "koffi";
+import { type Ptr, x11Native, xKeyboardState } from "../os/linux/xlib.js";
 import { autoRepeatingKeys, keyAutoRepeats, setKeyAutoRepeat } from "../platforms/x11/autoRepeat.js";
 import { keysymForKey } from "../platforms/x11/keys.js";
-import { type Ptr, x11Native } from "../platforms/x11/native.js";
-import type { HeldEntry } from "./entries.js";
+import type { HeldEntry } from "../shared/pressLedger.js";
 import type { Releaser } from "./guardian.js";
 
 const BUTTONS = { left: 1, middle: 2, right: 3 } as const;
@@ -21,45 +21,6 @@ export interface X11InputState {
   autoRepeating(): number[];
 }
 
-interface Extra {
-  xcb_get_keyboard_mapping: (c: Ptr, first: number, count: number) => { sequence: number };
-  xcb_get_keyboard_mapping_reply: (
-    c: Ptr,
-    cookie: { sequence: number },
-    err: Array<Ptr | null>,
-  ) => Ptr | null;
-  XQueryKeymap: (dpy: Ptr, keys: Uint8Array) => number;
-  XQueryPointer: (
-    dpy: Ptr,
-    w: bigint | number,
-    root: Array<bigint | number>,
-    child: Array<bigint | number>,
-    rx: number[],
-    ry: number[],
-    wx: number[],
-    wy: number[],
-    mask: number[],
-  ) => number;
-}
-
-function extraBindings(): Extra {
-  const lib = koffi.load("libX11.so.6");
-  const xcb = koffi.load("libxcb.so.1");
-  // x11Native() declared xcb_cookie_t (a struct of one uint32) and xcb_connection_t already.
-  return {
-    xcb_get_keyboard_mapping: xcb.func(
-      "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
-    ) as Extra["xcb_get_keyboard_mapping"],
-    xcb_get_keyboard_mapping_reply: xcb.func(
-      "void *xcb_get_keyboard_mapping_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ) as Extra["xcb_get_keyboard_mapping_reply"],
-    XQueryKeymap: lib.func("int XQueryKeymap(void *dpy, _Out_ uint8_t *keys)") as Extra["XQueryKeymap"],
-    XQueryPointer: lib.func(
-      "int XQueryPointer(void *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
-    ) as Extra["XQueryPointer"],
-  };
-}
-
 /**
  * The guardian's own X connection: XTest ups for what is still down, the spare keycodes put
  * back to NoSymbol when they still carry the keysym we mapped there (one someone else changed
@@ -68,7 +29,7 @@ function extraBindings(): Extra {
  */
 export class X11Releaser implements Releaser, X11InputState {
   private readonly n = x11Native();
-  private readonly extra = extraBindings();
+  private readonly extra = xKeyboardState();
   private readonly dpy: Ptr;
   private readonly root: bigint | number;
   private readonly per: number;
@@ -80,9 +41,8 @@ export class X11Releaser implements Releaser, X11InputState {
     const n = this.n;
     n.XInitThreads();
     // Xlib's default handlers exit the process: ours return (an error ends one release, not all).
-    const noop = koffi.load("libX11.so.6").symbol("XConnectionNumber") as Ptr;
-    n.XSetErrorHandler(noop);
-    n.XSetIOErrorHandler(noop);
+    n.XSetErrorHandler(n.noopErrorHandler);
+    n.XSetIOErrorHandler(n.noopErrorHandler);
     const dpy = n.XOpenDisplay(display);
     if (dpy === null || dpy === 0n) throw new Error("no display");
     this.dpy = dpy;
@@ -111,7 +71,7 @@ export class X11Releaser implements Releaser, X11InputState {
 
   buttonsDown(): number[] {
     const mask = [0];
-    this.extra.XQueryPointer(this.dpy, this.root, [0], [0], [0], [0], [0], [0], mask);
+    this.n.XQueryPointer(this.dpy, this.root, [0], [0], [0], [0], [0], [0], mask);
     return ([1, 2, 3] as const).filter((b) => ((mask[0] ?? 0) & BUTTON_MASK[b]) !== 0);
   }
 

@@ -8,7 +8,7 @@ import {
   type LeaseAuditSink,
 } from "./audit.js";
 import { buildLeaseDialogContent, leaseDialogTimeoutMs, selectLeaseDialog } from "./dialog.js";
-import { type Env, type LeaseScope, resolveScope } from "./endpoint.js";
+import type { Env, LeaseScope } from "./endpoint.js";
 import type { InstanceResolver } from "./instance.js";
 import {
   encodeFrame,
@@ -21,6 +21,7 @@ import {
   type LeaseStatus,
   okResponse,
 } from "./protocol.js";
+import { resolveScope } from "./scope.js";
 import { type ActiveLease, HOUR_MS, LeaseState } from "./state.js";
 import {
   type AcceptFn,

@@ -1,9 +1,12 @@
+import type { CapabilityLine } from "../shared/dialogLines.js";
 import { uiError } from "../shared/errors.js";
 import { SETTINGS } from "../shared/settings.js";
 import { checkSetting, readSettingOrDefault } from "../shared/settingsReader.js";
-import type { CapabilityLine } from "../supervisor/consent/prompter.js";
+import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "./dialogPort.js";
 import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
+
+export type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "./dialogPort.js";
 
 /**
  * UIINSPECT_CONSENT_TIMEOUT_MS, as the MCP server reads it (default 60000, 100–600000): how long
@@ -12,34 +15,6 @@ import { LEASE_CAPABILITY_WORDS, type LeaseCapability } from "./protocol.js";
  */
 export function leaseDialogTimeoutMs(env: Env): number {
   return readSettingOrDefault(env, SETTINGS.consentTimeoutMs);
-}
-
-/**
- * The trusted lease dialog, shown by the broker itself (not by whoever asks it): a request
- * to activate or extend can come from any process of the same user, so the decision must come
- * from a person at a dialog the broker owns, with Deny as the default button.
- * No test hook answers it: tests answer the real dialog with synthetic input under Xvfb.
- */
-
-export interface LeaseDialogContent {
-  kind: "lease";
-  action: "activate" | "extend";
-  hours: number;
-  capabilities: CapabilityLine[];
-  /** RFC 3339 UTC: the lease ends exactly here if approved. */
-  expires_at: string;
-  default_button: "deny";
-  title: string;
-  /** The whole text exactly as shown. */
-  text: string;
-}
-
-export type LeaseDialogAnswer = "approve" | "deny";
-
-export interface LeaseDialog {
-  readonly kind: string;
-  /** Resolves with the answer; when `signal` aborts the dialog is closed and the promise rejects. */
-  prompt(content: LeaseDialogContent, signal: AbortSignal): Promise<LeaseDialogAnswer>;
 }
 
 export const LEASE_DIALOG_TITLE = "uiinspect-mcp: unattended access lease";

@@ -15,7 +15,7 @@ import { uiError } from "../shared/errors.js";
  * mutex `Local\uiinspect-lease-<hash>`.
  *
  * hash = first 32 hex of SHA-256("uiinspect-lease\0<platform>\0<uid or SID>\0<session id>").
- * This module is pure Node except resolveWindowsScope, which loads the native identity reader.
+ * This module is pure Node; this process's own scope is resolved in ./scope.ts (native on Windows).
  */
 
 export interface LeaseScope {
@@ -114,7 +114,7 @@ export function resolveLinuxScope(
 
 /**
  * The Windows scope of a user SID and Terminal Services session. Pure: the identity itself is
- * read natively (platforms/win32/account.ts) by whoever may load native code.
+ * read natively (os/win32/account.ts) by whoever may load native code.
  */
 export function windowsScope(identity: { sid: string; session: string }, env: Env = process.env): LeaseScope {
   const { sid, session } = identity;
@@ -133,26 +133,4 @@ export function windowsScope(identity: { sid: string; session: string }, env: En
     runtime_dir: null,
     audit_path: windowsAuditPath(env),
   };
-}
-
-/**
- * This process's Windows scope. Loads koffi (the token's SID, ProcessIdToSessionId): call it
- * from the broker, the manager or a worker, never from the supervisor thread.
- */
-export async function resolveWindowsScope(env: Env = process.env): Promise<LeaseScope> {
-  let identity: { sid: string; session: string };
-  try {
-    const { currentWindowsIdentity } = await import("../platforms/win32/account.js");
-    identity = currentWindowsIdentity();
-  } catch {
-    throw uiError("broker_unavailable", "The Windows user SID or session id could not be determined.");
-  }
-  return windowsScope(identity, env);
-}
-
-/** The scope of this process (Windows: native code, see resolveWindowsScope). */
-export async function resolveScope(env: Env = process.env): Promise<LeaseScope> {
-  if (process.platform === "win32") return resolveWindowsScope(env);
-  if (process.platform === "linux") return resolveLinuxScope(env);
-  throw uiError("broker_unavailable", "The lease broker supports Linux and Windows only.");
 }

@@ -1,10 +1,10 @@
-import { resolveProcessInstance } from "../platforms/x11/proc.js";
+import { resolveProcessInstance } from "../os/linux/proc.js";
 import type { ProcessInstance } from "../shared/identity.js";
 
 /**
  * Re-resolving a process instance from the OS, as the broker does on every validation, with
- * the very resolver the backend uses (Linux: platforms/x11/proc.ts; Windows:
- * platforms/win32/identity.ts through native/windows.ts), so a lease never trusts a weaker
+ * the very resolver the backend uses (Linux: os/linux/proc.ts; Windows:
+ * os/win32/identity.ts through native/windows.ts), so a lease never trusts a weaker
  * identity than the one the server approved: on Linux the executable is the file the process
  * runs by (st_dev, st_ino), whatever mount namespace it lives in. The session is not read from
  * the process: it is the broker's own scope (a lease never reaches beyond it).
@@ -12,7 +12,7 @@ import type { ProcessInstance } from "../shared/identity.js";
 
 export type InstanceResolver = (pid: number) => Promise<ProcessInstance | null>;
 
-export { linuxStartTime, parseStatStartTicks } from "../platforms/x11/proc.js";
+export { linuxStartTime, parseStatStartTicks } from "../os/linux/proc.js";
 
 export interface LinuxResolverOptions {
   /** sysconf(_SC_CLK_TCK); 100 on every mainstream Linux build. */

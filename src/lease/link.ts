@@ -1,6 +1,9 @@
 import { createConnection } from "node:net";
 import { isUiError, uiError } from "../shared/errors.js";
-import { checkRuntimeDir, type Env, type LeaseScope, resolveLinuxScope } from "./endpoint.js";
+import { checkRuntimeDir, type LeaseScope, resolveLinuxScope } from "./endpoint.js";
+import type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./linkPort.js";
+
+export type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./linkPort.js";
 
 /**
  * One verified byte stream to this scope's lease broker, for the LeaseClient.
@@ -12,33 +15,6 @@ import { checkRuntimeDir, type Env, type LeaseScope, resolveLinuxScope } from ".
  * supervisor thread) with SECURITY_IDENTIFICATION (a server cannot act as us), and the server
  * process's user SID and session must equal the scope's before a byte is written.
  */
-
-export interface LinkHandlers {
-  data(chunk: Buffer): void;
-  /** Called once, when the link ends for any reason after it was opened. */
-  closed(): void;
-}
-
-export interface LeaseLink {
-  write(frame: Buffer): void;
-  destroy(): void;
-}
-
-export interface OpenLinkOptions {
-  /** null: this process's own scope. */
-  scope: LeaseScope | null;
-  env: Env;
-  timeoutMs: number;
-}
-
-/** Opens links for one LeaseClient; may keep state (a worker) between connections. */
-export interface LinkOpener {
-  open(opts: OpenLinkOptions, handlers: LinkHandlers): Promise<{ link: LeaseLink; scope: LeaseScope }>;
-  /** Starts whatever the first open needs (Windows: the link worker), without connecting. */
-  prepare(): void;
-  /** Resolves once every connection it opened is closed. */
-  dispose(): Promise<void>;
-}
 
 export async function createLinkOpener(scope: LeaseScope | null): Promise<LinkOpener> {
   const platform = scope?.platform ?? (process.platform === "win32" ? "win32" : "linux");

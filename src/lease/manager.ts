@@ -1,11 +1,13 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { isUiError } from "../shared/errors.js";
+import { sleep } from "../shared/sleep.js";
 import { brokerEnv, inheritedNodeOptions } from "./brokerNodeOptions.js";
 import { LeaseClient } from "./client.js";
 import { leaseDialogTimeoutMs } from "./dialog.js";
-import { type Env, resolveScope } from "./endpoint.js";
+import type { Env } from "./endpoint.js";
 import { LEASE_CAPABILITIES, LEASE_HOURS, type LeaseStatus, LeaseStatusSchema } from "./protocol.js";
+import { resolveScope } from "./scope.js";
 
 /**
  * `uiinspect-mcp manager lease activate --hours N | extend --hours N | status | revoke`.
@@ -60,10 +62,6 @@ function parseHours(args: string[]): number | "missing" | "invalid" {
 function describe(s: LeaseStatus): string {
   if (!s.active || !s.expires_at) return "No unattended lease is active.\n";
   return `Unattended lease active until ${s.expires_at} for: ${s.capabilities.join(", ")}.\n`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 /**

@@ -12,7 +12,7 @@ import { ProcessInstanceSchema } from "../shared/identity.js";
 export const LEASE_PROTOCOL_VERSION = 1;
 export const MAX_MESSAGE_BYTES = 64 * 1024;
 
-/** The only lease durations a person can choose (SPEC §5). */
+/** The only lease durations a person can choose (docs/spec.md §5). */
 export const LEASE_HOURS = [1, 2, 5, 8, 12, 24] as const;
 export type LeaseHours = (typeof LEASE_HOURS)[number];
 

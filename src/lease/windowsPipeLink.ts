@@ -1,8 +1,8 @@
 import { Worker } from "node:worker_threads";
 import { isUiError, uiError } from "../shared/errors.js";
 import type { LeaseScope } from "./endpoint.js";
-import type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./link.js";
 import { FromPipeLinkSchema, type ToPipeLink } from "./linkMessages.js";
+import type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./linkPort.js";
 
 /**
  * The LeaseClient's Windows link: one worker (native/windowsPipeLinkWorker.ts) for the

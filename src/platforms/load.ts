@@ -1,5 +1,5 @@
-import type { PressLedger } from "../guardian/entries.js";
 import type { Platform } from "../shared/platform.js";
+import type { PressLedger } from "../shared/pressLedger.js";
 import type { WorkerInit } from "../shared/protocol.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { ClientIdentity } from "../supervisor/clientIdentity.js";
+import { ClientIdentity } from "../supervisor/access/clientIdentity.js";
 import type { Capability } from "../supervisor/policy/schema.js";
 import { checkPeer, type PeerCheck } from "./mtls.js";
 import { BearerVerifier, wwwAuthenticate } from "./oauth.js";

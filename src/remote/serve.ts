@@ -1,6 +1,6 @@
 import { buildSupervisor } from "../supervisor/bootstrap.js";
 import { log } from "../supervisor/log.js";
-import { createMcpServer } from "../supervisor/server.js";
+import { createMcpServer } from "../supervisor/mcp/server.js";
 import { type RemoteServer, startRemoteServer } from "./httpServer.js";
 import type { RemoteOptions } from "./options.js";
 

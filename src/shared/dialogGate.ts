@@ -2,7 +2,7 @@ import { uiError } from "./errors.js";
 
 /**
  * "Is one of this server's consent or lease dialogs open?", answered before every single key and
- * button event we inject (issue 13: none of our own input may ever reach our dialogs).
+ * button event we inject (none of our own input may ever reach our dialogs).
  *
  * The supervisor owns the count (`DialogGate`); the input worker reads it (`dialogGate`, one per
  * worker). In thread isolation both sides share one SharedArrayBuffer cell, so a dialog opened

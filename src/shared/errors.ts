@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** Every stable error code of SPEC §7. Clients and tests depend on these strings. */
+/** Every stable error code of docs/spec.md §7. Clients and tests depend on these strings. */
 export const ERROR_CODES = [
   "invalid_argument",
   "policy_not_configured",

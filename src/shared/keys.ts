@@ -1,4 +1,4 @@
-/** The logical keys of SPEC §6. Nothing else can be pressed: no Windows key, no system chords. */
+/** The logical keys of docs/spec.md §6. Nothing else can be pressed: no Windows key, no system chords. */
 const NAMED_KEYS = [
   "up",
   "down",

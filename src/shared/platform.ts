@@ -69,7 +69,7 @@ export interface FrameTarget {
 
 export type MouseButton = "left" | "right" | "middle";
 
-/** Logical key names of SPEC §6 plus modifiers; platforms map them to keysyms / VKs. */
+/** Logical key names of docs/spec.md §6 plus modifiers; platforms map them to keysyms / VKs. */
 export type LogicalKey = string;
 
 export type TextMode = "sendinput" | "wm_char";

@@ -349,10 +349,18 @@ export const DialogStateMessageSchema = z.object({
   open: z.number().int().nonnegative(),
 });
 
+/**
+ * Thread isolation only: another worker thread of this process ended, so its isolate went back to
+ * malloc; the worker hands what malloc holds free back to the system (src/os/linux/malloc.ts),
+ * since the supervisor thread loads no native code to do it itself.
+ */
+export const TrimMallocMessageSchema = z.object({ type: z.literal("trim_malloc") });
+
 export const SupervisorToWorkerSchema = z.discriminatedUnion("type", [
   RequestMessageSchema,
   CancelMessageSchema,
   DialogStateMessageSchema,
+  TrimMallocMessageSchema,
 ]);
 export type SupervisorToWorker = z.infer<typeof SupervisorToWorkerSchema>;
 

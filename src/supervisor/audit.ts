@@ -77,7 +77,7 @@ export interface AuditLogOptions {
   clock: Clock;
   /**
    * Called with an errno-style code (e.g. "EACCES") when the sink fails; never with paths or
-   * messages, so the lead can log it to stderr safely.
+   * messages, so the supervisor can log it to stderr safely.
    */
   onSinkError?: (code: string) => void;
   /**

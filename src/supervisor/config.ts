@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import type { PlatformName } from "../shared/platform.js";
 import { parseSettingValue, SETTINGS } from "../shared/settings.js";
 import { ConfigError, type Env, readSetting, readText } from "../shared/settingsReader.js";
-import type { Isolation } from "./workerHost.js";
+import type { Isolation } from "./hosting/workerHost.js";
 
 /** Everything the supervisor reads from the environment, read once at start-up. */
 export interface ServerConfig {

@@ -1,20 +1,20 @@
 import type { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
+import type { ClientIdentity } from "./access/clientIdentity.js";
+import type { GrantStore } from "./access/grants.js";
+import type { LeaseGate } from "./access/leaseGate.js";
+import type { A11ySessions } from "./access/sessions.js";
+import type { ConfirmationTokenStore } from "./access/tokens.js";
 import type { AuditLog } from "./audit.js";
 import type { MemoryBudget, RateBudgets } from "./budgets.js";
-import type { ClientIdentity } from "./clientIdentity.js";
 import type { ServerConfig } from "./config.js";
 import type { ConsentBroker } from "./consent/broker.js";
 import type { ConsentDialogFacts } from "./consent/dialogInfo.js";
-import type { GrantStore } from "./grants.js";
-import type { InputLane } from "./inputLane.js";
-import type { LeaseGate } from "./leaseGate.js";
+import type { InputLane } from "./hosting/inputLane.js";
+import type { WorkerHost } from "./hosting/workerHost.js";
 import type { Logger } from "./log.js";
 import type { EffectivePolicy, PolicyState } from "./policy/load.js";
 import { policyStatusAt } from "./policy/load.js";
-import type { A11ySessions } from "./sessions.js";
-import type { ConfirmationTokenStore } from "./tokens.js";
-import type { WorkerHost } from "./workerHost.js";
 
 export interface Workers {
   capture: WorkerHost;
@@ -23,7 +23,7 @@ export interface Workers {
 
 /**
  * Everything the supervisor owns. Built once per server; over stdio one MCP connection uses it,
- * over HTTP every session gets a view of it (src/supervisor/multiSession.ts) that differs only
+ * over HTTP every session gets a view of it (src/supervisor/mcp/multiSession.ts) that differs only
  * in `client` and, for narrowing OAuth scopes, `policyState`.
  */
 export interface Supervisor {

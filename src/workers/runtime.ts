@@ -1,8 +1,8 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from "node:worker_threads";
-import type { PressLedger } from "../guardian/entries.js";
 import { dialogGate } from "../shared/dialogGate.js";
 import { UiError, type UiErrorBody, uiError } from "../shared/errors.js";
 import type { Platform } from "../shared/platform.js";
+import type { PressLedger } from "../shared/pressLedger.js";
 import {
   OPS,
   type OpName,
@@ -72,6 +72,9 @@ export interface ServedWorker {
 export interface ServeOptions {
   /** Thread and inline workers: the supervisor's DialogGate cell (processes get dialog_state). */
   dialogFlag?: unknown;
+  /** Thread and process workers: malloc_trim on `trim_malloc` (inline workers run on the
+   * supervisor's thread, which loads no native code, and have none). */
+  trimMalloc?: () => void;
 }
 
 /**
@@ -110,6 +113,10 @@ export async function serveWorker(
     const msg = parsed.data;
     if (msg.type === "dialog_state") {
       dialogGate.setOpen(msg.open);
+      return;
+    }
+    if (msg.type === "trim_malloc") {
+      opts.trimMalloc?.();
       return;
     }
     if (msg.type === "cancel") {
@@ -185,7 +192,12 @@ export async function runWorker(handlers: HandlerTable): Promise<void> {
   } else {
     throw new Error("runWorker must run in a worker thread or a forked child process");
   }
-  const served = await serveWorker(channel, rawInit, handlers, { dialogFlag });
+  // The malloc tuning lives here, off the supervisor's thread: the first worker thread caps the
+  // arenas as it starts, before the others exist (src/shared/mallocArenas.ts).
+  const { limitMallocArenas, trimMalloc } = await import("../os/linux/malloc.js");
+  limitMallocArenas();
+  trimMalloc();
+  const served = await serveWorker(channel, rawInit, handlers, { dialogFlag, trimMalloc });
   if (isMainThread) {
     // Process isolation: the server is gone (its IPC channel closed): stop every gesture (each releases in its
     // finally) and leave; the guardian has released the rest already.

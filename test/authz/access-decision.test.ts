@@ -4,7 +4,7 @@ import {
   decideAccess,
   firstRefusal,
   isRefusal,
-} from "../../src/supervisor/accessDecision.js";
+} from "../../src/supervisor/access/accessDecision.js";
 
 /**
  * decideAccess is the one answer to "may this client use this capability on this instance now",

@@ -11,8 +11,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
 import { type AuditEventInput, AuditLog, newCorrelationId } from "../../src/supervisor/audit.js";
-import { ClientIdentity } from "../../src/supervisor/clientIdentity.js";
 import { ConsentBroker } from "../../src/supervisor/consent/broker.js";
 import { instance, ManualTime, ScriptedPrompter } from "./helpers.js";
 

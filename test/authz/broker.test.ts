@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { instanceKey } from "../../src/shared/identity.js";
-import { ClientIdentity } from "../../src/supervisor/clientIdentity.js";
+import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
 import { ConsentBroker, type ConsentDecision } from "../../src/supervisor/consent/broker.js";
 import type { ConsentPrompter } from "../../src/supervisor/consent/prompter.js";
 import { instance, ManualTime, outcome, peekState, ScriptedPrompter } from "./helpers.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { instanceKey } from "../../src/shared/identity.js";
-import { GrantStore, grantTtlFromEnv, type RevokeEvent } from "../../src/supervisor/grants.js";
+import { GrantStore, grantTtlFromEnv, type RevokeEvent } from "../../src/supervisor/access/grants.js";
 import { instance, ManualTime } from "./helpers.js";
 
 const A = "aaaaaaaaaaaa";

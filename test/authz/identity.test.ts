@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ClientIdentity, canonicalJson, sanitizeLabel } from "../../src/supervisor/clientIdentity.js";
+import { ClientIdentity, canonicalJson, sanitizeLabel } from "../../src/supervisor/access/clientIdentity.js";
 
 describe("ClientIdentity", () => {
   const salt = Buffer.alloc(16, 1);

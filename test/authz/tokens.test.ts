@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isUiError } from "../../src/shared/errors.js";
-import { ConfirmationTokenStore, MAX_OUTSTANDING_TOKENS } from "../../src/supervisor/tokens.js";
+import { ConfirmationTokenStore, MAX_OUTSTANDING_TOKENS } from "../../src/supervisor/access/tokens.js";
 import { ManualTime } from "./helpers.js";
 
 function code(f: () => unknown): string {

@@ -11,7 +11,7 @@ import { endServer, pollUntil, type ServerFault, ServerProcess } from "../suppor
  */
 
 const SEED = Number(process.env.UIINSPECT_FAULT_SEED ?? 15);
-/** The release bound the issue sets (nothing down this soon after the fault). */
+/** The release bound we hold to (nothing down this soon after the fault). */
 const RELEASE_BOUND_MS = 2000;
 
 type Gesture = "hold" | "chord" | "drag" | "text";
@@ -175,7 +175,7 @@ describe("release fault battery on the simulated desktop (seeded random faults)"
     }
   }, 300_000);
 
-  it("reaches the volume the issue asks for", () => {
+  it("reaches the volume of gestures it is meant to", () => {
     expect(tally.faults).toBeGreaterThanOrEqual(100);
     expect(tally.stuck, tally.cases.join("; ")).toBe(0);
   });

@@ -14,7 +14,7 @@ afterEach(() => {
 });
 
 describe("scenario parsing", () => {
-  it("accepts the sample and the SPEC example, applying defaults", () => {
+  it("accepts the sample and the example of docs/spec.md §10, applying defaults", () => {
     const s = parseScenario(JSON.stringify(sampleScenario("/tmp/x")));
     expect(s.windows).toHaveLength(3);
     const spec = parseScenario(

@@ -2,9 +2,10 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { decodeEntry, encodeEntry, type HeldEntry } from "../../src/guardian/entries.js";
+import { decodeEntry, encodeEntry } from "../../src/guardian/entries.js";
 import { Guardian, type Releaser } from "../../src/guardian/guardian.js";
 import { FileRemapJournal } from "../../src/guardian/journal.js";
+import type { HeldEntry } from "../../src/shared/pressLedger.js";
 
 class RecordingReleaser implements Releaser {
   readonly released: HeldEntry[][] = [];

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { CLI, FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
 
 /**
- * Issue 16: a burst of requests answered while the client is slow to read must not pile a
+ * A burst of requests answered while the client is slow to read must not pile a
  * 'drain' listener per answer onto stdout (MaxListenersExceededWarning). The client here
  * writes 300 calls at once and reads nothing for a while, so stdout's pipe fills up.
  */

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { CLI, FakeDesktop, filePolicy, RUFFLE, ruffleWindow } from "../support/mcp.js";
 import { fakeScenario, fakeServers } from "./harness.js";
 
-/** Issue 16's conformity points over stdio against the built CLI on the simulated desktop. */
+/** The conformity points over stdio against the built CLI on the simulated desktop. */
 
 const start = fakeServers();
 const scenario = fakeScenario;

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
 
 /**
- * Issue 16: every message that echoes a client value cuts it (64 code points, escaped). A 1 MB
+ * Every message that echoes a client value cuts it (64 code points, escaped). A 1 MB
  * value anywhere in the arguments must come back as a short answer, not a 2 MB one.
  */
 

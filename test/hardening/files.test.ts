@@ -5,7 +5,7 @@ import { formatPath, MAX_NESTING_DEPTH, parseStrictJson } from "../../src/shared
 import { parsePolicyText } from "../../src/supervisor/policy/parse.js";
 import { parseProfileText } from "../../src/supervisor/profiles/profile.js";
 
-/** The hostile inputs of issue 16, exactly. */
+/** The hostile inputs, exactly as first reported. */
 const NESTED_64KB = `${"[".repeat(32000)}${"]".repeat(32000)}`;
 
 /** ~48 KB: every level repeats its key before nesting again (the old scan copied the path at each). */

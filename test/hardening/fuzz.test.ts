@@ -4,16 +4,16 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { parse as yamlParse } from "yaml";
 import { parseScenario } from "../../src/platforms/fake/scenario.js";
+import { listTools } from "../../src/supervisor/mcp/server.js";
 import { parsePolicyText } from "../../src/supervisor/policy/parse.js";
 import { PolicyFileSchema } from "../../src/supervisor/policy/schema.js";
 import { parseProfileText } from "../../src/supervisor/profiles/profile.js";
 import { CoordinateProfileSchema } from "../../src/supervisor/profiles/schema.js";
-import { listTools } from "../../src/supervisor/server.js";
 import { TOOLS } from "../../src/supervisor/tools/index.js";
 import { rng } from "../support/rng.js";
 
 /**
- * Issue 16: a bounded, seeded fuzz run over the files the server parses (policy JSON and YAML,
+ * A bounded, seeded fuzz run over the files the server parses (policy JSON and YAML,
  * coordinate profiles, fake scenarios) and over every tool's arguments. It asserts: no crash
  * (nothing thrown but the documented scenario error), no input taking over 2 s, and nothing
  * accepted that the schema refuses (an accepted file re-read by a reference parser must pass

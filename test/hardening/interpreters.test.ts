@@ -7,7 +7,7 @@ import { interpreterOf } from "../../src/supervisor/policy/interpreters.js";
 import { validatePolicyFile } from "../../src/supervisor/policy/validateCli.js";
 import { basePolicy } from "../policy/helpers.js";
 
-/** Issue 16: an interpreter as the allowed executable is said plainly, in the dialog and by validate-policy. */
+/** An interpreter as the allowed executable is said plainly, in the dialog and by validate-policy. */
 
 const dir = mkdtempSync(join(tmpdir(), "uiinspect-interp-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,7 +6,7 @@ import { CLI, FakeDesktop, filePolicy, type McpHarness, RUFFLE, ruffleWindow } f
 import { fakeScenario, fakeServers } from "./harness.js";
 
 /**
- * Issue 16 over stdio against the built CLI: profiles are read only from the operator's folder
+ * Over stdio against the built CLI: profiles are read only from the operator's folder
  * (symlinks resolved), a hostile profile costs the server nothing, and a profile of another
  * application never matches.
  */

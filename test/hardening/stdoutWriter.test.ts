@@ -1,7 +1,7 @@
 import { PassThrough, Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { describe, expect, it } from "vitest";
-import { singleDrainWriter } from "../../src/supervisor/stdoutWriter.js";
+import { singleDrainWriter } from "../../src/supervisor/mcp/stdoutWriter.js";
 
 /** A stdout whose reader is slow: a tiny buffer, drained only when the test says so. */
 function slowStdout() {

@@ -10,7 +10,7 @@ import { validatePolicyFile } from "../../src/supervisor/policy/validateCli.js";
 import { basePolicy } from "../policy/helpers.js";
 
 /**
- * Issue 16: a policy file another account can rewrite is not obeyed (sshd's StrictModes).
+ * A policy file another account can rewrite is not obeyed (sshd's StrictModes).
  * The other account is real: `nobody`, through setpriv, rewriting a mode-0666 policy.
  */
 

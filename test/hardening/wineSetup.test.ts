@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
 /**
- * Issue 16: .ci/wine-setup.sh must not leave its Xvfb running after CI ends. Run against a
+ * .ci/wine-setup.sh must not leave its Xvfb running after CI ends. Run against a
  * scratch layout with stand-ins for wine, wineboot and wineserver (the real prefix takes minutes
  * and is not needed to see which processes the script leaves behind).
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { closeServersAfterEach, Desk, serve, until, win } from "../support/consent.js";
 
-// Issue 13 on the simulated desktop (in process, test/support/inProcess.ts): while one of our consent dialogs is
+// Input while our dialog is open, on the simulated desktop (in process, test/support/inProcess.ts): while one of our consent dialogs is
 // open, no input effect of ours is emitted (consent_pending), checked before every key and button
 // event; one client's input effects never interleave.
 

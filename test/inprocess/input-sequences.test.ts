@@ -49,7 +49,7 @@ async function token(action_class: string): Promise<string> {
   return String((await h.ok("request_confirmation", { hwnd: 1001, action_class })).token_id);
 }
 
-describe("pointer tools emit the SPEC sequence at window origin + (x, y)", () => {
+describe("pointer tools emit the sequence of docs/spec.md §6 at window origin + (x, y)", () => {
   it("click_window: move, down, up (left), with the 150 ms settle and the 50 ms press", async () => {
     const from = d.effectsLog().length;
     const r = await h.call("click_window", { hwnd: 1001, x: 10, y: 20 });
@@ -62,7 +62,7 @@ describe("pointer tools emit the SPEC sequence at window origin + (x, y)", () =>
       { type: "button_down", button: "left" },
       { type: "button_up", button: "left" },
     ]);
-    // Lower bounds only (load can only lengthen them): the SPEC waits did happen.
+    // Lower bounds only (load can only lengthen them): the waits of docs/spec.md §6 did happen.
     const t = raw.map((e) => Number(e.t));
     expect(t[1] - t[0]).toBeGreaterThanOrEqual(140);
     expect(t[2] - t[1]).toBeGreaterThanOrEqual(40);

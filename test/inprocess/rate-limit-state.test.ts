@@ -4,7 +4,7 @@ import { FakeDesktop, filePolicy, RUFFLE, ruffleWindow, type ServerHarness } fro
 import { closeServersAfterEach, serveFake } from "../support/servers.js";
 
 /**
- * get_rate_limit_state reports the per-application budgets too (SPEC §6: limits and usage, never
+ * get_rate_limit_state reports the per-application budgets too (docs/spec.md §6: limits and usage, never
  * keys): the policy's limits, and the usage of each application this client holds a grant on,
  * named by hwnd and pid only.
  */

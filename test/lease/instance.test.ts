@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { linuxInstanceResolver } from "../../src/lease/instance.js";
-import { resolveInstance } from "../../src/platforms/x11/proc.js";
+import { resolveInstance } from "../../src/os/linux/proc.js";
 
 const LINUX = process.platform === "linux";
 const SESSION = "scope-session";
@@ -28,7 +28,7 @@ function readlinkOrNull(path: string): string | null {
   }
 }
 
-describe.skipIf(!LINUX)("the lease broker's Linux resolver is the backend's (platforms/x11/proc.ts)", () => {
+describe.skipIf(!LINUX)("the lease broker's Linux resolver is the backend's (os/linux/proc.ts)", () => {
   const resolver = linuxInstanceResolver({ clockTicks: 100, session: SESSION });
   const children: ChildProcess[] = [];
   const dirs: string[] = [];

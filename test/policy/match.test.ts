@@ -58,7 +58,7 @@ describe("globMatch", () => {
 });
 
 describe("windowAllowed", () => {
-  it("no window at all when no process paths are configured (SPEC §4: title AND executable)", () => {
+  it("no window at all when no process paths are configured (docs/spec.md §4: title AND executable)", () => {
     const p = envPolicy({ DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle - *,*Notepad" });
     expect(windowAllowed(p, { title: "Ruffle - a.swf", exe_path: "/anything" })).toBe(false);
     expect(windowAllowed(p, { title: "x - Notepad", exe_path: "" })).toBe(false);

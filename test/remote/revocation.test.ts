@@ -249,7 +249,11 @@ describe("revocation on a running server", () => {
       }),
     );
     const token = await issuer.sign({ sub: "bob" });
-    for (const headers of [{ authorization: `Bearer ${token}` }, {}, { authorization: "Bearer not.a.jwt" }]) {
+    for (const headers of [
+      { authorization: `Bearer ${token}` },
+      {},
+      { authorization: "Bearer not.a.jwt" },
+    ] as Record<string, string>[]) {
       const r = await postJsonRpc(remote.url, initializeMessage(), headers, tlsFetch(tls(bob)));
       expect(r.status).toBe(403);
     }

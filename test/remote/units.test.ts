@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import { BearerVerifier, readPublicJwks, wwwAuthenticate } from "../../src/remote/oauth.js";
 import { isLoopbackHost, parseHostPort, parseRemoteFlags } from "../../src/remote/options.js";
 import { RevocationList } from "../../src/remote/revocation.js";
-import { ClientIdentity } from "../../src/supervisor/clientIdentity.js";
-import { narrowPolicy } from "../../src/supervisor/multiSession.js";
+import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
+import { narrowPolicy } from "../../src/supervisor/mcp/multiSession.js";
 import type { PolicyState } from "../../src/supervisor/policy/load.js";
 import { AUDIENCE, ISSUER, makeIssuer } from "../support/remote.js";
 

@@ -2,17 +2,17 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { pino } from "pino";
+import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/access/clientIdentity.js";
 import { buildSupervisor } from "../../src/supervisor/bootstrap.js";
-import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/clientIdentity.js";
-import { supervisorFor } from "../../src/supervisor/multiSession.js";
-import { createMcpServer } from "../../src/supervisor/server.js";
+import { supervisorFor } from "../../src/supervisor/mcp/multiSession.js";
+import { createMcpServer } from "../../src/supervisor/mcp/server.js";
 import { ClientHarness, type FakeDesktop, LOOSE_BUDGETS, type ServerHarness } from "./mcp.js";
 
 /**
  * The server in this test's own thread: the real supervisor (policy, consent, grants, tokens,
  * budgets, audit, the tool table) and the real worker dispatchers on the fake platform through
  * the `inline` endpoint (src/workers/inline.ts), driven by the SDK's Client over its
- * InMemoryTransport. Consent is answered by the fake desktop's scenario (SPEC §10), as over
+ * InMemoryTransport. Consent is answered by the fake desktop's scenario (docs/spec.md §10), as over
  * stdio. What needs a process of its own (the CLI, stdout purity, signals, process isolation,
  * the release guardian) stays in the stdio suites (McpHarness, ServerProcess).
  */
@@ -59,7 +59,7 @@ export class InProcessHarness extends ClientHarness {
 
   /**
    * Another client on this same supervisor (its own identity, grants, tokens and budgets), as
-   * remote mode serves many sessions from one server (src/supervisor/multiSession.ts).
+   * remote mode serves many sessions from one server (src/supervisor/mcp/multiSession.ts).
    */
   async join(clientInfo: { name: string; version: string }): Promise<ServerHarness> {
     const identity = ClientIdentity.fromClientInfo(clientInfo, newConnectionSalt());

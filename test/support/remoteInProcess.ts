@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { startRemoteServer } from "../../src/remote/httpServer.js";
 import { REMOTE_DEFAULTS, type RemoteOptions } from "../../src/remote/options.js";
 import { buildSupervisor } from "../../src/supervisor/bootstrap.js";
-import { createMcpServer } from "../../src/supervisor/server.js";
+import { createMcpServer } from "../../src/supervisor/mcp/server.js";
 import type { Desk } from "./consent.js";
 import { filePolicy, LOOSE_BUDGETS } from "./mcp.js";
 

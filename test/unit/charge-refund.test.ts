@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isUiError } from "../../src/shared/errors.js";
+import type { CallContext } from "../../src/supervisor/access/callContext.js";
 import { type ApplicationCharge, MemoryBudget, RateBudgets } from "../../src/supervisor/budgets.js";
-import type { CallContext } from "../../src/supervisor/chain.js";
 import type { ToolDef } from "../../src/supervisor/tools/define.js";
 import { inputTools } from "../../src/supervisor/tools/input.js";
 

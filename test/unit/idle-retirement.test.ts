@@ -1,10 +1,10 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { isUiError } from "../../src/shared/errors.js";
-import { IdleRetirement } from "../../src/supervisor/idleRetirement.js";
-import { A11ySessions, type GrantHost } from "../../src/supervisor/sessions.js";
-import type { ResolvedTarget } from "../../src/supervisor/targets.js";
-import type { WorkerStats } from "../../src/supervisor/workerHost.js";
+import { A11ySessions, type GrantHost } from "../../src/supervisor/access/sessions.js";
+import type { ResolvedTarget } from "../../src/supervisor/access/targets.js";
+import { IdleRetirement } from "../../src/supervisor/hosting/idleRetirement.js";
+import type { WorkerStats } from "../../src/supervisor/hosting/workerHost.js";
 import { ManualTime } from "../authz/helpers.js";
 
 const IDLE = 60_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { NO_LEDGER } from "../../src/guardian/entries.js";
 import type { InputPort } from "../../src/shared/platform.js";
+import { NO_LEDGER } from "../../src/shared/pressLedger.js";
 import { withLedger } from "../../src/workers/input/ledgered.js";
 
 describe("the ledgered input port", () => {

@@ -1,6 +1,6 @@
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
-import { RollingLoopDelay, startLoopDelay } from "../../src/supervisor/loopDelay.js";
+import { RollingLoopDelay, startLoopDelay } from "../../src/supervisor/hosting/loopDelay.js";
 
 const MS = 1e6; // histogram values are nanoseconds
 

@@ -2,7 +2,7 @@ import { closeSync, fstatSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { adoptNativeFds, closeNativeFds } from "../../src/supervisor/nativeFds.js";
+import { adoptNativeFds, closeNativeFds } from "../../src/supervisor/hosting/nativeFds.js";
 
 const isOpen = (fd: number) => {
   try {

@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  limitMallocArenas,
-  MALLOC_ARENA_MAX,
-  mallocArenaEnv,
-  trimMalloc,
-} from "../../src/supervisor/nativeMemory.js";
+import { limitMallocArenas, trimMalloc } from "../../src/os/linux/malloc.js";
+import { MALLOC_ARENA_MAX, mallocArenaEnv } from "../../src/shared/mallocArenas.js";
 
 describe("malloc arena cap", () => {
   it("child processes get MALLOC_ARENA_MAX unless the operator set their own", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { isUiError } from "../../src/shared/errors.js";
 import type { DesktopPort, WindowInfo } from "../../src/shared/platform.js";
+import { pickTarget } from "../../src/supervisor/access/targets.js";
 import { loadPolicy } from "../../src/supervisor/policy/load.js";
-import { pickTarget } from "../../src/supervisor/targets.js";
 import { verifyTarget } from "../../src/workers/verify.js";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { detachOrphanSegments, stillMapped } from "../../src/platforms/x11/shmOrphans.js";
-import { leaveOrphanSegments, takeOrphanSegments } from "../../src/supervisor/nativeSegments.js";
+import { leaveOrphanSegments, takeOrphanSegments } from "../../src/supervisor/hosting/nativeSegments.js";
 
 const MAPS = [
   "55d0c0a00000-55d0c0a21000 r--p 00000000 08:01 1835021                    /usr/bin/node",

@@ -2,9 +2,9 @@ import { Ajv } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { A11yNodeSchema } from "../../src/shared/protocol.js";
+import { listTools } from "../../src/supervisor/mcp/server.js";
 import { loadPolicy, type PolicyState } from "../../src/supervisor/policy/load.js";
 import { CAPABILITIES, type Capability } from "../../src/supervisor/policy/schema.js";
-import { listTools } from "../../src/supervisor/server.js";
 import { toolsForPolicy } from "../../src/supervisor/tools/availability.js";
 import { TOOLS, TOOLS_BY_NAME } from "../../src/supervisor/tools/index.js";
 

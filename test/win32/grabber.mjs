@@ -1,4 +1,4 @@
-// "Another process" for the Win32 runner's grab tests (issue 14, item 7), run under Wine as its
+// "Another process" for the Win32 runner's grab tests, run under Wine as its
 // own Windows node.exe:   node.exe --import loader.mjs grabber.mjs
 // It owns one top-level window and counts every input message that window receives, plus every
 // keyboard and mouse event the system delivers at all (WH_KEYBOARD_LL / WH_MOUSE_LL hooks on its

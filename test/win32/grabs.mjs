@@ -1,4 +1,4 @@
-// Win32 last-moment checks against ANOTHER process (issue 14, item 7), under Wine: the grabber
+// Win32 last-moment checks against ANOTHER process, under Wine: the grabber
 // (grabber.mjs, its own node.exe) holds the mouse capture or a popup menu in the target's input
 // queue (AttachThreadInput to notepad's thread, then SetCapture / TrackPopupMenu), or takes the
 // foreground in the middle of a text. The real input handlers (dist/workers/input/handlers.js,

@@ -192,7 +192,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
 
   test("lease broker (named mutex + named pipe): one per scope, status, validate without a lease", async () => {
     const { LeaseClient } = await imp("lease/client.js");
-    const { resolveInstance } = await imp("platforms/win32/identity.js");
+    const { resolveInstance } = await imp("os/win32/identity.js");
     const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
     const scope = await windowsScope(dir, "");
     assert(/^S-1-[0-9-]+$/.test(scope.user), "scope user is a SID");
@@ -429,7 +429,8 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
 
   test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; the manager CLI sees the lease, activates it through the broker's MessageBox and revokes it; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
     const { LeaseClient } = await imp("lease/client.js");
-    const { resolveScope, windowsScope } = await imp("lease/endpoint.js");
+    const { windowsScope } = await imp("lease/endpoint.js");
+    const { resolveScope } = await imp("lease/scope.js");
     const { encodeFrame } = await imp("lease/protocol.js");
     const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
     const env = { ...process.env, LOCALAPPDATA: dir };
@@ -506,7 +507,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
 
       // Figures (no assertion on time): validation round trips through the link worker and the
       // broker, which re-resolves our process instance natively on every call.
-      const { resolveInstance } = await imp("platforms/win32/identity.js");
+      const { resolveInstance } = await imp("os/win32/identity.js");
       const self = resolveInstance(process.pid);
       const pct = (xs, q) => xs.sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
       const one = [];

@@ -1381,7 +1381,7 @@ test("bench: EnumWindows + identity per call, BitBlt 800x600", async () => {
     for (let i = 0; i < N; i++) count = (await desktop.listWindows()).length;
     bench.list_windows_ms = +((performance.now() - t0) / N).toFixed(2);
     bench.list_windows_count = count;
-    const { resolveInstance } = await imp("platforms/win32/identity.js");
+    const { resolveInstance } = await imp("os/win32/identity.js");
     t0 = performance.now();
     for (let i = 0; i < 200; i++) resolveInstance(n.child.pid);
     bench.resolve_instance_ms = +((performance.now() - t0) / 200).toFixed(3);

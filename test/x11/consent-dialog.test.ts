@@ -23,7 +23,7 @@ import {
 } from "./support.js";
 
 /**
- * Issue 13, adversarially, on a real desktop (Xvfb + openbox + AT-SPI) against the built server
+ * Our dialogs take only a person's input, adversarially, on a real desktop (Xvfb + openbox + AT-SPI) against the built server
  * over stdio: the agent's own input, another local program's XTest input, a covering window and a
  * fake `zenity` first on PATH never answer our consent or lease dialog, and the dialog is neither
  * listed nor a target. Xvfb has only XTEST devices, so with the default settings nothing a test

@@ -149,7 +149,7 @@ describe.skipIf(!x11CliSuite("lifecycle"))(
       const wc = await waitForWindow(p, TITLE);
       expect(wc.pid).not.toBe(wb.pid);
       expect(wc.hwnd).toBe(wb.hwnd);
-      // The hwnd the client holds now names another process instance: target_changed (SPEC §3),
+      // The hwnd the client holds now names another process instance: target_changed (docs/spec.md §3),
       // which revokes the grant; from then on the hwnd is a stranger (consent_required).
       const shot = await h.call("screenshot_window", { hwnd: wc.hwnd, region_name: "corner" });
       expect(shot.code).toBe("target_changed");

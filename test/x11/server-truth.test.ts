@@ -21,7 +21,7 @@ import {
 } from "./support.js";
 
 /**
- * Attacks on the last-moment checks (issue 14), end to end over stdio: the built CLI on a private
+ * Attacks on the last-moment checks, end to end over stdio: the built CLI on a private
  * Xvfb + openbox desktop, a real xterm as the granted target (it runs `cat` into a file, so what
  * reached it can be counted), and another local X client (test/x11/fixtures/attacker.c) that
  * does what any program may do: override-redirect popups, grabs, forged root properties, taking

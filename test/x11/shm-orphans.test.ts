@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import type { WorkerInit } from "../../src/shared/protocol.js";
-import type { WorkerHost as WorkerHostType } from "../../src/supervisor/workerHost.js";
+import type { WorkerHost as WorkerHostType } from "../../src/supervisor/hosting/workerHost.js";
 import { startApp, startSession, waitFor, waitForWindow, type X11Session, x11CliSuite } from "./support.js";
 
 /** This process's System V shared-memory mappings (start addresses) as the kernel lists them. */
@@ -38,7 +38,9 @@ describe.skipIf(!x11CliSuite("shm-orphans"))(
       p = await createX11Platform({ workerKind: "other" });
       startApp("zenity", ["--entry", "--title=uix shm entry", "--text=Type here"]);
       win = await waitForWindow(p, "uix shm entry");
-      const url = pathToFileURL(resolve(import.meta.dirname, "../../dist/supervisor/workerHost.js")).href;
+      const url = pathToFileURL(
+        resolve(import.meta.dirname, "../../dist/supervisor/hosting/workerHost.js"),
+      ).href;
       ({ WorkerHost } = (await import(url)) as { WorkerHost: typeof WorkerHostType });
     }, 60_000);
 

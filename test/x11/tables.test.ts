@@ -5,7 +5,7 @@ import { ATSPI_ROLE_MAP, COMMON_ROLES, mapAtspiRole } from "../../src/platforms/
 /** Pure tables of the X11 backend: run everywhere, no X server needed. */
 
 describe("x11 key tables", () => {
-  it("maps every SPEC §6 key name and the modifiers to a keysym", () => {
+  it("maps every docs/spec.md §6 key name and the modifiers to a keysym", () => {
     const names = [
       "up",
       "down",

@@ -19,7 +19,7 @@ import {
  * its own clean-up, and Node closes only what the thread opened through Node. Its X connections,
  * opened in native code, stayed open in the server's process: two more X clients for every uia
  * worker that ever ran, until the X server's client limit, and a grab such a connection held
- * stayed held. The host now closes them once the thread has ended (src/supervisor/nativeFds.ts).
+ * stayed held. The host now closes them once the thread has ended (src/supervisor/hosting/nativeFds.ts).
  * Counted from the X server's own view: X-Resource's clients per PID.
  */
 describe.skipIf(!x11CliSuite("worker-teardown"))(

@@ -1,4 +1,4 @@
-import koffi from "koffi";
+import { libc } from "../../os/linux/libc.js";
 
 /**
  * The few libc calls the Linux broker needs and Node does not offer: the peer credentials of
@@ -12,14 +12,7 @@ const LOCK_EX = 2;
 const LOCK_NB = 4;
 const SC_CLK_TCK = 2;
 
-const UCred = koffi.struct("uiinspect_ucred", { pid: "int32", uid: "uint32", gid: "uint32" });
-
-const libc = koffi.load("libc.so.6");
-const getsockopt = libc.func(
-  "int getsockopt(int fd, int level, int name, _Out_ uiinspect_ucred *val, _Inout_ uint32_t *len)",
-);
-const flock = libc.func("int flock(int fd, int op)");
-const sysconf = libc.func("long sysconf(int name)");
+const c = libc();
 
 export interface PeerCred {
   pid: number;
@@ -31,18 +24,18 @@ export interface PeerCred {
 export function peerCred(fd: number): PeerCred | null {
   if (!Number.isInteger(fd) || fd < 0) return null;
   const out: PeerCred = { pid: 0, uid: 0, gid: 0 };
-  const len = [koffi.sizeof(UCred)];
-  const rc: number = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, out, len);
-  if (rc !== 0 || len[0] !== koffi.sizeof(UCred)) return null;
+  const len = [c.ucredSize];
+  const rc = c.getsockoptUcred(fd, SOL_SOCKET, SO_PEERCRED, out, len);
+  if (rc !== 0 || len[0] !== c.ucredSize) return null;
   return { pid: Number(out.pid), uid: Number(out.uid), gid: Number(out.gid) };
 }
 
 /** flock(fd, LOCK_EX | LOCK_NB): true when this process now holds the lock. */
 export function tryLockExclusive(fd: number): boolean {
-  return flock(fd, LOCK_EX | LOCK_NB) === 0;
+  return c.flock(fd, LOCK_EX | LOCK_NB) === 0;
 }
 
 export function clockTicksPerSecond(): number {
-  const n = Number(sysconf(SC_CLK_TCK));
+  const n = Number(c.sysconf(SC_CLK_TCK));
   return Number.isInteger(n) && n > 0 ? n : 100;
 }

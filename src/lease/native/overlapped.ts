@@ -1,9 +1,9 @@
 import koffi from "koffi";
-import * as w from "../../platforms/win32/ffi.js";
+import * as w from "../../os/win32/ffi.js";
 
 /**
  * Overlapped I/O on the lease pipe (broker transport, client link and its reader thread), on
- * the bindings of platforms/win32/ffi.ts: events, a fresh OVERLAPPED per operation, and the
+ * the bindings of os/win32/ffi.ts: events, a fresh OVERLAPPED per operation, and the
  * bounded wait after a cancellation before its memory may be freed.
  */
 

@@ -1,13 +1,13 @@
 import { Worker } from "node:worker_threads";
 import koffi from "koffi";
-import { processUserSid } from "../../platforms/win32/account.js";
-import * as w from "../../platforms/win32/ffi.js";
-import { resolveInstance } from "../../platforms/win32/identity.js";
+import { processUserSid } from "../../os/win32/account.js";
+import * as w from "../../os/win32/ffi.js";
+import { resolveInstance } from "../../os/win32/identity.js";
 import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { switchIsOn } from "../../shared/settingsReader.js";
-import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialog.js";
+import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../dialogPort.js";
 import type { LeaseScope } from "../endpoint.js";
 import type { InstanceResolver } from "../instance.js";
 import {
@@ -41,9 +41,9 @@ import {
  * - overlapped I/O on every instance, one koffi async WaitForMultipleObjects at a time
  *   (at most 62 connections at once: MAXIMUM_WAIT_OBJECTS less the wake event and the
  *   listening instance);
- * - process instances through the backend's own resolver (platforms/win32/identity.ts), and
+ * - process instances through the backend's own resolver (os/win32/identity.ts), and
  *   the MessageBox lease dialog (on its own guarded thread: windowsDialogThread.ts).
- * Every binding is platforms/win32/ffi.ts's; this module keeps only the pipe and mutex logic.
+ * Every binding is os/win32/ffi.ts's; this module keeps only the pipe and mutex logic.
  *
  * Run under Wine 8 with the Windows node.exe by test/win32/lease.mjs (mutex, pipe + DACL, peer
  * SID check, overlapped I/O, MessageBox, instance resolver). Not verifiable there: Wine ignores
@@ -376,7 +376,7 @@ export async function listenWindowsPipe(
 }
 
 /**
- * The backend's resolver (platforms/win32/identity.ts: creation time, normalized image path,
+ * The backend's resolver (os/win32/identity.ts: creation time, normalized image path,
  * session; an exited process has none), in this broker's scope: a process of another session
  * keeps that session marked, so sameInstance refuses it whatever the caller claims.
  */

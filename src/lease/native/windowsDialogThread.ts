@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
+import * as w from "../../os/win32/ffi.js";
 import { guardDialogThread } from "../../platforms/win32/dialogGuard.js";
-import * as w from "../../platforms/win32/ffi.js";
 import { type DialogThreadInit, IDYES, yesNoBox } from "../../platforms/win32/yesNoBox.js";
 
 /**

@@ -1,7 +1,7 @@
 import { parentPort, Worker } from "node:worker_threads";
 import koffi from "koffi";
-import { currentWindowsIdentity, objectOwnerSid, processIdentity } from "../../platforms/win32/account.js";
-import * as w from "../../platforms/win32/ffi.js";
+import { currentWindowsIdentity, objectOwnerSid, processIdentity } from "../../os/win32/account.js";
+import * as w from "../../os/win32/ffi.js";
 import type { LeaseScope } from "../endpoint.js";
 import { windowsScope } from "../endpoint.js";
 import {

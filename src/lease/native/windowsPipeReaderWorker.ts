@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import koffi from "koffi";
-import * as w from "../../platforms/win32/ffi.js";
+import * as w from "../../os/win32/ffi.js";
 import type { FromPipeReader, PipeReaderWorkerData, ToPipeReader } from "../linkMessages.js";
 import {
   armOverlapped,

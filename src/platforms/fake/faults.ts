@@ -39,10 +39,8 @@ export function triggerFault(kind: FaultKind): Promise<never> {
  * only that worker dies.
  */
 async function nativeSegfault(): Promise<never> {
-  const { default: koffi } = await import("koffi");
-  const libc = koffi.load("libc.so.6");
-  const strlen = libc.func("size_t strlen(void *s)");
-  strlen(null);
+  const { libc } = await import("../../os/linux/libc.js");
+  libc().strlen(null);
   return new Promise<never>(() => {});
 }
 

@@ -17,7 +17,7 @@ export {
 } from "./scenario.js";
 
 export interface FakePlatformOptions {
-  /** The scenario file (SPEC §10), re-read whenever it changes. */
+  /** The scenario file (docs/spec.md §10), re-read whenever it changes. */
   scenarioPath: string;
   /** Which worker runs this instance: decides which of a window's `faults` apply. */
   workerKind: FaultWorkerKind;

@@ -9,7 +9,7 @@ import { type ElementState, STATES } from "../../shared/states.js";
 import { formatPath, MAX_REPORTED_PROBLEMS, parseStrictJson } from "../../shared/strictJson.js";
 
 /**
- * The scenario file of the simulated desktop (SPEC §10). Every object is strict: an
+ * The scenario file of the simulated desktop (docs/spec.md §10). Every object is strict: an
  * unknown field is an error (a typo in a test's scenario must not be silently ignored).
  * A file that does not parse or validate never replaces the last good state.
  */

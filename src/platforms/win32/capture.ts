@@ -1,8 +1,8 @@
+import * as w from "../../os/win32/ffi.js";
 import { bgrxToRgb, bgrxToRgbRows } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth } from "../../shared/geometry.js";
 import { type CapturePort, type FrameTarget, frameFits, type RawImage } from "../../shared/platform.js";
-import * as w from "./ffi.js";
 
 const SRCCOPY = 0x00cc0020;
 /** Include layered windows, so the pixels are what the user sees. */

@@ -1,8 +1,8 @@
 import { Worker } from "node:worker_threads";
 import { z } from "zod";
+import * as w from "../../os/win32/ffi.js";
 import { uiError } from "../../shared/errors.js";
 import { unsafeXtestConsent } from "../x11/dialog/spawn.js";
-import * as w from "./ffi.js";
 
 /**
  * The server-owned Win32 consent dialog. It runs on a dedicated thread (a worker_thread) so

@@ -1,8 +1,8 @@
 import { parentPort, workerData } from "node:worker_threads";
+import * as w from "../../os/win32/ffi.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { guardDialogThread } from "./dialogGuard.js";
-import * as w from "./ffi.js";
 import { type DialogThreadInit, IDYES, yesNoBox } from "./yesNoBox.js";
 
 /**

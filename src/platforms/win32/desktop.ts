@@ -1,10 +1,17 @@
+import * as w from "../../os/win32/ffi.js";
+import {
+  assertTargetable,
+  isAlive,
+  ourIntegrity,
+  type SelfGuard,
+  targetableInstance,
+  windowPid,
+} from "../../os/win32/identity.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
-import * as w from "./ffi.js";
-import { assertTargetable, isAlive, ourIntegrity, type SelfGuard, targetableInstance } from "./identity.js";
 import { confirmLiveWin32 } from "./liveCheck.js";
 
 const GWL_EXSTYLE = -20;
@@ -87,12 +94,6 @@ export function className(hwnd: number): string {
   const buf = Buffer.alloc(512);
   const n = w.GetClassNameW(hwnd, buf, 256);
   return w.utf16(buf, n);
-}
-
-export function windowPid(hwnd: number): { pid: number; tid: number } {
-  const b = Buffer.alloc(4);
-  const tid = w.GetWindowThreadProcessId(hwnd, b);
-  return { pid: b.readUInt32LE(0), tid };
 }
 
 /**

@@ -1,9 +1,9 @@
+import * as w from "../../os/win32/ffi.js";
 import { SECURITY_DELAY_MS } from "../x11/dialog/personInput.js";
-import * as w from "./ffi.js";
 import { pointArg } from "./liveCheck.js";
 
 /**
- * The person-only input guard of a consent dialog thread (issue 13, the Win32 side of what the
+ * The person-only input guard of a consent dialog thread (the Win32 side of what the
  * X11 dialog does with XInput2 source devices):
  * - low-level keyboard and mouse hooks (WH_KEYBOARD_LL / WH_MOUSE_LL) installed on the dialog's
  *   own thread, whose modal loop pumps the messages that run them. An event aimed at the dialog

@@ -1,4 +1,4 @@
-import * as w from "./ffi.js";
+import * as w from "../../os/win32/ffi.js";
 
 /** DPI_AWARENESS_CONTEXT_PER_MONITOR_AWARE_V2 (a pseudo-handle). */
 const PER_MONITOR_AWARE_V2 = -4;

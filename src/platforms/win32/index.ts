@@ -1,13 +1,13 @@
+import { selfGuard } from "../../os/win32/identity.js";
 import type { Platform } from "../../shared/platform.js";
 import { Win32Capture } from "./capture.js";
 import { showConsentDialog } from "./consentDialog.js";
 import { Win32Desktop } from "./desktop.js";
 import { ensurePerMonitorV2 } from "./dpi.js";
-import { selfGuard } from "./identity.js";
 import { Win32Input } from "./input.js";
 import { UiaAccessibility, type UiaOptions } from "./uia/adapter.js";
 
-/** Upper bound for one dialog even if nobody aborts it (the SPEC timeout is enforced by the caller). */
+/** Upper bound for one dialog even if nobody aborts it (the consent timeout is enforced by the caller). */
 const DIALOG_GUARD_MS = 10 * 60_000;
 
 export interface Win32PlatformOptions {

@@ -1,9 +1,9 @@
+import * as w from "../../os/win32/ffi.js";
+import { assertTargetable, type SelfGuard, windowPid } from "../../os/win32/identity.js";
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
 import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
-import { parseHwnd, virtualScreenRect, windowPid } from "./desktop.js";
-import * as w from "./ffi.js";
-import { assertTargetable, type SelfGuard } from "./identity.js";
+import { parseHwnd, virtualScreenRect } from "./desktop.js";
 import { vkFor } from "./keys.js";
 
 const INPUT_MOUSE = 0;

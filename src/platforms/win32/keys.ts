@@ -1,5 +1,5 @@
 /**
- * Logical keys of SPEC §6 (+ modifiers) → Windows virtual-key codes. Keys marked extended
+ * Logical keys of docs/spec.md §6 (+ modifiers) → Windows virtual-key codes. Keys marked extended
  * are sent with KEYEVENTF_EXTENDEDKEY (the navigation block and arrows), as a keyboard would.
  */
 export interface VkInfo {

@@ -1,7 +1,7 @@
+import * as w from "../../os/win32/ffi.js";
+import { windowPid } from "../../os/win32/identity.js";
 import { uiError } from "../../shared/errors.js";
 import type { LiveCheck, WindowInfo } from "../../shared/platform.js";
-import { windowPid } from "./desktop.js";
-import * as w from "./ffi.js";
 
 /**
  * The Win32 last-moment checks from what the window manager (win32k) itself knows, the same

@@ -1,4 +1,4 @@
-import * as w from "./ffi.js";
+import * as w from "../../os/win32/ffi.js";
 
 /**
  * The Yes/No MessageBox that both dialog threads show (the consent dialog's fallback and the

@@ -1,4 +1,4 @@
-import type { Ptr, X11Native } from "./native.js";
+import type { Ptr, X11Native } from "../../os/linux/xlib.js";
 
 /**
  * One key's auto-repeat in the X server's keyboard control (core protocol, global to the

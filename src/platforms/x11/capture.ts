@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import type { Ptr, XImageHeader } from "../../os/linux/xlib.js";
 import { bgrxToRgb, bgrxToRgbRows } from "../../shared/bgrx.js";
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectHeight, rectWidth, sameRect } from "../../shared/geometry.js";
@@ -11,7 +12,6 @@ import {
 } from "../../shared/platform.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
-import type { Ptr, XImageHeader } from "./native.js";
 import type { XConnection } from "./xconn.js";
 
 /**

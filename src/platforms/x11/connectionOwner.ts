@@ -1,5 +1,5 @@
 import { readdirSync, readlinkSync } from "node:fs";
-import koffi from "koffi";
+import { libc } from "../../os/linux/libc.js";
 
 /**
  * Proof that the process the X server names for a window (X-Resource: the PID its local
@@ -38,27 +38,6 @@ const NLMSG_HDR = 16;
 const UNIX_DIAG_MSG = 16;
 const RECV_BUFFER = 65536;
 
-interface Libc {
-  socket: (domain: number, type: number, protocol: number) => number;
-  send: (fd: number, buf: Buffer, len: number, flags: number) => number;
-  recv: (fd: number, buf: Buffer, len: number, flags: number) => number;
-  close: (fd: number) => number;
-}
-
-let libc: Libc | null = null;
-
-function loadLibc(): Libc {
-  if (libc) return libc;
-  const lib = koffi.load("libc.so.6");
-  libc = {
-    socket: lib.func("int socket(int domain, int type, int protocol)") as unknown as Libc["socket"],
-    send: lib.func("long send(int fd, void *buf, size_t len, int flags)") as unknown as Libc["send"],
-    recv: lib.func("long recv(int fd, void *buf, size_t len, int flags)") as unknown as Libc["recv"],
-    close: lib.func("int close(int fd)") as unknown as Libc["close"],
-  };
-  return libc;
-}
-
 interface UnixSocket {
   peer: number;
   name: string | null;
@@ -66,7 +45,7 @@ interface UnixSocket {
 
 /** Every unix socket of this network namespace: inode → peer inode and bound name. */
 export function unixSockets(): Map<number, UnixSocket> | null {
-  const c = loadLibc();
+  const c = libc();
   const fd = c.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (fd < 0) return null;
   try {

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { processExited, resolveInstance } from "../../os/linux/proc.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
@@ -6,7 +7,6 @@ import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.j
 import { provenOwners } from "./connectionOwner.js";
 import { confirmLive } from "./liveCheck.js";
 import { concealOwnDialogs } from "./ownDialogs.js";
-import { processExited, resolveInstance } from "./proc.js";
 import {
   cardinals,
   type Pending,

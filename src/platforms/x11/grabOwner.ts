@@ -1,6 +1,7 @@
 import koffi from "koffi";
+import type { Ptr } from "../../os/linux/xlib.js";
 import { uiError } from "../../shared/errors.js";
-import type { Ptr } from "./native.js";
+import { sleep } from "../../shared/sleep.js";
 import type { XConnection } from "./xconn.js";
 
 /**
@@ -40,8 +41,6 @@ interface InterceptData {
   data: unknown;
   data_len: number | bigint;
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A recording of pointer-event deliveries, started before the pointer moves and ended after. */
 export class PointerDeliveries {

@@ -1,4 +1,4 @@
-import type { PressLedger } from "../../guardian/entries.js";
+import { setClockTicks } from "../../os/linux/proc.js";
 import { uiError } from "../../shared/errors.js";
 import type {
   AccessibilityPort,
@@ -7,11 +7,11 @@ import type {
   Platform,
   SharedSegment,
 } from "../../shared/platform.js";
+import type { PressLedger } from "../../shared/pressLedger.js";
 import { X11Accessibility } from "./atspi.js";
 import { X11Capture } from "./capture.js";
 import { X11Desktop } from "./desktop.js";
 import { X11Input } from "./input.js";
-import { setClockTicks } from "./proc.js";
 import { detachOrphanSegments } from "./shmOrphans.js";
 import { XConnection } from "./xconn.js";
 

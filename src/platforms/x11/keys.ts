@@ -1,5 +1,5 @@
 /**
- * Logical key names (SPEC §6 plus modifiers) and characters → X keysyms. Printable ASCII and
+ * Logical key names (docs/spec.md §6 plus modifiers) and characters → X keysyms. Printable ASCII and
  * Latin-1 keysyms equal their code points; everything else uses the Unicode keysym range
  * (0x01000000 + code point), which covers astral characters too.
  */

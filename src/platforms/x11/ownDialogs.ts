@@ -1,11 +1,11 @@
 import { readFileSync, realpathSync } from "node:fs";
+import { exePath } from "../../os/linux/proc.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { dialogEntryPath } from "./dialog/spawn.js";
-import { exePath } from "./proc.js";
 
 /**
  * Our own consent and lease dialogs (shown by this server or by the lease broker) are never
- * listed, never targets and never inspected (issue 13). They are recognised by the process that
+ * listed, never targets and never inspected. They are recognised by the process that
  * owns the window, as the X server reports it (X-Resource client PID) and /proc describes it:
  * node's own executable running our own dialog entry file. Never by title. A process that
  * imitates that command line only hides itself from us, which can only refuse, never allow.

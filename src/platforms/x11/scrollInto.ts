@@ -1,7 +1,7 @@
 import dbus from "dbus-next";
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
-import type { AtspiBus } from "./atspi.js";
+import type { AtspiBus } from "./atspiBus.js";
 import { ATSPI_STATE, hasAtspiState } from "./states.js";
 
 /**

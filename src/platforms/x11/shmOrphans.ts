@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
+import type { X11Native } from "../../os/linux/xlib.js";
 import type { SharedSegment } from "../../shared/platform.js";
-import type { X11Native } from "./native.js";
 
 /**
  * The MIT-SHM segments a terminated capture worker thread left attached. `worker.terminate()`

@@ -1,6 +1,13 @@
 import koffi from "koffi";
+import {
+  type Cookie,
+  type Ptr,
+  takeXcbError,
+  type X11Native,
+  x11Native,
+  xErrorToUi,
+} from "../../os/linux/xlib.js";
 import { uiError } from "../../shared/errors.js";
-import { type Cookie, type Ptr, takeXcbError, type X11Native, x11Native, xErrorToUi } from "./native.js";
 
 /**
  * One worker's X connections: an Xlib Display (XTest, XShm/XGetImage of the root, keyboard

@@ -1,9 +1,9 @@
 import { type DenyReason, uiError } from "../../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
+import type { VerifiedBy } from "../access/clientIdentity.js";
+import { DEFAULT_GRANT_TTL_MS } from "../access/grants.js";
 import { type Clock, MINUTE_MS, SlidingWindowLimiter } from "../budgets.js";
-import type { VerifiedBy } from "../clientIdentity.js";
-import { DEFAULT_GRANT_TTL_MS } from "../grants.js";
 import type { Capability } from "../policy/schema.js";
 import { buildDialogContent, orderCapabilities } from "./content.js";
 import type { ConsentAnswer, ConsentPrompter } from "./prompter.js";

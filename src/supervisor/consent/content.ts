@@ -1,9 +1,10 @@
+import type { CapabilityLine } from "../../shared/dialogLines.js";
 import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
-import { sanitizeLabel, type VerifiedBy } from "../clientIdentity.js";
+import { sanitizeLabel, type VerifiedBy } from "../access/clientIdentity.js";
 import { interpreterWarning } from "../policy/interpreters.js";
 import { CAPABILITIES, CAPABILITY_DESCRIPTIONS, type Capability, isCapability } from "../policy/schema.js";
-import type { CapabilityLine, ConsentDialogContent } from "./prompter.js";
+import type { ConsentDialogContent } from "./prompter.js";
 
 export interface DialogContentInput {
   instance: ProcessInstance;

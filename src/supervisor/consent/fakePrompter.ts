@@ -4,7 +4,7 @@ import { z } from "zod";
 import { isUiError, uiError } from "../../shared/errors.js";
 import type { ConsentAnswer, ConsentDialogContent, ConsentPrompter } from "./prompter.js";
 
-/** The `consent` object of the simulated desktop's scenario file (SPEC §10). */
+/** The `consent` object of the simulated desktop's scenario file (docs/spec.md §10). */
 export const FakeConsentScriptSchema = z.object({
   answer: z.enum(["approve", "deny", "timeout", "ignore"]),
   delay_ms: z.number().int().min(0).max(3_600_000).default(0),
@@ -28,7 +28,7 @@ const realTimers: FakePrompterTimers = {
  * JSON line to `consent.log` (relative paths from the scenario file's folder), waits
  * `delay_ms` and answers. "timeout" and "ignore" never answer: the broker's timeout or the
  * target's exit closes them. A scenario without a `consent` object answers "deny", because
- * deny is the default button. Exists only for the fake platform; the lead must never select
+ * deny is the default button. Exists only for the fake platform; the supervisor must never select
  * it for a real backend.
  */
 export class FakePrompter implements ConsentPrompter {

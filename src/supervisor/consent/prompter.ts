@@ -1,16 +1,11 @@
+import type { CapabilityLine } from "../../shared/dialogLines.js";
+
 /**
  * The consent dialog port. Implementations: the fake platform's scripted prompter
  * (fakePrompter.ts), our own X11 window on X11 (x11Prompter.ts), a TaskDialog on Win32.
  * Content is built by the server from OS facts only (buildDialogContent); a prompter
  * shows exactly that and never anything the target controls (e.g. its window title).
  */
-
-export interface CapabilityLine {
-  /** Capability name, e.g. "click". */
-  name: string;
-  /** The same in plain words, e.g. "click inside the window". */
-  description: string;
-}
 
 export interface ConsentDialogContent {
   kind: "consent";

@@ -28,7 +28,7 @@ export interface EffectivePolicy {
   allowed_actions: ReadonlySet<Capability>;
   /**
    * False only in env mode without DESKTOP_AUTOMATION_ALLOWED_ACTIONS: then no tool but
-   * health_check is authorized (SPEC §4), discovery included.
+   * health_check is authorized (docs/spec.md §4), discovery included.
    */
   actions_configured: boolean;
   /** The operator's folder of coordinate profiles (absolute), or null: profile tools are refused. */
@@ -93,7 +93,7 @@ const error = (code: PolicyErrorCode, reasons: string[], source: ConfiguredSourc
 });
 
 /**
- * Builds the policy from the environment (SPEC §4). Sources are never merged: a policy file
+ * Builds the policy from the environment (docs/spec.md §4). Sources are never merged: a policy file
  * together with any DESKTOP_AUTOMATION_ALLOWED_* variable is policy_conflict, so no operator
  * setting is ever silently ignored. Nothing here does I/O except reading the policy file.
  */
@@ -192,7 +192,7 @@ function fromEnv(env: Env, limits: Checked<PolicyLimits>): PolicyState {
     }
   }
 
-  // Unset means no actions at all, and no tool but health_check (SPEC §4).
+  // Unset means no actions at all, and no tool but health_check (docs/spec.md §4).
   const actionsValue = readText(env, SETTINGS.allowedActions);
   const allowed = new Set<Capability>();
   for (const name of splitList(actionsValue ?? "", ",")) {

@@ -43,7 +43,7 @@ export interface WindowFacts {
 
 /**
  * The window is inside the policy when its title matches one pattern AND its normalized
- * executable path equals one of the policy's (SPEC §4, "relaxation: none"): without an
+ * executable path equals one of the policy's (docs/spec.md §4): without an
  * executable list no window is admitted.
  */
 export function windowAllowed(policy: EffectivePolicy, w: WindowFacts): boolean {

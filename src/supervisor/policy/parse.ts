@@ -25,7 +25,7 @@ import { checkPolicyPath } from "./strictModes.js";
 
 export { formatPath };
 
-/** SPEC §4: a policy file is at most 1 MiB. */
+/** docs/spec.md §4: a policy file is at most 1 MiB. */
 export const MAX_POLICY_FILE_BYTES = 1024 * 1024;
 
 export type PolicyParseResult =

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { quoteClientValue } from "../../shared/echo.js";
 import { isWindowsStylePath } from "../../shared/identity.js";
 
-/** The capabilities of SPEC §4, in the order they are shown to people. */
+/** The capabilities of docs/spec.md §4, in the order they are shown to people. */
 export const CAPABILITIES = [
   "observe",
   "inspect",
@@ -107,7 +107,7 @@ export const LimitsSchema = z.strictObject({
   max_screenshot_pixels_per_minute: PositiveInt.optional(),
 });
 
-/** The policy FILE (SPEC §4). Unknown fields are rejected everywhere. */
+/** The policy FILE (docs/spec.md §4). Unknown fields are rejected everywhere. */
 export const PolicyFileSchema = z
   .strictObject({
     schema_version: z.literal(1),

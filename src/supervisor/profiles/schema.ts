@@ -2,7 +2,7 @@ import { z } from "zod";
 import { AbsoluteExecutablePathSchema } from "../policy/schema.js";
 
 /**
- * Coordinate profile (SPEC §6): a JSON file that fixes, for one application window
+ * Coordinate profile (docs/spec.md §6): a JSON file that fixes, for one application window
  * size, where the things an agent clicks are, plus a hash that proves the window still
  * looks like it did when the profile was recorded. Every coordinate is window-relative
  * physical pixels; rects are [left, top, right, bottom] with right/bottom exclusive.

@@ -4,7 +4,7 @@ import type { EffectivePolicy } from "../policy/load.js";
 
 /**
  * Which window-relative region a screenshot may show, and which masks cover it
- * (SPEC §4, §6 screenshot_window). Pure: no platform calls, no pixels; the capture
+ * (docs/spec.md §4 and §6, screenshot_window). Pure: no platform calls, no pixels; the capture
  * worker re-checks the region against the live window immediately before reading.
  */
 

@@ -7,13 +7,13 @@ import {
   decideAccess,
   firstRefusal,
   leaseCapabilities,
-} from "../accessDecision.js";
+} from "../access/accessDecision.js";
+import { liveWindows } from "../access/liveWindows.js";
+import { pickTarget } from "../access/targets.js";
 import { withWaitProgress } from "../consent/progress.js";
-import { liveWindows } from "../liveWindows.js";
 import { isProtected } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { requirePolicy } from "../supervisor.js";
-import { pickTarget } from "../targets.js";
 import { defineConsentTool, defineOpenTool } from "./define.js";
 import { withTarget } from "./shapes.js";
 
@@ -247,7 +247,7 @@ export const accessTools = [
       const { sup, policy, target } = ctx;
       const requires = isProtected(policy, args.action_class);
       const hasToken = sup.tokens.hasValid(ctx.client.hash, target.instanceKey, args.action_class);
-      // The decision the action itself would get (src/supervisor/accessDecision.ts), without the
+      // The decision the action itself would get (src/supervisor/access/accessDecision.ts), without the
       // lease's word (asked only when acting) and without renewing anything.
       const decision = decideAccess(
         accessFacts(sup, ctx.client.hash, target, args.action_class, policy, hasToken ? "valid" : "absent"),

@@ -1,16 +1,16 @@
 import type { ImageContent, TextContent } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import type { CallContext } from "../access/callContext.js";
+import type { SessionRecord } from "../access/sessions.js";
+import type { ResolvedTarget } from "../access/targets.js";
+import { HwndSchema } from "../access/targets.js";
 import type { BudgetKind } from "../budgets.js";
-import type { CallContext } from "../chain.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import type { Capability } from "../policy/schema.js";
-import type { SessionRecord } from "../sessions.js";
-import type { ResolvedTarget } from "../targets.js";
-import { HwndSchema } from "../targets.js";
 import { ConfirmationToken, CorrelationId, Ref, withTarget } from "./shapes.js";
 
 /**
- * What the authorization chain establishes before a tool's handler runs (src/supervisor/chain.ts):
+ * What the authorization chain establishes before a tool's handler runs (src/supervisor/access/chain.ts):
  * - "open": nothing (health_check, get_access_state, release_access, …)
  * - "discovery": a usable policy, whose rules filter the results; the discovery budget
  * - "consent": a usable policy and the target (request_access, preview_action): the call is about
@@ -68,7 +68,7 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
   output: O;
   annotations: ToolAnnotations;
   /**
-   * false: the call writes no audit event (SPEC §6: get_audit_events, get_rate_limit_state and
+   * false: the call writes no audit event (docs/spec.md §6: get_audit_events, get_rate_limit_state and
    * get_virtual_screen_bounds, which read state and would otherwise fill the ring with themselves).
    */
   audited?: false;
@@ -121,7 +121,7 @@ function withTargetOf(ctx: CallContext): TargetCall {
 
 const CorrelationOutput = z.object({ correlation_id: CorrelationId });
 
-/** The tool's output schema with correlation_id first (SPEC §6: effects and waits carry one). */
+/** The tool's output schema with correlation_id first (docs/spec.md §6: effects and waits carry one). */
 function correlatedOutput<S extends z.ZodRawShape>(output: z.ZodObject<S>) {
   return CorrelationOutput.extend(output.shape);
 }

@@ -6,12 +6,12 @@ import { uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
-import { sleep } from "../../workers/handlers.js";
-import { liveWindows } from "../liveWindows.js";
-import { startLoopDelay } from "../loopDelay.js";
+import { sleep } from "../../shared/sleep.js";
+import { liveWindows } from "../access/liveWindows.js";
+import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
+import { startLoopDelay } from "../hosting/loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
-import { allowedWindows, HwndSchema, pickTarget } from "../targets.js";
 import {
   defineDiscoveryTool,
   defineMetaTool,
@@ -323,7 +323,7 @@ export const discoveryTools = [
         const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
-        // A new title outside the policy is the window leaving it: never shown (SPEC §4).
+        // A new title outside the policy is the window leaving it: never shown (docs/spec.md §4).
         if (!windowAllowed(ctx.policy, { title: window.title, exe_path: window.instance.exe_path }))
           throw uiError("target_not_allowed", "The window's new title is outside the policy.");
         if (window.title !== initial)

@@ -290,7 +290,7 @@ export const inputTools = [
     description: "Un-minimizes the window without focusing it.",
     capability: "observe",
     budget: "action",
-    // By hwnd only (SPEC §6): a minimized window is not in list_windows, so no title finds it.
+    // By hwnd only (docs/spec.md §6): a minimized window is not in list_windows, so no title finds it.
     args: {},
     output: z.object({ was_minimized: z.boolean() }),
     effect: "idempotent_effect",

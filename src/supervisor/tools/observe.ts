@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import type { A11yNodeOut } from "../../shared/protocol.js";
+import { sleep } from "../../shared/sleep.js";
 import { type ElementState, STATES } from "../../shared/states.js";
-import { sleep } from "../../workers/handlers.js";
-import type { SessionRecord } from "../sessions.js";
+import type { SessionRecord } from "../access/sessions.js";
 import type { TargetCall } from "./define.js";
 import { Ref } from "./shapes.js";
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { RectSchema, rectArea } from "../../shared/geometry.js";
+import type { ResolvedTarget } from "../access/targets.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { policyStatusAt } from "../policy/load.js";
 import { loadProfileInFolder, profilesFolder } from "../profiles/folder.js";
@@ -14,7 +15,6 @@ import {
 import { CoordinateProfileSchema } from "../profiles/schema.js";
 import type { ScreenshotPlan } from "../screenshot/plan.js";
 import { planReferenceCapture } from "../screenshot/plan.js";
-import type { ResolvedTarget } from "../targets.js";
 import { defineOpenTool, defineWindowTool, type TargetCall } from "./define.js";
 
 const ProfilePath = z

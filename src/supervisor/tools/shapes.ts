@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RectSchema } from "../../shared/geometry.js";
-import { exactlyOneTarget, TARGET_REFINE_MESSAGE, type TargetArgs, TargetShape } from "../targets.js";
+import { exactlyOneTarget, TARGET_REFINE_MESSAGE, type TargetArgs, TargetShape } from "../access/targets.js";
 
 export const CorrelationId = z.string().regex(/^[0-9a-f]{12}$/);
 

@@ -50,7 +50,7 @@ function token(s: string): string {
   return /^[a-z0-9_]{1,40}$/i.test(s) ? s : "unknown";
 }
 
-/** Refs handed to clients are `<session>.<element>` (e.g. s3.e12); see supervisor/sessions.ts. */
+/** Refs handed to clients are `<session>.<element>` (e.g. s3.e12); see supervisor/access/sessions.ts. */
 function refToken(s: string): string {
   return /^[a-z0-9_.]{1,64}$/i.test(s) ? s : "unknown";
 }

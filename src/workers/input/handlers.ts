@@ -5,10 +5,11 @@ import { sameInstance } from "../../shared/identity.js";
 import { isAllowedKey, isSystemChord, type Modifier } from "../../shared/keys.js";
 import type { DesktopPort, InputPort, MouseButton } from "../../shared/platform.js";
 import type { TargetExpectation } from "../../shared/protocol.js";
-import { type Handler, type HandlerContext, type HandlerTable, sleep } from "../handlers.js";
+import { sleep } from "../../shared/sleep.js";
+import type { Handler, HandlerContext, HandlerTable } from "../handlers.js";
 import { pointsInside, type VerifiedTarget, verifyTarget } from "../verify.js";
 
-/** SPEC §6 timing: move, 150 ms, verify, down, 50 ms, up. */
+/** docs/spec.md §6 timing: move, 150 ms, verify, down, 50 ms, up. */
 const SETTLE_MS = 150;
 const PRESS_MS = 50;
 /** Gap between the two clicks of a double click (well under any double-click time). */

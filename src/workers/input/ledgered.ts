@@ -1,5 +1,5 @@
-import type { PressLedger } from "../../guardian/entries.js";
 import type { InputPort, LogicalKey, MouseButton } from "../../shared/platform.js";
+import type { PressLedger } from "../../shared/pressLedger.js";
 
 /**
  * An input port whose every press is recorded in the ledger first (and forgotten after its

@@ -42,7 +42,7 @@ export interface UiaRuntime {
   shutdown(): Promise<void>;
 }
 
-/** Pids never inspected: this process, its parent, and the server/host the lead names. */
+/** Pids never inspected: this process, its parent, and the server/host the supervisor names. */
 export function protectedPids(env: Record<string, string | undefined>): Set<number> {
   const pids = new Set<number>([process.pid, process.ppid]);
   for (const name of ["UIINSPECT_SERVER_PID", "UIINSPECT_HOST_PID"]) {

@@ -12,7 +12,7 @@ import { verifyTarget } from "../verify.js";
 
 /**
  * One live automation session: a provider session on one window of one process instance,
- * owned by one session_key (the lead derives it from client and process instance), plus
+ * owned by one session_key (the supervisor derives it from client and process instance), plus
  * the refs handed out for its nodes. Refs are minted from a counter of the store that never
  * restarts, so a ref of an ended session never names a node of a later one.
  */
@@ -189,7 +189,7 @@ export class SessionStore {
       throw toUiError(e);
     }
     try {
-      // Identity re-resolved after attach (SPEC §3).
+      // Identity re-resolved after attach (docs/spec.md §3).
       const { window: again } = await verifyTarget(desktop, target);
       if (again.instance === null || !sameInstance(again.instance, target.instance))
         throw uiError("target_changed");

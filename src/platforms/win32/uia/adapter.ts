@@ -1,3 +1,5 @@
+import * as w from "../../../os/win32/ffi.js";
+import { windowPid } from "../../../os/win32/identity.js";
 import { isUiError, type UiError, uiError } from "../../../shared/errors.js";
 import type { Rect } from "../../../shared/geometry.js";
 import type {
@@ -8,8 +10,7 @@ import type {
   SemanticAction,
   WindowInfo,
 } from "../../../shared/platform.js";
-import { enumTopLevel, isCloaked, windowPid } from "../desktop.js";
-import * as w from "../ffi.js";
+import { enumTopLevel, isCloaked } from "../desktop.js";
 import {
   ComError,
   check,

@@ -1,5 +1,5 @@
 import type { TypeObject } from "koffi";
-import * as w from "../ffi.js";
+import * as w from "../../../os/win32/ffi.js";
 import { IUnknown } from "./vtables.js";
 
 /**

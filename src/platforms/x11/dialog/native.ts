@@ -1,4 +1,5 @@
 import koffi, { type LibraryHandle, type TypeObject } from "koffi";
+import { xLibrary } from "../../../os/linux/xlib.js";
 
 /**
  * koffi bindings for our own trusted dialog window (src/platforms/x11/dialog/window.ts): Xlib to
@@ -96,9 +97,9 @@ let cached: DialogNative | null = null;
 
 export function dialogNative(): DialogNative {
   if (cached) return cached;
-  const x11: LibraryHandle = koffi.load("libX11.so.6");
-  const xi: LibraryHandle = koffi.load("libXi.so.6");
-  const xft: LibraryHandle = koffi.load("libXft.so.2");
+  const x11: LibraryHandle = xLibrary("libX11.so.6");
+  const xi: LibraryHandle = xLibrary("libXi.so.6");
+  const xft: LibraryHandle = xLibrary("libXft.so.2");
   const XIDeviceInfo = koffi.struct("DialogXIDeviceInfo", {
     deviceid: "int",
     name: "const char *",

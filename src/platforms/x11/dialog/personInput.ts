@@ -1,5 +1,5 @@
 /**
- * Which input events our dialog believes came from a person (issue 13, Deliver 3), as a pure
+ * Which input events our dialog believes came from a person, as a pure
  * rule so it is tested on its own:
  *
  * - a security delay: nothing counts until SECURITY_DELAY_MS after the dialog was mapped, and

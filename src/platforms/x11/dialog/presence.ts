@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
+import { processExited } from "../../../os/linux/proc.js";
 import { isOwnDialogProcess } from "../ownDialogs.js";
-import { processExited } from "../proc.js";
 
 /**
  * Every dialog of ours (whoever started it: this server, another uiinspect server of this user,

@@ -7,7 +7,7 @@ import { switchIsOn } from "../../../shared/settingsReader.js";
 
 /**
  * Starts our own dialog (main.ts) as a child process and waits for its answer. Trusted by
- * construction (issue 13, Deliver 2): the program is node itself (process.execPath, absolute)
+ * construction: the program is node itself (process.execPath, absolute)
  * running our own file (resolved from this module's URL, absolute); no PATH lookup, no NODE_OPTIONS,
  * no inspector flags, and only the display variables in its environment. The promise settles only
  * once that process has exited, so whoever holds the dialog gate holds it while the window may be

@@ -1,4 +1,5 @@
 import koffi from "koffi";
+import { sleep } from "../../../shared/sleep.js";
 import { type DialogNative, dialogNative, type Ptr, type Xid } from "./native.js";
 import {
   isXtestDeviceName,
@@ -9,7 +10,7 @@ import {
 } from "./personInput.js";
 
 /**
- * Our own consent / lease dialog window, drawn by us (issue 13, Deliver 2 and 3): no dialog
+ * Our own consent / lease dialog window, drawn by us: no dialog
  * program is looked up anywhere. It runs in a child process of the server (or of the lease
  * broker), shows exactly the text it was given, has Deny focused by default, and accepts only
  * what PersonInputFilter says a person did. The window keeps itself above (_NET_WM_STATE_ABOVE
@@ -82,7 +83,6 @@ interface Box {
   h: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const xidNum = (v: Xid): number => Number(v);
 
 /** Lines wrapped at WRAP_COLUMNS code points (long paths are broken, never cut off). */

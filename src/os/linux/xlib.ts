@@ -1,10 +1,12 @@
 import koffi, { type LibraryHandle, type TypeObject } from "koffi";
 import { uiError } from "../../shared/errors.js";
+import { libc } from "./libc.js";
 
 /**
- * koffi bindings (by soname, no -dev packages) for the few Xlib / XTest / XShm / xcb / libc
- * entry points the X11 backend uses. Loaded lazily, once per thread (koffi instances are per
- * isolate); the library handles themselves are process-wide.
+ * koffi bindings (by soname, no -dev packages) for the few Xlib / XTest / XShm / xcb entry
+ * points the X11 backend and the release guardian use (libc's come from ./libc.ts). Loaded
+ * lazily, once per thread (koffi instances are per isolate); the library handles themselves are
+ * process-wide. Every load of an X library goes through `xLibrary`, the dialog's too.
  *
  * Requests that name a client window (which may vanish at any moment) go through xcb, where an
  * error is a value returned with the reply or by xcb_request_check, on this worker's own
@@ -243,23 +245,38 @@ export interface X11Native {
 }
 
 let cached: X11Native | null = null;
+const libraries = new Map<string, LibraryHandle>();
 
-function loadLib(soname: string): LibraryHandle {
+/** An X library by soname, loaded once per thread. Throws platform_unavailable when missing. */
+export function xLibrary(soname: string): LibraryHandle {
+  const known = libraries.get(soname);
+  if (known) return known;
+  let lib: LibraryHandle;
   try {
-    return koffi.load(soname);
+    lib = koffi.load(soname);
   } catch {
     throw uiError("platform_unavailable", "An X11 library could not be loaded.");
+  }
+  libraries.set(soname, lib);
+  return lib;
+}
+
+function cLibrary(): ReturnType<typeof libc> {
+  try {
+    return libc();
+  } catch {
+    throw uiError("platform_unavailable", "The C library could not be loaded.");
   }
 }
 
 /** Loads the bindings once per thread. Throws platform_unavailable when a library is missing. */
 export function x11Native(): X11Native {
   if (cached) return cached;
-  const x11 = loadLib("libX11.so.6");
-  const xtst = loadLib("libXtst.so.6");
-  const xext = loadLib("libXext.so.6");
-  const xcb = loadLib("libxcb.so.1");
-  const libc = loadLib("libc.so.6");
+  const x11 = xLibrary("libX11.so.6");
+  const xtst = xLibrary("libXtst.so.6");
+  const xext = xLibrary("libXext.so.6");
+  const xcb = xLibrary("libxcb.so.1");
+  const c = cLibrary();
 
   koffi.opaque("Display");
   koffi.opaque("Visual");
@@ -466,12 +483,12 @@ export function x11Native(): X11Native {
       x11,
       "int XTranslateCoordinates(Display *dpy, unsigned long src, unsigned long dst, int x, int y, _Out_ int *dx, _Out_ int *dy, _Out_ unsigned long *child)",
     ),
-    free: f(libc, "void free(void *p)"),
-    sysconf: f(libc, "long sysconf(int name)"),
-    shmget: f(libc, "int shmget(int key, size_t size, int flags)"),
-    shmat: f(libc, "void *shmat(int id, void *addr, int flags)"),
-    shmdt: f(libc, "int shmdt(void *addr)"),
-    shmctl: f(libc, "int shmctl(int id, int cmd, void *buf)"),
+    free: c.free,
+    sysconf: c.sysconf,
+    shmget: c.shmget,
+    shmat: c.shmat,
+    shmdt: c.shmdt,
+    shmctl: c.shmctl,
   };
   const r8 = koffi.struct("XRecordRange8", { first: "uint8", last: "uint8" });
   const r16 = koffi.struct("XRecordRange16", { first: "uint16", last: "uint16" });
@@ -532,7 +549,7 @@ export function x11Native(): X11Native {
   };
   let getXcb: ((dpy: Ptr) => Ptr | null) | null = null;
   try {
-    const x11xcb = koffi.load("libX11-xcb.so.1");
+    const x11xcb = xLibrary("libX11-xcb.so.1");
     getXcb = x11xcb.func("xcb_connection_t *XGetXCBConnection(Display *dpy)") as unknown as (
       dpy: Ptr,
     ) => Ptr | null;
@@ -541,7 +558,7 @@ export function x11Native(): X11Native {
   }
   let xres: X11Native["xres"] = null;
   try {
-    const lib = koffi.load("libXRes.so.1");
+    const lib = xLibrary("libXRes.so.1");
     koffi.struct("XResClientIdSpec", { client: "unsigned long", mask: "unsigned int" });
     xres = {
       XResQueryClientIds: lib.func(
@@ -573,6 +590,39 @@ export function x11Native(): X11Native {
     XShmSegmentInfo,
   };
   return cached;
+}
+
+/** The guardian's read-back of the keyboard: the keymap and one keycode's keysyms over xcb. */
+export interface XKeyboardState {
+  xcb_get_keyboard_mapping: (c: Ptr, first: number, count: number) => { sequence: number };
+  xcb_get_keyboard_mapping_reply: (
+    c: Ptr,
+    cookie: { sequence: number },
+    err: Array<Ptr | null>,
+  ) => Ptr | null;
+  XQueryKeymap: (dpy: Ptr, keys: Uint8Array) => number;
+}
+
+let keyboardState: XKeyboardState | null = null;
+
+/** The keyboard read-back bindings, after x11Native() (whose xcb types they use). */
+export function xKeyboardState(): XKeyboardState {
+  if (keyboardState) return keyboardState;
+  x11Native();
+  const x11 = xLibrary("libX11.so.6");
+  const xcb = xLibrary("libxcb.so.1");
+  keyboardState = {
+    xcb_get_keyboard_mapping: xcb.func(
+      "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
+    ) as XKeyboardState["xcb_get_keyboard_mapping"],
+    xcb_get_keyboard_mapping_reply: xcb.func(
+      "void *xcb_get_keyboard_mapping_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+    ) as XKeyboardState["xcb_get_keyboard_mapping_reply"],
+    XQueryKeymap: x11.func(
+      "int XQueryKeymap(void *dpy, _Out_ uint8_t *keys)",
+    ) as XKeyboardState["XQueryKeymap"],
+  };
+  return keyboardState;
 }
 
 /** X protocol error codes we tell apart. */

@@ -73,7 +73,7 @@ export function trimInputSchema(schema: Json): Json {
 
 /**
  * The success shape, trimmed, with an `error` property beside it: errors are results too
- * (SPEC §7: structuredContent.error), and with no required fields one object schema admits both.
+ * (docs/spec.md §7: structuredContent.error), and with no required fields one object schema admits both.
  */
 export function trimOutputSchema(schema: Json): Json {
   const t = trim(schema, OUTPUT_DROP, true, null, 0) as Json;
@@ -81,5 +81,5 @@ export function trimOutputSchema(schema: Json): Json {
   return { ...t, type: "object", properties: { ...properties, error: ERROR_PROPERTY } };
 }
 
-/** {code, message, retry_after_ms?}; the codes are listed in SPEC §7 and docs. */
+/** {code, message, retry_after_ms?}; the codes are listed in docs/spec.md §7. */
 const ERROR_PROPERTY = { type: "object" };

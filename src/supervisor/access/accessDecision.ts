@@ -1,12 +1,12 @@
-import type { DenyReason } from "../shared/errors.js";
-import { uiError } from "../shared/errors.js";
-import type { KeptDecision } from "./consent/broker.js";
+import type { DenyReason } from "../../shared/errors.js";
+import { uiError } from "../../shared/errors.js";
+import type { KeptDecision } from "../consent/broker.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import { actionAllowed, isProtected } from "../policy/match.js";
+import type { Capability } from "../policy/schema.js";
+import type { Supervisor } from "../supervisor.js";
 import type { Grant } from "./grants.js";
 import type { LeaseGate } from "./leaseGate.js";
-import type { EffectivePolicy } from "./policy/load.js";
-import { actionAllowed, isProtected } from "./policy/match.js";
-import type { Capability } from "./policy/schema.js";
-import type { Supervisor } from "./supervisor.js";
 import type { ResolvedTarget } from "./targets.js";
 
 /**

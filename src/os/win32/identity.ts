@@ -240,3 +240,10 @@ export function assertTargetable(pid: number, guard: SelfGuard): void {
   if (why !== null)
     throw uiError("target_not_allowed", "The server's own process and its host are never targets.");
 }
+
+/** The process and thread that created a window (GetWindowThreadProcessId). */
+export function windowPid(hwnd: number): { pid: number; tid: number } {
+  const b = Buffer.alloc(4);
+  const tid = w.GetWindowThreadProcessId(hwnd, b);
+  return { pid: b.readUInt32LE(0), tid };
+}

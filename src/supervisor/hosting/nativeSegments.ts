@@ -1,5 +1,5 @@
-import type { SharedSegment } from "../shared/platform.js";
-import type { WorkerKind } from "../shared/protocol.js";
+import type { SharedSegment } from "../../shared/platform.js";
+import type { WorkerKind } from "../../shared/protocol.js";
 
 /**
  * Shared-memory segments that terminated worker threads left attached in this process, by worker

@@ -1,7 +1,7 @@
-import { uiError } from "../shared/errors.js";
-import { instanceKey } from "../shared/identity.js";
-import type { WindowInfo } from "../shared/platform.js";
-import type { Supervisor } from "./supervisor.js";
+import { uiError } from "../../shared/errors.js";
+import { instanceKey } from "../../shared/identity.js";
+import type { WindowInfo } from "../../shared/platform.js";
+import type { Supervisor } from "../supervisor.js";
 
 /** A granted instance without a window is asked about at most this often. */
 const ALIVE_RECHECK_MS = 1000;
@@ -30,7 +30,7 @@ export async function liveListing(
 }
 
 /**
- * Grants die with their process instance (SPEC §5): a granted instance that no longer shows any
+ * Grants die with their process instance (docs/spec.md §5): a granted instance that no longer shows any
  * window is asked about (at most once a second); if it has exited, its grants, tokens, sessions
  * and kept consent decision end now, not at their expiry. When it was last asked is the grant
  * store's, which every session's view of one supervisor shares (remote mode).

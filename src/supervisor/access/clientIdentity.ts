@@ -101,7 +101,7 @@ export class ClientIdentity {
     readonly verified: VerifiedBy | null = null,
   ) {}
 
-  /** The 12 hex audit events carry (SPEC §8): the key's prefix. */
+  /** The 12 hex audit events carry (docs/spec.md §8): the key's prefix. */
   get auditId(): string {
     return this.hash.slice(0, 12);
   }

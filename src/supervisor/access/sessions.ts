@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { uiError } from "../shared/errors.js";
-import type { ProcessInstance } from "../shared/identity.js";
-import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../shared/protocol.js";
-import { IdleRetirement, type IdleTime, REAL_TIME } from "./idleRetirement.js";
-import type { Logger } from "./log.js";
+import { uiError } from "../../shared/errors.js";
+import type { ProcessInstance } from "../../shared/identity.js";
+import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../../shared/protocol.js";
+import { IdleRetirement, type IdleTime, REAL_TIME } from "../hosting/idleRetirement.js";
+import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "../hosting/workerHost.js";
+import type { Logger } from "../log.js";
 import type { ResolvedTarget } from "./targets.js";
-import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "./workerHost.js";
 
 export interface SessionRecord {
   tag: string;
@@ -42,7 +42,7 @@ type A11yOp = Extract<OpName, `a11y.${string}`>;
  * Automation sessions as the supervisor sees them. Each (client, process instance) grant
  * gets its own uia worker (its own COM apartment / AT-SPI connection), so a hung or
  * crashing provider takes down only its own grant's session, and revocation, release,
- * expiry or an identity change tears that worker down (SPEC §2).
+ * expiry or an identity change tears that worker down (docs/spec.md §2).
  *
  * The worker holds a provider session per window of the instance, so each (grant, window)
  * gets its own tag here: element refs handed to clients are `<tag>.<worker ref>` (e.g.

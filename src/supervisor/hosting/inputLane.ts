@@ -1,7 +1,7 @@
-import { uiError } from "../shared/errors.js";
+import { uiError } from "../../shared/errors.js";
 
 /**
- * One client's input effects run one at a time, in the order they arrived (issue 13): a
+ * One client's input effects run one at a time, in the order they arrived: a
  * `send_key alt+f2` can no longer slip between the characters of a `send_text` running at the
  * same moment. A later gesture waits for the one in flight; a caller that gives up while
  * waiting (its signal aborts) leaves the queue with `cancelled` and emits nothing.

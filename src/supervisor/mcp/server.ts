@@ -6,18 +6,19 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { quoteClientValue } from "../shared/echo.js";
-import { UiError, uiError } from "../shared/errors.js";
-import { formatPath } from "../shared/strictJson.js";
-import { type AuditAction, type AuditReason, newCorrelationId } from "./audit.js";
-import { type CallContext, runChain } from "./chain.js";
-import { policyStatusAt } from "./policy/load.js";
-import { CAPABILITIES } from "./policy/schema.js";
+import { quoteClientValue } from "../../shared/echo.js";
+import { UiError, uiError } from "../../shared/errors.js";
+import { formatPath } from "../../shared/strictJson.js";
+import type { CallContext } from "../access/callContext.js";
+import { runChain } from "../access/chain.js";
+import { type AuditAction, type AuditReason, newCorrelationId } from "../audit.js";
+import { policyStatusAt } from "../policy/load.js";
+import { CAPABILITIES } from "../policy/schema.js";
+import type { Supervisor } from "../supervisor.js";
+import { toolsForPolicy } from "../tools/availability.js";
+import type { ToolDef } from "../tools/define.js";
+import { TOOLS, TOOLS_BY_NAME } from "../tools/index.js";
 import { trimInputSchema, trimOutputSchema } from "./schemaTrim.js";
-import type { Supervisor } from "./supervisor.js";
-import { toolsForPolicy } from "./tools/availability.js";
-import type { ToolDef } from "./tools/define.js";
-import { TOOLS, TOOLS_BY_NAME } from "./tools/index.js";
 
 function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<
@@ -49,7 +50,7 @@ export function portableTuples(node: unknown): unknown {
 }
 
 /**
- * Errors are results too (SPEC §7), so the output schema admits the error shape (schemaTrim.ts).
+ * Errors are results too (docs/spec.md §7), so the output schema admits the error shape (schemaTrim.ts).
  * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point.
  */
 function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { uiError } from "../shared/errors.js";
-import type { Clock } from "./budgets.js";
+import { uiError } from "../../shared/errors.js";
+import type { Clock } from "../budgets.js";
 
 export const MAX_TOKEN_TTL_SECONDS = 300;
 /**

@@ -1,7 +1,7 @@
-import type { ClientIdentity } from "./clientIdentity.js";
-import type { PolicyState } from "./policy/load.js";
-import type { Capability } from "./policy/schema.js";
-import type { Supervisor } from "./supervisor.js";
+import type { ClientIdentity } from "../access/clientIdentity.js";
+import type { PolicyState } from "../policy/load.js";
+import type { Capability } from "../policy/schema.js";
+import type { Supervisor } from "../supervisor.js";
 
 /** A session's view of the shared supervisor, whose scope a later credential may narrow. */
 export interface SessionView extends Supervisor {

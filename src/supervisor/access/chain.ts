@@ -1,6 +1,15 @@
-import { UiError, uiError } from "../shared/errors.js";
-import { sameInstance } from "../shared/identity.js";
-import type { OpArgs, OpName, OpResult } from "../shared/protocol.js";
+import { UiError, uiError } from "../../shared/errors.js";
+import { sameInstance } from "../../shared/identity.js";
+import type { OpName } from "../../shared/protocol.js";
+import { newCorrelationId } from "../audit.js";
+import type { ApplicationCharge } from "../budgets.js";
+import type { WorkerHost } from "../hosting/workerHost.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import { policyStatusAt } from "../policy/load.js";
+import { actionAllowed, isProtected } from "../policy/match.js";
+import { type Capability, isCapability } from "../policy/schema.js";
+import { requirePolicy, type Supervisor } from "../supervisor.js";
+import type { ToolDef } from "../tools/define.js";
 import {
   accessFacts,
   applyGrantDecision,
@@ -9,59 +18,15 @@ import {
   type TokenFact,
   throwRefusal,
 } from "./accessDecision.js";
-import { newCorrelationId } from "./audit.js";
-import type { ApplicationCharge } from "./budgets.js";
+import type { CallContext, ProgressReporter } from "./callContext.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveListing, liveWindows } from "./liveWindows.js";
-import type { EffectivePolicy } from "./policy/load.js";
-import { policyStatusAt } from "./policy/load.js";
-import { actionAllowed, isProtected } from "./policy/match.js";
-import { type Capability, isCapability } from "./policy/schema.js";
-import type { SessionRecord } from "./sessions.js";
-import { requirePolicy, type Supervisor } from "./supervisor.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
-import type { ToolDef } from "./tools/define.js";
-import type { WorkerHost } from "./workerHost.js";
-
-/** Sends notifications/progress when the client asked for it (a progressToken); else nothing. */
-export type ProgressReporter = (progress: number, total?: number, message?: string) => Promise<void>;
-
-/** What a tool handler gets once the chain let it through. */
-export interface CallContext {
-  sup: Supervisor;
-  correlationId: string;
-  client: ClientIdentity;
-  /** Present for every tool that needs a policy. */
-  policy: EffectivePolicy | null;
-  /** Present for tools that act on a window (after identity re-resolution). */
-  target: ResolvedTarget | null;
-  grant: Grant | null;
-  /** The capability this call exercises (per-class tools: the requested class). */
-  capability: Capability | null;
-  signal: AbortSignal;
-  progress: ProgressReporter;
-  /** Calls a worker with the server's deadline and this call's cancellation. */
-  call<K extends OpName>(op: K, args: OpArgs<K>, deadlineMs?: number): Promise<OpResult<K>>;
-  /** Calls the uia worker that holds an automation session (one worker per grant). */
-  callSession<K extends Extract<OpName, `a11y.${string}`>>(
-    session: SessionRecord,
-    op: K,
-    args: OpArgs<K>,
-    deadlineMs?: number,
-  ): Promise<OpResult<K>>;
-  /** Numeric/boolean audit counters for this call. */
-  counters: Record<string, number | boolean>;
-  /**
-   * The typed characters / captured pixels this call booked on the application's budgets, or
-   * null. A handler gives them back (refund) only when it is certain nothing was typed or shown.
-   */
-  charge: ApplicationCharge | null;
-}
 
 /**
  * An env policy without DESKTOP_AUTOMATION_ALLOWED_ACTIONS authorizes no tool but health_check
- * (SPEC §4): not even discovery or the tools that need no policy.
+ * (docs/spec.md §4): not even discovery or the tools that need no policy.
  */
 function refuseWithoutActions(sup: Supervisor, def: ToolDef): void {
   if (def.name === "health_check") return;

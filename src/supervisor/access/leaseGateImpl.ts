@@ -1,7 +1,7 @@
-import { LeaseClient } from "../lease/client.js";
-import { LEASE_CAPABILITIES, type LeaseCapability } from "../lease/protocol.js";
-import { uiError } from "../shared/errors.js";
-import type { ProcessInstance } from "../shared/identity.js";
+import { LeaseClient } from "../../lease/client.js";
+import { LEASE_CAPABILITIES, type LeaseCapability } from "../../lease/protocol.js";
+import { uiError } from "../../shared/errors.js";
+import type { ProcessInstance } from "../../shared/identity.js";
 import type { LeaseGate } from "./leaseGate.js";
 
 const isLeaseCapability = (c: string): c is LeaseCapability =>

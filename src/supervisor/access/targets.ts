@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { uiError } from "../shared/errors.js";
-import { instanceKey, type ProcessInstance } from "../shared/identity.js";
-import type { WindowInfo } from "../shared/platform.js";
-import type { TargetExpectation } from "../shared/protocol.js";
-import type { EffectivePolicy } from "./policy/load.js";
-import { windowAllowed } from "./policy/match.js";
+import { uiError } from "../../shared/errors.js";
+import { instanceKey, type ProcessInstance } from "../../shared/identity.js";
+import type { WindowInfo } from "../../shared/platform.js";
+import type { TargetExpectation } from "../../shared/protocol.js";
+import type { EffectivePolicy } from "../policy/load.js";
+import { windowAllowed } from "../policy/match.js";
 
-/** A window handle as a decimal integer or a string of digits (SPEC §3). */
+/** A window handle as a decimal integer or a string of digits (docs/spec.md §3). */
 export const HwndSchema = z
   .union([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/)])
   .transform((v) => String(v).replace(/^0+(?=\d)/, ""));

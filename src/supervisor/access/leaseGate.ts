@@ -1,4 +1,4 @@
-import type { ProcessInstance } from "../shared/identity.js";
+import type { ProcessInstance } from "../../shared/identity.js";
 
 /**
  * The server's view of the unattended lease (UIINSPECT_LEASE=broker): every grant,

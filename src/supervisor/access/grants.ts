@@ -1,9 +1,9 @@
-import type { DenyReason } from "../shared/errors.js";
-import { uiError } from "../shared/errors.js";
-import { instanceKey as keyOfInstance, type ProcessInstance } from "../shared/identity.js";
-import { SETTINGS } from "../shared/settings.js";
-import { readSetting } from "../shared/settingsReader.js";
-import type { Clock } from "./budgets.js";
+import type { DenyReason } from "../../shared/errors.js";
+import { uiError } from "../../shared/errors.js";
+import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
+import { SETTINGS } from "../../shared/settings.js";
+import { readSetting } from "../../shared/settingsReader.js";
+import type { Clock } from "../budgets.js";
 
 export const DEFAULT_GRANT_TTL_MS = SETTINGS.grantTtlMs.default;
 
@@ -17,7 +17,7 @@ export interface Grant {
   readonly expiresAt: number;
 }
 
-/** Why a grant ended; the lead disposes automation sessions and element refs on every one. */
+/** Why a grant ended; the supervisor disposes automation sessions and element refs on every one. */
 export type RevokeReason = DenyReason | "released" | "expired" | "shutdown";
 
 export interface RevokeEvent {
@@ -75,7 +75,7 @@ export class GrantStore {
       grantedAt: now,
       expiresAt: now + this.ttlMs,
     });
-    // Replacing is silent (renewal path); the lead revokes first when the binding itself changes.
+    // Replacing is silent (renewal path); the supervisor revokes first when the binding itself changes.
     this.grants.set(k, grant);
     return grant;
   }
@@ -157,7 +157,7 @@ export class GrantStore {
     return [...this.grants.values()].filter((g) => g.client === client);
   }
 
-  /** Removes and reports every expired grant; the lead may call it on a timer. */
+  /** Removes and reports every expired grant; the supervisor may call it on a timer. */
   sweepExpired(): number {
     const now = this.clock();
     let n = 0;

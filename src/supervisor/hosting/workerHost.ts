@@ -1,10 +1,11 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
-import type { ReleaseAgent } from "../guardian/host.js";
-import type { DialogGate } from "../shared/dialogGate.js";
-import { UiError, uiError } from "../shared/errors.js";
-import type { SharedSegment } from "../shared/platform.js";
+import type { ReleaseAgent } from "../../guardian/host.js";
+import type { DialogGate } from "../../shared/dialogGate.js";
+import { UiError, uiError } from "../../shared/errors.js";
+import { mallocArenaEnv } from "../../shared/mallocArenas.js";
+import type { SharedSegment } from "../../shared/platform.js";
 import {
   OPS,
   type OpArgs,
@@ -14,10 +15,9 @@ import {
   type WorkerInit,
   type WorkerKind,
   WorkerToSupervisorSchema,
-} from "../shared/protocol.js";
-import type { Logger } from "./log.js";
+} from "../../shared/protocol.js";
+import type { Logger } from "../log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
-import { limitMallocArenas, mallocArenaEnv, trimMalloc } from "./nativeMemory.js";
 import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
 
 /**
@@ -61,6 +61,9 @@ export interface WorkerHostOptions {
 const RELEASE_BOUND_MS = 1000;
 /** At shutdown, how long in-flight calls get to finish their release-in-finally after the cancel. */
 const CLOSE_CANCEL_GRACE_MS = 500;
+
+/** The channels of this process's running thread workers, of every host (for trim_malloc). */
+const liveThreadPorts = new Set<MessagePort>();
 
 export interface CallOptions {
   deadlineMs: number;
@@ -129,8 +132,6 @@ export class WorkerHost {
   constructor(opts: WorkerHostOptions) {
     this.kind = opts.init.kind;
     this.opts = opts;
-    // Before the first worker thread exists (the limit applies to arenas created after it).
-    limitMallocArenas();
     // A thread reads the shared cell itself; a child process is told every change.
     if (opts.isolation === "process")
       opts.dialogGate?.onChange((open) => this.safeSend({ type: "dialog_state", open }));
@@ -346,7 +347,7 @@ export class WorkerHost {
   }
 
   private entryPath(): string {
-    return fileURLToPath(new URL(`../workers/${this.kind}/main.js`, import.meta.url));
+    return fileURLToPath(new URL(`../../workers/${this.kind}/main.js`, import.meta.url));
   }
 
   private spawnThread(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
@@ -366,12 +367,13 @@ export class WorkerHost {
       this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stderr"),
     );
     port1.on("message", onMessage);
+    liveThreadPorts.add(port1);
     worker.on("error", () => {
       /* the exit event follows and does the accounting */
     });
     // The X connections it opened in native code outlive a terminated thread (Node closes what
     // it opened itself): closed here, or every stopped worker would leave X clients behind and
-    // a grab it held would stay held (src/supervisor/nativeFds.ts).
+    // a grab it held would stay held (src/supervisor/hosting/nativeFds.ts).
     let native: NativeFd[] = [];
     let segments: readonly SharedSegment[] = [];
     worker.on("exit", () => {
@@ -381,8 +383,13 @@ export class WorkerHost {
       leaveOrphanSegments(this.kind, segments);
       segments = [];
       port1.close();
-      // The thread's isolate went back to malloc; give it back to the system (shared process).
-      trimMalloc();
+      liveThreadPorts.delete(port1);
+      // The thread's isolate went back to malloc: a live thread worker gives it back to the
+      // system (malloc_trim is process-wide); with none left, the next one to start does.
+      for (const other of liveThreadPorts) {
+        other.postMessage({ type: "trim_malloc" } satisfies SupervisorToWorker);
+        break;
+      }
       onExit();
     });
     return {
@@ -406,7 +413,7 @@ export class WorkerHost {
    */
   private runInline(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {
     const flag = this.opts.dialogGate?.buffer;
-    const worker = import("../workers/inline.js").then((m) => m.startInlineWorker(init, flag, onMessage));
+    const worker = import("../../workers/inline.js").then((m) => m.startInlineWorker(init, flag, onMessage));
     let alive = true;
     return {
       send: (msg) => {

@@ -1,0 +1,487 @@
+import { isUiError, uiError } from "../../shared/errors.js";
+import type { Rect } from "../../shared/geometry.js";
+import type {
+  A11yHandle,
+  A11yNodeFacts,
+  A11yNodeSource,
+  A11ySession,
+  SemanticAction,
+  WalkLimits,
+} from "../../shared/platform.js";
+import {
+  ACCESSIBLE,
+  type AtspiBus,
+  CACHE,
+  CACHE_PATH,
+  COORD_SCREEN,
+  optional,
+  refs,
+  StaleError,
+  staleToUi,
+  statesOf,
+  stringsOf,
+} from "./atspiBus.js";
+import { type CachedItem, type CacheSnapshot, callsOf, parseCache } from "./atspiCache.js";
+import {
+  ACTION,
+  type AtspiFactsInput,
+  actionNamesOf,
+  atspiFacts,
+  CHECKABLE_ROLES,
+  COMPONENT,
+  EDITABLE_TEXT,
+  EXPAND_ACTIONS,
+  extentsRect,
+  hasState,
+  INVOKE_ACTIONS,
+  SELECTION,
+  ST_DEFUNCT,
+  ST_EXPANDABLE,
+  ST_EXPANDED,
+  ST_SELECTABLE,
+  TOGGLE_ACTIONS,
+} from "./atspiFacts.js";
+import { Prefetch } from "./atspiPrefetch.js";
+import { scrollCellIntoView } from "./scrollInto.js";
+import { ATSPI_STATE } from "./states.js";
+
+/**
+ * One accessibility session on one window's tree: walks (bulk facts from the cache, the rest
+ * asked per node), element facts and the semantic actions. Values and text contents are never read.
+ */
+
+/** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
+const MAX_NODES = 20_000;
+/** AtspiScrollType ANYWHERE: the least scrolling that brings the node into view. */
+const SCROLL_ANYWHERE = 6;
+/** How deep under a list / combo box select_option looks for the option (combo → menu → item). */
+const OPTION_DEPTH = 2;
+
+/** A node: where it lives, plus the parent needed for Selection. */
+export interface Node {
+  bus: string;
+  path: string;
+  parent: Node | null;
+}
+
+export function isNode(h: A11yHandle): h is Node {
+  return (
+    typeof h === "object" &&
+    h !== null &&
+    typeof (h as Node).bus === "string" &&
+    typeof (h as Node).path === "string"
+  );
+}
+
+export function asNode(h: A11yHandle): Node {
+  if (!isNode(h)) throw uiError("element_stale");
+  return h;
+}
+
+export class AtspiSession implements A11ySession {
+  private readonly bus: AtspiBus;
+  private readonly rootNode: Node;
+  private readonly bulk: boolean;
+  private readonly ifaceCache = new WeakMap<Node, Promise<string[]>>();
+  /**
+   * One handle per live object (bus, path) under the same parent, so walk after walk hands the
+   * session store the same handles, and so the same refs: refs do not pile up per inspect.
+   */
+  private readonly nodes = new Map<string, Node>();
+  /** Role number → GetRoleName, per application: the cache carries numbers, facts carry names. */
+  private readonly roleNames = new Map<string, Promise<string>>();
+  private disposed = false;
+
+  constructor(
+    bus: AtspiBus,
+    root: Node,
+    bulk: boolean,
+    /** The instance's application objects on the a11y bus (where its popups live). */
+    private readonly apps: readonly { bus: string; path: string }[] = [],
+  ) {
+    this.bus = bus;
+    this.rootNode = root;
+    this.bulk = bulk;
+  }
+
+  private check(): void {
+    if (this.disposed) throw uiError("element_stale");
+  }
+
+  async root(): Promise<A11yHandle> {
+    this.check();
+    return this.rootNode;
+  }
+
+  private interfaces(n: Node): Promise<string[]> {
+    // An object's interfaces do not change while it lives: asked once per handle (a parent's
+    // list serves all its children's selection_item checks).
+    let p = this.ifaceCache.get(n);
+    if (!p) {
+      p = this.bus.call(n.bus, n.path, ACCESSIBLE, "GetInterfaces").then((body) => stringsOf(body[0]));
+      this.ifaceCache.set(n, p);
+      // A failed lookup is not kept: the next call asks again.
+      p.catch(() => this.ifaceCache.delete(n));
+    }
+    return p;
+  }
+
+  private actionsCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, ACTION, "GetActions");
+  }
+
+  private async actionNames(n: Node): Promise<string[]> {
+    return actionNamesOf(await this.actionsCall(n));
+  }
+
+  private extentsCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, COMPONENT, "GetExtents", "u", [COORD_SCREEN]);
+  }
+
+  private childrenCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
+  }
+
+  private async states(n: Node): Promise<number[]> {
+    return statesOf((await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState"))[0]);
+  }
+
+  private async roleName(n: Node): Promise<string> {
+    const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetRoleName");
+    return typeof body[0] === "string" ? body[0].toLowerCase() : "";
+  }
+
+  private async extents(n: Node): Promise<Rect | null> {
+    const body = await optional(this.extentsCall(n));
+    return body ? extentsRect(body) : null;
+  }
+
+  /** The name of role number `role` in n's application, asked of the first node that has it. */
+  private roleNameOf(n: Node, role: number): Promise<string> {
+    const key = `${n.bus}\u0000${role}`;
+    let p = this.roleNames.get(key);
+    if (!p) {
+      p = this.roleName(n);
+      this.roleNames.set(key, p);
+      p.catch(() => this.roleNames.delete(key));
+    }
+    return p;
+  }
+
+  /** Everything about a node by its own calls (what the cache lacks, or no cache at all). */
+  private async input(n: Node): Promise<AtspiFactsInput> {
+    const [roleName, name, states, interfaces, rect, parentInterfaces] = await Promise.all([
+      this.roleName(n),
+      this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
+      this.states(n),
+      this.interfaces(n),
+      this.extents(n),
+      n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
+    ]);
+    const actions = interfaces.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : [];
+    return { roleName, name, states, interfaces, rect, actions, parentInterfaces };
+  }
+
+  /**
+   * A cached node: only its extents, actions (Action nodes) and role name (once per role) are
+   * asked, or taken from what `ahead` asked already.
+   */
+  private async cachedInput(
+    n: Node,
+    it: CachedItem,
+    items: Map<string, CachedItem>,
+    ahead: Prefetch | null,
+  ): Promise<AtspiFactsInput> {
+    const interfaces = it.interfaces;
+    const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
+    const [roleName, rect, actions, parentInterfaces] = await Promise.all([
+      this.roleNameOf(n, it.role),
+      interfaces.includes(COMPONENT)
+        ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n)).then((b) =>
+            b ? extentsRect(b) : null,
+          )
+        : Promise.resolve(null),
+      interfaces.includes(ACTION)
+        ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n)).then((b) =>
+            b ? actionNamesOf(b) : null,
+          )
+        : Promise.resolve(null),
+      n.parent ? (parentItem?.interfaces ?? optional(this.interfaces(n.parent))) : Promise.resolve(null),
+    ]);
+    return {
+      roleName,
+      name: it.name,
+      states: it.states,
+      interfaces,
+      rect,
+      actions: actions ?? [],
+      parentInterfaces,
+    };
+  }
+
+  private finish(input: AtspiFactsInput): A11yNodeFacts {
+    if (hasState(input.states, ST_DEFUNCT)) throw uiError("element_stale");
+    return atspiFacts(input);
+  }
+
+  async facts(h: A11yHandle): Promise<A11yNodeFacts> {
+    this.check();
+    const n = asNode(h);
+    try {
+      return this.finish(await this.input(n));
+    } catch (e) {
+      return staleToUi(e);
+    }
+  }
+
+  async children(h: A11yHandle): Promise<A11yHandle[]> {
+    this.check();
+    return this.childrenFrom(asNode(h), null);
+  }
+
+  private async childrenFrom(n: Node, ahead: Prefetch | null): Promise<A11yHandle[]> {
+    try {
+      const body = await (ahead?.take("children", n.path) ?? this.childrenCall(n));
+      return refs(body).map((r) => this.node(r.bus, r.path, n));
+    } catch (e) {
+      return staleToUi(e);
+    }
+  }
+
+  private node(bus: string, path: string, parent: Node): Node {
+    const key = `${bus}\u0000${path}`;
+    const known = this.nodes.get(key);
+    if (known !== undefined && known.parent === parent) return known;
+    const n: Node = { bus, path, parent };
+    this.nodes.delete(key);
+    this.nodes.set(key, n);
+    // Bounded like the store's refs: the oldest handles are forgotten first (a later walk then
+    // makes a new one, i.e. a new ref).
+    while (this.nodes.size > MAX_NODES) {
+      const oldest = this.nodes.keys().next();
+      if (oldest.done) break;
+      this.nodes.delete(oldest.value);
+    }
+    return n;
+  }
+
+  async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
+    this.check();
+    const root = asNode(h);
+    if (!this.bulk) return this;
+    let cache: CacheSnapshot;
+    try {
+      cache = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
+    } catch (e) {
+      // An application without the cache (or one that failed it) is walked node by node.
+      if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
+      throw e;
+    }
+    const { items, childrenOf } = cache;
+    if (items.size === 0) return this;
+    const cached = (n: Node): CachedItem | undefined => {
+      const it = items.get(n.path);
+      return it !== undefined && it.bus === n.bus ? it : undefined;
+    };
+    const ahead = new Prefetch(
+      {
+        root: root.path,
+        node: (path) => {
+          const it = items.get(path);
+          return it !== undefined && it.bus === root.bus ? it : undefined;
+        },
+        childrenOf: (path) => childrenOf.get(path) ?? [],
+        needs: (node) => callsOf(node as CachedItem),
+        maxNodes: limits.maxNodes,
+        maxDepth: limits.maxDepth,
+      },
+      (kind, path) => {
+        const n = { bus: root.bus, path };
+        if (kind === "extents") return this.extentsCall(n);
+        if (kind === "actions") return this.actionsCall(n);
+        return this.childrenCall(n);
+      },
+    );
+    return {
+      facts: async (node: A11yHandle): Promise<A11yNodeFacts> => {
+        this.check();
+        const n = asNode(node);
+        const it = cached(n);
+        if (it === undefined) return this.facts(n);
+        try {
+          return this.finish(await this.cachedInput(n, it, items, ahead));
+        } catch (e) {
+          return staleToUi(e);
+        }
+      },
+      children: async (node: A11yHandle): Promise<A11yHandle[]> => {
+        this.check();
+        const n = asNode(node);
+        // Only "no children" is taken from the cache: a parent's index_in_parent order can
+        // differ from GetChildren's (GTK window children), and the walk's order must not.
+        if (cached(n)?.childCount === 0) return [];
+        return this.childrenFrom(n, ahead);
+      },
+      release: () => ahead.stop(),
+    };
+  }
+
+  private async doNamedAction(n: Node, names: string[]): Promise<void> {
+    const acts = await this.actionNames(n).catch((e: unknown) => {
+      if (e instanceof StaleError) throw e;
+      return [] as string[];
+    });
+    for (const want of names) {
+      const idx = acts.indexOf(want);
+      if (idx >= 0) {
+        await this.bus.call(n.bus, n.path, ACTION, "DoAction", "i", [idx]);
+        return;
+      }
+    }
+    throw uiError("pattern_not_supported");
+  }
+
+  async act(h: A11yHandle, action: SemanticAction, value?: string): Promise<void> {
+    this.check();
+    const n = asNode(h);
+    try {
+      const states = await this.states(n);
+      if (hasState(states, ST_DEFUNCT)) throw uiError("element_stale");
+      const ifaces = await this.interfaces(n);
+      switch (action) {
+        case "invoke":
+          if (!ifaces.includes(ACTION)) throw uiError("pattern_not_supported");
+          return await this.doNamedAction(n, INVOKE_ACTIONS);
+        case "toggle": {
+          if (!ifaces.includes(ACTION)) throw uiError("pattern_not_supported");
+          const role = await this.roleName(n);
+          return await this.doNamedAction(
+            n,
+            CHECKABLE_ROLES.has(role) ? ["toggle", "click"] : TOGGLE_ACTIONS,
+          );
+        }
+        case "expand":
+        case "collapse": {
+          // A node that cannot expand (a leaf row) answers so, never "ok" with no effect.
+          if (!ifaces.includes(ACTION) || !hasState(states, ST_EXPANDABLE))
+            throw uiError("pattern_not_supported", "The element cannot expand or collapse.");
+          const expanded = hasState(states, ST_EXPANDED);
+          const acts = await this.actionNames(n);
+          const direct = action === "expand" ? "expand" : "collapse";
+          if (acts.includes(direct)) return await this.doNamedAction(n, [direct]);
+          if (!acts.some((a) => EXPAND_ACTIONS.includes(a))) throw uiError("pattern_not_supported");
+          // A single "expand or contract" action toggles: only run it when it changes the state.
+          if ((action === "expand") === expanded) return;
+          return await this.doNamedAction(n, ["expand or contract", "expand or collapse"]);
+        }
+        case "select": {
+          const parent = n.parent;
+          if (!parent || !hasState(states, ST_SELECTABLE)) throw uiError("pattern_not_supported");
+          const pIfaces = await this.interfaces(parent);
+          if (!pIfaces.includes(SELECTION)) throw uiError("pattern_not_supported");
+          const idxBody = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetIndexInParent");
+          const idx = idxBody[0];
+          if (typeof idx !== "number" || idx < 0) throw uiError("element_stale");
+          const ok = await this.bus.call(parent.bus, parent.path, SELECTION, "SelectChild", "i", [idx]);
+          if (ok[0] !== true) throw uiError("pattern_not_supported");
+          return;
+        }
+        case "scroll_into_view": {
+          if (!ifaces.includes(COMPONENT)) throw uiError("pattern_not_supported");
+          const ok = await this.bus.call(n.bus, n.path, COMPONENT, "ScrollTo", "u", [SCROLL_ANYWHERE]);
+          if (ok[0] === true) return;
+          // GTK 3 refuses ScrollTo for tree view cells: its scroll bar, as a person would.
+          return await scrollCellIntoView(this.bus, n);
+        }
+        case "select_option":
+          if (!ifaces.includes(SELECTION)) throw uiError("pattern_not_supported");
+          return await this.selectOption(n, value ?? "");
+        case "set_value": {
+          if (!ifaces.includes(EDITABLE_TEXT)) throw uiError("pattern_not_supported");
+          const ok = await this.bus.call(n.bus, n.path, EDITABLE_TEXT, "SetTextContents", "s", [value ?? ""]);
+          if (ok[0] !== true) throw uiError("pattern_not_supported", "The element refused the value.");
+          return;
+        }
+        default:
+          throw uiError("pattern_not_supported");
+      }
+    } catch (e) {
+      return staleToUi(e);
+    }
+  }
+
+  /**
+   * Selection.SelectChild on the container the agent named, with the index of the option named
+   * `name` (case aside) among its siblings: a list's own children, or a combo box's menu items
+   * (GTK's combo box selects its i-th menu item; selecting inside the menu would only highlight).
+   */
+  private async selectOption(n: Node, name: string): Promise<void> {
+    const want = name.trim().toLowerCase();
+    let level: Node[] = [n];
+    for (let d = 0; d < OPTION_DEPTH && level.length > 0; d += 1) {
+      const next: Node[] = [];
+      for (const parent of level) {
+        const kids = refs(await this.bus.call(parent.bus, parent.path, ACCESSIBLE, "GetChildren"));
+        const names = await Promise.all(
+          kids.map((k) => optional(this.bus.getProperty(k.bus, k.path, ACCESSIBLE, "Name"))),
+        );
+        const idx = names.findIndex((v) => typeof v === "string" && v.trim().toLowerCase() === want);
+        if (idx >= 0) {
+          const ok = await this.bus.call(n.bus, n.path, SELECTION, "SelectChild", "i", [idx]);
+          if (ok[0] !== true) throw uiError("pattern_not_supported", "The option cannot be selected.");
+          return;
+        }
+        for (const k of kids) next.push({ bus: k.bus, path: k.path, parent });
+      }
+      level = next;
+    }
+    throw uiError("target_not_found", "No option has that name.");
+  }
+
+  /** An AT-SPI object is its (bus name, object path): the same node for every handle. */
+  identity(h: A11yHandle): string | null {
+    return isNode(h) ? `${h.bus}\u0000${h.path}` : null;
+  }
+
+  /** The application's other showing top-level windows (menus, popups, its dialogs). */
+  async popupRoots(): Promise<A11yHandle[]> {
+    this.check();
+    const out: Node[] = [];
+    for (const app of this.apps) {
+      let kids: Array<{ bus: string; path: string }>;
+      try {
+        kids = refs(await this.bus.call(app.bus, app.path, ACCESSIBLE, "GetChildren"));
+      } catch {
+        continue; // an application that went away has no popups
+      }
+      const others = kids.filter((k) => !(k.bus === this.rootNode.bus && k.path === this.rootNode.path));
+      const states = await Promise.all(others.map((k) => optional(this.states({ ...k, parent: null }))));
+      others.forEach((k, i) => {
+        const st = states[i];
+        if (
+          st &&
+          hasState(st, ATSPI_STATE.SHOWING) &&
+          hasState(st, ATSPI_STATE.VISIBLE) &&
+          !hasState(st, ST_DEFUNCT)
+        )
+          out.push({ bus: k.bus, path: k.path, parent: null });
+      });
+    }
+    return out;
+  }
+
+  async alive(h: A11yHandle): Promise<boolean> {
+    if (this.disposed || !isNode(h)) return false;
+    try {
+      const states = await this.states(h);
+      return states.length > 0 && !hasState(states, ST_DEFUNCT);
+    } catch {
+      return false;
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    this.nodes.clear();
+  }
+}

@@ -19,6 +19,10 @@ const SCRIPTS = [
   ["a11y", "tree walk in the uia handler alone"],
   ["lease", "lease validation round trip, 8 concurrent clients"],
   ["remote", "remote mode: 32 authenticated HTTP sessions, inspect_tree + screenshots for 2 min"],
+  [
+    "remote-attack",
+    "remote mode: 31 honest identities alone, then with one attacker (slow bodies + long waits)",
+  ],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
   ["x11-checks", "X11 last-moment checks from the X server: cost per click, key and screenshot"],
   [

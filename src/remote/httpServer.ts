@@ -168,6 +168,17 @@ function createHttpServer(
   return server;
 }
 
+/** Listens on the configured address; resolves with the bound port. */
+function listen(server: ReturnType<typeof createHttpServer>, options: RemoteOptions): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
 /**
  * `uiinspect-mcp serve --http`: MCP Streamable HTTP at /mcp, one MCP session per client
  * (session ids from the CSPRNG), every request authenticated (mTLS and/or OAuth Bearer),
@@ -221,14 +232,7 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     });
   };
   const server = createHttpServer(options, deps, listener, tlsSockets);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  port = (server.address() as AddressInfo).port;
+  port = await listen(server, options);
   const sweep = setInterval(
     () => sessions.sweep(clock()),
     Math.max(250, Math.min(options.idleTimeoutMs / 2, 30_000)),

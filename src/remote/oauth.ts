@@ -7,6 +7,10 @@ import { CAPABILITIES, type Capability } from "../supervisor/policy/schema.js";
 export const SCOPE_PREFIX = "uiinspect:";
 export const SCOPES_SUPPORTED: readonly string[] = CAPABILITIES.map((c) => `${SCOPE_PREFIX}${c}`);
 
+/** How long, and for how many tokens, a verified signature is remembered. */
+const VERIFIED_TTL_MS = 60_000;
+const MAX_VERIFIED = 4096;
+
 /** Asymmetric algorithms only: a resource server that holds only public keys cannot verify HMACs anyway. */
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 
@@ -93,6 +97,10 @@ export function timeClaimsProblem(
  */
 export class BearerVerifier {
   private readonly keys: KeyLookup | ReturnType<typeof createRemoteJWKSet>;
+  private readonly verified = new Map<
+    string,
+    { check: Extract<BearerCheck, { ok: true }>; times: JWTPayload; until: number }
+  >();
 
   constructor(
     private readonly cfg: OAuthConfig,
@@ -109,9 +117,51 @@ export class BearerVerifier {
     const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization);
     if (!m?.[1])
       return { ok: false, error: "invalid_request", description: "Malformed Authorization header." };
+    const key = createHash("sha256").update(m[1]).digest("hex");
+    const seen = this.verified.get(key);
+    const nowMs = this.clock();
+    if (seen && seen.until > nowMs) {
+      // A token verified a moment ago: its signature is still good; its time claims are
+      // judged again by the clock (it may have expired since).
+      const again = timeClaimsProblem(
+        seen.times,
+        Math.floor(nowMs / 1000),
+        this.cfg.maxLifetimeSeconds,
+        this.cfg.clockSkewSeconds,
+      );
+      if (!again) return seen.check;
+      this.verified.delete(key);
+    }
+    const check = await this.verifyToken(m[1]);
+    if (!check.ok) return check;
+    const { times, ...result } = check;
+    this.remember(key, result, times, nowMs);
+    return result;
+  }
+
+  /**
+   * Keeps a verified token's result briefly, so its every request (and an attacker replaying
+   * one token on hundreds of connections) costs a hash, not a signature check. Bounded in
+   * number and in time (a key dropped from a remote JWKS stops counting within the minute).
+   */
+  private remember(
+    key: string,
+    check: Extract<BearerCheck, { ok: true }>,
+    times: JWTPayload,
+    nowMs: number,
+  ): void {
+    this.verified.set(key, { check, times, until: nowMs + VERIFIED_TTL_MS });
+    if (this.verified.size > MAX_VERIFIED) this.verified.delete(this.verified.keys().next().value as string);
+  }
+
+  private async verifyToken(
+    jwt: string,
+  ): Promise<
+    Exclude<BearerCheck, { ok: true }> | (Extract<BearerCheck, { ok: true }> & { times: JWTPayload })
+  > {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(m[1], this.keys, {
+      ({ payload } = await jwtVerify(jwt, this.keys, {
         issuer: this.cfg.issuer,
         audience: this.cfg.audience,
         algorithms: ALGORITHMS,
@@ -141,7 +191,12 @@ export class BearerVerifier {
     if (scopes.size === 0)
       return { ok: false, error: "insufficient_scope", description: "The token carries no uiinspect scope." };
     const fingerprint = createHash("sha256").update(`${this.cfg.issuer}\u0000${sub}`, "utf8").digest("hex");
-    return { ok: true, subject: sub, fingerprint, jti, scopes };
+    const times: JWTPayload = {
+      exp: payload.exp,
+      iat: payload.iat,
+      ...(payload.nbf !== undefined ? { nbf: payload.nbf } : {}),
+    };
+    return { ok: true, subject: sub, fingerprint, jti, scopes, times };
   }
 }
 

@@ -88,3 +88,26 @@ describe("token time claims by the clock", () => {
     expect(await verdict({ iat: NOW_S, exp: null })).toBe(false);
   });
 });
+
+describe("a token verified a moment ago", () => {
+  it("is judged by the clock again on every request (it expires in the cache too)", async () => {
+    let nowS = NOW_S;
+    const issuer = await makeIssuer(mkdtempSync(join(tmpdir(), "uiinspect-token-cache-")));
+    const v = new BearerVerifier(
+      {
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        jwks: issuer.jwksFile,
+        maxLifetimeSeconds: MAX,
+        clockSkewSeconds: SKEW,
+      },
+      () => nowS * 1000,
+    );
+    const token = `Bearer ${await issuer.sign({ sub: "agent", iat: NOW_S, exp: NOW_S + 30 })}`;
+    expect((await v.verify(token)).ok).toBe(true);
+    nowS += 20;
+    expect((await v.verify(token)).ok).toBe(true);
+    nowS += 100;
+    expect(await v.verify(token)).toMatchObject({ ok: false, error: "invalid_token" });
+  });
+});

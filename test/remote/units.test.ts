@@ -6,8 +6,9 @@ import { BearerVerifier, readPublicJwks, wwwAuthenticate } from "../../src/remot
 import { isLoopbackHost, parseHostPort, parseRemoteFlags } from "../../src/remote/options.js";
 import { RevocationList } from "../../src/remote/revocation.js";
 import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
-import { narrowPolicy } from "../../src/supervisor/mcp/multiSession.js";
+import { narrowPolicy, supervisorFor } from "../../src/supervisor/mcp/multiSession.js";
 import type { PolicyState } from "../../src/supervisor/policy/load.js";
+import type { Supervisor } from "../../src/supervisor/supervisor.js";
 import { AUDIENCE, ISSUER, makeIssuer } from "../support/remote.js";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "uiinspect-remote-unit-"));
@@ -159,6 +160,32 @@ describe("identities and scope narrowing", () => {
     expect(a.auditId).toMatch(/^[0-9a-f]{12}$/);
     expect(a.label).not.toContain("\u202e");
     expect(ClientIdentity.fromClientInfo({ name: "x" }).verified).toBeNull();
+  });
+
+  it("a session's view reads the shared policy live; a later scope narrows, never widens", () => {
+    const state = (actions: string[]) =>
+      ({
+        status: "ok",
+        policy: { allowed_actions: new Set(actions), policy_id: "p" },
+      }) as unknown as PolicyState;
+    const shared = { policyState: state(["observe", "inspect", "click"]) } as unknown as Supervisor;
+    const who = ClientIdentity.verified({ method: "mtls", fingerprint: "ef".repeat(32) }, "a");
+    const mtls = supervisorFor(shared, who, null);
+    const oauth = supervisorFor(shared, who, new Set(["observe", "click"]));
+    const allowed = (v: Supervisor) =>
+      v.policyState.status === "ok" ? [...v.policyState.policy.allowed_actions].sort() : v.policyState.status;
+    expect(allowed(mtls)).toEqual(["click", "inspect", "observe"]);
+    expect(allowed(oauth)).toEqual(["click", "observe"]);
+    shared.policyState = state(["observe"]);
+    expect(allowed(mtls)).toEqual(["observe"]);
+    expect(allowed(oauth)).toEqual(["observe"]);
+    shared.policyState = { status: "none" } as PolicyState;
+    expect(allowed(mtls)).toBe("none");
+    shared.policyState = state(["observe", "inspect", "click"]);
+    oauth.narrowScope(new Set(["click", "inspect"]));
+    expect(allowed(oauth)).toEqual(["click"]);
+    oauth.narrowScope(new Set(["observe", "inspect", "click"]));
+    expect(allowed(oauth)).toEqual(["click"]);
   });
 
   it("scopes only narrow the allowed actions", () => {

@@ -41,7 +41,9 @@ export function supervisorFor(
     },
   });
   view.narrowScope = (next) => {
-    current = new Set([...(current ?? next)].filter((c) => next.has(c)));
+    const narrowed = [...(current ?? next)].filter((c) => next.has(c));
+    // Most requests carry the same scopes: keep the set (and the cached policy) when nothing narrows.
+    if (current === null || narrowed.length !== current.size) current = new Set(narrowed);
   };
   return view;
 }

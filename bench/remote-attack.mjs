@@ -8,11 +8,12 @@
 //
 //   npm run build && node bench/remote-attack.mjs             # 40 s per phase
 //   BENCH_SECONDS=20 node bench/remote-attack.mjs
+//   BENCH_ATTACK=slow node bench/remote-attack.mjs        # slow bodies only (or =waits)
 //
 // Prints one JSON object: per phase the honest calls' latency, their refusals (429) and
 // failures, what the attacker got (admitted waits, refused waits, slow bodies cut off or
 // refused), and the 1-minute load average before and after each phase.
-import { spawn } from "node:child_process";
+import { fork, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { connect as netConnect } from "node:net";
@@ -25,11 +26,27 @@ import { CLI, call, cleanEnv, LOOSE, RUFFLE } from "./lib/mcp.mjs";
 
 const HONEST = Number(process.env.BENCH_HONEST ?? 31);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 40);
-const SLOW_BODIES = 256;
-const WAITS = 48;
+// BENCH_ATTACK=slow or =waits runs one half of the attack alone (to see which costs what).
+const MODE = process.env.BENCH_ATTACK ?? "both";
+const SLOW_BODIES = MODE === "waits" ? 0 : 256;
+const WAITS = MODE === "slow" ? 0 : 48;
 const WINDOWS = 4;
 const ISSUER = "https://idp.bench.invalid";
 const AUDIENCE = "https://uiinspect.bench.invalid/mcp";
+
+// The attacker runs in a process of its own (started below with --attacker), so its sockets
+// and reconnections never delay the honest clients' own event loop, which measures them.
+if (process.argv[2] === "--attacker") {
+  const [portArg, attackerToken, sid] = process.argv.slice(3);
+  const a = attack({ token: attackerToken }, sid, Number(portArg));
+  process.on("message", (m) => {
+    if (m !== "stop") return;
+    a.stop();
+    process.send(a.got, () => process.exit(0));
+  });
+  // Nothing below is the attacker's: hold the module here until the parent says stop.
+  await new Promise(() => undefined);
+}
 
 const dir = mkdtempSync(join(tmpdir(), "uiinspect-bench-remote-attack-"));
 const { publicKey, privateKey } = await generateKeyPair("ES256");
@@ -145,6 +162,8 @@ function stats(samples) {
 /** The honest identities' loop for `seconds`: latencies, and how many calls were refused or failed. */
 async function honestLoad(clients, seconds) {
   const lat = [];
+  perTool.inspect_tree = [];
+  perTool.screenshot_window = [];
   let refused = 0;
   let failed = 0;
   const end = performance.now() + seconds * 1000;
@@ -158,6 +177,7 @@ async function honestLoad(clients, seconds) {
         try {
           await call(c.client, name, args);
           lat.push(performance.now() - s);
+          perTool[name].push(performance.now() - s);
         } catch (e) {
           if (/429|rate_limited/.test(String(e))) refused++;
           else failed++;
@@ -165,11 +185,17 @@ async function honestLoad(clients, seconds) {
       }
     }),
   );
-  return { ...stats(lat), refused, failed };
+  return {
+    ...stats(lat),
+    refused,
+    failed,
+    inspect_tree: stats(perTool.inspect_tree),
+    screenshot_window: stats(perTool.screenshot_window),
+  };
 }
 
 /** The attacker: slow bodies and long waits, kept up until stop() (counts what it got). */
-function attack(attacker, sid) {
+function attack(attacker, sid, port) {
   const got = { waits_answered: 0, waits_refused: 0, slow_cut_408: 0, slow_refused_429: 0, slow_other: 0 };
   let stopping = false;
   const sockets = new Set();
@@ -250,6 +276,9 @@ function attack(attacker, sid) {
   };
 }
 
+/** Each honest tool's own figures, to see which shared part an attack reaches. */
+const perTool = { inspect_tree: [], screenshot_window: [] };
+
 const honest = [];
 let attacker = null;
 try {
@@ -268,17 +297,35 @@ try {
   const baseLoadAfter = load();
 
   attacker = await connect("attacker");
-  const a = attack(attacker, attacker.transport.sessionId);
+  const child = fork(
+    import.meta.filename,
+    ["--attacker", String(port), attacker.token, attacker.transport.sessionId],
+    {
+      env: { ...process.env },
+    },
+  );
+  const a = {
+    got: null,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("message", (got) => {
+          a.got = got;
+          resolve();
+        });
+        child.send("stop");
+      }),
+  };
   // Let the attack take hold (every slow body open, the waits in flight) before timing.
   await new Promise((r) => setTimeout(r, 3000));
   const attackLoad = load();
   const attacked = await honestLoad(honest, SECONDS);
   const attackLoadAfter = load();
-  a.stop();
+  await a.stop();
 
   const out = {
     bench: "remote-attack",
     honest_identities: HONEST,
+    attack: MODE,
     attacker: `1 identity: ${SLOW_BODIES} slow bodies (1 byte / 2 s, re-opened) + ${WAITS} waits of 30 s kept up`,
     phase_seconds: SECONDS,
     baseline: { ...baseline, loadavg_1m: { before: baseLoad, after: baseLoadAfter } },

@@ -228,14 +228,16 @@ function attack(attacker, sid, port) {
       setTimeout(slowBody, status === "429" ? 250 : 0);
     });
   };
-  const body = JSON.stringify({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "tools/call",
-    params: { name: "wait_for_window", arguments: { title_contains: "never there", timeout_ms: 30_000 } },
-  });
+  let nextId = 1;
   const wait = () => {
     if (stopping) return;
+    // Each request its own JSON-RPC id: the transport routes an answer by its id.
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: nextId++,
+      method: "tools/call",
+      params: { name: "wait_for_window", arguments: { title_contains: "never there", timeout_ms: 30_000 } },
+    });
     const req = httpRequest(
       {
         host: "127.0.0.1",
@@ -294,6 +296,9 @@ try {
 
   const baseLoad = load();
   const baseline = await honestLoad(honest, SECONDS);
+  // The supervisor's event-loop delay over the last 30-60 s (health_check): a stall of the
+  // main thread shows here, a queue in a worker does not.
+  baseline.supervisor_event_loop = (await call(honest[0].client, "health_check", {})).event_loop;
   const baseLoadAfter = load();
 
   attacker = await connect("attacker");
@@ -319,6 +324,7 @@ try {
   await new Promise((r) => setTimeout(r, 3000));
   const attackLoad = load();
   const attacked = await honestLoad(honest, SECONDS);
+  attacked.supervisor_event_loop = (await call(honest[0].client, "health_check", {})).event_loop;
   const attackLoadAfter = load();
   await a.stop();
 

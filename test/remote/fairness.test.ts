@@ -4,6 +4,7 @@ import { connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pollWindows } from "../../src/supervisor/access/liveWindows.js";
 import { Desk, until, win } from "../support/consent.js";
 import { AUDIENCE, ISSUER, makeIssuer, RemoteClient } from "../support/remote.js";
 import { type InProcessRemote, remoteOptions, startRemoteInProcess } from "../support/remoteInProcess.js";
@@ -166,6 +167,31 @@ describe("fair admission", () => {
     expect(statuses.filter((s) => s === "408").length).toBeLessThanOrEqual(CONNECTIONS);
     await Promise.all([...others.map((c) => c.close()), attacker.close()]);
   }, 90_000);
+
+  it("overlapping polls of waits share one listing: one identity's waits cannot fill the capture queue", async () => {
+    const capture = remote.sup.workers.capture;
+    const original = capture.call.bind(capture);
+    let lists = 0;
+    capture.call = ((op: string, ...rest: unknown[]) => {
+      if (op === "desktop.list") lists++;
+      return (original as (...a: unknown[]) => unknown)(op, ...rest);
+    }) as typeof capture.call;
+    try {
+      const polls = Array.from({ length: 32 }, () => pollWindows(remote.sup, new AbortController().signal));
+      const results = await Promise.all(polls);
+      expect(results.every((w) => w.length === results[0]?.length)).toBe(true);
+      expect(lists).toBe(1);
+      // A poll that gives up gets its own answer at once, without ending the shared one.
+      const gone = new AbortController();
+      const mine = pollWindows(remote.sup, gone.signal);
+      const other = pollWindows(remote.sup, new AbortController().signal);
+      gone.abort();
+      await expect(mine).rejects.toMatchObject({ code: "cancelled" });
+      expect((await other).length).toBe(results[0]?.length);
+    } finally {
+      capture.call = original;
+    }
+  });
 
   it("a connection that never finishes its headers is closed at the header deadline", async () => {
     const socket = netConnect(port, "127.0.0.1");

@@ -7,7 +7,7 @@ import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { sleep } from "../../shared/sleep.js";
-import { liveWindows } from "../access/liveWindows.js";
+import { liveWindows, pollWindows } from "../access/liveWindows.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
 import { startLoopDelay } from "../hosting/loopDelay.js";
 import { policyStatusAt } from "../policy/load.js";
@@ -270,7 +270,7 @@ export const discoveryTools = [
       const start = Date.now();
       await ctx.progress(0, args.timeout_ms);
       for (let polls = 0; ; polls++) {
-        const all = await liveWindows(ctx.sup, ctx.signal);
+        const all = await pollWindows(ctx.sup, ctx.signal);
         const needle = args.title_contains.toLowerCase();
         const hits = allowedWindows(policy, all).filter((w) => w.title.toLowerCase().includes(needle));
         if (hits.length > 1) throw uiError("target_ambiguous");

@@ -91,7 +91,9 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
         ? "start the X server or point DISPLAY (and XAUTHORITY) at a running one; check with xdpyinfo"
         : config.platform === "fake"
           ? "set --fake-desktop FILE (UIINSPECT_FAKE_DESKTOP) to a scenario file"
-          : "run in a signed-in desktop session";
+          : config.platform === "wayland"
+            ? "point WAYLAND_DISPLAY and DBUS_SESSION_BUS_ADDRESS at the running GNOME session"
+            : "run in a signed-in desktop session";
     return [fail("platform", `${config.platform}: the backend did not start (${facts.error})`, fix)];
   }
   const f = facts as Facts;
@@ -100,6 +102,13 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
       ok(
         "platform",
         `win32, DPI awareness ${String(f.win32_dpi_process)} (thread ${String(f.win32_dpi_thread)}), integrity RID ${String(f.win32_integrity_rid)}`,
+      ),
+    ];
+  if (config.platform === "wayland")
+    return [
+      ok(
+        "platform",
+        `wayland, display ${String(f.wayland_display)}: windows, trees and semantic actions; screenshots, clicks and keys refused (the compositor gives no window positions or focus)`,
       ),
     ];
   const out: Check[] = [ok("platform", `${config.platform}`)];
@@ -143,7 +152,17 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
           "install libxres1 (apt install libxres1); the X server needs the X-Resource extension",
         ),
   );
+  out.push(x11LimitCheck());
   return out;
+}
+
+/** What X11 itself cannot stop, said on every X11 doctor run (docs/security.md, "The X11 limit"). */
+export function x11LimitCheck(): Check {
+  return warn(
+    "x11_limit",
+    "X11 cannot stop another program of your user from forging hardware-looking input (XTest device events) or reading any window's pixels: consent here stops the agent's own tools and plain XTest, not malware already running as you",
+    "for a boundary the compositor enforces, use the Wayland backend (docs/wayland.md)",
+  );
 }
 
 export function busChecks(config: ServerConfig, probe: ProbeResult | null): Check[] {
@@ -207,6 +226,12 @@ export function consentDialogCheck(config: ServerConfig, env: Env): Check {
       return config.fakeDesktop
         ? ok("consent_dialog", "scripted by the simulated desktop (consent.answer)")
         : fail("consent_dialog", "no scenario file", "set --fake-desktop FILE");
+    case "wayland":
+      return fail(
+        "consent_dialog",
+        "none on this compositor: any program of the user can answer a dialog here (docs/wayland.md)",
+        "log in to an X11 session (GNOME on Xorg) for consent, screenshots and input",
+      );
     default:
       return fail("consent_dialog", "no dialog on this OS", "run on Linux (X11) or Windows");
   }

@@ -23,6 +23,10 @@ export async function loadPlatform(init: WorkerInit, ledger?: PressLedger): Prom
         ...(init.orphan_segments ? { orphanSegments: init.orphan_segments } : {}),
       });
     }
+    case "wayland": {
+      const { createWaylandPlatform } = await import("./wayland/index.js");
+      return createWaylandPlatform({ workerKind: init.kind });
+    }
     case "win32": {
       const { createWin32Platform } = await import("./win32/index.js");
       return createWin32Platform({ workerKind: init.kind });

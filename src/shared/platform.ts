@@ -9,7 +9,7 @@ import { type ProcessInstance, ProcessInstanceSchema } from "./identity.js";
  * are loaded only inside workers (native code never runs on the supervisor thread).
  */
 
-export const PlatformNameSchema = z.enum(["fake", "x11", "win32"]);
+export const PlatformNameSchema = z.enum(["fake", "x11", "win32", "wayland"]);
 export type PlatformName = z.infer<typeof PlatformNameSchema>;
 
 export const WindowInfoSchema = z.object({

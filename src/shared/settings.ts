@@ -95,11 +95,11 @@ export const SETTINGS = {
     env: "UIINSPECT_PLATFORM",
     flag: "platform",
     scope: "server",
-    values: ["x11", "win32", "fake"],
+    values: ["x11", "win32", "wayland", "fake"],
     // The default is chosen from the OS; "x11" only stands for the type.
     default: "x11",
     defaultDoc: "from the OS",
-    doc: "`x11`, `win32` or `fake`; a real backend never falls back to `fake`",
+    doc: "`x11`, `win32`, `wayland` or `fake`; unset on Linux: `wayland` when `WAYLAND_DISPLAY` is set and `DISPLAY` is not, else `x11`; a real backend never falls back to `fake`",
   }),
   fakeDesktop: text({
     env: "UIINSPECT_FAKE_DESKTOP",
@@ -337,7 +337,7 @@ export const SETTINGS = {
     scope: "server",
     values: ["0", "1"],
     default: "0",
-    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs; health_check and doctor warn loudly",
+    doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs, and on Wayland turns on a consent dialog (zenity) that any program can answer; health_check and doctor warn loudly",
   }),
   http: text({
     env: "UIINSPECT_HTTP",

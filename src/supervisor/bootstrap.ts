@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { GuardianHost } from "../guardian/host.js";
+import { showWaylandDialog, waylandConsentAllowed } from "../platforms/wayland/consent.js";
 import { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
@@ -19,7 +20,7 @@ import { describeConsentDialog } from "./consent/dialogInfo.js";
 import { FakePrompter } from "./consent/fakePrompter.js";
 import { GatedPrompter } from "./consent/gatedPrompter.js";
 import type { ConsentPrompter } from "./consent/prompter.js";
-import { X11Prompter } from "./consent/x11Prompter.js";
+import { CONSENT_DIALOG_TITLE, X11Prompter } from "./consent/x11Prompter.js";
 import { InputLane } from "./hosting/inputLane.js";
 import { type Isolation, WorkerHost } from "./hosting/workerHost.js";
 import { log as defaultLog, type Logger } from "./log.js";
@@ -53,8 +54,29 @@ function prompterFor(
       return new X11Prompter(env, config.consentTimeoutMs);
     case "win32":
       return new WorkerDialogPrompter(workers.input);
+    case "wayland":
+      // No dialog a same-user program cannot answer exists there: only under the unsafe test switch.
+      return waylandConsentAllowed(env)
+        ? new WaylandPrompter(env, config.consentTimeoutMs)
+        : new UnavailablePrompter();
     default:
       return new UnavailablePrompter();
+  }
+}
+
+/** Wayland (tests only): zenity's question box, see src/platforms/wayland/consent.ts. */
+class WaylandPrompter implements ConsentPrompter {
+  readonly simulated = false;
+  constructor(
+    private readonly env: Record<string, string | undefined>,
+    private readonly timeoutMs: number,
+  ) {}
+  prompt(content: { text: string }, signal: AbortSignal): Promise<"approve" | "deny"> {
+    return showWaylandDialog(
+      { title: CONSENT_DIALOG_TITLE, text: content.text, timeoutMs: this.timeoutMs + 5000 },
+      this.env,
+      signal,
+    );
   }
 }
 

@@ -31,11 +31,17 @@ export function platformFor(env: Env, os: NodeJS.Platform = process.platform): P
   if (raw !== undefined && raw.trim() !== "") {
     const forced = parseSettingValue(SETTINGS.platform, raw);
     if (forced.ok) return forced.value;
-    throw new ConfigError(`${SETTINGS.platform.env} must be fake, x11 or win32`);
+    throw new ConfigError(`${SETTINGS.platform.env} must be fake, x11, wayland or win32`);
   }
   // A real backend never falls back to the simulated desktop.
   if (os === "win32") return "win32";
-  if (os === "linux" || os === "freebsd" || os === "openbsd") return "x11";
+  if (os === "linux" || os === "freebsd" || os === "openbsd") {
+    // A Wayland session with no X server for us (no Xwayland DISPLAY): the Wayland backend. With
+    // DISPLAY set the X11 backend stays the choice, as before.
+    const wayland = env.WAYLAND_DISPLAY?.trim();
+    const display = env.DISPLAY?.trim();
+    return wayland && !display ? "wayland" : "x11";
+  }
   return null;
 }
 

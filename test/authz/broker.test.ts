@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { type DialogReport, emptyReport } from "../../src/shared/consentReport.js";
+import { isUiError } from "../../src/shared/errors.js";
 import { instanceKey } from "../../src/shared/identity.js";
 import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
 import { ConsentBroker, type ConsentDecision } from "../../src/supervisor/consent/broker.js";
-import type { ConsentPrompter } from "../../src/supervisor/consent/prompter.js";
+import type { ConsentAnswer, ConsentPrompter } from "../../src/supervisor/consent/prompter.js";
 import { instance, ManualTime, outcome, peekState, ScriptedPrompter } from "./helpers.js";
 
 const CLIENT = "aaaaaaaaaaaa";
@@ -418,5 +420,69 @@ describe("consent broker: a revoked client", () => {
     expect(content.text).not.toContain("self-reported");
     prompter.last().answer("deny");
     await p;
+  });
+});
+
+describe("consent broker: what the dialog reports", () => {
+  /** A prompter that reports `report` at once and then answers `answer` (or never). */
+  function reporting(report: DialogReport, answer: ConsentAnswer | null): ConsentPrompter {
+    return {
+      simulated: false,
+      prompt: (_content, signal, onReport) =>
+        new Promise<ConsentAnswer>((resolve, reject) => {
+          onReport?.(report);
+          if (answer) resolve(answer);
+          signal.addEventListener("abort", () => reject(new Error("closed")), { once: true });
+        }),
+    };
+  }
+
+  it("a timeout says what the dialog ignored (counts and kinds only) and, on an XTest-only display, names the test setting", async () => {
+    const r = emptyReport();
+    r.ignored.injected = 3;
+    r.ignored.too_early = 1;
+    r.virtual_display = true;
+    const { broker, time } = setup({ prompter: reporting(r, null) });
+    const caught = ask(broker, ["inspect"]).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await time.advance(60_000);
+    const err = await caught;
+    expect(isUiError(err) && err.code).toBe("consent_timeout");
+    const message = isUiError(err) ? err.message : "";
+    expect(message).toContain("3 from an injected (XTest) device");
+    expect(message).toContain("1 before Allow was enabled");
+    expect(message).not.toContain("while another window covered");
+    expect(message).toContain("UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT=1");
+  });
+
+  it("a timeout with nothing ignored says only that nobody answered", async () => {
+    const { broker, time } = setup({ prompter: reporting(emptyReport(), null) });
+    const caught = ask(broker, ["inspect"]).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await time.advance(60_000);
+    const err = await caught;
+    expect(isUiError(err) ? err.message : "").toBe(
+      "The consent dialog timed out: nobody approved it in time.",
+    );
+  });
+
+  it("a dialog that closed itself because it was tampered with is a denial that says so, and it is not kept", async () => {
+    const r = { ...emptyReport(), tampered: true };
+    const { broker, time } = setup({ prompter: reporting(r, "deny") });
+    const d = await ask(broker, ["inspect"]);
+    expect(d).toMatchObject({ decision: "denied", source: "dialog", reason: "dialog_tampered" });
+    expect(d.note).toMatch(/nothing is kept/i);
+    expect(broker.keptDecision(CLIENT, instanceKey(instance(4242)))).toBeUndefined();
+    await time.advance(0);
+    expect(broker.dialogCount).toBe(1);
+    // Asking again opens a new dialog: the person decided nothing.
+    const again = ask(broker, ["inspect"]);
+    await time.advance(0);
+    expect(broker.dialogCount).toBe(2);
+    await again;
   });
 });

@@ -176,8 +176,9 @@ export async function answerDialog(
           wid,
           String(v("WIDTH") - 55),
           String(v("HEIGHT") - 24),
+          // A person's gesture: the pointer rests on Allow for the security delay, then clicks.
           "sleep",
-          "0.1",
+          "1.3",
           "click",
           "1",
         ]);

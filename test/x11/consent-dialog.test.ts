@@ -47,13 +47,18 @@ async function dialogShown(title = CONSENT_TITLE): Promise<string> {
   return waitFor(`dialog "${title}"`, async () => windowIds(title).at(-1) ?? null, 30_000);
 }
 
+/** The client window's root position and size (xwininfo; xdotool adds the frame offset twice). */
 function geometry(wid: string): { x: number; y: number; w: number; h: number } {
-  const g = xdotool("getwindowgeometry", "--shell", wid);
-  const v = (k: string) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(g)?.[1]);
-  return { x: v("X"), y: v("Y"), w: v("WIDTH"), h: v("HEIGHT") };
+  const g = execFileSync("xwininfo", ["-id", wid], { encoding: "utf8", env: process.env });
+  const v = (k: string) => Number(new RegExp(`${k}:\\s+(-?\\d+)`).exec(g)?.[1]);
+  return { x: v("Absolute upper-left X"), y: v("Absolute upper-left Y"), w: v("Width"), h: v("Height") };
 }
 
-/** What another local program (or an agent's "computer use" server) would send: XTest click on Allow, Tab+space. */
+/**
+ * What another local program (or an agent's "computer use" server) would send: XTest click on
+ * Allow, Tab+space. With the unsafe setting only a click after the pointer rested on Allow for
+ * the delay approves (keys never do).
+ */
 function xtestApprove(wid: string): void {
   try {
     const g = geometry(wid);
@@ -197,7 +202,7 @@ describe.skipIf(!X11_AVAILABLE)("our dialogs take only a person's input (x11, bu
     expect(held).not.toContain(hwndB);
   }, 180_000);
 
-  it("XTest clicks and keys 0 ms, 500 ms and 2 s after the dialog maps never approve by default (the same input approves only with the unsafe setting)", async () => {
+  it("XTest clicks and keys 0 ms, 500 ms and 2 s after the dialog maps never approve by default (the same input approves only with the unsafe setting, by its 2 s click)", async () => {
     const control = await serve(UNSAFE_XTEST);
     const approved = control.call("request_access", { hwnd: hwndA });
     await xtestBurst(await dialogShown());
@@ -212,6 +217,10 @@ describe.skipIf(!X11_AVAILABLE)("our dialogs take only a person's input (x11, bu
     await xtestBurst(await dialogShown());
     const r = await refused;
     expect(r.code, JSON.stringify(r.structured)).toBe("consent_timeout");
+    // The timeout says why (counts and kinds only) and, on this XTest-only display, what tests set.
+    const message = String((r.structured.error as { message?: string }).message);
+    expect(message).toMatch(/ignored input: \d+ from an injected \(XTest\) device/);
+    expect(message).toContain("UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT=1");
     expect(JSON.stringify(await h.ok("get_access_state", {}))).not.toContain(hwndA);
     // The unsafe setting is reported loudly while on.
     const loud = await control.ok("health_check");

@@ -1,3 +1,4 @@
+import { type DialogReport, ignoredSentence, TAMPERED_NOTE } from "../../shared/consentReport.js";
 import { type DenyReason, uiError } from "../../shared/errors.js";
 import { instanceKey as keyOfInstance, type ProcessInstance } from "../../shared/identity.js";
 import { SETTINGS } from "../../shared/settings.js";
@@ -41,6 +42,10 @@ export interface ConsentDecision {
   /** What this call may use: the requested set when approved, empty when denied. */
   capabilities: string[];
   source: "dialog" | "cached";
+  /** A denial the dialog made itself because its window was tampered with (nothing is kept). */
+  reason?: "dialog_tampered";
+  /** Words for that reason, content-free. */
+  note?: string;
 }
 
 export interface KeptDecision {
@@ -67,6 +72,8 @@ interface Flight {
   timeoutTimer: unknown;
   pollTimer: unknown;
   settled: boolean;
+  /** The dialog's latest word about the input it ignored (counts and kinds only). */
+  report: DialogReport | null;
 }
 
 type Entry = { instanceKey: string } & (
@@ -77,6 +84,7 @@ type Entry = { instanceKey: string } & (
 
 type Outcome =
   | { kind: "answer"; answer: ConsentAnswer }
+  | { kind: "tampered" }
   | { kind: "fail"; code: DenyReason; message?: string };
 
 /**
@@ -94,6 +102,10 @@ type Outcome =
  *   A failing liveness probe is not an exit: polling goes on and the timeout still bounds it.
  * - A prompter that fails (cannot show the dialog) fails with platform_unavailable; the key
  *   is forgotten, nothing is kept.
+ * - A timeout's message says what the dialog ignored (injected, synthetic, too early, covered,
+ *   a key on Allow: counts only) and, on a display with only XTest devices, names the test-only
+ *   setting. A dialog that closed itself because its window was tampered with is a denial with
+ *   reason `dialog_tampered` that is not kept: the person decided nothing.
  * - Deny is kept for the session (later calls: denied, cached, no dialog). Approval keeps the
  *   approved ceiling; asking later for anything outside it is capability_expansion_denied
  *   without a dialog. A waiter that joined a pending dialog with a wider set gets the same.
@@ -226,22 +238,36 @@ export class ConsentBroker {
       timeoutTimer: undefined,
       pollTimer: undefined,
       settled: false,
+      report: null,
     };
     this.entries.set(key, { instanceKey: ik, kind: "pending", flight });
     this.dialogsOpened++;
     flight.timeoutTimer = this.setTimer(
-      () => this.settle(flight, { kind: "fail", code: "consent_timeout" }),
+      () =>
+        this.settle(flight, {
+          kind: "fail",
+          code: "consent_timeout",
+          message: `The consent dialog timed out: nobody approved it in time.${ignoredSentence(flight.report)}`,
+        }),
       this.timeoutMs,
     );
     this.schedulePoll(flight, req.instance);
     let shown: Promise<ConsentAnswer>;
     try {
-      shown = this.prompter.prompt(content, flight.controller.signal);
+      shown = this.prompter.prompt(content, flight.controller.signal, (r) => {
+        if (!flight.settled) flight.report = r;
+      });
     } catch {
       shown = Promise.reject(uiError("platform_unavailable"));
     }
     shown.then(
-      (answer) => this.settle(flight, { kind: "answer", answer }),
+      (answer) =>
+        this.settle(
+          flight,
+          answer === "deny" && flight.report?.tampered === true
+            ? { kind: "tampered" }
+            : { kind: "answer", answer },
+        ),
       () =>
         this.settle(flight, {
           kind: "fail",
@@ -312,7 +338,15 @@ export class ConsentBroker {
     flight.waiters.clear();
     for (const w of waiters) {
       if (w.signal && w.onAbort) w.signal.removeEventListener("abort", w.onAbort);
-      if (result?.kind === "approved" || result?.kind === "denied") {
+      if (outcome.kind === "tampered") {
+        w.resolve({
+          decision: "denied",
+          capabilities: [],
+          source: "dialog",
+          reason: "dialog_tampered",
+          note: TAMPERED_NOTE,
+        });
+      } else if (result?.kind === "approved" || result?.kind === "denied") {
         try {
           w.resolve(decide(result, w.requested, "dialog"));
         } catch (e) {

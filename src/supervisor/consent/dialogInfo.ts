@@ -38,6 +38,21 @@ export function describeConsentDialog(
       program: null,
       unsafe_allow_xtest_consent: false,
     };
+  if (platform === "wayland") {
+    const unsafe = unsafeXtestConsent(env);
+    return unsafe
+      ? {
+          mechanism: "zenity question box (any program of the user can answer it on this compositor)",
+          program: "/usr/bin/zenity",
+          unsafe_allow_xtest_consent: true,
+          warning: `UNSAFE: ${UNSAFE_XTEST_SETTING}=1 lets any local program answer consent dialogs (mutter's RemoteDesktop, AT-SPI). For tests only.`,
+        }
+      : {
+          mechanism: "none: on this compositor any program of the user can answer a dialog (docs/wayland.md)",
+          program: null,
+          unsafe_allow_xtest_consent: false,
+        };
+  }
   if (platform === "fake")
     return { mechanism: "simulated (scripted answers)", program: null, unsafe_allow_xtest_consent: false };
   return { mechanism: "none", program: null, unsafe_allow_xtest_consent: false };

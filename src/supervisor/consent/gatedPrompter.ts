@@ -1,5 +1,5 @@
 import type { DialogGate } from "../../shared/dialogGate.js";
-import type { ConsentAnswer, ConsentDialogContent, ConsentPrompter } from "./prompter.js";
+import type { ConsentAnswer, ConsentDialogContent, ConsentPrompter, DialogReport } from "./prompter.js";
 
 /**
  * Holds the dialog gate for as long as a prompter's dialog may be on screen: from the moment it
@@ -17,10 +17,14 @@ export class GatedPrompter implements ConsentPrompter {
     return this.inner.simulated;
   }
 
-  async prompt(content: ConsentDialogContent, signal: AbortSignal): Promise<ConsentAnswer> {
+  async prompt(
+    content: ConsentDialogContent,
+    signal: AbortSignal,
+    onReport?: (r: DialogReport) => void,
+  ): Promise<ConsentAnswer> {
     const release = this.gate.hold();
     try {
-      return await this.inner.prompt(content, signal);
+      return await this.inner.prompt(content, signal, onReport);
     } finally {
       release();
     }

@@ -1,3 +1,4 @@
+import type { DialogReport } from "../../shared/consentReport.js";
 import type { CapabilityLine } from "../../shared/dialogLines.js";
 
 /**
@@ -33,12 +34,20 @@ export interface ConsentDialogContent {
 
 export type ConsentAnswer = "approve" | "deny";
 
+export type { DialogReport } from "../../shared/consentReport.js";
+
 export interface ConsentPrompter {
   /** Whether this prompter is a simulation (the demo labels it so). */
   readonly simulated: boolean;
   /**
    * Shows the dialog and resolves with the person's answer. When `signal` aborts (timeout,
-   * target exit, server shutdown) the dialog must be closed and the promise rejected.
+   * target exit, server shutdown) the dialog must be closed and the promise rejected. A dialog that
+   * can say what input it ignored (and whether it closed itself because its window was tampered
+   * with) calls `onReport` as that changes, before it answers.
    */
-  prompt(content: ConsentDialogContent, signal: AbortSignal): Promise<ConsentAnswer>;
+  prompt(
+    content: ConsentDialogContent,
+    signal: AbortSignal,
+    onReport?: (r: DialogReport) => void,
+  ): Promise<ConsentAnswer>;
 }

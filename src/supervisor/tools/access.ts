@@ -36,6 +36,8 @@ export const accessTools = [
       capabilities: z.array(z.string()),
       expires_at: z.string().nullable(),
       source: z.enum(["dialog", "cached", "lease"]),
+      reason: z.enum(["dialog_tampered"]).optional(),
+      note: z.string().optional(),
     }),
     effect: "idempotent_effect",
     handler: async (ctx, args) => {
@@ -96,6 +98,7 @@ export const accessTools = [
             capabilities: [],
             expires_at: null,
             source: decision.source,
+            ...(decision.reason ? { reason: decision.reason, note: decision.note } : {}),
           },
         };
       }

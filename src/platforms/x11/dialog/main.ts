@@ -1,11 +1,13 @@
 import { z } from "zod";
+import type { DialogReport } from "../../../shared/consentReport.js";
 import { announceDialog } from "./presence.js";
 import { ConsentWindow } from "./window.js";
 
 /**
  * Entry of the trusted dialog's child process (started by showTrustedDialog with node's own
  * absolute path and this file's absolute path: nothing is looked up on PATH). It reads one JSON
- * request line on stdin, shows the window, and writes one JSON answer line on stdout. stdin
+ * request line on stdin, shows the window, writes a `{report}` line whenever what it ignored
+ * changes, and one `{answer, report}` line at the end on stdout. stdin
  * closing (the parent went away) or SIGTERM closes the window: a denial.
  */
 
@@ -44,18 +46,22 @@ async function main(): Promise<void> {
   const unannounce = announceDialog(process.env);
   process.once("exit", unannounce);
   let answer: string;
+  let report: DialogReport;
   try {
+    // What the dialog ignores reaches the parent as it happens, so a timeout can say why.
     const w = new ConsentWindow({
       title: req.title,
       text: req.text,
       timeoutMs: req.timeout_ms,
       allowInjected: req.allow_injected,
+      onReport: (r) => process.stdout.write(`${JSON.stringify({ report: r })}\n`),
     });
     answer = await w.run(stop.signal);
+    report = w.report();
   } finally {
     unannounce();
   }
-  process.stdout.write(`${JSON.stringify({ answer })}\n`);
+  process.stdout.write(`${JSON.stringify({ answer, report })}\n`);
 }
 
 main().then(

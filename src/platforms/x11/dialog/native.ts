@@ -3,7 +3,7 @@ import { xLibrary } from "../../../os/linux/xlib.js";
 
 /**
  * koffi bindings for our own trusted dialog window (src/platforms/x11/dialog/window.ts): Xlib to
- * create, draw and stack-check it, XInput2 (libXi) to learn which device every input event came
+ * create, draw and prove its window tree, X-Resource (libXRes, optional) for window owners, XInput2 (libXi) to learn which device every input event came
  * from, Xft for Unicode text. Loaded only in the dialog's own child process, never in the server.
  * Libraries by soname (no -dev packages); libXi and libXft come with GTK on every desktop.
  */
@@ -60,6 +60,33 @@ export interface DialogNative {
   XQueryExtension(dpy: Ptr, name: string, op: number[], ev: number[], err: number[]): number;
   XQueryTree(dpy: Ptr, w: Xid, root: Xid[], parent: Xid[], children: Array<Ptr | null>, n: number[]): number;
   XGetWindowAttributes(dpy: Ptr, w: Xid, attrs: Buffer): number;
+  XQueryPointer(
+    dpy: Ptr,
+    w: Xid,
+    root: Xid[],
+    child: Xid[],
+    rootX: number[],
+    rootY: number[],
+    winX: number[],
+    winY: number[],
+    mask: number[],
+  ): number;
+  XGetWindowProperty(
+    dpy: Ptr,
+    w: Xid,
+    prop: Xid,
+    offset: number,
+    length: number,
+    del: number,
+    reqType: Xid,
+    actualType: Xid[],
+    actualFormat: number[],
+    nItems: number[],
+    bytesAfter: number[],
+    data: Array<Ptr | null>,
+  ): number;
+  /** X-Resource (libXRes): every client's resource base and mask; null when libXRes is absent. */
+  XResQueryClients: ((dpy: Ptr, n: number[], clients: Array<Ptr | null>) => number) | null;
   XFree(p: Ptr): number;
   XCreateGC(dpy: Ptr, d: Xid, mask: number, values: Ptr | null): Ptr;
   XFreeGC(dpy: Ptr, gc: Ptr): number;
@@ -71,17 +98,6 @@ export interface DialogNative {
   XISelectEvents(dpy: Ptr, w: Xid, masks: Buffer, n: number): number;
   XIQueryDevice(dpy: Ptr, deviceid: number, n: number[]): Ptr | null;
   XIFreeDeviceInfo(info: Ptr): void;
-  XIGrabDevice(
-    dpy: Ptr,
-    deviceid: number,
-    w: Xid,
-    time: number,
-    cursor: number,
-    mode: number,
-    pairedMode: number,
-    ownerEvents: number,
-    mask: Buffer,
-  ): number;
   XftFontOpenName(dpy: Ptr, screen: number, name: string): Ptr | null;
   XftDrawCreate(dpy: Ptr, d: Xid, visual: Ptr, cmap: Xid): Ptr | null;
   XftDrawDestroy(draw: Ptr): void;
@@ -159,6 +175,14 @@ export function dialogNative(): DialogNative {
       "int XQueryTree(void *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *parent, _Out_ void **children, _Out_ unsigned int *n)",
     ),
     XGetWindowAttributes: f(x11, "int XGetWindowAttributes(void *dpy, unsigned long w, void *attrs)"),
+    XQueryPointer: f(
+      x11,
+      "int XQueryPointer(void *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
+    ),
+    XGetWindowProperty: f(
+      x11,
+      "int XGetWindowProperty(void *dpy, unsigned long w, unsigned long prop, long offset, long length, int del, unsigned long reqType, _Out_ unsigned long *actualType, _Out_ int *actualFormat, _Out_ unsigned long *nItems, _Out_ unsigned long *bytesAfter, _Out_ void **data)",
+    ),
     XFree: f(x11, "int XFree(void *p)"),
     XCreateGC: f(x11, "void *XCreateGC(void *dpy, unsigned long d, unsigned long mask, void *values)"),
     XFreeGC: f(x11, "int XFreeGC(void *dpy, void *gc)"),
@@ -179,10 +203,6 @@ export function dialogNative(): DialogNative {
     XISelectEvents: f(xi, "int XISelectEvents(void *dpy, unsigned long w, void *masks, int n)"),
     XIQueryDevice: f(xi, "void *XIQueryDevice(void *dpy, int deviceid, _Out_ int *n)"),
     XIFreeDeviceInfo: f(xi, "void XIFreeDeviceInfo(void *info)"),
-    XIGrabDevice: f(
-      xi,
-      "int XIGrabDevice(void *dpy, int deviceid, unsigned long w, unsigned long time, unsigned long cursor, int mode, int pairedMode, int ownerEvents, void *mask)",
-    ),
     XftFontOpenName: f(xft, "void *XftFontOpenName(void *dpy, int screen, const char *name)"),
     XftDrawCreate: f(
       xft,
@@ -198,8 +218,24 @@ export function dialogNative(): DialogNative {
       "void XftDrawStringUtf8(void *draw, void *color, void *font, int x, int y, const uint8_t *s, int len)",
     ),
   };
+  let XResQueryClients: DialogNative["XResQueryClients"] = null;
+  try {
+    const xres: LibraryHandle = xLibrary("libXRes.so.1");
+    XResQueryClients = f(
+      xres,
+      "int XResQueryClients(void *dpy, _Out_ int *n, _Out_ void **clients)",
+    ) as DialogNative["XResQueryClients"];
+  } catch {
+    // Without X-Resource the owners of the window manager's frame cannot be proven (docs/x11.md).
+  }
   const noop = x11.symbol("XConnectionNumber") as unknown;
   if (typeof noop !== "bigint") throw new Error("XConnectionNumber missing");
-  cached = { ...(n as unknown as DialogNative), noopErrorHandler: noop, XIDeviceInfo, XftFontMetrics };
+  cached = {
+    ...(n as unknown as DialogNative),
+    XResQueryClients,
+    noopErrorHandler: noop,
+    XIDeviceInfo,
+    XftFontMetrics,
+  };
   return cached;
 }

@@ -1,59 +1,211 @@
+import { type DialogReport, emptyReport, type IgnoredKind } from "../../../shared/consentReport.js";
+
 /**
- * Which input events our dialog believes came from a person, as a pure
- * rule so it is tested on its own:
+ * Which input our dialog believes came from a person, as pure rules tested on their own. All
+ * times are X server timestamps (ms, 32 bits, wrapping): an event is judged by when the server
+ * made it, never by when the dialog read it, so a click made while Allow was disabled stays too
+ * early however late a stalled dialog reads it.
  *
- * - a security delay: nothing counts until SECURITY_DELAY_MS after the dialog was mapped, and
- *   again after it was uncovered, regained the focus, moved, or was found covered;
- * - nothing counts while any other window overlaps it (judged from the X server's stacking
- *   order by the caller, never from EWMH properties);
- * - synthetic events (XSendEvent: send_event set) never count;
- * - events whose XInput2 source device is an XTEST device (any program's XTest, ours included)
- *   do not count, unless the explicit unsafe test setting lets them through.
+ * - The security delay (SECURITY_DELAY_MS) restarts whenever the dialog is mapped, uncovered,
+ *   moved or found covered, and for keys also when it is focused (those carry no timestamp: the
+ *   caller asks the server for the time and hands it to `stamped`; until then nothing counts),
+ *   and whenever the pointer enters
+ *   the dialog or lands on a button or off it, by any means, warps included: the pointer's own
+ *   history (enter, motion, and the position of every press) decides, so a press where the
+ *   history did not have the pointer is a landing too.
+ * - Synthetic events (XSendEvent) never count; events whose XInput2 source is an XTEST device
+ *   (or no physical slave) count only under the explicit unsafe test setting.
+ * - Nothing counts while another window overlaps the dialog (judged by the caller from the X
+ *   server's window tree).
+ * - Allow is a pointer gesture only: press and release on Allow, both after the delay. Keys move
+ *   the focus between the buttons and can deny (Escape, or Return/space on Deny), never approve.
  */
 
 export const SECURITY_DELAY_MS = 1000;
 
+/** X server time a is at or after b (32-bit timestamps wrap after 49.7 days). */
+export function serverAtOrAfter(a: number, b: number): boolean {
+  return ((a - b) | 0) >= 0;
+}
+
 export interface InputFacts {
-  /** ms, monotonic. */
-  now: number;
+  /** The event's X server timestamp (ms). */
+  time: number;
   /** send_event of the event (XSendEvent). */
   synthetic: boolean;
   /** The XI2 source device is an XTEST device, or not a physical (slave) device at all. */
   injected: boolean;
-  /** Another viewable window above ours intersects it. */
-  overlapped: boolean;
+  /** Another window overlaps the dialog (X server's tree, checked by the caller). */
+  covered: boolean;
 }
 
-export type Verdict = "accept" | "too_soon" | "synthetic" | "injected" | "overlapped";
+export type Verdict = "accept" | "too_early" | "synthetic" | "injected" | "covered";
+
+/** What a restart covers: everything, or keys only (the dialog took the focus). */
+export type Restart = "all" | "keys";
 
 export class PersonInputFilter {
-  private armedAt = Number.POSITIVE_INFINITY;
+  /** Server time from which input counts; null until the first stamp after the map. */
+  private armedAt: number | null = null;
+  /** Server time from which keys count (a later focus change moves it). */
+  private keysAt: number | null = null;
+  private readonly pendingStamps: Restart[] = [];
 
   constructor(
     private readonly allowInjected: boolean,
     private readonly delayMs = SECURITY_DELAY_MS,
   ) {}
 
-  /** Starts (or restarts) the security delay: mapped, uncovered, focused, moved, covered. */
-  rearm(now: number): void {
-    this.armedAt = now + this.delayMs;
+  /**
+   * Mapped, uncovered or moved ("all"), or focused ("keys"): the delay restarts at the server time
+   * `stamped` brings. A focus change restarts it for keys only: a window manager focuses on the
+   * press of a click (before the press reaches us), so for the pointer it would make every first
+   * click on the dialog too early, and what the person sees does not change with the focus.
+   */
+  restartPending(what: Restart = "all"): void {
+    this.pendingStamps.push(what);
   }
 
-  /** Whether the buttons take input now (they are drawn disabled until then). */
-  armed(now: number): boolean {
-    return now >= this.armedAt;
+  /** A server timestamp taken after the event that asked for it (a property change of ours). */
+  stamped(time: number): void {
+    const what = this.pendingStamps.shift();
+    if (what === "all") this.restartAt(time);
+    else if (what === "keys") this.keysAt = later(this.keysAt, (time + this.delayMs) >>> 0);
   }
 
-  judge(f: InputFacts): Verdict {
+  /** The delay restarts at this server time (the pointer landed, the dialog was found covered). */
+  restartAt(time: number): void {
+    this.armedAt = later(this.armedAt, (time + this.delayMs) >>> 0);
+  }
+
+  /** Whether input made at server time `time` may count (the buttons are drawn enabled). */
+  armedBy(time: number, key = false): boolean {
+    if (this.pendingStamps.includes("all") || this.armedAt === null || !serverAtOrAfter(time, this.armedAt))
+      return false;
+    if (!key) return true;
+    return (
+      !this.pendingStamps.includes("keys") && (this.keysAt === null || serverAtOrAfter(time, this.keysAt))
+    );
+  }
+
+  judge(f: InputFacts, key = false): Verdict {
     if (f.synthetic) return "synthetic";
     if (f.injected && !this.allowInjected) return "injected";
-    if (f.overlapped) {
-      // Covered: whatever is on top may have steered this click; the delay starts again.
-      this.rearm(f.now);
-      return "overlapped";
+    if (f.covered) {
+      // Whatever is on top may have steered this input; the delay starts again.
+      this.restartAt(f.time);
+      return "covered";
     }
-    if (!this.armed(f.now)) return "too_soon";
-    return "accept";
+    return this.armedBy(f.time, key) ? "accept" : "too_early";
+  }
+}
+
+function later(a: number | null, b: number): number {
+  return a === null || serverAtOrAfter(b, a) ? b : a;
+}
+
+/** Where the pointer is, as the dialog's own history has it. */
+export type Spot = "allow" | "deny" | "window" | "outside";
+export type Button = "allow" | "deny";
+export type KeyRole = "toggle" | "activate" | "escape" | "other";
+
+/**
+ * The whole gesture: the filter, the pointer's history, the pressed and the focused button, and
+ * counts of what was ignored (kinds only). Returns the answer once one is given.
+ */
+export class ConsentGesture {
+  readonly filter: PersonInputFilter;
+  private at: Spot = "outside";
+  private pressed: Button | null = null;
+  private focusedButton: Button = "deny";
+  private readonly report: DialogReport = emptyReport();
+  /** Set when the last key tried to approve (the window shows why nothing happened). */
+  keyboardRefused = false;
+
+  constructor(allowInjected: boolean, delayMs = SECURITY_DELAY_MS) {
+    this.filter = new PersonInputFilter(allowInjected, delayMs);
+  }
+
+  get focused(): Button {
+    return this.focusedButton;
+  }
+
+  get pointerSpot(): Spot {
+    return this.at;
+  }
+
+  counts(): DialogReport {
+    return { ...this.report, ignored: { ...this.report.ignored } };
+  }
+
+  private ignore(kind: IgnoredKind): void {
+    this.report.ignored[kind]++;
+  }
+
+  /** Where a pointer query (at arm time) found the pointer; a change is a landing. */
+  queried(spot: Spot, time: number | null): void {
+    if (spot === this.at) return;
+    this.at = spot;
+    if (time !== null && spot !== "outside") this.filter.restartAt(time);
+  }
+
+  /** Enter, leave or motion in the dialog: entering or landing on/off a button restarts the delay. */
+  pointer(kind: "enter" | "leave" | "motion", spot: Spot, time: number): void {
+    if (kind === "leave") {
+      this.at = "outside";
+      this.pressed = null;
+      return;
+    }
+    if (kind === "enter" || spot !== this.at) {
+      this.at = spot;
+      this.pressed = null;
+      this.filter.restartAt(time);
+    }
+  }
+
+  /** A button 1 press or release at `spot`. */
+  button(kind: "press" | "release", spot: Spot, f: InputFacts): "approve" | "deny" | null {
+    if (spot !== this.at) {
+      // The history did not have the pointer here: it arrived unseen (a warp while we were not
+      // told, a grab in between). That is a landing like any other.
+      this.at = spot;
+      this.filter.restartAt(f.time);
+    }
+    const v = this.filter.judge(f);
+    if (v !== "accept") {
+      if (kind === "press" || this.pressed !== null) this.ignore(v);
+      this.pressed = null;
+      return null;
+    }
+    const b: Button | null = spot === "allow" || spot === "deny" ? spot : null;
+    if (kind === "press") {
+      this.pressed = b;
+      return null;
+    }
+    const was = this.pressed;
+    this.pressed = null;
+    if (b === null || b !== was) return null;
+    return b === "allow" ? "approve" : "deny";
+  }
+
+  /** A key press. Keys move the focus and deny; they never approve. */
+  key(role: KeyRole, f: InputFacts): "deny" | null {
+    if (role === "other") return null;
+    const v = this.filter.judge(f, true);
+    if (v !== "accept") {
+      this.ignore(v);
+      return null;
+    }
+    this.keyboardRefused = false;
+    if (role === "toggle") {
+      this.focusedButton = this.focusedButton === "deny" ? "allow" : "deny";
+      return null;
+    }
+    if (role === "escape") return "deny";
+    if (this.focusedButton === "deny") return "deny";
+    this.ignore("keyboard");
+    this.keyboardRefused = true;
+    return null;
   }
 }
 

@@ -1,0 +1,204 @@
+import dbus from "dbus-next";
+import { resolveProcessInstance } from "../../os/linux/proc.js";
+import { uiError } from "../../shared/errors.js";
+import type { Rect } from "../../shared/geometry.js";
+import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
+import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
+import type { AtspiBus } from "../x11/atspiBus.js";
+import { type FrameRef, type Listing, listFrames, sessionBusOwnerPid, waylandSession } from "./windows.js";
+
+/**
+ * Discovery on a GNOME Wayland session. Windows and their process instances come from AT-SPI
+ * and the kernel (windows.ts); the screen's size from mutter's DisplayConfig. What this compositor
+ * does not tell a client outside gnome-shell's allow-list (where a window is, what is above it,
+ * which window has the input focus) is never guessed: every effect that needs one of those
+ * facts is refused in confirmLive, before anything happens (docs/wayland.md).
+ */
+
+/** Why pointer, key and pixel effects are refused here (no title or value in it). */
+export const UNPROVABLE =
+  "This Wayland compositor does not tell this program where a window is, what covers it or which window has the focus, so the effect cannot be verified and is refused.";
+
+export class WaylandDesktop implements DesktopPort {
+  readonly platform = "wayland" as const;
+  /** confirmLive refuses every point and region, those past the screen included. */
+  readonly liveCheckCoversScreen = true;
+  private readonly session = waylandSession();
+  private shellPid: Promise<number | null> | null = null;
+  private last: Listing | null = null;
+  private disposed = false;
+
+  constructor(private readonly bus: () => Promise<AtspiBus>) {}
+
+  private compositorPid(): Promise<number | null> {
+    if (!this.shellPid) {
+      this.shellPid = sessionBusOwnerPid("org.gnome.Shell");
+      // An answer of "no owner" is asked again next time (the shell may still be starting).
+      void this.shellPid.then((p) => {
+        if (p === null) this.shellPid = null;
+      });
+    }
+    return this.shellPid;
+  }
+
+  async listing(): Promise<Listing> {
+    if (this.disposed) throw uiError("platform_unavailable");
+    const listing = await listFrames(await this.bus(), this.session, await this.compositorPid());
+    this.last = listing;
+    return listing;
+  }
+
+  /** Where the window `hwnd` of the latest listing lives on the a11y bus. */
+  async frameOf(hwnd: string): Promise<FrameRef | null> {
+    const listing = (this.last?.frames.has(hwnd) ? this.last : null) ?? (await this.listing());
+    return listing.frames.get(hwnd) ?? null;
+  }
+
+  async listWindows(): Promise<WindowInfo[]> {
+    return (await this.listing()).windows;
+  }
+
+  async getWindow(hwnd: string): Promise<WindowInfo | null> {
+    return (await this.listWindows()).find((w) => w.hwnd === hwnd) ?? null;
+  }
+
+  async isInstanceAlive(instance: ProcessInstance): Promise<boolean> {
+    const now = resolveProcessInstance(instance.pid, instance.session);
+    return now !== null && sameInstance(now, instance);
+  }
+
+  /**
+   * The bounding box of mutter's logical monitors (DisplayConfig.GetCurrentState): each one's
+   * origin, and the size of its monitors' current mode (divided by the scale in the logical
+   * layout mode, sides swapped for a quarter turn).
+   */
+  async virtualScreen(): Promise<Rect> {
+    if (!process.env.DBUS_SESSION_BUS_ADDRESS) throw uiError("platform_unavailable");
+    const session = dbus.sessionBus();
+    session.on("error", () => {});
+    try {
+      const reply = await session.call(
+        new dbus.Message({
+          destination: "org.gnome.Mutter.DisplayConfig",
+          path: "/org/gnome/Mutter/DisplayConfig",
+          interface: "org.gnome.Mutter.DisplayConfig",
+          member: "GetCurrentState",
+        }),
+      );
+      const box = screenBox(reply?.body ?? []);
+      if (!box) throw uiError("platform_unavailable", "The compositor reports no active monitor.");
+      return box;
+    } catch (e) {
+      if (e instanceof dbus.DBusError)
+        throw uiError("platform_unavailable", "The compositor's display configuration is unavailable.");
+      throw e;
+    } finally {
+      session.disconnect();
+    }
+  }
+
+  async health(): Promise<Record<string, string | number | boolean | null>> {
+    const shell = await this.compositorPid();
+    return {
+      wayland_display: process.env.WAYLAND_DISPLAY ?? null,
+      compositor_pid_known: shell !== null,
+      window_positions: false,
+      focus_known: false,
+      pointer_keys_pixels: "refused",
+    };
+  }
+
+  async restoreWindow(): Promise<void> {
+    throw uiError(
+      "pattern_not_supported",
+      "This Wayland compositor offers clients no way to restore a window.",
+    );
+  }
+
+  async activateWindow(): Promise<void> {
+    throw uiError(
+      "pattern_not_supported",
+      "This Wayland compositor offers clients no way to activate a window.",
+    );
+  }
+
+  async closeWindow(): Promise<void> {
+    throw uiError(
+      "pattern_not_supported",
+      "This Wayland compositor offers clients no way to close a window.",
+    );
+  }
+
+  /**
+   * Identity alone (the listing just made, from the bus daemon's credentials and /proc) is all a
+   * semantic action needs; points, regions, focus and grabs are facts this compositor does not
+   * give us, so an effect that needs any of them is refused.
+   */
+  async confirmLive(_target: WindowInfo, check: LiveCheck): Promise<void> {
+    if (
+      check.points.length > 0 ||
+      check.region !== null ||
+      check.focus ||
+      check.grabs.keyboard ||
+      check.grabs.pointer
+    ) {
+      throw uiError("platform_unavailable", UNPROVABLE);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    this.last = null;
+  }
+}
+
+/** The monitors' current mode sizes by connector, from GetCurrentState's monitors. */
+function currentModes(monitors: unknown): Map<string, [number, number]> {
+  const out = new Map<string, [number, number]>();
+  if (!Array.isArray(monitors)) return out;
+  for (const m of monitors) {
+    if (!Array.isArray(m) || !Array.isArray(m[0]) || !Array.isArray(m[1])) continue;
+    const connector = m[0][0];
+    for (const mode of m[1]) {
+      if (!Array.isArray(mode)) continue;
+      const props = mode[6] as Record<string, { value?: unknown }> | undefined;
+      if (
+        props?.["is-current"]?.value === true &&
+        typeof mode[1] === "number" &&
+        typeof mode[2] === "number"
+      ) {
+        if (typeof connector === "string") out.set(connector, [mode[1], mode[2]]);
+      }
+    }
+  }
+  return out;
+}
+
+/** GetCurrentState's (serial, monitors, logical_monitors, properties) → the screen's box. */
+export function screenBox(body: unknown[]): Rect | null {
+  const modes = currentModes(body[1]);
+  const props = body[3] as Record<string, { value?: unknown }> | undefined;
+  // layout-mode 1 = logical (sizes divided by the scale), 2 = physical.
+  const logical = props?.["layout-mode"]?.value === 1;
+  let box: Rect | null = null;
+  const logicals = body[2];
+  if (!Array.isArray(logicals)) return null;
+  for (const l of logicals) {
+    if (!Array.isArray(l)) continue;
+    const [x, y, scale, transform, , specs] = l as unknown[];
+    if (typeof x !== "number" || typeof y !== "number" || !Array.isArray(specs)) continue;
+    const spec = specs[0];
+    const size = Array.isArray(spec) && typeof spec[0] === "string" ? modes.get(spec[0]) : undefined;
+    if (!size) continue;
+    let [w, h] = size;
+    if (logical && typeof scale === "number" && scale > 0) {
+      w = Math.round(w / scale);
+      h = Math.round(h / scale);
+    }
+    if (typeof transform === "number" && transform % 2 === 1) [w, h] = [h, w];
+    box = box
+      ? [Math.min(box[0], x), Math.min(box[1], y), Math.max(box[2], x + w), Math.max(box[3], y + h)]
+      : [x, y, x + w, y + h];
+  }
+  return box;
+}

@@ -1,0 +1,188 @@
+import { type ChildProcess, spawnSync } from "node:child_process";
+import { existsSync, realpathSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import {
+  A11yReader,
+  startApp,
+  startSession,
+  stopApps,
+  WAYLAND_AVAILABLE,
+  WAYLAND_REQUIRED,
+  type WaylandSession,
+  waitFor,
+} from "./support.js";
+
+/**
+ * The built server over stdio on headless GNOME (Wayland, no X server): the platform is chosen
+ * from WAYLAND_DISPLAY alone; windows are listed; consent has no dialog unless the unsafe test
+ * setting is on (then zenity's box, answered here through AT-SPI as any program could); trees
+ * and semantic actions work; screenshots, clicks and keys are refused. Effects are read back
+ * through the test's own AT-SPI connection.
+ */
+
+const ST_CHECKED = 4;
+const runs = WAYLAND_AVAILABLE && (WAYLAND_REQUIRED || existsSync(CLI));
+
+interface Listed {
+  hwnd: string;
+  title: string;
+  pid: number;
+}
+interface Element {
+  ref: string;
+  role: string;
+  name: string | null;
+  patterns: string[];
+  states?: string[];
+}
+
+describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
+  let session: WaylandSession;
+  let reader: A11yReader;
+  const apps: ChildProcess[] = [];
+  let factory: ChildProcess;
+  let exe: string;
+  const servers: McpHarness[] = [];
+
+  const start = async (extra: Record<string, string> = {}) => {
+    const h = await McpHarness.start({
+      ...LOOSE_BUDGETS,
+      DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
+      DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: exe,
+      DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,interact,click,key,text",
+      DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS: "true",
+      ...extra,
+    });
+    servers.push(h);
+    return h;
+  };
+
+  async function factoryWindow(h: McpHarness): Promise<Listed> {
+    return waitFor("the factory in list_windows", async () => {
+      const r = await h.ok("list_windows");
+      return ((r.windows as Listed[]) ?? []).find((w) => w.pid === factory.pid) ?? null;
+    });
+  }
+
+  beforeAll(async () => {
+    session = startSession();
+    factory = startApp("gtk3-widget-factory", [], apps);
+    exe = realpathSync("/usr/bin/gtk3-widget-factory");
+    reader = await A11yReader.open();
+  });
+
+  afterAll(async () => {
+    for (const h of servers) await h.close().catch(() => {});
+    reader?.close();
+    stopApps(apps);
+    session?.stop();
+  });
+
+  it("chooses the wayland backend from WAYLAND_DISPLAY and lists the GTK window; no dialog, no grant", async () => {
+    expect(process.env.DISPLAY).toBeUndefined();
+    const h = await start();
+    const health = await h.ok("health_check");
+    expect(JSON.stringify(health)).toContain("wayland");
+    const w = await factoryWindow(h);
+    const r = await h.call("request_access", { hwnd: w.hwnd });
+    expect(r.isError).toBe(true);
+    expect(r.code).toBe("platform_unavailable");
+    expect((await h.call("inspect_tree", { hwnd: w.hwnd })).code).toBe("consent_required");
+  });
+
+  it("attack: another program's window that claims the target's title is not the target", async () => {
+    const h = await start();
+    const real = await factoryWindow(h);
+    // zenity names its window after the title it is given: the same title as the factory's.
+    const spoof = startApp("zenity", ["--info", "--title=gtk3-widget-factory", "--text=spoof"], apps);
+    await waitFor("the spoof on the a11y bus", async () =>
+      (await reader.apps()).some((a) => a.pid === spoof.pid) ? true : null,
+    );
+    const r = await h.ok("list_windows");
+    const listed = (r.windows as Listed[]).filter((w) => w.title === "gtk3-widget-factory");
+    // Only the window of the allowed executable, tied to its process by the bus daemon.
+    expect(listed.map((w) => w.hwnd)).toEqual([real.hwnd]);
+    spoof.kill("SIGKILL");
+  });
+
+  it("doctor says what works here and that there is no consent dialog (unusable)", () => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (v !== undefined && !k.startsWith("UIINSPECT_")) env[k] = v;
+    const r = spawnSync(process.execPath, [CLI, "doctor"], {
+      env: {
+        ...env,
+        DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
+        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: exe,
+        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "inspect",
+      },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/ok\s+platform\s+wayland, display wayland-0/);
+    expect(r.stdout).toMatch(/fail\s+consent_dialog\s+none on this compositor/);
+  });
+
+  it("under the unsafe test setting: consent through zenity's box, then trees and a toggle; pixels, clicks and keys refused", async () => {
+    const h = await start({ UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1" });
+    const w = await factoryWindow(h);
+    const pending = h.call("request_access", { hwnd: w.hwnd });
+    await waitFor("the consent box's Allow button", () => reader.pressButton("zenity", "Allow"), 30_000);
+    expect((await pending).structured.decision).toBe("approved");
+
+    const tree = await h.ok("inspect_tree", { hwnd: w.hwnd, max_depth: 12, max_nodes: 2000 });
+    expect(JSON.stringify(tree)).toContain("check_box");
+    const found = (
+      await h.ok("find_elements", { hwnd: w.hwnd, role: "check_box", name_contains: "checkbutton" })
+    ).elements as Element[];
+    // The factory's second column of check buttons is insensitive.
+    const enabled = found.filter((e) => !(e.states ?? []).includes("disabled"));
+    expect(enabled.length).toBeGreaterThan(0);
+    expect(enabled.length).toBeLessThan(found.length);
+    const c = enabled[0] as Element;
+
+    // The same check button on the test's own connection.
+    const app = (await reader.apps()).find((a) => a.pid === factory.pid);
+    expect(app).toBeDefined();
+    const checks: Array<{ bus: string; path: string }> = [];
+    for (const n of await reader.nodes(app?.bus ?? "", app?.path ?? "", 5000)) {
+      if (n.role !== "check box") continue;
+      const [v] = (await reader.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value === "checkbutton") checks.push(n);
+    }
+    const checked = async () =>
+      Promise.all(
+        checks.map(async (n) => {
+          const [st] = (await reader.call(n.bus, n.path, "org.a11y.atspi.Accessible", "GetState")) as [
+            number[],
+          ];
+          return (((st[0] ?? 0) >>> ST_CHECKED) & 1) === 1;
+        }),
+      );
+    const before = await checked();
+    const r = await h.call("toggle_element", { ref: c.ref });
+    expect(r.isError).toBe(false);
+    const after = await waitFor("one check button flipped", async () => {
+      const now = await checked();
+      return now.some((v, i) => v !== before[i]) ? now : null;
+    });
+    expect(after.filter((v, i) => v !== before[i]).length).toBe(1);
+
+    const shot = await h.call("screenshot_window", { hwnd: w.hwnd });
+    expect(shot.code).toBe("platform_unavailable");
+    expect(shot.content.some((x) => x.type === "image")).toBe(false);
+    const click = await h.call("click_element", { ref: c.ref });
+    expect(click.isError).toBe(true);
+    // Refused before any point is checked: no window is ever the proven foreground here.
+    expect(["not_foreground", "platform_unavailable"]).toContain(click.code);
+    expect(await checked()).toEqual(after);
+    const key = await h.call("send_key", { hwnd: w.hwnd, key: "space" });
+    expect(key.isError).toBe(true);
+    expect(["not_foreground", "platform_unavailable"]).toContain(key.code);
+  });
+});

@@ -1,0 +1,298 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import dbus from "dbus-next";
+
+/**
+ * Shared helpers for the Wayland tests: a private headless GNOME Shell per test file
+ * (.ci/wayland-session.sh), GTK apps started on it, the same-user attacker
+ * (fixtures/mutter-attacker.mjs) and independent AT-SPI reads over dbus-next.
+ *
+ * Required when UIINSPECT_REQUIRE_WAYLAND=1 (a missing gnome-shell then fails); otherwise the
+ * suites are skipped with a message when the tools are missing.
+ */
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const REPO = resolve(here, "../..");
+const SESSION_SCRIPT = join(REPO, ".ci/wayland-session.sh");
+export const ATTACKER = join(here, "fixtures/mutter-attacker.mjs");
+
+export const WAYLAND_REQUIRED = process.env.UIINSPECT_REQUIRE_WAYLAND === "1";
+
+function have(cmd: string): boolean {
+  try {
+    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const NEEDED = [
+  "gnome-shell",
+  "pipewire",
+  "wireplumber",
+  "dbus-daemon",
+  "unshare",
+  "gst-launch-1.0",
+  "gtk3-widget-factory",
+  "gtk4-widget-factory",
+  "zenity",
+];
+export const MISSING_TOOLS = process.platform === "linux" ? NEEDED.filter((c) => !have(c)) : NEEDED;
+export const WAYLAND_AVAILABLE = WAYLAND_REQUIRED || MISSING_TOOLS.length === 0;
+if (!WAYLAND_AVAILABLE) {
+  process.stderr.write(
+    `wayland tests skipped: missing ${MISSING_TOOLS.join(", ")} (run .ci/install-wayland-deps.sh; set UIINSPECT_REQUIRE_WAYLAND=1 to require them)\n`,
+  );
+}
+
+export interface WaylandSession {
+  env: Record<string, string>;
+  stop(): void;
+}
+
+/** Starts a private GNOME session and points this process (Wayland display, buses) at it. */
+export function startSession(): WaylandSession {
+  if (MISSING_TOOLS.length > 0) throw new Error(`Wayland test tools missing: ${MISSING_TOOLS.join(", ")}`);
+  const out = execFileSync("bash", [SESSION_SCRIPT, "start"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const env: Record<string, string> = {};
+  for (const line of out.split("\n")) {
+    const eq = line.indexOf("=");
+    if (eq > 0) env[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  const state = env.UIINSPECT_WAYLAND_STATE;
+  if (!state) throw new Error("wayland-session.sh printed no state directory");
+  delete process.env.DISPLAY;
+  Object.assign(process.env, env);
+  return {
+    env,
+    stop: () => {
+      execFileSync("bash", [SESSION_SCRIPT, "stop", state], { stdio: "inherit" });
+    },
+  };
+}
+
+/** Starts an app on the session; it is killed by PID at the end. */
+export function startApp(cmd: string, args: string[], started: ChildProcess[]): ChildProcess {
+  const child = spawn(cmd, args, { env: { ...process.env }, stdio: "ignore", detached: true });
+  started.push(child);
+  return child;
+}
+
+export function stopApps(started: ChildProcess[]): void {
+  for (const c of started) {
+    if (c.exitCode === null && c.signalCode === null && c.pid) {
+      try {
+        process.kill(c.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
+  started.length = 0;
+}
+
+export interface Step {
+  step: string;
+  ok: boolean;
+  error?: string;
+  [k: string]: unknown;
+}
+
+/** Runs the same-user attacker once, returning the steps it printed. */
+export function runAttacker(args: string[], stdinMs = 0): Promise<Step[]> {
+  return new Promise((resolveSteps, reject) => {
+    const child = spawn(process.execPath, [ATTACKER, ...args], {
+      env: { ...process.env },
+      stdio: [stdinMs > 0 ? "pipe" : "ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout?.setEncoding("utf8");
+    child.stdout?.on("data", (d: string) => {
+      out += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("error", reject);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolveSteps(
+        out
+          .split("\n")
+          .filter((l) => l.startsWith("{"))
+          .map((l) => JSON.parse(l) as Step),
+      );
+    });
+  });
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | null>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => null);
+    if (v !== null && v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Independent AT-SPI reads on the session's a11y bus (not the backend's code). */
+export class A11yReader {
+  private constructor(private readonly bus: dbus.MessageBus) {}
+
+  static async open(): Promise<A11yReader> {
+    const session = dbus.sessionBus();
+    session.on("error", () => {});
+    try {
+      const reply = await session.call(
+        new dbus.Message({
+          destination: "org.a11y.Bus",
+          path: "/org/a11y/bus",
+          interface: "org.a11y.Bus",
+          member: "GetAddress",
+        }),
+      );
+      const address = reply?.body[0];
+      if (typeof address !== "string") throw new Error("no a11y bus address");
+      const bus = dbus.sessionBus({ busAddress: address });
+      bus.on("error", () => {});
+      return new A11yReader(bus);
+    } finally {
+      session.disconnect();
+    }
+  }
+
+  async call(
+    dest: string,
+    path: string,
+    iface: string,
+    member: string,
+    signature = "",
+    body: unknown[] = [],
+  ) {
+    const reply = await this.bus.call(
+      new dbus.Message({ destination: dest, path, interface: iface, member, signature, body }),
+    );
+    return reply?.body ?? [];
+  }
+
+  /** Applications the registry lists, with the PID the a11y bus daemon knows for each. */
+  async apps(): Promise<Array<{ bus: string; path: string; name: string; pid: number }>> {
+    const [kids] = (await this.call(
+      "org.a11y.atspi.Registry",
+      "/org/a11y/atspi/accessible/root",
+      "org.a11y.atspi.Accessible",
+      "GetChildren",
+    )) as [Array<[string, string]>];
+    const out: Array<{ bus: string; path: string; name: string; pid: number }> = [];
+    for (const [bus, path] of kids) {
+      try {
+        const [pid] = (await this.call(
+          "org.freedesktop.DBus",
+          "/org/freedesktop/DBus",
+          "org.freedesktop.DBus",
+          "GetConnectionUnixProcessID",
+          "s",
+          [bus],
+        )) as [number];
+        const [name] = (await this.call(bus, path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+          "org.a11y.atspi.Accessible",
+          "Name",
+        ])) as [{ value: string }];
+        out.push({ bus, path, name: name.value, pid });
+      } catch {
+        // an application that left meanwhile
+      }
+    }
+    return out;
+  }
+
+  /** Depth-first nodes of one application: [bus, path, role name]. */
+  async nodes(
+    bus: string,
+    path: string,
+    max = 2000,
+  ): Promise<Array<{ bus: string; path: string; role: string }>> {
+    const out: Array<{ bus: string; path: string; role: string }> = [];
+    const stack: Array<[string, string]> = [[bus, path]];
+    while (stack.length > 0 && out.length < max) {
+      const [b, p] = stack.pop() as [string, string];
+      try {
+        const [role] = (await this.call(b, p, "org.a11y.atspi.Accessible", "GetRoleName")) as [string];
+        out.push({ bus: b, path: p, role });
+        const [kids] = (await this.call(b, p, "org.a11y.atspi.Accessible", "GetChildren")) as [
+          Array<[string, string]>,
+        ];
+        for (const k of kids.reverse()) stack.push(k);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return out;
+  }
+
+  /** Whether the application named `appName` has a node of `role` whose name is `name`. */
+  async hasNode(appName: string, role: string, name: string): Promise<boolean> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return false;
+    for (const n of await this.nodes(app.bus, app.path)) {
+      if (n.role !== role) continue;
+      const [v] = (await this.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value === name) return true;
+    }
+    return false;
+  }
+
+  /** Presses the push button called `name` of the application named `appName` (Action 0). */
+  async pressButton(appName: string, name: string): Promise<boolean> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return false;
+    for (const n of await this.nodes(app.bus, app.path)) {
+      if (n.role !== "push button") continue;
+      const [v] = (await this.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value !== name) continue;
+      await this.call(n.bus, n.path, "org.a11y.atspi.Action", "DoAction", "i", [0]);
+      return true;
+    }
+    return false;
+  }
+
+  async text(bus: string, path: string): Promise<string> {
+    const [t] = (await this.call(bus, path, "org.a11y.atspi.Text", "GetText", "ii", [0, -1])) as [string];
+    return t;
+  }
+
+  close(): void {
+    this.bus.disconnect();
+  }
+}
+
+/** One RGB frame (width × height × 3 bytes) of a PipeWire node, read by GStreamer. */
+export function readFrame(node: number, width: number, height: number): Buffer {
+  return execFileSync(
+    "gst-launch-1.0",
+    [
+      "-q",
+      "pipewiresrc",
+      `path=${node}`,
+      "num-buffers=1",
+      "!",
+      "videoconvert",
+      "!",
+      `video/x-raw,format=RGB,width=${width},height=${height}`,
+      "!",
+      "fdsink",
+      "fd=1",
+    ],
+    { maxBuffer: width * height * 3 + 4096, timeout: 15_000 },
+  );
+}

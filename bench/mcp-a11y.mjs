@@ -110,7 +110,7 @@ try {
     ]) {
       const once = async () => {
         const t0 = performance.now();
-        const r = await s1.call("inspect_tree", { hwnd, max_depth: 32, max_nodes: 5000 });
+        const r = await s1.call("inspect_tree", { detail: "full", hwnd, max_depth: 32, max_nodes: 5000 });
         const ms = performance.now() - t0;
         const bytes = JSON.stringify(r).length;
         return { ms, nodes: r.structuredContent.node_count, truncated: r.structuredContent.truncated, bytes };
@@ -145,7 +145,11 @@ try {
       await Promise.all(
         Array.from({ length: CONCURRENT }, async (_, k) => {
           const t = performance.now();
-          const r = await s2.call("inspect_tree", { hwnd: windows[k % windows.length].hwnd, max_nodes: 500 });
+          const r = await s2.call("inspect_tree", {
+            detail: "full",
+            hwnd: windows[k % windows.length].hwnd,
+            max_nodes: 500,
+          });
           latencies.push(performance.now() - t);
           if (r.structuredContent.node_count !== 200) throw new Error("unexpected node count");
         }),

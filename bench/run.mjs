@@ -23,6 +23,10 @@ const SCRIPTS = [
     "remote-attack",
     "remote mode: 31 honest identities alone, then with one attacker (slow bodies + long waits)",
   ],
+  [
+    "burst-soak",
+    "simulated desktop: 8 lanes + bursts of 64 calls in flight for 10 min, RSS (SOAK_MINUTES to shorten)",
+  ],
   ["x11", "X11 under Xvfb: screenshots/s and AT-SPI nodes/s (needs the X11 packages)"],
   ["x11-checks", "X11 last-moment checks from the X server: cost per click, key and screenshot"],
   [

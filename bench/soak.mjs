@@ -46,9 +46,9 @@ async function soak(desk, win, mode) {
   const end = t0 + MINUTES * 60_000;
   const mix = [
     (c) => call(c, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }),
-    (c) => call(c, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
+    (c) => call(c, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
     (c) => call(c, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }),
-    (c) => call(c, "find_elements", { hwnd: win.hwnd, role: "button" }),
+    (c) => call(c, "find_elements", { detail: "full", hwnd: win.hwnd, role: "button" }),
     (c) => call(c, "list_windows", {}),
     (c) => call(c, "health_check", {}),
   ];

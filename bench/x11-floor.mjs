@@ -183,7 +183,7 @@ try {
     return v;
   };
   // Warm-up: one of each (the first walks build GTK's lazy parts).
-  await call(client, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
+  await call(client, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
   await walkOnce();
   await pyWalk();
   await floorWalk();
@@ -195,7 +195,7 @@ try {
   const calls = Object.values(perMember).reduce((a, b) => a + b, 0);
   for (let i = 0; i < ROUNDS; i += 1) {
     const tree = await time("mcp_tree", () =>
-      call(client, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
+      call(client, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
     );
     counts.mcp_tree = tree.node_count;
     counts.walk = await time("walk", walkOnce);

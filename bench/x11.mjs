@@ -65,7 +65,8 @@ try {
   log(`${SHOTS} screenshots in ${Math.round(shotWall)} ms`);
 
   // inspect_tree of the whole window.
-  const tree = () => call(client, "inspect_tree", { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
+  const tree = () =>
+    call(client, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
   for (let i = 0; i < Math.min(WARMUP, 1); i++) await tree();
   const treeMs = [];
   let nodes = 0;

@@ -102,6 +102,7 @@ export function cycles(edges) {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
+  process.stdout.on("error", () => {});
   const edges = importGraph();
   const up = upward(edges);
   const cyc = cycles(edges);

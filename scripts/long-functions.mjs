@@ -9,7 +9,7 @@ import ts from "typescript";
 const args = process.argv.slice(2);
 const at = args.indexOf("--max");
 const max = at >= 0 ? Number(args[at + 1]) : 80;
-const dirs = args.filter((a, i) => a !== "--max" && i !== at + 1);
+const dirs = args.filter((a, i) => a !== "--max" && (at < 0 || i !== at + 1));
 const repo = resolve(new URL(import.meta.url).pathname, "..", "..");
 const roots = (dirs.length ? dirs : ["src"]).map((d) => resolve(repo, d));
 

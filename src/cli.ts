@@ -48,6 +48,8 @@ async function run(cl: Extract<CommandLine, { kind: "run" }>): Promise<number> {
       const { runManager } = await import("./lease/manager.js");
       return runManager([...cl.positionals, ...cl.forwarded]);
     }
+    case "sandbox":
+      return (await import("./cli/sandbox.js")).runSandbox(cl.positionals, cl.values);
     case "broker": {
       const { runBroker } = await import("./lease/broker.js");
       return runBroker();

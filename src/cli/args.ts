@@ -21,6 +21,7 @@ export type VerbName =
   | "validate-revocations"
   | "manager"
   | "broker"
+  | "sandbox"
   | "help";
 
 interface VerbSpec {
@@ -92,6 +93,18 @@ export const VERBS: Record<VerbName, VerbSpec> = {
     },
   ),
   broker: verbSpec("", "the unattended-lease broker (started by the manager)"),
+  sandbox: verbSpec(
+    "start [--app PROGRAM] [--dir DIR] | stop [DIR]",
+    "a private X11 desktop (Xvfb, openbox, session bus, AT-SPI) for trials and CI; prints what to export",
+    {
+      options: { app: { type: "string" }, dir: { type: "string" } },
+      optionHelp: {
+        app: "start this program on it and wait for its window (e.g. gtk3-widget-factory)",
+        dir: "the state folder (default: a new one under $TMPDIR)",
+      },
+      positionals: { min: 1, max: 2 },
+    },
+  ),
   help: verbSpec("[VERB]", "this text, or one verb's", { positionals: { min: 0, max: 1 } }),
 };
 

@@ -83,7 +83,7 @@ export async function runDemo(_argv: string[]): Promise<number> {
     );
 
     say("5. find_elements name~'play' then invoke_element");
-    const { s: found } = await call("find_elements", { hwnd, name_contains: "play" });
+    const { s: found } = await call("find_elements", { hwnd, name_contains: "play", detail: "full" });
     const play = (found.elements as Array<{ ref: string; name: string }>)[0];
     if (!play) throw new Error("Play button not found");
     await call("invoke_element", { ref: play.ref });

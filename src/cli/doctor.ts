@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { UiError } from "../shared/errors.js";
 import { SETTINGS } from "../shared/settings.js";
 import { buildSupervisor, serverVersion } from "../supervisor/bootstrap.js";
@@ -34,7 +35,9 @@ export async function doctorReport(
   const checks: Check[] = [nodeCheck()];
   let sup: ReturnType<typeof buildSupervisor>;
   try {
-    sup = buildSupervisor({ env });
+    // doctor's output is its report: the server's own log lines (a guardian that cannot start
+    // without a display) would come before it as raw JSON; every such fact is a check here.
+    sup = buildSupervisor({ env, logger: pino({ level: "silent" }) });
   } catch (e) {
     const known = e instanceof ConfigError || e instanceof UiError;
     checks.push({

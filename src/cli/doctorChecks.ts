@@ -65,7 +65,7 @@ export function displayCheck(config: ServerConfig, env: Env): Check {
   return fail(
     "display",
     `DISPLAY is not set${wayland}`,
-    'set DISPLAY to the X display the apps run on (e.g. DISPLAY=:0); in Codex add env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS"]',
+    'set DISPLAY to the X display the apps run on (e.g. DISPLAY=:0); in Codex add env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY"]',
   );
 }
 

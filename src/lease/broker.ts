@@ -1,5 +1,5 @@
 import inspector from "node:inspector";
-import { isUiError, type UiError, uiError } from "../shared/errors.js";
+import { type DenyReason, isUiError, type UiError, uiError } from "../shared/errors.js";
 import { sameInstance } from "../shared/identity.js";
 import {
   JsonlLeaseAudit,
@@ -7,7 +7,12 @@ import {
   type LeaseAuditFields,
   type LeaseAuditSink,
 } from "./audit.js";
-import { buildLeaseDialogContent, leaseDialogTimeoutMs, selectLeaseDialog } from "./dialog.js";
+import {
+  buildLeaseDialogContent,
+  type LeaseDialog,
+  leaseDialogTimeoutMs,
+  selectLeaseDialog,
+} from "./dialog.js";
 import type { Env, LeaseScope } from "./endpoint.js";
 import type { InstanceResolver } from "./instance.js";
 import {
@@ -66,42 +71,358 @@ export const BROKER_EXIT = { ok: 0, failed: 2, alreadyRunning: 3 } as const;
 const DIALOG_MARGIN_MS = 500;
 const DENIAL_COALESCE_MS = 5000;
 
+type Emit = (event: LeaseAuditEventName, fields?: LeaseAuditFields) => void;
+type Listen = (
+  accept: AcceptFn,
+  refused: (r: RefusalReason, p: { pid?: number; uid?: number }) => void,
+) => Promise<BrokerTransport>;
+
+/** The OS's parts of a broker: the scope's marker (taken first), its listener and its resolver. */
+async function platformParts(
+  scope: LeaseScope,
+  uid: number,
+): Promise<{ marker: ScopeMarker; listen: Listen; resolver: InstanceResolver }> {
+  if (scope.platform === "linux") {
+    const lt = await import("./linuxTransport.js");
+    const marker = lt.acquireLinuxMarker(scope, uid);
+    const { linuxInstanceResolver } = await import("./instance.js");
+    const resolver = linuxInstanceResolver({
+      clockTicks: lt.clockTicksPerSecond(),
+      session: scope.instance_session,
+    });
+    return { marker, listen: (a, r) => lt.listenLinux(scope, uid, a, r), resolver };
+  }
+  const wt = await import("./native/windows.js");
+  const marker = wt.acquireWindowsMarker(scope);
+  return {
+    marker,
+    listen: (a, r) => wt.listenWindowsPipe(scope, a, r),
+    resolver: wt.windowsInstanceResolver(scope.instance_session),
+  };
+}
+
+/** One lease dialog at a time, open at most the consent timeout and never past the request's deadline. */
+class DialogSlot {
+  private open = false;
+
+  constructor(
+    private readonly dialog: LeaseDialog,
+    private readonly consentTimeoutMs: number,
+  ) {}
+
+  async ask(
+    action: "activate" | "extend",
+    hours: number,
+    caps: ActiveLease["capabilities"],
+    expiresAtMs: number,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    if (this.open) throw uiError("rate_limited", "A lease dialog is already open.");
+    this.open = true;
+    const content = buildLeaseDialogContent(action, hours, caps, new Date(expiresAtMs).toISOString());
+    const ac = new AbortController();
+    const onAbort = () => ac.abort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimeout(
+      () => ac.abort(),
+      Math.max(1, Math.min(this.consentTimeoutMs, timeoutMs - DIALOG_MARGIN_MS)),
+    );
+    try {
+      return (await this.dialog.prompt(content, ac.signal)) === "approve";
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      this.open = false;
+    }
+  }
+}
+
+/**
+ * Identical denials (reason, capability, target) within DENIAL_COALESCE_MS are counted, not
+ * written one by one: a server polling without a lease must not flood the audit file.
+ */
+class DenialLog {
+  private readonly seen = new Map<string, { atMs: number; suppressed: number }>();
+
+  constructor(
+    private readonly emit: Emit,
+    private readonly clock: () => number,
+  ) {}
+
+  record(code: DenyReason, req: Extract<LeaseRequest, { op: "validate" }>): void {
+    const key = `${code}\u0000${req.capability}\u0000${req.instance.pid}\u0000${req.instance.start_time}`;
+    const seen = this.seen.get(key);
+    const t = this.clock();
+    if (seen && t - seen.atMs < DENIAL_COALESCE_MS) {
+      seen.suppressed++;
+      return;
+    }
+    this.emit("validation_denied", {
+      reason: code,
+      capability: req.capability,
+      pid: req.instance.pid,
+      process_start: req.instance.start_time,
+      ...(seen && seen.suppressed > 0 ? { suppressed: seen.suppressed } : {}),
+    });
+    this.seen.set(key, { atMs: t, suppressed: 0 });
+    if (this.seen.size > 1000) this.seen.clear();
+  }
+}
+
+interface LeaseServiceParts {
+  scope: LeaseScope;
+  state: LeaseState;
+  resolver: InstanceResolver;
+  clock: () => number;
+  emit: Emit;
+  dialogs: DialogSlot;
+  startedAt: string;
+}
+
+/** What the broker answers: one method per request op, over the lease it holds. */
+class LeaseService {
+  private expiryTimer: NodeJS.Timeout | null = null;
+  private readonly denials: DenialLog;
+
+  constructor(private readonly p: LeaseServiceParts) {
+    this.denials = new DenialLog(p.emit, p.clock);
+  }
+
+  handle(req: LeaseRequest, signal: AbortSignal): Promise<unknown> {
+    switch (req.op) {
+      case "status":
+        return Promise.resolve(this.status());
+      case "revoke":
+        return Promise.resolve(this.revoke());
+      case "validate":
+        return this.validate(req);
+      case "activate":
+        return this.activate(req, signal);
+      case "extend":
+        return this.extend(req, signal);
+    }
+  }
+
+  status(): LeaseStatus {
+    const l = this.p.state.current();
+    return {
+      active: l !== null,
+      expires_at: l ? new Date(l.expiresAtMs).toISOString() : null,
+      capabilities: l ? l.capabilities : [],
+      broker_started_at: this.p.startedAt,
+      broker_pid: process.pid,
+    };
+  }
+
+  /** Ends the lease and its timer (stop); true when there was one. */
+  end(): boolean {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
+    const had = this.p.state.current() !== null;
+    this.p.state.revoke();
+    return had;
+  }
+
+  private armExpiry(l: ActiveLease | null): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
+    if (!l) return;
+    const delay = Math.max(0, Math.min(l.expiresAtMs - this.p.clock(), 2 ** 31 - 1));
+    this.expiryTimer = setTimeout(() => this.armExpiry(this.p.state.current()), delay + 5);
+  }
+
+  private revoke(): { revoked: boolean } {
+    const revoked = this.p.state.revoke();
+    this.armExpiry(null);
+    if (revoked) this.p.emit("revoke");
+    return { revoked };
+  }
+
+  private async validate(req: Extract<LeaseRequest, { op: "validate" }>): Promise<unknown> {
+    const { state, scope } = this.p;
+    try {
+      state.check(req.capability);
+      const live = await this.p.resolver(req.instance.pid);
+      if (!live) throw uiError("target_gone", "The target process is not running.");
+      // Same exact instance, and inside this broker's sign-in session.
+      if (req.instance.session !== scope.instance_session || !sameInstance(live, req.instance)) {
+        throw uiError("target_changed");
+      }
+      // The lease may have ended while the instance was being resolved.
+      const l = state.check(req.capability);
+      return { decision: "ok", expires_at: new Date(l.expiresAtMs).toISOString() };
+    } catch (e) {
+      const err = isUiError(e) ? e : uiError("lease_revoked");
+      this.denials.record(err.code, req);
+      throw err;
+    }
+  }
+
+  /** The dialog's answer; a refusal of any kind is audited as `denied` with its reason. */
+  private async approved(
+    denied: "activate_denied" | "extend_denied",
+    ask: () => Promise<boolean>,
+    hours: number,
+    deniedText: string,
+  ): Promise<void> {
+    let approved: boolean;
+    try {
+      approved = await ask();
+    } catch (e) {
+      const err = isUiError(e) ? e : uiError("consent_denied");
+      this.p.emit(denied, { hours, reason: err.code });
+      throw err;
+    }
+    if (!approved) {
+      this.p.emit(denied, { hours, reason: "consent_denied" });
+      throw uiError("consent_denied", deniedText);
+    }
+  }
+
+  private async activate(
+    req: Extract<LeaseRequest, { op: "activate" }>,
+    signal: AbortSignal,
+  ): Promise<unknown> {
+    const { state, clock, emit } = this.p;
+    const caps = [...new Set(req.capabilities)];
+    const expiresAtMs = clock() + req.hours * HOUR_MS;
+    await this.approved(
+      "activate_denied",
+      () => this.p.dialogs.ask("activate", req.hours, caps, expiresAtMs, req.timeout_ms, signal),
+      req.hours,
+      "The unattended lease was denied.",
+    );
+    if (expiresAtMs <= clock()) {
+      emit("activate_denied", { hours: req.hours, reason: "consent_timeout" });
+      throw uiError("consent_timeout");
+    }
+    const l = state.activate(expiresAtMs, caps);
+    this.armExpiry(l);
+    emit("activate", {
+      hours: req.hours,
+      capabilities: l.capabilities,
+      expires_at: new Date(l.expiresAtMs).toISOString(),
+    });
+    return this.status();
+  }
+
+  private async extend(req: Extract<LeaseRequest, { op: "extend" }>, signal: AbortSignal): Promise<unknown> {
+    const { state, emit } = this.p;
+    const target = state.extendedExpiry(req.hours);
+    const caps = state.current()?.capabilities ?? [];
+    await this.approved(
+      "extend_denied",
+      () => this.p.dialogs.ask("extend", req.hours, caps, target, req.timeout_ms, signal),
+      req.hours,
+      "The lease extension was denied.",
+    );
+    const l = state.extendTo(target);
+    this.armExpiry(l);
+    emit("extend", {
+      hours: req.hours,
+      capabilities: l.capabilities,
+      expires_at: new Date(l.expiresAtMs).toISOString(),
+    });
+    return this.status();
+  }
+}
+
+/** The answer to a request that did not parse: invalid_argument, under its id when it had one. */
+function badRequestResponse(raw: unknown): LeaseResponse {
+  const id =
+    raw && typeof raw === "object" && "id" in raw && typeof raw.id === "string" && raw.id.length <= 64
+      ? raw.id
+      : "";
+  const wrongVersion = raw && typeof raw === "object" && "v" in raw && raw.v !== LEASE_PROTOCOL_VERSION;
+  return errorResponse(
+    id,
+    uiError(
+      "invalid_argument",
+      wrongVersion ? "Unsupported lease protocol version." : "The lease request is invalid.",
+    ),
+  );
+}
+
+/**
+ * One connection: frames in, one answer per request (or broker_unavailable at the request's
+ * deadline), and every pending dialog of a caller that went away closed (closed = deny).
+ */
+function connectionHandler(service: LeaseService, emit: Emit): AcceptFn {
+  return (peer, io) => {
+    const decoder = new FrameDecoder();
+    const inflight = new Set<AbortController>();
+    let open = true;
+    const send = (r: LeaseResponse) => {
+      if (open) io.write(encodeFrame(r));
+    };
+    const run = (raw: unknown) => {
+      const parsed = LeaseRequestSchema.safeParse(raw);
+      if (!parsed.success) {
+        emit("protocol_error", { reason: "bad_request", peer_pid: peer.pid ?? undefined });
+        send(badRequestResponse(raw));
+        return;
+      }
+      const req = parsed.data;
+      const ac = new AbortController();
+      inflight.add(ac);
+      let done = false;
+      const finish = (r: LeaseResponse) => {
+        if (done) return;
+        done = true;
+        clearTimeout(deadline);
+        inflight.delete(ac);
+        send(r);
+      };
+      const deadline = setTimeout(() => {
+        if (done) return;
+        ac.abort();
+        finish(
+          errorResponse(req.id, uiError("broker_unavailable", "The broker missed the request's deadline.")),
+        );
+      }, req.timeout_ms);
+      service.handle(req, ac.signal).then(
+        (result) => finish(okResponse(req.id, result)),
+        (e: unknown) =>
+          finish(errorResponse(req.id, isUiError(e) ? e : (uiError("broker_unavailable") as UiError))),
+      );
+    };
+    const handlers: ConnectionHandlers = {
+      data(chunk) {
+        let messages: unknown[];
+        try {
+          messages = decoder.push(chunk);
+        } catch {
+          emit("protocol_error", { reason: "bad_frame", peer_pid: peer.pid ?? undefined });
+          open = false;
+          io.close();
+          return;
+        }
+        for (const m of messages) run(m);
+      },
+      closed() {
+        open = false;
+        for (const ac of inflight) ac.abort();
+        inflight.clear();
+      },
+    };
+    return handlers;
+  };
+}
+
 export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandle> {
   const env = opts.env ?? process.env;
   const scope = opts.scope ?? (await resolveScope(env));
   const clock = opts.clock ?? Date.now;
   const startedAt = new Date(clock()).toISOString();
-  const uid = process.getuid?.() ?? -1;
-
   // The marker first: a second broker for this scope stops here, before touching anything.
-  let marker: ScopeMarker;
-  let listen: (
-    accept: AcceptFn,
-    refused: (r: RefusalReason, p: { pid?: number; uid?: number }) => void,
-  ) => Promise<BrokerTransport>;
-  let resolver: InstanceResolver;
-  if (scope.platform === "linux") {
-    const lt = await import("./linuxTransport.js");
-    marker = lt.acquireLinuxMarker(scope, uid);
-    listen = (a, r) => lt.listenLinux(scope, uid, a, r);
-    const { linuxInstanceResolver } = await import("./instance.js");
-    resolver = linuxInstanceResolver({
-      clockTicks: lt.clockTicksPerSecond(),
-      session: scope.instance_session,
-    });
-  } else {
-    const wt = await import("./native/windows.js");
-    marker = wt.acquireWindowsMarker(scope);
-    listen = (a, r) => wt.listenWindowsPipe(scope, a, r);
-    resolver = wt.windowsInstanceResolver(scope.instance_session);
-  }
-
+  const { marker, listen, resolver } = await platformParts(scope, process.getuid?.() ?? -1);
   let transport: BrokerTransport | null = null;
   try {
     const audit = opts.audit ?? new JsonlLeaseAudit(scope.audit_path);
     // Only UIINSPECT_LEASE_DIALOG picks the dialog, and only among real ones: no injection point.
-    const dialog = await selectLeaseDialog(env);
-    const emit = (event: LeaseAuditEventName, fields: LeaseAuditFields = {}) =>
+    const dialogs = new DialogSlot(await selectLeaseDialog(env), leaseDialogTimeoutMs(env));
+    const emit: Emit = (event, fields = {}) =>
       audit.write({
         time: new Date(clock()).toISOString(),
         event,
@@ -109,260 +430,24 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<BrokerHandl
         broker_pid: process.pid,
         ...fields,
       });
-
     const state = new LeaseState(clock, (l) =>
       emit("expire", { expires_at: new Date(l.expiresAtMs).toISOString(), capabilities: l.capabilities }),
     );
-    let expiryTimer: NodeJS.Timeout | null = null;
-    const armExpiry = (l: ActiveLease | null) => {
-      if (expiryTimer) clearTimeout(expiryTimer);
-      expiryTimer = null;
-      if (!l) return;
-      const delay = Math.max(0, Math.min(l.expiresAtMs - clock(), 2 ** 31 - 1));
-      expiryTimer = setTimeout(() => armExpiry(state.current()), delay + 5);
-    };
-
-    const status = (): LeaseStatus => {
-      const l = state.current();
-      return {
-        active: l !== null,
-        expires_at: l ? new Date(l.expiresAtMs).toISOString() : null,
-        capabilities: l ? l.capabilities : [],
-        broker_started_at: startedAt,
-        broker_pid: process.pid,
-      };
-    };
-
-    const consentTimeoutMs = leaseDialogTimeoutMs(env);
-    const denials = new Map<string, { atMs: number; suppressed: number }>();
-    let dialogOpen = false;
-    const withDialog = async (
-      action: "activate" | "extend",
-      hours: number,
-      caps: ActiveLease["capabilities"],
-      expiresAtMs: number,
-      timeoutMs: number,
-      signal: AbortSignal,
-    ): Promise<boolean> => {
-      if (dialogOpen) throw uiError("rate_limited", "A lease dialog is already open.");
-      dialogOpen = true;
-      const content = buildLeaseDialogContent(action, hours, caps, new Date(expiresAtMs).toISOString());
-      const ac = new AbortController();
-      const onAbort = () => ac.abort();
-      signal.addEventListener("abort", onAbort, { once: true });
-      // Open at most the consent timeout, and never past the request's own deadline.
-      const timer = setTimeout(
-        () => ac.abort(),
-        Math.max(1, Math.min(consentTimeoutMs, timeoutMs - DIALOG_MARGIN_MS)),
-      );
-      try {
-        return (await dialog.prompt(content, ac.signal)) === "approve";
-      } finally {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-        dialogOpen = false;
-      }
-    };
-
-    const handle = async (req: LeaseRequest, signal: AbortSignal): Promise<unknown> => {
-      switch (req.op) {
-        case "status":
-          return status();
-        case "revoke": {
-          const revoked = state.revoke();
-          armExpiry(null);
-          if (revoked) emit("revoke");
-          return { revoked };
-        }
-        case "validate": {
-          try {
-            state.check(req.capability);
-            const live = await resolver(req.instance.pid);
-            if (!live) throw uiError("target_gone", "The target process is not running.");
-            // Same exact instance, and inside this broker's sign-in session.
-            if (req.instance.session !== scope.instance_session || !sameInstance(live, req.instance)) {
-              throw uiError("target_changed");
-            }
-            // The lease may have ended while the instance was being resolved.
-            const l = state.check(req.capability);
-            return { decision: "ok", expires_at: new Date(l.expiresAtMs).toISOString() };
-          } catch (e) {
-            const err = isUiError(e) ? e : uiError("lease_revoked");
-            // Identical denials (reason, capability, target) within DENIAL_COALESCE_MS are counted,
-            // not written one by one: a server polling without a lease must not flood the file.
-            const key = `${err.code}\u0000${req.capability}\u0000${req.instance.pid}\u0000${req.instance.start_time}`;
-            const seen = denials.get(key);
-            const t = clock();
-            if (seen && t - seen.atMs < DENIAL_COALESCE_MS) {
-              seen.suppressed++;
-            } else {
-              emit("validation_denied", {
-                reason: err.code,
-                capability: req.capability,
-                pid: req.instance.pid,
-                process_start: req.instance.start_time,
-                ...(seen && seen.suppressed > 0 ? { suppressed: seen.suppressed } : {}),
-              });
-              denials.set(key, { atMs: t, suppressed: 0 });
-              if (denials.size > 1000) denials.clear();
-            }
-            throw err;
-          }
-        }
-        case "activate": {
-          const caps = [...new Set(req.capabilities)];
-          const expiresAtMs = clock() + req.hours * HOUR_MS;
-          let approved: boolean;
-          try {
-            approved = await withDialog("activate", req.hours, caps, expiresAtMs, req.timeout_ms, signal);
-          } catch (e) {
-            const err = isUiError(e) ? e : uiError("consent_denied");
-            emit("activate_denied", { hours: req.hours, reason: err.code });
-            throw err;
-          }
-          if (!approved) {
-            emit("activate_denied", { hours: req.hours, reason: "consent_denied" });
-            throw uiError("consent_denied", "The unattended lease was denied.");
-          }
-          if (expiresAtMs <= clock()) {
-            emit("activate_denied", { hours: req.hours, reason: "consent_timeout" });
-            throw uiError("consent_timeout");
-          }
-          const l = state.activate(expiresAtMs, caps);
-          armExpiry(l);
-          emit("activate", {
-            hours: req.hours,
-            capabilities: l.capabilities,
-            expires_at: new Date(l.expiresAtMs).toISOString(),
-          });
-          return status();
-        }
-        case "extend": {
-          const target = state.extendedExpiry(req.hours);
-          const caps = state.current()?.capabilities ?? [];
-          let approved: boolean;
-          try {
-            approved = await withDialog("extend", req.hours, caps, target, req.timeout_ms, signal);
-          } catch (e) {
-            const err = isUiError(e) ? e : uiError("consent_denied");
-            emit("extend_denied", { hours: req.hours, reason: err.code });
-            throw err;
-          }
-          if (!approved) {
-            emit("extend_denied", { hours: req.hours, reason: "consent_denied" });
-            throw uiError("consent_denied", "The lease extension was denied.");
-          }
-          const l = state.extendTo(target);
-          armExpiry(l);
-          emit("extend", {
-            hours: req.hours,
-            capabilities: l.capabilities,
-            expires_at: new Date(l.expiresAtMs).toISOString(),
-          });
-          return status();
-        }
-      }
-    };
-
-    const accept: AcceptFn = (peer, io) => {
-      const decoder = new FrameDecoder();
-      const inflight = new Set<AbortController>();
-      let open = true;
-      const send = (r: LeaseResponse) => {
-        if (open) io.write(encodeFrame(r));
-      };
-      const run = (raw: unknown) => {
-        const parsed = LeaseRequestSchema.safeParse(raw);
-        if (!parsed.success) {
-          const id =
-            raw && typeof raw === "object" && "id" in raw && typeof raw.id === "string" && raw.id.length <= 64
-              ? raw.id
-              : "";
-          const wrongVersion =
-            raw && typeof raw === "object" && "v" in raw && raw.v !== LEASE_PROTOCOL_VERSION;
-          emit("protocol_error", { reason: "bad_request", peer_pid: peer.pid ?? undefined });
-          send(
-            errorResponse(
-              id,
-              uiError(
-                "invalid_argument",
-                wrongVersion ? "Unsupported lease protocol version." : "The lease request is invalid.",
-              ),
-            ),
-          );
-          return;
-        }
-        const req = parsed.data;
-        const ac = new AbortController();
-        inflight.add(ac);
-        let done = false;
-        const deadline = setTimeout(() => {
-          if (done) return;
-          done = true;
-          ac.abort();
-          inflight.delete(ac);
-          send(
-            errorResponse(req.id, uiError("broker_unavailable", "The broker missed the request's deadline.")),
-          );
-        }, req.timeout_ms);
-        handle(req, ac.signal).then(
-          (result) => {
-            if (done) return;
-            done = true;
-            clearTimeout(deadline);
-            inflight.delete(ac);
-            send(okResponse(req.id, result));
-          },
-          (e: unknown) => {
-            if (done) return;
-            done = true;
-            clearTimeout(deadline);
-            inflight.delete(ac);
-            send(errorResponse(req.id, isUiError(e) ? e : (uiError("broker_unavailable") as UiError)));
-          },
-        );
-      };
-      const handlers: ConnectionHandlers = {
-        data(chunk) {
-          let messages: unknown[];
-          try {
-            messages = decoder.push(chunk);
-          } catch {
-            emit("protocol_error", { reason: "bad_frame", peer_pid: peer.pid ?? undefined });
-            open = false;
-            io.close();
-            return;
-          }
-          for (const m of messages) run(m);
-        },
-        closed() {
-          open = false;
-          // A caller that went away takes its pending dialog with it (closed = deny).
-          for (const ac of inflight) ac.abort();
-          inflight.clear();
-        },
-      };
-      return handlers;
-    };
-
-    transport = await listen(accept, (reason, p) =>
+    const service = new LeaseService({ scope, state, resolver, clock, emit, dialogs, startedAt });
+    transport = await listen(connectionHandler(service, emit), (reason, p) =>
       emit("peer_refused", { reason, peer_pid: p.pid, peer_uid: p.uid }),
     );
     emit("broker_start");
     opts.log?.("uiinspect lease broker listening");
-
+    const listening = transport;
     let stopped: Promise<void> | null = null;
     const stop = () => {
-      if (!stopped) {
-        stopped = (async () => {
-          if (expiryTimer) clearTimeout(expiryTimer);
-          const had = state.current() !== null;
-          state.revoke();
-          await transport?.close();
-          emit("broker_stop", { reason: had ? "lease_revoked" : undefined });
-          marker.release();
-        })();
-      }
+      stopped ??= (async () => {
+        const had = service.end();
+        await listening.close();
+        emit("broker_stop", { reason: had ? "lease_revoked" : undefined });
+        marker.release();
+      })();
       return stopped;
     };
     opts.signal?.addEventListener("abort", () => void stop(), { once: true });

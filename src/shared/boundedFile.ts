@@ -7,7 +7,8 @@ import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
  */
 export type BoundedRead =
   | { ok: true; bytes: Buffer }
-  | { ok: false; problem: "cannot_open" | "not_a_file" | "too_big" | "cannot_read" | "refused" };
+  | { ok: false; problem: "cannot_open"; errno: string }
+  | { ok: false; problem: "not_a_file" | "too_big" | "cannot_read" | "refused" };
 
 /** `accept` sees the open descriptor before anything is read (e.g. to check where it really leads). */
 export function readBoundedFile(
@@ -19,8 +20,14 @@ export function readBoundedFile(
   try {
     // O_NONBLOCK: opening a FIFO must not hang the server; it is refused below as not a regular file.
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return { ok: false, problem: "cannot_open" };
+  } catch (e) {
+    // The errno name only (ENOENT, EACCES): never the exception's text.
+    const code = (e as NodeJS.ErrnoException | null)?.code;
+    return {
+      ok: false,
+      problem: "cannot_open",
+      errno: typeof code === "string" && /^E[A-Z0-9]{1,30}$/.test(code) ? code : "EIO",
+    };
   }
   try {
     if (!accept(fd)) return { ok: false, problem: "refused" };

@@ -1,52 +1,99 @@
 import { z } from "zod";
 
-/** Every stable error code of docs/spec.md §7. Clients and tests depend on these strings. */
-export const ERROR_CODES = [
-  "invalid_argument",
-  "policy_not_configured",
-  "policy_conflict",
-  "policy_invalid",
-  "policy_expired",
-  "policy_unreadable",
+/**
+ * Every stable error code (docs/spec.md §7), in one table: the generic, content-free message a
+ * caller uses when it has nothing more specific to say, and whether the code is a denial (the
+ * policy, a person, a token, a budget or a lease said no: audited as `deny`) rather than a
+ * failure (audited as `error`). Clients and tests depend on these strings.
+ */
+export const ERROR_TABLE = {
+  invalid_argument: { message: "The arguments are invalid.", denial: false },
+  policy_not_configured: {
+    message: "No policy is configured; only health_check is available.",
+    denial: true,
+  },
+  policy_conflict: {
+    message: "Both an environment policy and a policy file are configured; use exactly one.",
+    denial: true,
+  },
+  policy_invalid: { message: "The policy is invalid.", denial: true },
+  policy_expired: { message: "The policy has expired.", denial: true },
+  policy_unreadable: { message: "The policy file cannot be read.", denial: true },
   /** The policy file or a folder on its path can be written by someone other than the server's user or root. */
-  "policy_insecure",
-  "action_not_allowed",
-  "target_not_allowed",
-  "target_not_found",
-  "target_ambiguous",
-  "target_changed",
-  "target_gone",
-  "minimized",
-  "not_foreground",
-  "occluded",
-  "out_of_bounds",
-  "input_grabbed",
-  "consent_required",
-  "consent_denied",
-  "consent_timeout",
-  "consent_pending",
-  "capability_expansion_denied",
-  "confirmation_required",
-  "confirmation_invalid",
-  "rate_limited",
-  "memory_budget_exceeded",
-  "image_too_large",
-  "pattern_not_supported",
-  "element_stale",
-  "worker_crashed",
-  "worker_timeout",
-  "broker_unavailable",
-  "lease_revoked",
-  "credential_revoked",
-  "platform_unavailable",
-  "cancelled",
+  policy_insecure: {
+    message: "The policy file or a folder on its path is writable by another user; it is not obeyed.",
+    denial: true,
+  },
+  action_not_allowed: { message: "The policy does not allow this action.", denial: true },
+  target_not_allowed: { message: "The policy does not allow this window.", denial: true },
+  target_not_found: { message: "No matching window was found.", denial: false },
+  target_ambiguous: { message: "More than one window matches; use hwnd.", denial: false },
+  target_changed: { message: "The target process instance changed; access was revoked.", denial: false },
+  target_gone: { message: "The target window no longer exists.", denial: false },
+  minimized: { message: "The target window is minimized.", denial: false },
+  not_foreground: { message: "The target window is not in the foreground.", denial: false },
+  occluded: { message: "The target window is covered at the requested place.", denial: false },
+  out_of_bounds: {
+    message: "A coordinate or region lies outside the target window or the visible screen.",
+    denial: false,
+  },
+  input_grabbed: {
+    message: "Another program holds the keyboard or pointer (an open menu or grab); nothing was sent.",
+    denial: false,
+  },
+  consent_required: {
+    message: "Access to this window has not been granted; call request_access first.",
+    denial: true,
+  },
+  consent_denied: { message: "Access to this window was denied.", denial: true },
+  consent_timeout: { message: "The consent dialog timed out.", denial: false },
+  consent_pending: {
+    message: "A consent or lease dialog of this server is open; no input is sent while it is.",
+    denial: false,
+  },
+  capability_expansion_denied: {
+    message: "More capabilities than were approved were requested.",
+    denial: true,
+  },
+  confirmation_required: {
+    message: "This action is protected and needs a confirmation token.",
+    denial: true,
+  },
+  confirmation_invalid: {
+    message: "The confirmation token is invalid, expired, used or for another target.",
+    denial: true,
+  },
+  rate_limited: { message: "Rate limit reached.", denial: true },
+  memory_budget_exceeded: { message: "The screenshot memory budget is exhausted.", denial: true },
+  image_too_large: { message: "The image is larger than allowed.", denial: false },
+  pattern_not_supported: { message: "The element does not support that action.", denial: false },
+  element_stale: { message: "The element reference is no longer valid.", denial: false },
+  worker_crashed: { message: "A platform worker crashed; the request failed.", denial: false },
+  worker_timeout: { message: "A platform worker did not answer in time; the request failed.", denial: false },
+  broker_unavailable: { message: "The lease broker is unavailable.", denial: false },
+  lease_revoked: { message: "The unattended lease was revoked or expired.", denial: true },
+  credential_revoked: {
+    message: "The client's credential was revoked; everything it held has ended.",
+    denial: true,
+  },
+  platform_unavailable: { message: "The platform backend is unavailable.", denial: false },
+  cancelled: { message: "The request was cancelled.", denial: false },
   /** A wait (wait_for_element) ended without its condition holding. */
-  "timeout",
-] as const;
+  timeout: { message: "The awaited condition did not hold before the timeout.", denial: false },
+  /** The configured audit file cannot be written: nothing that acts on a window runs until it can. */
+  audit_unavailable: {
+    message: "The configured audit file cannot be written; no action runs until it can.",
+    denial: false,
+  },
+} as const satisfies Record<string, { message: string; denial: boolean }>;
 
-export const DenyReasonSchema = z.enum(ERROR_CODES);
+export type DenyReason = keyof typeof ERROR_TABLE;
+
+/** The codes, in the table's order. */
+export const ERROR_CODES = Object.keys(ERROR_TABLE) as [DenyReason, ...DenyReason[]];
+
 /** A stable reason code: the only thing that crosses into results, audit and logs when something fails. */
-export type DenyReason = z.infer<typeof DenyReasonSchema>;
+export const DenyReasonSchema = z.enum(ERROR_CODES);
 
 export const UiErrorBodySchema = z.object({
   code: DenyReasonSchema,
@@ -85,47 +132,15 @@ export function isUiError(e: unknown): e is UiError {
   return e instanceof UiError;
 }
 
-/** Generic, content-free messages for each code, used when a caller has nothing more specific to say. */
-export const DEFAULT_MESSAGES: Record<DenyReason, string> = {
-  invalid_argument: "The arguments are invalid.",
-  policy_not_configured: "No policy is configured; only health_check is available.",
-  policy_conflict: "Both an environment policy and a policy file are configured; use exactly one.",
-  policy_invalid: "The policy is invalid.",
-  policy_expired: "The policy has expired.",
-  policy_unreadable: "The policy file cannot be read.",
-  policy_insecure: "The policy file or a folder on its path is writable by another user; it is not obeyed.",
-  action_not_allowed: "The policy does not allow this action.",
-  target_not_allowed: "The policy does not allow this window.",
-  target_not_found: "No matching window was found.",
-  target_ambiguous: "More than one window matches; use hwnd.",
-  target_changed: "The target process instance changed; access was revoked.",
-  target_gone: "The target window no longer exists.",
-  minimized: "The target window is minimized.",
-  not_foreground: "The target window is not in the foreground.",
-  occluded: "The target window is covered at the requested place.",
-  out_of_bounds: "A coordinate or region lies outside the target window or the visible screen.",
-  input_grabbed: "Another program holds the keyboard or pointer (an open menu or grab); nothing was sent.",
-  consent_required: "Access to this window has not been granted; call request_access first.",
-  consent_denied: "Access to this window was denied.",
-  consent_timeout: "The consent dialog timed out.",
-  consent_pending: "A consent or lease dialog of this server is open; no input is sent while it is.",
-  capability_expansion_denied: "More capabilities than were approved were requested.",
-  confirmation_required: "This action is protected and needs a confirmation token.",
-  confirmation_invalid: "The confirmation token is invalid, expired, used or for another target.",
-  rate_limited: "Rate limit reached.",
-  memory_budget_exceeded: "The screenshot memory budget is exhausted.",
-  image_too_large: "The image is larger than allowed.",
-  pattern_not_supported: "The element does not support that action.",
-  element_stale: "The element reference is no longer valid.",
-  worker_crashed: "A platform worker crashed; the request failed.",
-  worker_timeout: "A platform worker did not answer in time; the request failed.",
-  broker_unavailable: "The lease broker is unavailable.",
-  lease_revoked: "The unattended lease was revoked or expired.",
-  credential_revoked: "The client's credential was revoked; everything it held has ended.",
-  platform_unavailable: "The platform backend is unavailable.",
-  cancelled: "The request was cancelled.",
-  timeout: "The awaited condition did not hold before the timeout.",
-};
+/** Generic, content-free messages for each code (the table's). */
+export const DEFAULT_MESSAGES = Object.fromEntries(
+  ERROR_CODES.map((c) => [c, ERROR_TABLE[c].message]),
+) as Record<DenyReason, string>;
+
+/** True for the codes that say no (audited as `deny`), false for failures (`error`). */
+export function isDenial(code: DenyReason): boolean {
+  return ERROR_TABLE[code].denial;
+}
 
 export function uiError(code: DenyReason, message?: string, retryAfterMs?: number): UiError {
   return new UiError(code, message ?? DEFAULT_MESSAGES[code], retryAfterMs);

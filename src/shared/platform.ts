@@ -89,6 +89,44 @@ export interface LiveCheck {
   grabs: { keyboard: boolean; pointer: boolean };
 }
 
+/**
+ * What DesktopPort.confirmLive proved about the live desktop, handed by the input worker to the
+ * input port with the event it clears. The port sends that event only while the display server
+ * still shows what was proven (X11: re-read under a server grab on the connection that injects),
+ * so nothing can change between the check and the event. A value, not state kept on a shared
+ * connection: an event can only carry the proof of its own check.
+ */
+export interface LiveProof {
+  /** Keys: the native focus window the check found in the target, or null (focus not checked). */
+  readonly focus: string | null;
+  /** Presses: the verified screen points, each with what a press there reaches. */
+  readonly points: ReadonlyArray<LivePoint>;
+}
+
+export interface LivePoint {
+  readonly x: number;
+  readonly y: number;
+  /**
+   * The native windows a press at the point goes through, from the top-level under it down to
+   * the deepest one (X11: root child, then each child containing the point).
+   */
+  readonly path: readonly string[];
+  /** The PID proven to hold the active pointer grab (the target's own popup grab), else null. */
+  readonly grabOwner: number | null;
+}
+
+/** What the display server did with a press (InputPort.buttonDown with proveDelivery). */
+export interface PressReceipt {
+  /**
+   * The press was delivered to the target (X11: RECORD saw the X server deliver it to the X
+   * client that owns the deepest window under the point, and to no other client).
+   */
+  delivered: boolean;
+}
+
+/** The proof of a check that proved nothing the port re-checks (ports without confirmLive). */
+export const NO_PROOF: LiveProof = { focus: null, points: [] };
+
 /** Discovery and identity. */
 export interface DesktopPort {
   readonly platform: PlatformName;
@@ -109,9 +147,10 @@ export interface DesktopPort {
   /**
    * Optional: re-checks, against the display server's own state (never client-written
    * properties), that the effect described by `check` reaches `target` (a window of the listing
-   * just made) and nothing else. Throws occluded / not_foreground / input_grabbed.
+   * just made) and nothing else. Throws occluded / not_foreground / input_grabbed. Returns what
+   * it proved, for the input port to hold the event to.
    */
-  confirmLive?(target: WindowInfo, check: LiveCheck): Promise<void>;
+  confirmLive?(target: WindowInfo, check: LiveCheck): Promise<LiveProof>;
   /**
    * Set when confirmLive itself refuses points and regions past the virtual screen
    * (out_of_bounds), from the same request batch as its other reads (X11: the root's geometry
@@ -124,6 +163,13 @@ export interface DesktopPort {
    * display server itself. Absent where the listing carries them all (Win32, the fake desktop).
    */
   unlistedOwnWindows?(target: WindowInfo): Promise<Rect[]>;
+  /**
+   * Optional: which of `candidates` (windows of the target's process instance from the listing)
+   * are popups of `target` (X11: transient for it, through the WM_TRANSIENT_FOR chain). Any other
+   * top-level of the instance is a window of its own, reached only through its own grant. Absent:
+   * every shown window of the instance counts as part of the target (Win32, the fake desktop).
+   */
+  popupsOf?(target: WindowInfo, candidates: readonly WindowInfo[]): Promise<WindowInfo[]>;
   /**
    * Optional, for a check repeated moments after a listing (the capture's check after the
    * read): only what can have changed since, as a partial listing in listWindows' order. The
@@ -165,17 +211,32 @@ export interface CapturePort {
 /** Raw injection; every verification happens before these are called, in the same worker. */
 export interface InputPort {
   moveTo(x: number, y: number): Promise<void>;
-  buttonDown(button: MouseButton): Promise<void>;
+  /**
+   * `proof`: what the check before it proved (absent: raw use, the event is sent unchecked).
+   * `proveDelivery`: also find out whether the display server delivered the press to the window
+   * the proof names; the answer is null when not asked or the platform cannot tell.
+   */
+  buttonDown(
+    button: MouseButton,
+    proof?: LiveProof | null,
+    proveDelivery?: boolean,
+  ): Promise<PressReceipt | null>;
   buttonUp(button: MouseButton): Promise<void>;
   /** Positive = away from the user (up), one notch = one wheel click. */
   wheel(notches: number): Promise<void>;
-  keyDown(key: LogicalKey): Promise<void>;
+  keyDown(key: LogicalKey, proof?: LiveProof | null): Promise<void>;
   keyUp(key: LogicalKey): Promise<void>;
   /**
    * Types text (UTF-16 aware, astral characters included), awaiting `beforeEachKey` before each
-   * character's key events: when it throws, nothing more is typed (and nothing stays pressed).
+   * character's key events: when it throws, nothing more is typed (and nothing stays pressed);
+   * what it returns is the proof that character's events are held to.
    */
-  typeText(hwnd: string, text: string, mode: TextMode, beforeEachKey?: () => Promise<void>): Promise<void>;
+  typeText(
+    hwnd: string,
+    text: string,
+    mode: TextMode,
+    beforeEachKey?: () => Promise<LiveProof | null | undefined>,
+  ): Promise<void>;
 }
 
 /** A node of an accessibility tree as the provider reports it (before our redaction). */

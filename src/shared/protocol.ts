@@ -141,8 +141,15 @@ export const OPS = {
       /** Window-relative masks, painted black before anything else sees the pixels. */
       masks: z.array(RectSchema),
       grid_spacing: z.number().int().min(5).max(2000).nullable(),
-      /** "png" returns an encoded image; "sha256" only a hash of the masked RGB pixels. */
-      output: z.enum(["png", "sha256"]),
+      /**
+       * "png" returns an encoded image and its frame_hash; "frame_hash" only the frame_hash (and
+       * tiles); "sha256" only a hash of the masked RGB pixels (coordinate profiles).
+       */
+      output: z.enum(["png", "sha256", "frame_hash"]),
+      /** With "png": no image when the frame's hash is this one (the caller has the image). */
+      unless_hash: z.string().max(128).nullable().default(null),
+      /** With "png" / "frame_hash": the frame's tile hashes too (where it changed, src/workers/capture/pixels.ts). */
+      tiles: z.boolean().default(false),
       max_png_bytes: z.number().int().positive(),
       /** zlib level of the PNG (0–9; the screenshot tool's choice is measured in docs/benchmarks.md). */
       compression_level: z.number().int().min(0).max(9),
@@ -176,6 +183,10 @@ export const OPS = {
       sha256: z.string().nullable(),
       /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
       samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
+      /** SHA-256 of the image the frame shows (size, grid, masked pixels): "png" and "frame_hash". */
+      frame_hash: z.string().optional(),
+      /** 32-bit hashes of its 32 × 32 tiles, row-major (when asked). */
+      tiles: z.array(z.number().int().nonnegative()).optional(),
       width: z.number().int(),
       height: z.number().int(),
       /** Screen position of the captured region's top-left corner. */
@@ -194,8 +205,15 @@ export const OPS = {
       dwell_ms: z.number().int().min(0).max(10000).default(0),
       notches: z.number().int().min(-20).max(20).default(0),
       focus_mode: FocusModeSchema,
+      /** Find out whether the press reached the target (the display server's word), for expect. */
+      prove_delivery: z.boolean().default(false),
     }),
-    result: z.object({ screen_x: z.number().int(), screen_y: z.number().int() }),
+    result: z.object({
+      screen_x: z.number().int(),
+      screen_y: z.number().int(),
+      /** With prove_delivery, where the platform can tell: whether every press reached the target. */
+      delivered: z.boolean().optional(),
+    }),
   },
   "input.drag": {
     worker: "input",

@@ -8,7 +8,13 @@ export function refuseOffScreen(
   region: Rect | null,
 ): void {
   if (points.some((p) => !containsPoint(screen, p.x, p.y)))
-    throw uiError("out_of_bounds", "A coordinate lies outside the visible screen.");
+    throw uiError(
+      "out_of_bounds",
+      `A coordinate lies outside the visible screen (${screen[2] - screen[0]}×${screen[3] - screen[1]}).`,
+    );
   if (region && !containsRect(screen, region))
-    throw uiError("out_of_bounds", "The region extends past the edge of the visible screen.");
+    throw uiError(
+      "out_of_bounds",
+      `The region extends past the edge of the visible screen (${screen[2] - screen[0]}×${screen[3] - screen[1]}); ask for the part on screen.`,
+    );
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_MESSAGES, ERROR_CODES } from "./errors.js";
+import { ERROR_CODES, ERROR_TABLE } from "./errors.js";
 import { SETTINGS, type Setting } from "./settings.js";
 
 /**
@@ -32,8 +32,8 @@ export function settingsMarkdownTable(): string {
 
 export function errorCodesMarkdownTable(): string {
   return markdownTable(
-    ["code", "meaning"],
-    ERROR_CODES.map((c) => [`\`${c}\``, DEFAULT_MESSAGES[c]]),
+    ["code", "meaning", "audited as"],
+    ERROR_CODES.map((c) => [`\`${c}\``, ERROR_TABLE[c].message, ERROR_TABLE[c].denial ? "deny" : "error"]),
   );
 }
 

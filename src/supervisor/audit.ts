@@ -14,6 +14,28 @@ import type { Clock } from "./budgets.js";
 import { CAPABILITIES } from "./policy/schema.js";
 
 /** 12 lowercase hex from the CSPRNG; shared between a tool result and its audit event. */
+/** Error codes that are refusals (outcome "deny"); every other error is outcome "error". */
+const DENIALS = new Set([
+  "policy_not_configured",
+  "policy_conflict",
+  "policy_invalid",
+  "policy_expired",
+  "policy_unreadable",
+  "policy_insecure",
+  "action_not_allowed",
+  "target_not_allowed",
+  "consent_required",
+  "consent_denied",
+  "capability_expansion_denied",
+  "confirmation_required",
+  "confirmation_invalid",
+  "rate_limited",
+  "memory_budget_exceeded",
+  "lease_revoked",
+  "credential_revoked",
+]);
+export const isDenial = (code: string): boolean => DENIALS.has(code);
+
 export function newCorrelationId(): string {
   return randomBytes(6).toString("hex");
 }
@@ -98,7 +120,8 @@ const MAX_SINK_BUFFER_BYTES = 8 * 1024 * 1024;
  * with broader permissions is tightened to 0600 rather than refused, so history is kept and
  * the operator is not locked out by an over-permissive umask; if the chmod fails the sink is
  * refused. Any sink failure leaves the ring working, marks the sink "failed" (health_check
- * can show it) and never throws into the caller.
+ * is then degraded, and the chain refuses every act on a window with audit_unavailable until
+ * available() reopens the file) and never throws into the caller.
  * On Windows POSIX modes do not apply; the file inherits the directory's ACL.
  */
 export class AuditLog {
@@ -115,6 +138,9 @@ export class AuditLog {
   private recordedCount = 0;
   private rejectedCount = 0;
   private sinkDroppedCount = 0;
+  private readonly filePath: string | null;
+  private lastErrorCode = "EIO";
+  private lastOpenAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: AuditLogOptions) {
     const cap = opts.capacity ?? 1000;
@@ -125,7 +151,25 @@ export class AuditLog {
     this.clock = opts.clock;
     this.onSinkError = opts.onSinkError;
     this.onReject = opts.onReject;
-    if (opts.filePath) this.openSink(opts.filePath);
+    this.filePath = opts.filePath || null;
+    if (this.filePath) this.openSink(this.filePath);
+  }
+
+  /**
+   * Whether events reach the configured file. A failed sink is opened again (at most once a
+   * second), so effects resume by themselves once the operator fixed the file or its folder.
+   * True when no file is configured.
+   */
+  available(): boolean {
+    if (this.sinkState !== "failed" || this.filePath === null) return true;
+    const now = this.clock();
+    if (now - this.lastOpenAt >= 1000) this.openSink(this.filePath);
+    return this.sinkState !== "failed";
+  }
+
+  /** The errno-style code of the last sink failure (e.g. "EACCES"): no path, no message. */
+  get lastError(): string {
+    return this.lastErrorCode;
   }
 
   get sink(): AuditSinkState {
@@ -204,6 +248,7 @@ export class AuditLog {
   }
 
   private openSink(path: string): void {
+    this.lastOpenAt = this.clock();
     let fd: number | undefined;
     try {
       const nofollow = fsc.O_NOFOLLOW ?? 0;
@@ -256,6 +301,7 @@ export class AuditLog {
         : "EIO";
     // Only a short errno-like code leaves this module; paths and messages stay here.
     const safe = /^[A-Z0-9_]{1,32}$/.test(code) ? code : "EIO";
+    this.lastErrorCode = safe;
     try {
       this.onSinkError?.(safe);
     } catch {

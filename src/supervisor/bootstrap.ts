@@ -103,7 +103,7 @@ export interface BuildOptions {
 
 export function buildSupervisor(
   opts: BuildOptions = {},
-): Supervisor & { close(): Promise<void>; setClient(info: unknown): void } {
+): Supervisor & { close(): Promise<void>; setClient(info: unknown): void; checkPolicyNow(): void } {
   const env = opts.env ?? process.env;
   const logger = opts.logger ?? defaultLog;
   const clock = opts.clock ?? Date.now;
@@ -212,6 +212,8 @@ export function buildSupervisor(
       client = ClientIdentity.fromClientInfo(info, salt);
     },
     onPolicyChange: (listener: () => void) => watcher.onChange(listener),
+    /** One look at the policy file now, as the watcher's timer takes (tests tick it by hand). */
+    checkPolicyNow: () => watcher.check(),
     close: async () => {
       watcher.stop();
       grants.revokeAll("shutdown");

@@ -22,6 +22,10 @@ export interface ServerConfig {
   workerDeadlineMs: number;
   /** A grant's uia worker idle this long is retired (0 = never). */
   uiaIdleRetireMs: number;
+  /** Frames per second a frame stream or a visual wait samples. */
+  visualSampleRate: number;
+  /** Process-wide bytes of PNG frames frame streams may keep. */
+  streamMemoryBytes: number;
 }
 
 export { ConfigError };
@@ -63,5 +67,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     logLevel: readSetting(env, SETTINGS.logLevel),
     workerDeadlineMs: readSetting(env, SETTINGS.workerDeadlineMs),
     uiaIdleRetireMs: readSetting(env, SETTINGS.uiaIdleRetireMs),
+    visualSampleRate: readSetting(env, SETTINGS.visualSampleRate),
+    streamMemoryBytes: readSetting(env, SETTINGS.streamMemoryBytes),
   };
 }

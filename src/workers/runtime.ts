@@ -6,6 +6,7 @@ import type { PressLedger } from "../shared/pressLedger.js";
 import {
   OPS,
   type OpName,
+  type SupervisorToWorker,
   SupervisorToWorkerSchema,
   type WorkerInit,
   WorkerInitSchema,
@@ -93,10 +94,14 @@ export async function serveWorker(
   // A backend that cannot start (no display, no COM) still answers: every request
   // fails with platform_unavailable instead of the worker dying in a restart loop.
   let platform: Platform | null = null;
+  // Our own refusal (fixed text, e.g. the missing variable named) is kept to answer with;
+  // anything else is replaced by a generic one.
+  let unavailable = uiError("platform_unavailable");
   try {
     platform = await loadPlatform(init);
-  } catch {
+  } catch (e) {
     platform = null;
+    if (e instanceof UiError && e.code === "platform_unavailable") unavailable = e;
   }
   const inflight = new Map<number, AbortController>();
   let stopped = false;
@@ -111,16 +116,8 @@ export async function serveWorker(
     const parsed = SupervisorToWorkerSchema.safeParse(raw);
     if (!parsed.success) return; // Only the supervisor holds this channel; garbage is dropped.
     const msg = parsed.data;
-    if (msg.type === "dialog_state") {
-      dialogGate.setOpen(msg.open);
-      return;
-    }
-    if (msg.type === "trim_malloc") {
-      opts.trimMalloc?.();
-      return;
-    }
-    if (msg.type === "cancel") {
-      inflight.get(msg.id)?.abort(uiError(msg.reason === "deadline" ? "worker_timeout" : "cancelled"));
+    if (msg.type !== "request") {
+      control(msg, inflight, opts);
       return;
     }
     const controller = new AbortController();
@@ -147,7 +144,7 @@ export async function serveWorker(
         let result: unknown;
         if (op === "ping") result = { pong: true, pid: process.pid };
         else {
-          if (!platform) throw uiError("platform_unavailable");
+          if (!platform) throw unavailable;
           const ctx: HandlerContext = { signal: controller.signal, deadline, init, platform };
           result = await (handler as GenericHandler)(args.data, ctx);
         }
@@ -174,6 +171,25 @@ export async function serveWorker(
     },
     platform,
   };
+}
+
+/** The supervisor's messages that are not requests: the dialog count, a trim, a cancel. */
+function control(
+  msg: Exclude<SupervisorToWorker, { type: "request" }>,
+  inflight: ReadonlyMap<number, AbortController>,
+  opts: ServeOptions,
+): void {
+  switch (msg.type) {
+    case "dialog_state":
+      dialogGate.setOpen(msg.open);
+      return;
+    case "trim_malloc":
+      opts.trimMalloc?.();
+      return;
+    case "cancel":
+      inflight.get(msg.id)?.abort(uiError(msg.reason === "deadline" ? "worker_timeout" : "cancelled"));
+      return;
+  }
 }
 
 /** A worker thread's or forked child's entry: finds its channel, then serves it. */

@@ -1,8 +1,9 @@
+import { refuseUnactionable } from "../shared/actionable.js";
 import { uiError } from "../shared/errors.js";
 import { containsPoint, containsRect, offset, type Rect, sameRect } from "../shared/geometry.js";
 import { sameInstance } from "../shared/identity.js";
 import { pointOccluded, rectOccluded } from "../shared/occlusion.js";
-import type { DesktopPort, WindowInfo } from "../shared/platform.js";
+import type { DesktopPort, LiveProof, WindowInfo } from "../shared/platform.js";
 import type { TargetExpectation } from "../shared/protocol.js";
 import { refuseOffScreen } from "../shared/screenBounds.js";
 
@@ -30,6 +31,8 @@ export interface VerifyOptions {
 export interface VerifiedTarget {
   window: WindowInfo;
   all: readonly WindowInfo[];
+  /** What the display server was seen to show (confirmLive), for the event this check clears. */
+  proof: LiveProof | null;
 }
 
 export async function verifyTarget(
@@ -41,14 +44,16 @@ export async function verifyTarget(
   const window = all.find((w) => w.hwnd === expected.hwnd);
   if (!window || window.owner_exited) throw uiError("target_gone");
   if (!window.instance || !sameInstance(window.instance, expected.instance)) throw uiError("target_changed");
-  if (window.iconic) throw uiError("minimized");
-  if (!window.visible) throw uiError("target_gone", "The target window is not visible.");
-  if (opts.requireForeground && !window.foreground) throw uiError("not_foreground");
+  refuseUnactionable(window, opts.requireForeground === true);
   const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
   const points = await pointsInside(desktop, window, all, opts.points ?? []);
   let region: Rect | null = null;
   if (opts.region) {
-    if (!containsRect(bounds, opts.region)) throw uiError("out_of_bounds");
+    if (!containsRect(bounds, opts.region))
+      throw uiError(
+        "out_of_bounds",
+        `The region [${opts.region.join(", ")}] lies outside the target window (${bounds[2]}×${bounds[3]}).`,
+      );
     region = offset(opts.region, window.rect[0], window.rect[1]);
   }
   if ((points.length > 0 || region) && !desktop.liveCheckCoversScreen) {
@@ -62,13 +67,14 @@ export async function verifyTarget(
   for (const p of points) if (pointOccluded(all, window, p.x, p.y)) throw uiError("occluded");
   if (region && rectOccluded(all, window, region)) throw uiError("occluded");
   // Then what the display server itself knows, where the platform can tell (X11).
-  await desktop.confirmLive?.(window, {
-    points,
-    region,
-    focus: opts.requireForeground === true,
-    grabs: { keyboard: opts.grabs?.keyboard === true, pointer: opts.grabs?.pointer === true },
-  });
-  return { window, all };
+  const proof =
+    (await desktop.confirmLive?.(window, {
+      points,
+      region,
+      focus: opts.requireForeground === true,
+      grabs: { keyboard: opts.grabs?.keyboard === true, pointer: opts.grabs?.pointer === true },
+    })) ?? null;
+  return { window, all, proof };
 }
 
 /**
@@ -86,20 +92,28 @@ export async function pointsInside(
   const outside = screen.filter((p) => !containsPoint(window.rect, p.x, p.y));
   if (outside.length === 0) return screen;
   const own = window.instance;
-  const areas = all
-    .filter(
-      (w) =>
-        w.hwnd !== window.hwnd &&
-        w.visible &&
-        !w.iconic &&
-        !w.owner_exited &&
-        own !== null &&
-        w.instance !== null &&
-        sameInstance(w.instance, own),
-    )
-    .map((w) => w.rect);
+  const same = all.filter(
+    (w) =>
+      w.hwnd !== window.hwnd &&
+      w.visible &&
+      !w.iconic &&
+      !w.owner_exited &&
+      own !== null &&
+      w.instance !== null &&
+      sameInstance(w.instance, own),
+  );
+  // Where the platform tells popups from the instance's other top-levels, only popups count.
+  const popups = desktop.popupsOf ? await desktop.popupsOf(window, same) : same;
+  const areas = popups.map((w) => w.rect);
   if (desktop.unlistedOwnWindows) areas.push(...(await desktop.unlistedOwnWindows(window)));
-  for (const p of outside) if (!areas.some((r) => containsPoint(r, p.x, p.y))) throw uiError("out_of_bounds");
+  const w = window.rect[2] - window.rect[0];
+  const h = window.rect[3] - window.rect[1];
+  for (const p of outside)
+    if (!areas.some((r) => containsPoint(r, p.x, p.y)))
+      throw uiError(
+        "out_of_bounds",
+        `The point (${p.x - window.rect[0]}, ${p.y - window.rect[1]}) lies outside the target window (${w}×${h}); x and y are window-relative, from 0,0 at its top-left corner.`,
+      );
   return screen;
 }
 

@@ -117,6 +117,49 @@ describe("formatTree", () => {
   });
 });
 
+describe("formatTree as an outline", () => {
+  const root = node({
+    ref: "e1",
+    role: "window",
+    name: "Factory",
+    children: [
+      node({
+        ref: "e2",
+        role: "panel",
+        name: null,
+        offscreen: true,
+        children: [node({ ref: "e3", name: "OK", patterns: ["invoke"], rect: [10, 20, 60, 44] })],
+      }),
+      node({ ref: "e4", role: "panel", name: "Options", children: [node({ ref: "e5", role: "check_box" })] }),
+      node({ ref: "e6", role: "group", name: null, states: ["enabled", "modal"] }),
+    ],
+  });
+
+  it("leaves out unnamed plain containers and shows their children at their level", () => {
+    expect(formatTree(root, { truncated: false, node_count: 6 }, { collapse: true })).toBe(
+      [
+        '- window "Factory" [ref=e1]',
+        '  - button "OK" [ref=e3]',
+        '  - panel "Options" [ref=e4]',
+        "    - check_box [ref=e5]",
+        "  - group [modal] [ref=e6]",
+      ].join("\n"),
+    );
+  });
+
+  it("adds bounds (x,y,width,height) and patterns only when asked", () => {
+    const text = formatTree(
+      root,
+      { truncated: false, node_count: 6 },
+      { collapse: true, bounds: true, patterns: true },
+    );
+    expect(text).toContain('  - button "OK" [ref=e3] @10,20,50,24 (invoke)');
+    expect(formatElements([root.children[0]?.children[0] ?? root], undefined, {})).toBe(
+      '- button "OK" [ref=e3]',
+    );
+  });
+});
+
 describe("formatElements", () => {
   it("one line per element, and a note when empty or truncated", () => {
     expect(formatElements([node({ ref: "e7", name: "Play", patterns: ["invoke"] })])).toBe(

@@ -18,6 +18,7 @@ function facts(over: Partial<AccessFacts> = {}): AccessFacts {
   return {
     capability: "click",
     allowed: true,
+    policySource: "file",
     protected: false,
     lease: null,
     grant: { capabilities: new Set(["click", "observe"]), expiresAt: NOW + 60_000 },
@@ -41,10 +42,15 @@ describe("decideAccess", () => {
   });
 
   it("the policy ceiling comes first, whatever the grant or lease says", () => {
-    expect(refusal(facts({ allowed: false }))).toEqual({ refused: "action_not_allowed" });
-    expect(refusal(facts({ allowed: false, lease: { covers: true } }))).toEqual({
+    expect(refusal(facts({ allowed: false }))).toEqual({
       refused: "action_not_allowed",
+      message:
+        "The policy does not allow the action click; to allow it, add it to the policy file's allowed_actions.",
     });
+    expect(refusal(facts({ allowed: false, lease: { covers: true } }))?.refused).toBe("action_not_allowed");
+    expect(refusal(facts({ allowed: false, policySource: "env" }))?.message).toContain(
+      "DESKTOP_AUTOMATION_ALLOWED_ACTIONS",
+    );
   });
 
   it("a grant that expired by the injected clock counts as none: the kept decision renews it", () => {
@@ -58,9 +64,10 @@ describe("decideAccess", () => {
 
   it("no grant: an approval renews, a denial is consent_denied, nothing is consent_required", () => {
     expect(decideAccess(facts({ grant: null })).grant).toEqual({ via: "kept_decision" });
-    expect(refusal(facts({ grant: null, kept: { decision: "denied", capabilities: [] } }))).toEqual({
-      refused: "consent_denied",
-    });
+    const denied = refusal(facts({ grant: null, kept: { decision: "denied", capabilities: [] } }));
+    expect(denied?.refused).toBe("consent_denied");
+    // It says the Deny is kept and how a person (not the agent) resets it.
+    expect(denied?.message).toContain("restarting the server");
     expect(refusal(facts({ grant: null, kept: null }))).toEqual({ refused: "consent_required" });
   });
 
@@ -69,8 +76,9 @@ describe("decideAccess", () => {
     expect(released.renew).toBe(false);
     expect(released.grant).toEqual({ refused: "consent_required" });
     expect(
-      refusal(facts({ grant: null, released: true, kept: { decision: "denied", capabilities: [] } })),
-    ).toEqual({ refused: "consent_denied" });
+      refusal(facts({ grant: null, released: true, kept: { decision: "denied", capabilities: [] } }))
+        ?.refused,
+    ).toBe("consent_denied");
   });
 
   it("a capability outside the grant is consent_required; the kept decision still renews the grant", () => {
@@ -90,10 +98,11 @@ describe("decideAccess", () => {
   });
 
   it("a protected capability needs a valid token, and the grant is asked about first", () => {
-    expect(refusal(facts({ protected: true }))).toEqual({ refused: "confirmation_required" });
-    expect(refusal(facts({ protected: true, token: "invalid" }))).toEqual({
-      refused: "confirmation_invalid",
-    });
+    const required = refusal(facts({ protected: true }));
+    expect(required?.refused).toBe("confirmation_required");
+    // The refusal names the tool that gives the token, with the class to ask for.
+    expect(required?.message).toContain('request_confirmation {hwnd, action_class: "click"}');
+    expect(refusal(facts({ protected: true, token: "invalid" }))?.refused).toBe("confirmation_invalid");
     expect(decideAccess(facts({ protected: true, token: "valid" })).confirmation).toBe("valid");
     expect(refusal(facts({ protected: true, token: "valid" }))).toBeNull();
     // No grant and no token: the client hears about the grant, not the token.

@@ -17,14 +17,14 @@ const LIMITS = {
   max_screenshot_pixels_per_minute: 1000,
 };
 
-function thrown(f: () => unknown): { code: string; retryAfterMs: number | undefined } {
+function thrown(f: () => unknown): { code: string; retryAfterMs: number | undefined; message: string } {
   try {
     f();
   } catch (e) {
-    if (isUiError(e)) return { code: e.code, retryAfterMs: e.retryAfterMs };
+    if (isUiError(e)) return { code: e.code, retryAfterMs: e.retryAfterMs, message: e.message };
     throw e;
   }
-  return { code: "ok", retryAfterMs: undefined };
+  return { code: "ok", retryAfterMs: undefined, message: "" };
 }
 
 describe("SlidingWindowLimiter", () => {
@@ -210,6 +210,9 @@ describe("RateBudgets", () => {
     const r = thrown(() => b.take("action", "c1"));
     expect(r.code).toBe("rate_limited");
     expect(r.retryAfterMs).toBeGreaterThan(0);
+    // The refusal names the limit and the setting that raises it.
+    expect(r.message).toContain("2 actions per minute");
+    expect(r.message).toContain("UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE");
     for (let i = 0; i < 3; i++) b.take("discovery", "c1");
     expect(thrown(() => b.take("discovery", "c1")).code).toBe("rate_limited");
     // Another client has its own budgets.
@@ -264,7 +267,9 @@ describe("RateBudgets", () => {
   it("a call larger than the whole budget is refused without retry_after", () => {
     const b = new RateBudgets(cfg, () => 0);
     const r = thrown(() => b.take("inspection", "c", { key: "i", limits: LIMITS, screenshotPixels: 5000 }));
-    expect(r).toEqual({ code: "rate_limited", retryAfterMs: undefined });
+    expect(r.code).toBe("rate_limited");
+    expect(r.retryAfterMs).toBeUndefined();
+    expect(r.message).toContain("limits.max_screenshot_pixels_per_minute");
     expect(b.state("c").client.inspection.used).toBe(0);
   });
 
@@ -334,7 +339,7 @@ describe("RateBudgets", () => {
     expect(budgetConfigFromEnv({})).toEqual({
       discoveryPerMinute: 30,
       inspectionsPerMinute: 60,
-      clientActionsPerMinute: 10,
+      clientActionsPerMinute: 60,
     });
     expect(
       budgetConfigFromEnv({ UIINSPECT_MAX_CLIENT_ACTIONS_PER_MINUTE: " 25 " }).clientActionsPerMinute,

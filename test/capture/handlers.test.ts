@@ -251,7 +251,10 @@ describe("capture.region", () => {
         expect(e.code).toBe("out_of_bounds");
         message = e.message;
       }
-      expect(message).toBe("The region extends past the edge of the visible screen.");
+      // The screen's size and what to do instead, never the window's content.
+      expect(message).toBe(
+        "The region extends past the edge of the visible screen (1920×1080); ask for the part on screen.",
+      );
     }
     // Nothing was read for any of them.
     expect(hook.frames).toHaveLength(1);

@@ -84,7 +84,7 @@ describe("concurrent inspect_tree on several windows", () => {
     const results = await Promise.all(
       Array.from({ length: CALLS }, async (_, k) => {
         const w = k % WINDOWS;
-        const r = await harness.call("inspect_tree", { hwnd: 6001 + w });
+        const r = await harness.call("inspect_tree", { detail: "full", hwnd: 6001 + w });
         return { w, r };
       }),
     );

@@ -75,7 +75,7 @@ describe.each(["thread", "process"])("idle uia worker retirement (%s isolation)"
     });
     harnesses.push(h);
     await h.ok("request_access", { hwnd: 1001 });
-    const before = play((await h.ok("inspect_tree", { hwnd: 1001 })).root);
+    const before = play((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root);
     expect((await h.call("invoke_element", { ref: before.ref })).isError).toBe(false);
 
     const retired = await until(
@@ -89,7 +89,7 @@ describe.each(["thread", "process"])("idle uia worker retirement (%s isolation)"
     const stale = await h.call("invoke_element", { ref: before.ref });
     expect(stale.code).toBe("element_stale");
 
-    const after = play((await h.ok("inspect_tree", { hwnd: 1001 })).root);
+    const after = play((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root);
     expect(after.ref).not.toBe(before.ref);
     expect((await h.call("invoke_element", { ref: after.ref })).isError).toBe(false);
     expect(await uiaStats(h)).toMatchObject({ sessions: 1, state: "ready" });

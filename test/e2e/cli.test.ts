@@ -263,6 +263,49 @@ describe("the CLI verbs", () => {
     expect(h.stderr.join("")).toBe("");
   });
 
+  it.skipIf(process.platform !== "linux")(
+    "without DISPLAY: calls and health_check name the variable; doctor prints no log line, and its Codex hint passes XAUTHORITY",
+    async () => {
+      const env = {
+        UIINSPECT_PLATFORM: "x11",
+        DESKTOP_AUTOMATION_ALLOWED_TITLES: "*",
+        DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: "/usr/bin/xterm",
+        DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe",
+      };
+      const saved = process.env.DISPLAY;
+      delete process.env.DISPLAY;
+      let h: McpHarness;
+      try {
+        h = await McpHarness.start(env);
+      } finally {
+        if (saved !== undefined) process.env.DISPLAY = saved;
+      }
+      try {
+        const r = await h.call("list_windows");
+        expect(r.code).toBe("platform_unavailable");
+        expect(JSON.stringify(r.structured)).toContain("DISPLAY is not set");
+        const hc = await h.ok("health_check");
+        expect(hc.status).toBe("unusable");
+        expect(JSON.stringify(hc.platform_facts)).toContain("DISPLAY is not set");
+      } finally {
+        await h.close();
+      }
+      const base = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => k !== "DISPLAY" && !k.startsWith("UIINSPECT_")),
+      ) as Record<string, string>;
+      const doc = spawnSync(process.execPath, [CLI, "doctor"], {
+        encoding: "utf8",
+        env: { ...base, ...env },
+        timeout: 120_000,
+      });
+      expect(doc.status).toBe(1);
+      // Its report only: no raw JSON log line before or after it.
+      for (const line of `${doc.stdout}${doc.stderr}`.split("\n")) expect(line).not.toMatch(/^\{"level"/);
+      expect(doc.stdout).toMatch(/^uiinspect-mcp \S+ doctor: UNUSABLE/);
+      expect(doc.stdout).toContain('env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY"]');
+    },
+  );
+
   it("the example policies for Linux and Windows validate", () => {
     for (const f of ["policy.linux.example.yaml", "policy.windows.example.json"]) {
       const r = run(["validate-policy", join(examples, f)]);

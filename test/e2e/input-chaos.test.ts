@@ -436,7 +436,7 @@ describe("worker deadline during a long hold", () => {
               gates += 1;
               // Three characters typed; another window takes the focus before the fourth.
               if (gates === 4) d.write(scenario([ruffleWindow(), other()], 2002));
-              await beforeEachKey?.();
+              return beforeEachKey?.();
             }),
         },
       };
@@ -474,7 +474,16 @@ describe("worker deadline during a long hold", () => {
         const from = d.effectsLog().length;
         const code = await codeOf(
           pointer(
-            { target, kind, x: 50, y: 50, dwell_ms: 0, notches: 1, focus_mode: "passive" },
+            {
+              target,
+              kind,
+              x: 50,
+              y: 50,
+              dwell_ms: 0,
+              notches: 1,
+              focus_mode: "passive",
+              prove_delivery: false,
+            },
             ctx(moving, 10_000),
           ),
         );

@@ -67,7 +67,7 @@ describe("worker crash isolation", () => {
     expect(d.effectsLog().filter((e) => e.type === "button_down")).toHaveLength(0);
     // capture and uia keep serving meanwhile
     expect((await h.ok("list_windows")).windows).toHaveLength(1);
-    const tree = await h.ok("inspect_tree", { hwnd: 1001 });
+    const tree = await h.ok("inspect_tree", { detail: "full", hwnd: 1001 });
     expect(tree.node_count).toBeGreaterThan(0);
     d.write({
       session: 1,
@@ -75,7 +75,7 @@ describe("worker crash isolation", () => {
       windows: [ruffleWindow({ faults: { uia: "throw" } })],
       consent: { answer: "approve" },
     });
-    expect((await h.call("find_elements", { hwnd: 1001, name_contains: "play" })).code).toBe(
+    expect((await h.call("find_elements", { detail: "full", hwnd: 1001, name_contains: "play" })).code).toBe(
       "worker_crashed",
     );
     // the old session's refs are stale after the uia worker died

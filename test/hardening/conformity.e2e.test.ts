@@ -121,7 +121,12 @@ describe("environment policy: all three variables are required", () => {
       DESKTOP_AUTOMATION_ALLOWED_TITLES: "Ruffle - *",
       DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: RUFFLE,
     });
-    expect((await h.ok("health_check")).policy).toMatchObject({ source: "env", status: "ok" });
+    // Not "ok": the env policy lacks its action list, and health_check names it.
+    expect((await h.ok("health_check")).policy).toMatchObject({
+      source: "env",
+      status: "incomplete",
+      missing: ["DESKTOP_AUTOMATION_ALLOWED_ACTIONS"],
+    });
     const calls: Array<[string, Record<string, unknown>]> = [
       ["list_windows", {}],
       ["get_window_state", { hwnd: 1001 }],
@@ -147,7 +152,7 @@ describe("a policy file another user can write", () => {
     expect(health.policy).toMatchObject({
       status: "error",
       code: "policy_insecure",
-      reasons: [`${policy}: writable by group and others (mode 0666)`],
+      reasons: [`${policy}: writable by group and others (mode 0666); fix: chmod go-w ${policy}`],
     });
     expect((await h.call("list_windows")).code).toBe("policy_insecure");
     const env = {

@@ -71,13 +71,13 @@ describe("StrictModes for the policy file", () => {
         status: "error",
         code: "policy_insecure",
         source: "file",
-        reasons: [`${p}: writable by group and others (mode 0666)`],
+        reasons: [`${p}: writable by group and others (mode 0666); fix: chmod go-w ${p}`],
       });
       const v = validatePolicyFile(p, NOW);
       expect(v.ok).toBe(false);
       expect(v.lines).toEqual([
         "insecure policy file (policy_insecure):",
-        `  ${p}: writable by group and others (mode 0666)`,
+        `  ${p}: writable by group and others (mode 0666); fix: chmod go-w ${p}`,
       ]);
     },
   );
@@ -102,25 +102,27 @@ describe("StrictModes for the policy file", () => {
 
   it("group-writable file, world-writable folder without the sticky bit, and a symlink through one", () => {
     const p = policyFile(folder(), 0o664);
-    expect(checkPolicyPath(p)).toMatchObject({ reasons: [`${p}: writable by group (mode 0664)`] });
+    expect(checkPolicyPath(p)).toMatchObject({
+      reasons: [`${p}: writable by group (mode 0664); fix: chmod go-w ${p}`],
+    });
     const open = folder(0o777);
     const p2 = policyFile(open);
     expect(readPolicyFile(p2)).toEqual({
       ok: false,
       code: "policy_insecure",
-      reasons: [`${open}: folder writable by group and others (mode 0777)`],
+      reasons: [`${open}: folder writable by group and others (mode 0777); fix: chmod go-w ${open}`],
     });
     // A safe-looking path whose symlink leads into the writable folder is refused too.
     const safe = folder();
     symlinkSync(p2, join(safe, "link.json"));
     expect(checkPolicyPath(join(safe, "link.json"))).toMatchObject({
-      reasons: [`${open}: folder writable by group and others (mode 0777)`],
+      reasons: [`${open}: folder writable by group and others (mode 0777); fix: chmod go-w ${open}`],
     });
     // And a symlink that itself lives in a writable folder (anyone could retarget it).
     const good = policyFile(folder());
     symlinkSync(good, join(open, "link.json"));
     expect(checkPolicyPath(join(open, "link.json"))).toMatchObject({
-      reasons: [`${open}: folder writable by group and others (mode 0777)`],
+      reasons: [`${open}: folder writable by group and others (mode 0777); fix: chmod go-w ${open}`],
     });
   });
 

@@ -114,7 +114,7 @@ describe("agent tasks on the simulated desktop", () => {
     const d = new FakeDesktop(scenario([ruffleWindow({ tree: tree(["checked", "focusable"]) })]));
     const h = await start(d, { DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()) });
     await h.ok("request_access", { hwnd: 1001 });
-    const r = await h.call("inspect_tree", { hwnd: 1001 });
+    const r = await h.call("inspect_tree", { detail: "full", fields: ["patterns"], hwnd: 1001 });
     const nodes = flatten(r.structured.root as Node);
     expect(byId(nodes, "sound").states).toEqual(["enabled", "focusable", "checked"]);
     expect(byId(nodes, "level").states).toEqual(["enabled", "collapsed"]);
@@ -123,20 +123,24 @@ describe("agent tasks on the simulated desktop", () => {
     const text = r.content.map((c) => c.text ?? "").join("\n");
     expect(text).toMatch(/check_box "Sound" \[checked\] \[ref=s\d+\.e\d+\] \(toggle\)/);
     expect(text).toMatch(/list_item "Row 99" \[offscreen\]/);
-    const checked = (await h.ok("find_elements", { hwnd: 1001, state: "checked" })).elements as Node[];
+    const checked = (await h.ok("find_elements", { detail: "full", hwnd: 1001, state: "checked" }))
+      .elements as Node[];
     expect(checked.map((e) => e.automation_id)).toEqual(["sound"]);
-    expect((await h.call("find_elements", { hwnd: 1001, state: "pressed" })).code).toBe("invalid_argument");
+    expect((await h.call("find_elements", { detail: "full", hwnd: 1001, state: "pressed" })).code).toBe(
+      "invalid_argument",
+    );
   });
 
   it("the instance's popup is an extra marked root; its items get refs and semantic actions", async () => {
     const d = new FakeDesktop(scenario([ruffleWindow({ tree: tree([]) }), menu()]));
     const h = await start(d, { DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()) });
     await h.ok("request_access", { hwnd: 1001 });
-    const r = await h.call("inspect_tree", { hwnd: 1001 });
+    const r = await h.call("inspect_tree", { detail: "full", hwnd: 1001 });
     const popups = r.structured.popups as Node[];
     expect(popups.map((p) => [p.role, p.name, p.popup])).toEqual([["menu", "Context", true]]);
     expect(r.content.map((c) => c.text ?? "").join("\n")).toMatch(/- menu "Context" \[popup\]/);
-    const found = (await h.ok("find_elements", { hwnd: 1001, name_contains: "copy" })).elements as Node[];
+    const found = (await h.ok("find_elements", { detail: "full", hwnd: 1001, name_contains: "copy" }))
+      .elements as Node[];
     expect(found).toHaveLength(1);
     expect(found[0]).toMatchObject({ role: "menu_item", popup: true });
     writeFileSync(d.effects, "");
@@ -147,10 +151,10 @@ describe("agent tasks on the simulated desktop", () => {
     // The menu closes: its refs are stale, the window's own tree has no popups any more.
     d.write(scenario([ruffleWindow({ tree: tree([]) }), { ...menu(), visible: false }]));
     expect((await h.call("invoke_element", { ref: found[0]!.ref })).code).toBe("element_stale");
-    expect((await h.ok("inspect_tree", { hwnd: 1001 })).popups).toEqual([]);
+    expect((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).popups).toEqual([]);
     // Another process's window is never a popup of this one.
     d.write(scenario([ruffleWindow({ tree: tree([]) }), { ...menu(), pid: 777 }]));
-    expect((await h.ok("inspect_tree", { hwnd: 1001 })).popups).toEqual([]);
+    expect((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).popups).toEqual([]);
   });
 
   it("wait_for_element sees an element that appears after 1 s, times out on one that never does, and waits for gone", async () => {
@@ -201,7 +205,7 @@ describe("agent tasks on the simulated desktop", () => {
     const d = new FakeDesktop(scenario([ruffleWindow({ tree: tree([]) })]));
     const h = await start(d, { DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()) });
     await h.ok("request_access", { hwnd: 1001 });
-    const nodes = flatten((await h.ok("inspect_tree", { hwnd: 1001 })).root as Node);
+    const nodes = flatten((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root as Node);
     writeFileSync(d.effects, "");
     expect((await h.call("scroll_into_view", { ref: byId(nodes, "row99").ref })).isError).toBe(false);
     expect((await h.call("scroll_into_view", { ref: byId(nodes, "play").ref })).code).toBe(
@@ -231,7 +235,7 @@ describe("agent tasks on the simulated desktop", () => {
     const d = new FakeDesktop(scenario([ruffleWindow({ tree: tree([]) })]));
     const h = await start(d, { DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()) });
     await h.ok("request_access", { hwnd: 1001 });
-    const nodes = flatten((await h.ok("inspect_tree", { hwnd: 1001 })).root as Node);
+    const nodes = flatten((await h.ok("inspect_tree", { detail: "full", hwnd: 1001 })).root as Node);
     const sound = byId(nodes, "sound");
     writeFileSync(d.effects, "");
     // The simulated app reacts to the toggle: the test plays the app, once the effect is logged.
@@ -306,9 +310,24 @@ describe("agent tasks on the simulated desktop", () => {
     expect(widened).toContain("invoke_element");
     expect(widened).toContain("wait_for_element");
     expect(widened).not.toContain("send_text");
+    const args = async (name: string) =>
+      Object.keys(
+        (await h.client.listTools()).tools.find((t) => t.name === name)?.inputSchema.properties ?? {},
+      );
+    expect(await args("invoke_element")).not.toContain("confirmation_token");
+    // Protecting a capability changes its tools' arguments: the list changes too.
+    writeFileSync(
+      policyPath,
+      JSON.stringify(
+        filePolicy({ allowed_actions: ["observe", "inspect", "interact"], protected_actions: ["interact"] }),
+      ),
+    );
+    await until("tools/list_changed for protection", () => (changed > 1 ? true : null));
+    expect(await args("invoke_element")).toContain("confirmation_token");
+    expect(await args("inspect_tree")).not.toContain("confirmation_token");
     // A broken file fails closed: only health_check, and calls refuse.
     writeFileSync(policyPath, "{ not json");
-    await until("second tools/list_changed", () => (changed > 1 ? true : null));
+    await until("third tools/list_changed", () => (changed > 2 ? true : null));
     expect(await names()).toEqual(["health_check"]);
     expect((await h.call("list_windows")).isError).toBe(true);
   });

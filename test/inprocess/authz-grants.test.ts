@@ -43,7 +43,7 @@ describe("grants", () => {
     const time = new ManualTime();
     const h = await serve(desk, { clock: time.clock, env: { UIINSPECT_GRANT_TTL_MS: "4000" } });
     await h.ok("request_access", { hwnd: 1001, capabilities: ["inspect"] });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await h.ok("inspect_tree", { detail: "full", hwnd: 1001 });
     const uia = async () =>
       ((await h.ok("health_check")).workers as Array<{ kind: string; sessions?: number }>).find(
         (w) => w.kind === "uia",
@@ -62,7 +62,7 @@ describe("grants", () => {
     const h = await serve(desk);
     await h.ok("request_access", { hwnd: 1001, capabilities: ["inspect"] });
     await h.ok("request_access", { hwnd: 1002, capabilities: ["observe"] });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await h.ok("inspect_tree", { detail: "full", hwnd: 1001 });
     // Process 1 exits: its only window goes away.
     desk.set({ windows: [win(2), win(3)] });
     expect((await h.ok("list_windows")).windows).toHaveLength(2);
@@ -85,13 +85,17 @@ describe("grants", () => {
     await h.ok("request_access", { hwnd: 1001, capabilities: ["observe", "inspect"] });
     const shot = { hwnd: 1001, region_name: "stage" };
     expect((await h.call("screenshot_window", shot)).code).toBe("confirmation_required");
-    expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("confirmation_required");
+    expect((await h.call("inspect_tree", { detail: "full", hwnd: 1001 })).code).toBe("confirmation_required");
     const token = async (action_class: string) =>
       String((await h.ok("request_confirmation", { hwnd: 1001, action_class })).token_id);
     expect(
       (await h.call("screenshot_window", { ...shot, confirmation_token: await token("observe") })).isError,
     ).toBe(false);
-    const tree = await h.call("inspect_tree", { hwnd: 1001, confirmation_token: await token("inspect") });
+    const tree = await h.call("inspect_tree", {
+      detail: "full",
+      hwnd: 1001,
+      confirmation_token: await token("inspect"),
+    });
     expect(tree.isError).toBe(false);
     // One token, one use; and a token for another class does not fit.
     const once = await token("observe");
@@ -100,23 +104,30 @@ describe("grants", () => {
       "confirmation_invalid",
     );
     expect(
-      (await h.call("find_elements", { hwnd: 1001, confirmation_token: await token("observe") })).code,
+      (
+        await h.call("find_elements", {
+          detail: "full",
+          hwnd: 1001,
+          confirmation_token: await token("observe"),
+        })
+      ).code,
     ).toBe("confirmation_invalid");
   });
 
   it("request_confirmation checks what the action will: input classes need the window in front (passive focus)", async () => {
     const desk = new Desk([win(1), win(2)]);
     const h = await serve(desk);
-    await h.ok("request_access", { hwnd: 1002, capabilities: ["text", "close"] });
-    // 1001 is in front: typing into 1002 would be refused, so no token is issued for it.
-    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).code).toBe(
+    await h.ok("request_access", { hwnd: 1002, capabilities: ["drag", "text", "close"] });
+    // 1001 is in front: dragging in 1002 would be refused, so no token is issued for it.
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "drag" })).code).toBe(
       "not_foreground",
     );
-    // Closing needs no focus.
+    // Closing needs no focus; nor does a text token (set_element_value enters text without it).
     expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "close" })).isError).toBe(false);
+    expect((await h.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(false);
     const active = await serve(desk, { env: { DESKTOP_AUTOMATION_FOCUS_MODE: "activate" } });
-    await active.ok("request_access", { hwnd: 1002, capabilities: ["text"] });
-    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "text" })).isError).toBe(
+    await active.ok("request_access", { hwnd: 1002, capabilities: ["drag"] });
+    expect((await active.call("request_confirmation", { hwnd: 1002, action_class: "drag" })).isError).toBe(
       false,
     );
   });
@@ -125,14 +136,14 @@ describe("grants", () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);
     await h.ok("request_access", { hwnd: 1001 });
-    const found = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
+    const found = await h.ok("find_elements", { detail: "full", hwnd: 1001, automation_id: "play" });
     const ref = (found.elements as Array<{ ref: string }>)[0].ref;
-    const tree = await h.ok("inspect_tree", { hwnd: 1001 });
+    const tree = await h.ok("inspect_tree", { detail: "full", hwnd: 1001 });
     expect(tree.node_count).toBeGreaterThan(1);
     expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(true);
     expect(await grants(h)).toEqual([]);
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).code).toBe("consent_required");
-    expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("consent_required");
+    expect((await h.call("inspect_tree", { detail: "full", hwnd: 1001 })).code).toBe("consent_required");
     expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
     expect((await h.ok("preview_action", { hwnd: 1001, action_class: "click" })).reason).toBe(
       "consent_required",
@@ -140,15 +151,20 @@ describe("grants", () => {
     expect(desk.effects().filter((e) => e.type === "button_down" || e.type === "a11y")).toHaveLength(0);
     expect((await h.ok("release_access", { hwnd: 1001 })).released).toBe(false);
 
-    // Asking again is answered from the kept decision (no second dialog); old refs stay dead.
+    // Asking again asks the person again: the released approval is not reused. Old refs stay dead.
     expect(await h.ok("request_access", { hwnd: 1001 })).toMatchObject({
       decision: "approved",
-      source: "cached",
+      source: "dialog",
     });
-    expect(desk.prompts()).toHaveLength(1);
+    expect(desk.prompts()).toHaveLength(2);
+    // A second request while the grant stands reuses the approval, and says so and how to reset it.
+    const kept = await h.ok("request_access", { hwnd: 1001 });
+    expect(kept).toMatchObject({ decision: "approved", source: "cached" });
+    expect(String(kept.note)).toContain("release_access");
+    expect(desk.prompts()).toHaveLength(2);
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
     expect((await h.call("invoke_element", { ref })).code).toBe("element_stale");
-    const fresh = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
+    const fresh = await h.ok("find_elements", { detail: "full", hwnd: 1001, automation_id: "play" });
     const newRef = (fresh.elements as Array<{ ref: string }>)[0].ref;
     expect(newRef).not.toBe(ref);
     const inv = await h.call("invoke_element", { ref: newRef });

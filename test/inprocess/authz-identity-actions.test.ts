@@ -19,7 +19,7 @@ describe("process-instance identity between actions", () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);
     await h.ok("request_access", { hwnd: 1001 });
-    const found = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
+    const found = await h.ok("find_elements", { detail: "full", hwnd: 1001, automation_id: "play" });
     const ref = (found.elements as Array<{ ref: string }>)[0].ref;
     expect((await h.call("click_window", { hwnd: 1001, ...IN_STAGE })).isError).toBe(false);
     desk.reusePid(1001);
@@ -37,7 +37,7 @@ describe("process-instance identity between actions", () => {
     const desk = new Desk([win(1)]);
     const h = await serve(desk);
     await h.ok("request_access", { hwnd: 1001 });
-    const found = await h.ok("find_elements", { hwnd: 1001, automation_id: "play" });
+    const found = await h.ok("find_elements", { detail: "full", hwnd: 1001, automation_id: "play" });
     const ref = (found.elements as Array<{ ref: string }>)[0].ref;
     desk.reusePid(1001);
     expect((await h.call("invoke_element", { ref })).code).toBe("target_changed");

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { fullAnnotations } from "../../src/supervisor/mcp/server.js";
 import { InProcessHarness } from "../support/inProcess.js";
 import {
   approvingDesktop as desktop,
@@ -41,12 +42,18 @@ describe("foundation in process (SDK client over InMemoryTransport)", () => {
       expect(names).toContain(n);
     for (const t of tools) {
       expect(t.inputSchema.type).toBe("object");
-      expect(t.outputSchema).toBeDefined();
-      expect(typeof t.annotations?.openWorldHint).toBe("boolean");
-      expect(typeof t.annotations?.readOnlyHint).toBe("boolean");
-      expect(typeof t.annotations?.destructiveHint).toBe("boolean");
-      expect(typeof t.annotations?.idempotentHint).toBe("boolean");
+      // Hints equal to MCP's defaults are left out; data-returning tools list their shape.
+      const a = fullAnnotations(t);
+      expect(t.outputSchema !== undefined, t.name).toBe(a.readOnlyHint);
+      for (const [k, v] of Object.entries(t.annotations ?? {}))
+        expect(v, `${t.name} ${k}`).not.toBe(k === "destructiveHint" || k === "openWorldHint");
     }
+    // No profiles folder: the profile tools could only refuse; nothing protects observe.
+    expect(names).not.toContain("check_coordinate_profile");
+    const shot = tools.find((t) => t.name === "screenshot_window");
+    expect(Object.keys(shot?.inputSchema.properties ?? {})).not.toContain("confirmation_token");
+    const text = tools.find((t) => t.name === "send_text");
+    expect(Object.keys(text?.inputSchema.properties ?? {})).toContain("confirmation_token");
   });
 
   it("without a policy only health_check works", async () => {
@@ -277,7 +284,7 @@ describe("foundation in process (SDK client over InMemoryTransport)", () => {
       ["send_text", { hwnd: 1001, text: "a\u0000b" }],
       ["scroll_window", { hwnd: 1001, x: 1, y: 1, notches: 0 }],
       ["hover_window", { hwnd: 1001, x: 1, y: 1, dwell_ms: 10_001 }],
-      ["inspect_tree", { hwnd: 1001, max_depth: 33 }],
+      ["inspect_tree", { detail: "full", hwnd: 1001, max_depth: 33 }],
       ["get_audit_events", { limit: 0 }],
       ["list_windows", { extra: true }],
       ["no_such_tool", {}],

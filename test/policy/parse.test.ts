@@ -276,7 +276,10 @@ describe("reading files", () => {
     expect(r).toEqual({
       ok: false,
       code: "policy_unreadable",
-      reasons: ["the policy file cannot be opened"],
+      // The path and the errno, with what to do.
+      reasons: [
+        "/nonexistent/dir/policy.json: the policy file cannot be opened (ENOENT: no such file; give its full path)",
+      ],
     });
   });
 

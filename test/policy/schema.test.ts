@@ -115,7 +115,10 @@ describe("validatePolicyFile", () => {
     const r = validatePolicyFile("/nonexistent/p.json", now);
     expect(r).toEqual({
       ok: false,
-      lines: ["invalid policy (policy_unreadable):", "  the policy file cannot be opened"],
+      lines: [
+        "invalid policy (policy_unreadable):",
+        "  /nonexistent/p.json: the policy file cannot be opened (ENOENT: no such file; give its full path)",
+      ],
     });
   });
 });

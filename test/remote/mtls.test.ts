@@ -118,7 +118,7 @@ describe("mTLS remote mode", () => {
     // Bob cannot act on the window Alice was granted.
     expect((await b.call("click_window", { hwnd: 1003, ...IN_STAGE })).code).toBe("consent_required");
     // Alice's element ref and confirmation token mean nothing to Bob, even once he has his own grant.
-    const tree = await a.ok("inspect_tree", { hwnd: 1003 });
+    const tree = await a.ok("inspect_tree", { detail: "full", hwnd: 1003 });
     const ref = JSON.stringify(tree).match(/"ref":"([^"]+)"/)?.[1];
     expect(ref).toBeTruthy();
     const token = String(

@@ -61,14 +61,14 @@ export class InProcessHarness extends ClientHarness {
    * Another client on this same supervisor (its own identity, grants, tokens and budgets), as
    * remote mode serves many sessions from one server (src/supervisor/mcp/multiSession.ts).
    */
-  async join(clientInfo: { name: string; version: string }): Promise<ServerHarness> {
+  async join(clientInfo: { name: string; version: string }): Promise<ServerHarness & { clientHash: string }> {
     const identity = ClientIdentity.fromClientInfo(clientInfo, newConnectionSalt());
     const server = createMcpServer(supervisorFor(this.sup, identity, null), () => undefined);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const client = new Client(clientInfo);
     await client.connect(clientSide);
-    return new JoinedClient(client, this.stderr, server);
+    return new JoinedClient(client, this.stderr, server, identity.hash);
   }
 
   /** As a stdio server ends: workers stopped, grants revoked, then the connection closed. */
@@ -85,6 +85,8 @@ class JoinedClient extends ClientHarness {
     client: Client,
     stderr: string[],
     private readonly server: Server,
+    /** The identity's hash, as the stores (and a revocation) name it. */
+    readonly clientHash: string,
   ) {
     super(client, stderr);
   }

@@ -178,18 +178,22 @@ describe("A11ySessions: idle uia workers are retired", () => {
     expect(sessions.stats()).toMatchObject({ sessions: 1, idle_retirements: 1 });
   });
 
-  it("a grant in use keeps its worker and its refs; another grant's idleness does not touch it", async () => {
+  it("an identity in use keeps its refs; another identity's idleness drops only its own, on the same worker", async () => {
     const { t, hosts, sessions } = setup();
     const busy = sessions.sessionFor("c1", target);
     const idle = sessions.sessionFor("c2", target);
+    expect(idle.key).not.toBe(busy.key);
     for (let i = 0; i < 5; i++) {
       await t.advance(IDLE / 2);
       await inspect(sessions, sessions.sessionFor("c1", target));
     }
+    // One worker for the instance: the idle identity's key was disposed there, the worker runs on.
+    expect(hosts).toHaveLength(1);
     expect(hosts[0].closed).toBe(false);
-    expect(hosts[1].closed).toBe(true);
+    expect(hosts[0].ops).toContain("a11y.dispose");
     expect(sessions.lookupRef(`${busy.tag}.e1`, "c1").tag).toBe(busy.tag);
     expect(stale(() => sessions.lookupRef(`${idle.tag}.e1`, "c2"))).toBe(true);
+    expect(sessions.stats()).toMatchObject({ sessions: 1, workers: 1, idle_retirements: 1 });
   });
 
   it("a session looked up just before the deadline is not retired before its call", async () => {

@@ -9,7 +9,7 @@ describe("the ledgered input port", () => {
     const port: InputPort = {
       moveTo: async () => undefined,
       wheel: async () => undefined,
-      buttonDown: async () => undefined,
+      buttonDown: async () => null,
       buttonUp: async () => undefined,
       keyDown: async () => undefined,
       keyUp: async () => undefined,
@@ -23,6 +23,7 @@ describe("the ledgered input port", () => {
     let checks = 0;
     await withLedger(port, NO_LEDGER).typeText("1", "abc", "sendinput", async () => {
       checks += 1;
+      return null;
     });
     expect(seen).toEqual(["a", "b", "c"]);
     expect(checks).toBe(3);
@@ -31,6 +32,7 @@ describe("the ledgered input port", () => {
     await expect(
       withLedger(port, NO_LEDGER).typeText("1", "abc", "sendinput", async () => {
         if (seen.length === 1) throw new Error("not_foreground");
+        return null;
       }),
     ).rejects.toThrow("not_foreground");
     expect(seen).toEqual(["a"]);

@@ -2,7 +2,7 @@ import { Ajv } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { A11yNodeSchema } from "../../src/shared/protocol.js";
-import { listTools } from "../../src/supervisor/mcp/server.js";
+import { fullAnnotations, listTools } from "../../src/supervisor/mcp/server.js";
 import { loadPolicy, type PolicyState } from "../../src/supervisor/policy/load.js";
 import { CAPABILITIES, type Capability } from "../../src/supervisor/policy/schema.js";
 import { toolsForPolicy } from "../../src/supervisor/tools/availability.js";
@@ -30,9 +30,9 @@ const DESTRUCTIVE_TOOLS = [
   "click_element",
 ];
 
-function okPolicy(actions: Capability[]): PolicyState {
+function okPolicy(actions: Capability[], env: Record<string, string> = {}): PolicyState {
   const state = loadPolicy(
-    { DESKTOP_AUTOMATION_ALLOWED_TITLES: "*", DESKTOP_AUTOMATION_ALLOWED_ACTIONS: actions.join(",") },
+    { DESKTOP_AUTOMATION_ALLOWED_TITLES: "*", DESKTOP_AUTOMATION_ALLOWED_ACTIONS: actions.join(","), ...env },
     () => new Date(),
   );
   expect(state.status).toBe("ok");
@@ -47,12 +47,17 @@ describe("tool listing derived from the table", () => {
     expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length);
     for (const t of tools) {
       const def = TOOLS_BY_NAME.get(t.name)!;
+      // Hints equal to MCP's defaults are left out; read back with the defaults filled in.
+      const a = fullAnnotations(t);
       expect(t.inputSchema.type).toBe("object");
-      expect(t.annotations?.openWorldHint, t.name).toBe(INPUT_CAPS.has(def.capability));
-      if (t.annotations?.readOnlyHint) expect(t.annotations.destructiveHint, t.name).toBe(false);
-      expect(t.annotations?.destructiveHint, t.name).toBe(DESTRUCTIVE_TOOLS.includes(t.name));
+      expect(a.openWorldHint, t.name).toBe(INPUT_CAPS.has(def.capability));
+      if (a.readOnlyHint) expect(a.destructiveHint, t.name).toBe(false);
+      expect(a.destructiveHint, t.name).toBe(DESTRUCTIVE_TOOLS.includes(t.name));
+      expect(a).toEqual({ ...def.annotations, openWorldHint: INPUT_CAPS.has(def.capability) });
       // Every tool that drives the target's input can change state: never read-only.
-      if (INPUT_CAPS.has(def.capability)) expect(t.annotations?.readOnlyHint, t.name).toBe(false);
+      if (INPUT_CAPS.has(def.capability)) expect(a.readOnlyHint, t.name).toBe(false);
+      // Read-only tools list the shape of their data; effects' receipts are in the docs.
+      expect(t.outputSchema !== undefined, t.name).toBe(a.readOnlyHint);
     }
     for (const n of [
       "inspect_tree",
@@ -61,7 +66,7 @@ describe("tool listing derived from the table", () => {
       "list_windows",
       "screenshot_window",
     ])
-      expect(tools.find((t) => t.name === n)?.annotations?.readOnlyHint, n).toBe(true);
+      expect(fullAnnotations(tools.find((t) => t.name === n)!).readOnlyHint, n).toBe(true);
   });
 
   it("the whole listing costs at most 9000 tokens (chars / 4) with every tool in it", () => {
@@ -92,7 +97,41 @@ describe("tool listing derived from the table", () => {
     const text = names(okPolicy(["text"]));
     expect(text).toContain("send_text");
     expect(text).toContain("request_confirmation");
-    expect(names(okPolicy([...CAPABILITIES]))).toEqual(TOOLS.map((t) => t.name));
+    // The coordinate-profile tools need a profiles folder.
+    const profileTools = [
+      "resolve_coordinate_profile_point",
+      "check_coordinate_profile",
+      "record_coordinate_profile",
+    ];
+    expect(names(okPolicy([...CAPABILITIES]))).toEqual(
+      TOOLS.map((t) => t.name).filter((n) => !profileTools.includes(n)),
+    );
+    expect(names(okPolicy([...CAPABILITIES], { DESKTOP_AUTOMATION_PROFILES_DIR: "/srv/profiles" }))).toEqual(
+      TOOLS.map((t) => t.name),
+    );
+    // A policy that allows no action (an env policy without its action list) offers nothing else.
+    expect(names(okPolicy([]))).toEqual(["health_check"]);
+  });
+
+  it("shows confirmation_token only on the tools of capabilities the policy protects", () => {
+    const state = okPolicy([...CAPABILITIES]);
+    if (state.status !== "ok") throw new Error("policy");
+    const p = state.policy;
+    const listed = listTools(toolsForPolicy(state), (c) => p.protected_actions.has(c));
+    const withToken = listed
+      .filter((t) => Object.keys(t.inputSchema.properties ?? {}).includes("confirmation_token"))
+      .map((t) => t.name)
+      .sort();
+    expect(withToken).toEqual(["close_window", "drag_window", "send_text", "set_element_value"]);
+  });
+
+  it("with every action allowed (a README-style policy) the listing is at most 20,300 characters", () => {
+    const state = okPolicy([...CAPABILITIES]);
+    if (state.status !== "ok") throw new Error("policy");
+    const p = state.policy;
+    const listed = listTools(toolsForPolicy(state), (c) => p.protected_actions.has(c));
+    // As tools/list sends it: {"tools": [...]}.
+    expect(JSON.stringify({ tools: listed }).length).toBeLessThanOrEqual(20_300);
   });
 
   it("request_confirmation returns the token under the name the tools take (and the old one)", () => {
@@ -127,8 +166,8 @@ describe("tool listing derived from the table", () => {
       };
       expect(list({ windows: [window] })).toBe(true);
       expect(list({ windows: "none" })).toBe(false);
+      // A refusal's structuredContent ({error}) is admitted too.
       expect(list({ error: { code: "rate_limited", message: "m", retry_after_ms: 5 } })).toBe(true);
-      expect(list({ error: "rate_limited" })).toBe(false);
       const tree = ajv.compile(tools.find((t) => t.name === "inspect_tree")?.outputSchema ?? {});
       const node = (children: unknown[]) => ({
         ref: "s1.e1",

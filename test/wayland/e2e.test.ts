@@ -88,7 +88,7 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     const r = await h.call("request_access", { hwnd: w.hwnd });
     expect(r.isError).toBe(true);
     expect(r.code).toBe("platform_unavailable");
-    expect((await h.call("inspect_tree", { hwnd: w.hwnd })).code).toBe("consent_required");
+    expect((await h.call("inspect_tree", { detail: "full", hwnd: w.hwnd })).code).toBe("consent_required");
   });
 
   it("attack: another program's window that claims the target's title is not the target", async () => {
@@ -132,10 +132,15 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     await waitFor("the consent box's Allow button", () => reader.pressButton("zenity", "Allow"), 30_000);
     expect((await pending).structured.decision).toBe("approved");
 
-    const tree = await h.ok("inspect_tree", { hwnd: w.hwnd, max_depth: 12, max_nodes: 2000 });
+    const tree = await h.ok("inspect_tree", { detail: "full", hwnd: w.hwnd, max_depth: 12, max_nodes: 2000 });
     expect(JSON.stringify(tree)).toContain("check_box");
     const found = (
-      await h.ok("find_elements", { hwnd: w.hwnd, role: "check_box", name_contains: "checkbutton" })
+      await h.ok("find_elements", {
+        detail: "full",
+        hwnd: w.hwnd,
+        role: "check_box",
+        name_contains: "checkbutton",
+      })
     ).elements as Element[];
     // The factory's second column of check buttons is insensitive.
     const enabled = found.filter((e) => !(e.states ?? []).includes("disabled"));

@@ -167,7 +167,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland platform on headless GNOME", () => 
     const w3 = await windowOf(gtk3.pid);
     const none = { points: [], region: null, focus: false, grabs: { keyboard: false, pointer: false } };
     // Identity alone (a semantic action's check) passes.
-    await expect(p.desktop.confirmLive?.(w3, none)).resolves.toBeUndefined();
+    await expect(p.desktop.confirmLive?.(w3, none)).resolves.toEqual({ focus: null, points: [] });
     for (const check of [
       { ...none, points: [{ x: 10, y: 10 }] },
       { ...none, region: [0, 0, 10, 10] as [number, number, number, number] },

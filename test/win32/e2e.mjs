@@ -207,7 +207,10 @@ export function registerE2e({ dist, test, assert, eq, waitFor, sleep, h }) {
       assert(await waitFor(() => h.getText(n.edit) === "über MCP ", 3000), "backspace");
       // inspect_tree: no UIA client on Wine 8 → a clean error, the server keeps working.
       if (/^8\./.test(h.facts.wine)) {
-        const r = await client.callTool({ name: "inspect_tree", arguments: { hwnd: w.hwnd } });
+        const r = await client.callTool({
+          name: "inspect_tree",
+          arguments: { detail: "full", hwnd: w.hwnd },
+        });
         eq(r.isError && r.structuredContent?.error?.code, "platform_unavailable", "inspect_tree on Wine 8");
       }
       // close_window: protected, and notepad would ask to save: clear the modified flag first.

@@ -37,7 +37,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     let demo: WindowInfo;
 
     beforeAll(async () => {
-      d = await startGtkDesk("inspect,interact,click");
+      d = await startGtkDesk("inspect,interact,click,text");
       ({ p, h, factory, demo } = d);
     }, 180_000);
 
@@ -63,7 +63,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     }
 
     const find = async (w: WindowInfo, args: Record<string, unknown>) =>
-      (await h.ok("find_elements", { hwnd: w.hwnd, ...args })).elements as Element[];
+      (await h.ok("find_elements", { detail: "full", hwnd: w.hwnd, ...args })).elements as Element[];
 
     it("states of check buttons match AT-SPI's own; toggle with expect checked is verified and read back", async () => {
       const checks = (await find(factory, { role: "check_box", name_contains: "checkbutton" })).filter(shown);
@@ -143,7 +143,13 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       expect(entries.length).toBeGreaterThan(0);
       const entry = entries[0]!;
       // With text in it, the entry's "Select All" is sensitive.
-      expect((await h.call("set_element_value", { ref: entry.ref, value: "hello" })).isError).toBe(false);
+      // Entering text is the text class: it takes a text token, as send_text does.
+      const textToken = (await h.call("request_confirmation", { hwnd: factory.hwnd, action_class: "text" }))
+        .structured.confirmation_token;
+      expect(
+        (await h.call("set_element_value", { ref: entry.ref, value: "hello", confirmation_token: textToken }))
+          .isError,
+      ).toBe(false);
       // Nothing is open yet, and something never there times out.
       expect(
         (
@@ -173,7 +179,12 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       expect(r.isError).toBe(false);
       const item = r.structured.element as Element;
       expect(item).toMatchObject({ role: "menu_item", popup: true });
-      const tree = await h.ok("inspect_tree", { hwnd: factory.hwnd, max_depth: 1, max_nodes: 200 });
+      const tree = await h.ok("inspect_tree", {
+        detail: "full",
+        hwnd: factory.hwnd,
+        max_depth: 1,
+        max_nodes: 200,
+      });
       expect((tree.popups as Element[]).length).toBeGreaterThan(0);
       expect((tree.popups as Element[])[0]?.popup).toBe(true);
       const invoked = await h.call("invoke_element", {
@@ -184,7 +195,11 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       expect(invoked.structured.verified).toBe(true);
       // The menu is closed: its items are no longer found (hidden popups are not searched).
       await waitFor("menu closed", async () => {
-        const r = await h.ok("find_elements", { hwnd: factory.hwnd, name_contains: "Select All" });
+        const r = await h.ok("find_elements", {
+          detail: "full",
+          hwnd: factory.hwnd,
+          name_contains: "Select All",
+        });
         return (r.elements as unknown[]).length === 0 ? true : null;
       });
     });

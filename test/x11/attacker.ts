@@ -11,6 +11,8 @@ export interface Attacker {
   child: ChildProcess;
   /** The attacker's window, when the mode makes one (0 otherwise). */
   xid: number;
+  /** Further windows the mode made ("family": the other top-level, then the popup). */
+  more: number[];
   /** Lines the attacker printed. */
   count(what: string): number;
   stop(): Promise<void>;
@@ -19,7 +21,8 @@ export interface Attacker {
 /** Compiles the attacker into `dir`; returns its path. */
 export function buildAttacker(dir: string): string {
   const bin = join(dir, "attacker");
-  execFileSync("cc", ["-o", bin, join(REPO, "test/x11/fixtures/attacker.c"), "-lX11"]);
+  // libXi by its soname: its -dev package (the unversioned link) need not be installed.
+  execFileSync("cc", ["-o", bin, join(REPO, "test/x11/fixtures/attacker.c"), "-lX11", "-l:libXi.so.6"]);
   return bin;
 }
 
@@ -35,6 +38,7 @@ export function startAttacker(bin: string, args: string[], started: Attacker[]):
   const a: Attacker = {
     child,
     xid: 0,
+    more: [],
     count: (what) => out.split("\n").filter((l) => l === what).length,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
@@ -43,9 +47,10 @@ export function startAttacker(bin: string, args: string[], started: Attacker[]):
   };
   started.push(a);
   return waitFor("attacker ready", async () => {
-    const m = /^ready(?: (\d+))?$/m.exec(out);
+    const m = /^ready(?: (\d+))?((?: \d+)*)$/m.exec(out);
     if (!m) return null;
     a.xid = Number(m[1] ?? 0);
+    a.more = (m[2] ?? "").trim().split(" ").filter(Boolean).map(Number);
     return a;
   });
 }

@@ -236,7 +236,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
     });
 
     it("inspects the forms window with the password field redacted and invokes a button", async () => {
-      const tree = await h.ok("inspect_tree", { hwnd: forms.hwnd });
+      const tree = await h.ok("inspect_tree", { detail: "full", hwnd: forms.hwnd });
       const all: Array<Record<string, unknown>> = [];
       const visit = (n: Record<string, unknown>) => {
         all.push(n);
@@ -246,7 +246,12 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       const pw = all.filter((n) => n.is_password === true);
       expect(pw.length).toBe(1);
       expect(pw[0]!.name).toBeNull();
-      const found = await h.ok("find_elements", { hwnd: entry.hwnd, role: "button", name_contains: "OK" });
+      const found = await h.ok("find_elements", {
+        detail: "full",
+        hwnd: entry.hwnd,
+        role: "button",
+        name_contains: "OK",
+      });
       const ok = (found.elements as Array<{ ref: string }>)[0]!;
       const r = await h.call("invoke_element", { ref: ok.ref });
       expect(r.isError).toBe(false);

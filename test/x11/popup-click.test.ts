@@ -47,7 +47,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), "uix-popup-"));
       attackerBin = buildAttacker(dir);
-      d = await startGtkDesk("inspect,interact,click");
+      d = await startGtkDesk("inspect,interact,click,text");
       ({ p, h, factory } = d);
       // Only the factory on screen: the demo would cover the space the menu opens into.
       xdotool("windowminimize", "--sync", d.demo.hwnd);
@@ -61,7 +61,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
 
     const live = async () => (await p.desktop.getWindow(factory.hwnd))!;
     const find = async (args: Record<string, unknown>) =>
-      (await h.ok("find_elements", { hwnd: factory.hwnd, ...args })).elements as Element[];
+      (await h.ok("find_elements", { detail: "full", hwnd: factory.hwnd, ...args })).elements as Element[];
     const entries = async () =>
       (await find({ role: "edit" })).filter((e) => shown(e) && e.states.includes("editable"));
     /** A window-relative point outside the main window's own rect. */
@@ -103,9 +103,18 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
       )!;
       const entryNode = nodeOf(await walkTree(p, w, true), w, entry).h;
       // Text in the entry and none of it selected: "Select All" is sensitive, its effect visible.
-      expect((await h.call("set_element_value", { ref: entry.ref, value: "hello popup" })).isError).toBe(
-        false,
-      );
+      // Entering text is the text class: it takes a text token, as send_text does.
+      const textToken = (await h.call("request_confirmation", { hwnd: factory.hwnd, action_class: "text" }))
+        .structured.confirmation_token;
+      expect(
+        (
+          await h.call("set_element_value", {
+            ref: entry.ref,
+            value: "hello popup",
+            confirmation_token: textToken,
+          })
+        ).isError,
+      ).toBe(false);
       await atspiCall(d.bus, entryNode, "org.a11y.atspi.Text", "SetCaretOffset", "i", [0]);
       xdotool("mousemove", "--sync", String(w.rect[0] + at.x), String(w.rect[1] + at.y));
       xdotool("click", "3");

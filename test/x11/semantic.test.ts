@@ -62,7 +62,7 @@ describe.skipIf(!x11CliSuite("semantic"))(
     }
 
     async function find(w: WindowInfo, args: Record<string, unknown>): Promise<Element[]> {
-      return (await h.ok("find_elements", { hwnd: w.hwnd, ...args })).elements as Element[];
+      return (await h.ok("find_elements", { detail: "full", hwnd: w.hwnd, ...args })).elements as Element[];
     }
 
     async function checkButtons(): Promise<Element[]> {
@@ -125,7 +125,12 @@ describe.skipIf(!x11CliSuite("semantic"))(
     /** The gtk3-demo tree cell (from inspect_tree, with its ref) at a screen rect from AT-SPI. */
     async function demoCellAt(screen: Rect): Promise<Element | undefined> {
       const live = (await p.desktop.getWindow(demo.hwnd))!;
-      const tree = await h.ok("inspect_tree", { hwnd: demo.hwnd, max_depth: 12, max_nodes: 2000 });
+      const tree = await h.ok("inspect_tree", {
+        detail: "full",
+        hwnd: demo.hwnd,
+        max_depth: 12,
+        max_nodes: 2000,
+      });
       const flat: Element[] = [];
       const visit = (e: Element) => {
         flat.push(e);

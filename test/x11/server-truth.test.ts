@@ -528,6 +528,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       attackers.push({
         child,
         xid: 0,
+        more: [],
         count: () => 0,
         stop: async () => {
           if (child.exitCode === null) child.kill("SIGKILL");

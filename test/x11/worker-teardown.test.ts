@@ -76,7 +76,7 @@ describe.skipIf(!x11CliSuite("worker-teardown"))(
     it("a retired uia worker's X connections are closed: the server's X clients come back to where they were", async () => {
       const before = clients();
       for (let round = 1; round <= 4; round++) {
-        const tree = await h.ok("inspect_tree", { hwnd, max_depth: 3, max_nodes: 100 });
+        const tree = await h.ok("inspect_tree", { detail: "full", hwnd, max_depth: 3, max_nodes: 100 });
         expect(tree.node_count as number).toBeGreaterThan(0);
         // The walk's worker holds its own two X connections while it lives.
         expect(clients()).toBeGreaterThan(before);

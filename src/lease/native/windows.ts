@@ -106,6 +106,254 @@ interface Instance {
   inFlight: boolean;
 }
 
+/** One broker's named pipe: its instances, their overlapped I/O and the one wait loop over them. */
+class PipeServer {
+  private readonly waitables = new Map<number, Waitable>();
+  private readonly graveyard: Instance[] = [];
+  private readonly instances = new Set<Instance>();
+  private readonly pendingWrites = new Set<Instance>();
+  private first = true;
+  private stopping = false;
+  private listening: Instance | null = null;
+  private loopDone: () => void = () => {};
+  private readonly loopFinished = new Promise<void>((r) => {
+    this.loopDone = r;
+  });
+
+  constructor(
+    private readonly scope: LeaseScope,
+    private readonly accept: AcceptFn,
+    private readonly refused: (reason: RefusalReason, peer: { pid?: number }) => void,
+    private readonly sa: { nLength: number; lpSecurityDescriptor: w.Mem; bInheritHandle: number },
+    private readonly wake: number,
+  ) {}
+
+  private bury(inst: Instance): void {
+    if (inst.state === "closed") return;
+    inst.state = "closed";
+    this.instances.delete(inst);
+    this.waitables.delete(inst.event);
+    this.pendingWrites.delete(inst);
+    inst.queued = [];
+    w.CancelIoEx(inst.h, null);
+    // The kernel must be done with the OVERLAPPEDs and buffers before the graveyard frees them;
+    // what is still in flight after a bounded wait is never freed (a small, rare leak).
+    inst.inFlight =
+      !settleCancelled(inst.h, inst.ov, inst.event) ||
+      (inst.writing !== null && !settleCancelled(inst.h, inst.writing.ov, inst.writeEvent));
+    w.DisconnectNamedPipe(inst.h);
+    w.CloseHandle(inst.h);
+    this.graveyard.push(inst);
+    w.SetEvent(this.wake);
+    inst.handlers?.closed();
+  }
+
+  private startRead(inst: Instance): void {
+    armOverlapped(inst.ov, inst.event);
+    const ok: number = w.ReadFile(inst.h, inst.buf, BUF_SIZE, null, inst.ov);
+    if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
+      this.bury(inst);
+      return;
+    }
+    this.waitables.set(inst.event, { event: inst.event, onSignal: () => this.onRead(inst) });
+  }
+
+  private onRead(inst: Instance): void {
+    const n = [0];
+    if (!w.GetOverlappedResult(inst.h, inst.ov, n, 0) || n[0] === 0) {
+      this.bury(inst);
+      return;
+    }
+    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0] ?? 0)));
+    inst.handlers?.data(chunk);
+    if (inst.state === "reading") this.startRead(inst);
+  }
+
+  private finishWrite(inst: Instance): void {
+    const done = inst.writing;
+    if (!done) return;
+    inst.writing = null;
+    this.pendingWrites.delete(inst);
+    inst.queuedBytes -= done.len;
+    koffi.free(done.mem);
+    koffi.free(done.ov);
+  }
+
+  // Never waits: a write that does not complete at once stays in flight and is polled by the
+  // loop, so a client that stops reading cannot stall answers to everyone else.
+  private pump(inst: Instance): void {
+    while (inst.state === "reading" && !inst.writing && inst.queued.length > 0) {
+      const [head] = inst.queued;
+      const frame = inst.queued.length === 1 && head ? head : Buffer.concat(inst.queued);
+      inst.queued = [];
+      const mem = koffi.alloc("uint8_t", frame.length);
+      const ov = koffi.alloc(w.OVERLAPPED, 1);
+      koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
+      armOverlapped(ov, inst.writeEvent);
+      inst.writing = { ov, mem, len: frame.length };
+      const ok: number = w.WriteFile(inst.h, mem, frame.length, null, ov);
+      if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
+        this.bury(inst);
+        return;
+      }
+      this.pollWrite(inst);
+      if (inst.writing) {
+        this.pendingWrites.add(inst);
+        w.SetEvent(this.wake);
+      }
+    }
+  }
+
+  private pollWrite(inst: Instance): void {
+    const pending = inst.writing;
+    if (!pending) return;
+    const n = [0];
+    if (w.GetOverlappedResult(inst.h, pending.ov, n, 0)) {
+      this.finishWrite(inst);
+      this.pump(inst);
+    } else if (w.GetLastError() !== ERROR_IO_INCOMPLETE) {
+      this.bury(inst);
+    }
+  }
+
+  private write(inst: Instance, frame: Buffer): void {
+    if (inst.state !== "reading") return;
+    inst.queued.push(frame);
+    inst.queuedBytes += frame.length;
+    if (inst.queuedBytes > MAX_PENDING_OUTPUT) {
+      this.bury(inst);
+      return;
+    }
+    this.pump(inst);
+  }
+
+  private onConnected(inst: Instance): void {
+    this.waitables.delete(inst.event);
+    this.listening = null;
+    const pidOut = [0];
+    const pid = w.GetNamedPipeClientProcessId(inst.h, pidOut) ? (pidOut[0] ?? 0) : 0;
+    const sid = pid > 0 ? processUserSid(pid) : null;
+    if (sid === null) {
+      this.refused("peer_unknown", { pid: pid || undefined });
+      this.bury(inst);
+    } else if (sid !== this.scope.user) {
+      this.refused("other_user", { pid });
+      this.bury(inst);
+    } else {
+      inst.state = "reading";
+      inst.handlers = this.accept(
+        { pid },
+        { write: (f) => this.write(inst, f), close: () => this.bury(inst) },
+      );
+      this.startRead(inst);
+    }
+    this.listenNext();
+  }
+
+  listenNext(): void {
+    if (this.stopping || this.listening || this.waitables.size >= MAX_WAIT - 2) return;
+    const flags =
+      PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED | (this.first ? FILE_FLAG_FIRST_PIPE_INSTANCE : 0);
+    const h = w.CreateNamedPipeW(
+      this.scope.endpoint,
+      flags,
+      PIPE_REJECT_REMOTE_CLIENTS,
+      PIPE_UNLIMITED_INSTANCES,
+      BUF_SIZE,
+      BUF_SIZE,
+      0,
+      this.sa,
+    );
+    if (!validHandle(h)) {
+      if (this.first)
+        throw uiError("broker_unavailable", "The lease pipe exists already (another process holds it).");
+      return;
+    }
+    this.first = false;
+    let event: number;
+    let writeEvent: number;
+    try {
+      event = createManualEvent();
+      writeEvent = createManualEvent();
+    } catch {
+      // Out of handles: try again at the next turn of the loop.
+      w.CloseHandle(h);
+      return;
+    }
+    const inst: Instance = {
+      h,
+      ov: koffi.alloc(w.OVERLAPPED, 1),
+      event,
+      buf: koffi.alloc("uint8_t", BUF_SIZE),
+      state: "connecting",
+      handlers: null,
+      queued: [],
+      queuedBytes: 0,
+      writing: null,
+      writeEvent,
+      inFlight: false,
+    };
+    armOverlapped(inst.ov, event);
+    this.instances.add(inst);
+    this.listening = inst;
+    const ok: number = w.ConnectNamedPipe(h, inst.ov);
+    const err = ok ? 0 : (w.GetLastError() as number);
+    if (!ok && err === ERROR_PIPE_CONNECTED) {
+      this.onConnected(inst);
+      return;
+    }
+    if (!ok && err !== ERROR_IO_PENDING) {
+      this.listening = null;
+      this.bury(inst);
+      return;
+    }
+    this.waitables.set(inst.event, { event: inst.event, onSignal: () => this.onConnected(inst) });
+    w.SetEvent(this.wake);
+  }
+
+  loop(): void {
+    for (const g of this.graveyard.splice(0)) {
+      w.CloseHandle(g.event);
+      w.CloseHandle(g.writeEvent);
+      if (g.inFlight) continue;
+      koffi.free(g.ov);
+      koffi.free(g.buf);
+      if (g.writing) {
+        koffi.free(g.writing.mem);
+        koffi.free(g.writing.ov);
+        g.writing = null;
+      }
+    }
+    if (this.stopping) {
+      this.loopDone();
+      return;
+    }
+    // Listen again once a slot is free: after a full house (MAX_WAIT - 2 connections) nothing
+    // else would create the next instance, and the broker would never accept again.
+    this.listenNext();
+    w.ResetEvent(this.wake);
+    for (const inst of [...this.pendingWrites]) this.pollWrite(inst);
+    const list = [...this.waitables.values()];
+    const handles = [this.wake, ...list.map((x) => x.event)];
+    const waitMs = this.pendingWrites.size > 0 ? WRITE_POLL_MS : 1000;
+    w.waitForMultipleObjectsAsync(handles, waitMs, (err: unknown, r: number) => {
+      if (!err && r >= WAIT_OBJECT_0 + 1 && r < WAIT_OBJECT_0 + handles.length) {
+        const signalled = list[r - 1];
+        if (signalled && this.waitables.get(signalled.event) === signalled) signalled.onSignal();
+      }
+      this.loop();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.stopping = true;
+    for (const inst of [...this.instances]) this.bury(inst);
+    w.SetEvent(this.wake);
+    await this.loopFinished;
+    w.CloseHandle(this.wake);
+  }
+}
+
 export async function listenWindowsPipe(
   scope: LeaseScope,
   accept: AcceptFn,
@@ -134,242 +382,12 @@ export async function listenWindowsPipe(
   } catch {
     throw uiError("broker_unavailable", "An event cannot be created.");
   }
-
-  const waitables = new Map<number, Waitable>();
-  const graveyard: Instance[] = [];
-  const instances = new Set<Instance>();
-  const pendingWrites = new Set<Instance>();
-  let first = true;
-  let stopping = false;
-  let listening: Instance | null = null;
-
-  const bury = (inst: Instance) => {
-    if (inst.state === "closed") return;
-    inst.state = "closed";
-    instances.delete(inst);
-    waitables.delete(inst.event);
-    pendingWrites.delete(inst);
-    inst.queued = [];
-    w.CancelIoEx(inst.h, null);
-    // The kernel must be done with the OVERLAPPEDs and buffers before the graveyard frees them;
-    // what is still in flight after a bounded wait is never freed (a small, rare leak).
-    inst.inFlight =
-      !settleCancelled(inst.h, inst.ov, inst.event) ||
-      (inst.writing !== null && !settleCancelled(inst.h, inst.writing.ov, inst.writeEvent));
-    w.DisconnectNamedPipe(inst.h);
-    w.CloseHandle(inst.h);
-    graveyard.push(inst);
-    w.SetEvent(wake);
-    inst.handlers?.closed();
-  };
-
-  const startRead = (inst: Instance) => {
-    armOverlapped(inst.ov, inst.event);
-    const ok: number = w.ReadFile(inst.h, inst.buf, BUF_SIZE, null, inst.ov);
-    if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
-      bury(inst);
-      return;
-    }
-    waitables.set(inst.event, { event: inst.event, onSignal: () => onRead(inst) });
-  };
-
-  const onRead = (inst: Instance) => {
-    const n = [0];
-    if (!w.GetOverlappedResult(inst.h, inst.ov, n, 0) || n[0] === 0) {
-      bury(inst);
-      return;
-    }
-    const chunk = Buffer.from(new Uint8Array(koffi.view(inst.buf, n[0] ?? 0)));
-    inst.handlers?.data(chunk);
-    if (inst.state === "reading") startRead(inst);
-  };
-
-  const finishWrite = (inst: Instance) => {
-    const done = inst.writing;
-    if (!done) return;
-    inst.writing = null;
-    pendingWrites.delete(inst);
-    inst.queuedBytes -= done.len;
-    koffi.free(done.mem);
-    koffi.free(done.ov);
-  };
-
-  // Never waits: a write that does not complete at once stays in flight and is polled by the
-  // loop, so a client that stops reading cannot stall answers to everyone else.
-  const pump = (inst: Instance) => {
-    while (inst.state === "reading" && !inst.writing && inst.queued.length > 0) {
-      const [first] = inst.queued;
-      const frame = inst.queued.length === 1 && first ? first : Buffer.concat(inst.queued);
-      inst.queued = [];
-      const mem = koffi.alloc("uint8_t", frame.length);
-      const ov = koffi.alloc(w.OVERLAPPED, 1);
-      koffi.encode(mem, "uint8_t", Array.from(frame), frame.length);
-      armOverlapped(ov, inst.writeEvent);
-      inst.writing = { ov, mem, len: frame.length };
-      const ok: number = w.WriteFile(inst.h, mem, frame.length, null, ov);
-      if (!ok && w.GetLastError() !== ERROR_IO_PENDING) {
-        bury(inst);
-        return;
-      }
-      pollWrite(inst);
-      if (inst.writing) {
-        pendingWrites.add(inst);
-        w.SetEvent(wake);
-      }
-    }
-  };
-
-  const pollWrite = (inst: Instance) => {
-    const pending = inst.writing;
-    if (!pending) return;
-    const n = [0];
-    if (w.GetOverlappedResult(inst.h, pending.ov, n, 0)) {
-      finishWrite(inst);
-      pump(inst);
-    } else if (w.GetLastError() !== ERROR_IO_INCOMPLETE) {
-      bury(inst);
-    }
-  };
-
-  const write = (inst: Instance, frame: Buffer) => {
-    if (inst.state !== "reading") return;
-    inst.queued.push(frame);
-    inst.queuedBytes += frame.length;
-    if (inst.queuedBytes > MAX_PENDING_OUTPUT) {
-      bury(inst);
-      return;
-    }
-    pump(inst);
-  };
-
-  const onConnected = (inst: Instance) => {
-    waitables.delete(inst.event);
-    listening = null;
-    const pidOut = [0];
-    const pid = w.GetNamedPipeClientProcessId(inst.h, pidOut) ? (pidOut[0] ?? 0) : 0;
-    const sid = pid > 0 ? processUserSid(pid) : null;
-    if (sid === null) {
-      refused("peer_unknown", { pid: pid || undefined });
-      bury(inst);
-    } else if (sid !== scope.user) {
-      refused("other_user", { pid });
-      bury(inst);
-    } else {
-      inst.state = "reading";
-      inst.handlers = accept({ pid }, { write: (f) => write(inst, f), close: () => bury(inst) });
-      startRead(inst);
-    }
-    listenNext();
-  };
-
-  const listenNext = () => {
-    if (stopping || listening || waitables.size >= MAX_WAIT - 2) return;
-    const flags = PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED | (first ? FILE_FLAG_FIRST_PIPE_INSTANCE : 0);
-    const h = w.CreateNamedPipeW(
-      scope.endpoint,
-      flags,
-      PIPE_REJECT_REMOTE_CLIENTS,
-      PIPE_UNLIMITED_INSTANCES,
-      BUF_SIZE,
-      BUF_SIZE,
-      0,
-      sa,
-    );
-    if (!validHandle(h)) {
-      if (first)
-        throw uiError("broker_unavailable", "The lease pipe exists already (another process holds it).");
-      return;
-    }
-    first = false;
-    let event: number;
-    let writeEvent: number;
-    try {
-      event = createManualEvent();
-      writeEvent = createManualEvent();
-    } catch {
-      // Out of handles: try again at the next turn of the loop.
-      w.CloseHandle(h);
-      return;
-    }
-    const inst: Instance = {
-      h,
-      ov: koffi.alloc(w.OVERLAPPED, 1),
-      event,
-      buf: koffi.alloc("uint8_t", BUF_SIZE),
-      state: "connecting",
-      handlers: null,
-      queued: [],
-      queuedBytes: 0,
-      writing: null,
-      writeEvent,
-      inFlight: false,
-    };
-    armOverlapped(inst.ov, event);
-    instances.add(inst);
-    listening = inst;
-    const ok: number = w.ConnectNamedPipe(h, inst.ov);
-    const err = ok ? 0 : (w.GetLastError() as number);
-    if (!ok && err === ERROR_PIPE_CONNECTED) {
-      onConnected(inst);
-      return;
-    }
-    if (!ok && err !== ERROR_IO_PENDING) {
-      listening = null;
-      bury(inst);
-      return;
-    }
-    waitables.set(inst.event, { event: inst.event, onSignal: () => onConnected(inst) });
-    w.SetEvent(wake);
-  };
-
-  let loopDone: () => void = () => {};
-  const loopFinished = new Promise<void>((r) => {
-    loopDone = r;
-  });
-  const loop = () => {
-    for (const g of graveyard.splice(0)) {
-      w.CloseHandle(g.event);
-      w.CloseHandle(g.writeEvent);
-      if (g.inFlight) continue;
-      koffi.free(g.ov);
-      koffi.free(g.buf);
-      if (g.writing) {
-        koffi.free(g.writing.mem);
-        koffi.free(g.writing.ov);
-        g.writing = null;
-      }
-    }
-    if (stopping) {
-      loopDone();
-      return;
-    }
-    // Listen again once a slot is free: after a full house (MAX_WAIT - 2 connections) nothing
-    // else would create the next instance, and the broker would never accept again.
-    listenNext();
-    w.ResetEvent(wake);
-    for (const inst of [...pendingWrites]) pollWrite(inst);
-    const list = [...waitables.values()];
-    const handles = [wake, ...list.map((x) => x.event)];
-    const waitMs = pendingWrites.size > 0 ? WRITE_POLL_MS : 1000;
-    w.waitForMultipleObjectsAsync(handles, waitMs, (err: unknown, r: number) => {
-      if (!err && r >= WAIT_OBJECT_0 + 1 && r < WAIT_OBJECT_0 + handles.length) {
-        const signalled = list[r - 1];
-        if (signalled && waitables.get(signalled.event) === signalled) signalled.onSignal();
-      }
-      loop();
-    });
-  };
-
-  listenNext();
-  loop();
-
+  const server = new PipeServer(scope, accept, refused, sa, wake);
+  server.listenNext();
+  server.loop();
   return {
     close: async () => {
-      stopping = true;
-      for (const inst of [...instances]) bury(inst);
-      w.SetEvent(wake);
-      await loopFinished;
-      w.CloseHandle(wake);
+      await server.close();
       w.LocalFree(sdOut[0]);
     },
   };

@@ -1,4 +1,9 @@
-import { MALLOC_ARENA_MAX, mallocArenasLimited } from "../../shared/mallocArenas.js";
+import {
+  MALLOC_ARENA_MAX,
+  MALLOC_MMAP_THRESHOLD,
+  mallocArenasLimited,
+  mallocMmapThresholdSet,
+} from "../../shared/mallocArenas.js";
 import { libc } from "./libc.js";
 
 /**
@@ -8,6 +13,7 @@ import { libc } from "./libc.js";
  * says why). Not glibc (musl, Windows): nothing to do.
  */
 const M_ARENA_MAX = -8;
+const M_MMAP_THRESHOLD = -3;
 
 let limited = false;
 
@@ -21,12 +27,16 @@ function glibc(): ReturnType<typeof libc> | null {
   }
 }
 
-/** Caps this process's malloc arenas (once; a no-op without glibc or with the operator's own value). */
+/**
+ * Caps this process's malloc arenas and fixes its mmap threshold (once; a no-op without glibc,
+ * and each left alone when the operator set its variable).
+ */
 export function limitMallocArenas(env: NodeJS.ProcessEnv = process.env): void {
   if (limited) return;
   limited = true;
-  if (mallocArenasLimited(env)) return;
-  glibc()?.mallopt(M_ARENA_MAX, MALLOC_ARENA_MAX);
+  const c = glibc();
+  if (!mallocArenasLimited(env)) c?.mallopt(M_ARENA_MAX, MALLOC_ARENA_MAX);
+  if (!mallocMmapThresholdSet(env)) c?.mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
 }
 
 /**

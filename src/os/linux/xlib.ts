@@ -236,6 +236,17 @@ export interface X11Native {
     InterceptData: TypeObject;
     InterceptProc: TypeObject;
   };
+  /**
+   * libXi's XInput 2 queries, for where our XTest events go (the XTEST slave devices and this
+   * client's pointer, see xtestRoute.ts), or null when libXi is not installed.
+   */
+  xi: {
+    XIQueryVersion: (dpy: Ptr, major: number[], minor: number[]) => number;
+    XIQueryDevice: (dpy: Ptr, deviceid: number, n: number[]) => Ptr | null;
+    XIFreeDeviceInfo: (info: Ptr) => void;
+    XIGetClientPointer: (dpy: Ptr, win: number, deviceid: number[]) => number;
+    DeviceInfo: TypeObject;
+  } | null;
   /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
   XGetXCBConnection: ((dpy: Ptr) => Ptr | null) | null;
   /** Address of XConnectionNumber: the process-wide no-op Xlib error handler (see docs/x11.md). */
@@ -259,6 +270,126 @@ export function xLibrary(soname: string): LibraryHandle {
   }
   libraries.set(soname, lib);
   return lib;
+}
+
+/** XTest's XRecord bindings (the pointer-delivery record of the input port). */
+function xrecordBindings(xtst: LibraryHandle): X11Native["xrecord"] {
+  const f = (decl: string): NativeFn => xtst.func(decl) as NativeFn;
+  const r8 = koffi.struct("XRecordRange8", { first: "uint8", last: "uint8" });
+  const r16 = koffi.struct("XRecordRange16", { first: "uint16", last: "uint16" });
+  const rExt = koffi.struct("XRecordExtRange", { ext_major: r8, ext_minor: r16 });
+  const Range = koffi.struct("XRecordRange", {
+    core_requests: r8,
+    core_replies: r8,
+    ext_requests: rExt,
+    ext_replies: rExt,
+    delivered_events: r8,
+    device_events: r8,
+    errors: r8,
+    client_started: "int",
+    client_died: "int",
+  });
+  const InterceptData = koffi.struct("XRecordInterceptData", {
+    id_base: "unsigned long",
+    server_time: "unsigned long",
+    client_seq: "unsigned long",
+    category: "int",
+    client_swapped: "int",
+    data: "uint8_t *",
+    data_len: "unsigned long",
+  });
+  const InterceptProc = koffi.proto("void XRecordInterceptProc(void *closure, XRecordInterceptData *data)");
+  return {
+    XRecordAllocRange: f("XRecordRange *XRecordAllocRange()") as X11Native["xrecord"]["XRecordAllocRange"],
+    XRecordCreateContext: f(
+      "unsigned long XRecordCreateContext(Display *dpy, int flags, unsigned long *clients, int nclients, XRecordRange **ranges, int nranges)",
+    ) as X11Native["xrecord"]["XRecordCreateContext"],
+    XRecordEnableContextAsync: f(
+      "int XRecordEnableContextAsync(Display *dpy, unsigned long ctx, XRecordInterceptProc *cb, void *closure)",
+    ) as X11Native["xrecord"]["XRecordEnableContextAsync"],
+    XRecordProcessReplies: f(
+      "void XRecordProcessReplies(Display *dpy)",
+    ) as X11Native["xrecord"]["XRecordProcessReplies"],
+    XRecordDisableContext: f(
+      "int XRecordDisableContext(Display *dpy, unsigned long ctx)",
+    ) as X11Native["xrecord"]["XRecordDisableContext"],
+    XRecordFreeContext: f(
+      "int XRecordFreeContext(Display *dpy, unsigned long ctx)",
+    ) as X11Native["xrecord"]["XRecordFreeContext"],
+    XRecordFreeData: f(
+      "void XRecordFreeData(XRecordInterceptData *data)",
+    ) as X11Native["xrecord"]["XRecordFreeData"],
+    Range,
+    InterceptData,
+    InterceptProc,
+  };
+}
+
+/** libX11-xcb's XGetXCBConnection, or null when that library is not installed. */
+function xcbOfXlib(): X11Native["XGetXCBConnection"] {
+  try {
+    const x11xcb = xLibrary("libX11-xcb.so.1");
+    return x11xcb.func("xcb_connection_t *XGetXCBConnection(Display *dpy)") as unknown as (
+      dpy: Ptr,
+    ) => Ptr | null;
+  } catch {
+    return null;
+  }
+}
+
+/** X-Resource's client-id queries, or null when libXRes is not installed. */
+function xresBindings(): X11Native["xres"] {
+  try {
+    const lib = xLibrary("libXRes.so.1");
+    koffi.struct("XResClientIdSpec", { client: "unsigned long", mask: "unsigned int" });
+    return {
+      XResQueryClientIds: lib.func(
+        "int XResQueryClientIds(Display *dpy, long num_specs, XResClientIdSpec *specs, _Out_ long *num_ids, _Out_ void **ids)",
+      ) as unknown as NonNullable<X11Native["xres"]>["XResQueryClientIds"],
+      XResGetClientPid: lib.func("int XResGetClientPid(void *value)") as unknown as NonNullable<
+        X11Native["xres"]
+      >["XResGetClientPid"],
+      XResClientIdsDestroy: lib.func(
+        "void XResClientIdsDestroy(long num_ids, void *ids)",
+      ) as unknown as NonNullable<X11Native["xres"]>["XResClientIdsDestroy"],
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** XInput2's device queries (the XTEST route check), or null when libXi is not installed. */
+function xiBindings(): X11Native["xi"] {
+  try {
+    const lib = xLibrary("libXi.so.6");
+    const DeviceInfo = koffi.struct("X11XIDeviceInfo", {
+      deviceid: "int",
+      name: "const char *",
+      use: "int",
+      attachment: "int",
+      enabled: "int",
+      num_classes: "int",
+      classes: "void *",
+    });
+    const g = (decl: string) => lib.func(decl) as unknown;
+    return {
+      XIQueryVersion: g(
+        "int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)",
+      ) as NonNullable<X11Native["xi"]>["XIQueryVersion"],
+      XIQueryDevice: g("void *XIQueryDevice(Display *dpy, int deviceid, _Out_ int *n)") as NonNullable<
+        X11Native["xi"]
+      >["XIQueryDevice"],
+      XIFreeDeviceInfo: g("void XIFreeDeviceInfo(void *info)") as NonNullable<
+        X11Native["xi"]
+      >["XIFreeDeviceInfo"],
+      XIGetClientPointer: g(
+        "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
+      ) as NonNullable<X11Native["xi"]>["XIGetClientPointer"],
+      DeviceInfo,
+    };
+  } catch {
+    return null;
+  }
 }
 
 function cLibrary(): ReturnType<typeof libc> {
@@ -490,102 +621,21 @@ export function x11Native(): X11Native {
     shmdt: c.shmdt,
     shmctl: c.shmctl,
   };
-  const r8 = koffi.struct("XRecordRange8", { first: "uint8", last: "uint8" });
-  const r16 = koffi.struct("XRecordRange16", { first: "uint16", last: "uint16" });
-  const rExt = koffi.struct("XRecordExtRange", { ext_major: r8, ext_minor: r16 });
-  const Range = koffi.struct("XRecordRange", {
-    core_requests: r8,
-    core_replies: r8,
-    ext_requests: rExt,
-    ext_replies: rExt,
-    delivered_events: r8,
-    device_events: r8,
-    errors: r8,
-    client_started: "int",
-    client_died: "int",
-  });
-  const InterceptData = koffi.struct("XRecordInterceptData", {
-    id_base: "unsigned long",
-    server_time: "unsigned long",
-    client_seq: "unsigned long",
-    category: "int",
-    client_swapped: "int",
-    data: "uint8_t *",
-    data_len: "unsigned long",
-  });
-  const InterceptProc = koffi.proto("void XRecordInterceptProc(void *closure, XRecordInterceptData *data)");
-  const xrecord: X11Native["xrecord"] = {
-    XRecordAllocRange: f(
-      xtst,
-      "XRecordRange *XRecordAllocRange()",
-    ) as X11Native["xrecord"]["XRecordAllocRange"],
-    XRecordCreateContext: f(
-      xtst,
-      "unsigned long XRecordCreateContext(Display *dpy, int flags, unsigned long *clients, int nclients, XRecordRange **ranges, int nranges)",
-    ) as X11Native["xrecord"]["XRecordCreateContext"],
-    XRecordEnableContextAsync: f(
-      xtst,
-      "int XRecordEnableContextAsync(Display *dpy, unsigned long ctx, XRecordInterceptProc *cb, void *closure)",
-    ) as X11Native["xrecord"]["XRecordEnableContextAsync"],
-    XRecordProcessReplies: f(
-      xtst,
-      "void XRecordProcessReplies(Display *dpy)",
-    ) as X11Native["xrecord"]["XRecordProcessReplies"],
-    XRecordDisableContext: f(
-      xtst,
-      "int XRecordDisableContext(Display *dpy, unsigned long ctx)",
-    ) as X11Native["xrecord"]["XRecordDisableContext"],
-    XRecordFreeContext: f(
-      xtst,
-      "int XRecordFreeContext(Display *dpy, unsigned long ctx)",
-    ) as X11Native["xrecord"]["XRecordFreeContext"],
-    XRecordFreeData: f(
-      xtst,
-      "void XRecordFreeData(XRecordInterceptData *data)",
-    ) as X11Native["xrecord"]["XRecordFreeData"],
-    Range,
-    InterceptData,
-    InterceptProc,
-  };
-  let getXcb: ((dpy: Ptr) => Ptr | null) | null = null;
-  try {
-    const x11xcb = xLibrary("libX11-xcb.so.1");
-    getXcb = x11xcb.func("xcb_connection_t *XGetXCBConnection(Display *dpy)") as unknown as (
-      dpy: Ptr,
-    ) => Ptr | null;
-  } catch {
-    getXcb = null;
-  }
-  let xres: X11Native["xres"] = null;
-  try {
-    const lib = xLibrary("libXRes.so.1");
-    koffi.struct("XResClientIdSpec", { client: "unsigned long", mask: "unsigned int" });
-    xres = {
-      XResQueryClientIds: lib.func(
-        "int XResQueryClientIds(Display *dpy, long num_specs, XResClientIdSpec *specs, _Out_ long *num_ids, _Out_ void **ids)",
-      ) as unknown as NonNullable<X11Native["xres"]>["XResQueryClientIds"],
-      XResGetClientPid: lib.func("int XResGetClientPid(void *value)") as unknown as NonNullable<
-        X11Native["xres"]
-      >["XResGetClientPid"],
-      XResClientIdsDestroy: lib.func(
-        "void XResClientIdsDestroy(long num_ids, void *ids)",
-      ) as unknown as NonNullable<X11Native["xres"]>["XResClientIdsDestroy"],
-    };
-  } catch {
-    xres = null;
-  }
+  const xrecord = xrecordBindings(xtst);
+  const xi = xiBindings();
   const noop = x11.symbol("XConnectionNumber") as unknown;
   if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
   void Cookie;
   cached = {
     ...(n as unknown as Omit<
       X11Native,
-      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord"
+      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord" | "xi"
     >),
     xrecord,
+    xi,
     noopErrorHandler: noop,
-    XGetXCBConnection: getXcb,
-    xres,
+    XGetXCBConnection: xcbOfXlib(),
+    xres: xresBindings(),
     XImage,
     XShmSegmentInfo,
   };

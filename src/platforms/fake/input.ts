@@ -1,4 +1,11 @@
-import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type {
+  InputPort,
+  LiveProof,
+  LogicalKey,
+  MouseButton,
+  PressReceipt,
+  TextMode,
+} from "../../shared/platform.js";
 import { type FakeContext, requireWindow } from "./context.js";
 import type { Effect } from "./effects.js";
 import { topWindowAt } from "./render.js";
@@ -21,9 +28,11 @@ export class FakeInput implements InputPort {
     await this.emit({ type: "move", x, y });
   }
 
-  async buttonDown(button: MouseButton): Promise<void> {
+  async buttonDown(button: MouseButton): Promise<PressReceipt | null> {
     await this.touchCursor();
     await this.emit({ type: "button_down", button });
+    // The simulated desktop has no server that could say where a press went.
+    return null;
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
@@ -50,7 +59,7 @@ export class FakeInput implements InputPort {
     hwnd: string,
     text: string,
     mode: TextMode,
-    beforeEachKey?: () => Promise<void>,
+    beforeEachKey?: () => Promise<LiveProof | null | undefined>,
   ): Promise<void> {
     const w = requireWindow(this.ctx.scenario(), hwnd);
     await this.ctx.touch(w);

@@ -3,7 +3,13 @@ import { resolveProcessInstance } from "../../os/linux/proc.js";
 import { uiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
-import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
+import {
+  type DesktopPort,
+  type LiveCheck,
+  type LiveProof,
+  NO_PROOF,
+  type WindowInfo,
+} from "../../shared/platform.js";
 import type { AtspiBus } from "../x11/atspiBus.js";
 import { type FrameRef, type Listing, listFrames, sessionBusOwnerPid, waylandSession } from "./windows.js";
 
@@ -134,7 +140,7 @@ export class WaylandDesktop implements DesktopPort {
    * semantic action needs; points, regions, focus and grabs are facts this compositor does not
    * give us, so an effect that needs any of them is refused.
    */
-  async confirmLive(_target: WindowInfo, check: LiveCheck): Promise<void> {
+  async confirmLive(_target: WindowInfo, check: LiveCheck): Promise<LiveProof> {
     if (
       check.points.length > 0 ||
       check.region !== null ||
@@ -144,6 +150,7 @@ export class WaylandDesktop implements DesktopPort {
     ) {
       throw uiError("platform_unavailable", UNPROVABLE);
     }
+    return NO_PROOF;
   }
 
   async dispose(): Promise<void> {

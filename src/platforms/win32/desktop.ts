@@ -10,7 +10,13 @@ import {
 import { uiError } from "../../shared/errors.js";
 import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
-import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
+import {
+  type DesktopPort,
+  type LiveCheck,
+  type LiveProof,
+  NO_PROOF,
+  type WindowInfo,
+} from "../../shared/platform.js";
 import type { DpiReport } from "./dpi.js";
 import { confirmLiveWin32 } from "./liveCheck.js";
 
@@ -300,8 +306,10 @@ export class Win32Desktop implements DesktopPort {
   }
 
   /** WindowFromPoint, GetForegroundWindow and GetGUIThreadInfo at the last moment (liveCheck.ts). */
-  async confirmLive(target: WindowInfo, check: LiveCheck): Promise<void> {
+  async confirmLive(target: WindowInfo, check: LiveCheck): Promise<LiveProof> {
     confirmLiveWin32(target, check);
+    // SendInput has no atomic re-check to hold an event to: nothing to hand the port.
+    return NO_PROOF;
   }
 
   async closeWindow(hwnd: string): Promise<void> {

@@ -2,7 +2,14 @@ import * as w from "../../os/win32/ffi.js";
 import { assertTargetable, type SelfGuard, windowPid } from "../../os/win32/identity.js";
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type {
+  InputPort,
+  LiveProof,
+  LogicalKey,
+  MouseButton,
+  PressReceipt,
+  TextMode,
+} from "../../shared/platform.js";
 import { parseHwnd, virtualScreenRect } from "./desktop.js";
 import { vkFor } from "./keys.js";
 
@@ -165,8 +172,10 @@ export class Win32Input implements InputPort {
     ]);
   }
 
-  async buttonDown(button: MouseButton): Promise<void> {
+  async buttonDown(button: MouseButton): Promise<PressReceipt | null> {
     send([{ kind: "mouse", dx: 0, dy: 0, data: 0, flags: buttonFlags(button, true) }]);
+    // SendInput does not say which window the press reached.
+    return null;
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
@@ -190,7 +199,7 @@ export class Win32Input implements InputPort {
     hwnd: string,
     text: string,
     mode: TextMode,
-    beforeEachKey?: () => Promise<void>,
+    beforeEachKey?: () => Promise<LiveProof | null | undefined>,
   ): Promise<void> {
     const h = parseHwnd(hwnd);
     const { pid } = windowPid(h);

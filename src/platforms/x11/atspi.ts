@@ -3,7 +3,9 @@ import { intersect, rectArea, sameRect } from "../../shared/geometry.js";
 import type { A11ySession, AccessibilityPort, WindowInfo } from "../../shared/platform.js";
 import { ACCESSIBLE, AtspiBus, COORD_SCREEN, REGISTRY, ROOT_PATH, refs, staleToUi } from "./atspiBus.js";
 import { COMPONENT, extentsRect } from "./atspiFacts.js";
-import { AtspiSession, type Node } from "./atspiSession.js";
+import { AtspiSession, type Node, type PopupAreas } from "./atspiSession.js";
+
+export type { PopupAreas } from "./atspiSession.js";
 
 /**
  * AT-SPI2 over D-Bus with dbus-next's low-level bus.call (no introspection per node). The a11y
@@ -20,6 +22,13 @@ export interface AtspiOptions {
   peer?: boolean;
   /** Read a walk's bulk facts from the application's Cache.GetItems (default true). */
   bulk?: boolean;
+  /**
+   * The screen rects of the window's popups (override-redirect windows of its process, windows
+   * transient for it) and of its process's other top-levels, from the X server. With it, a
+   * popup root is kept only when its extents lie mostly on a popup: another top-level of the
+   * process is a window of its own (its title must pass the policy and be granted by itself).
+   */
+  popupAreas?: PopupAreas;
 }
 
 export class X11Accessibility implements AccessibilityPort {
@@ -27,9 +36,12 @@ export class X11Accessibility implements AccessibilityPort {
   private readonly peer: boolean;
   private readonly bulk: boolean;
 
+  private readonly popupAreas: PopupAreas | null;
+
   constructor(opts: AtspiOptions = {}) {
     this.peer = opts.peer ?? true;
     this.bulk = opts.bulk ?? true;
+    this.popupAreas = opts.popupAreas ?? null;
   }
 
   private bus(): Promise<AtspiBus> {
@@ -90,7 +102,13 @@ export class X11Accessibility implements AccessibilityPort {
     if (best < 0 && frames.length === 1) best = 0;
     const frame = frames[best];
     if (!frame) throw uiError("target_not_found", "No accessibility tree matches this window.");
-    return new AtspiSession(bus, { bus: frame.bus, path: frame.path, parent: null }, this.bulk, mine);
+    return new AtspiSession(
+      bus,
+      { bus: frame.bus, path: frame.path, parent: null },
+      this.bulk,
+      mine,
+      this.popupAreas ? { window, areas: this.popupAreas } : null,
+    );
   }
 
   dispose(): void {

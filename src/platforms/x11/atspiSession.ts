@@ -1,5 +1,5 @@
 import { isUiError, uiError } from "../../shared/errors.js";
-import type { Rect } from "../../shared/geometry.js";
+import { intersect, type Rect, rectArea } from "../../shared/geometry.js";
 import type {
   A11yHandle,
   A11yNodeFacts,
@@ -7,6 +7,7 @@ import type {
   A11ySession,
   SemanticAction,
   WalkLimits,
+  WindowInfo,
 } from "../../shared/platform.js";
 import {
   ACCESSIBLE,
@@ -78,6 +79,21 @@ export function asNode(h: A11yHandle): Node {
   return h;
 }
 
+/** Where the X server shows the granted window's popups and its process's other top-levels. */
+export type PopupAreas = (window: WindowInfo) => Promise<{ popups: Rect[]; others: Rect[] }>;
+
+/** Whether `extents` lies more on one of `popups` than on any of `others`. */
+export function onPopup(extents: Rect | null, areas: { popups: Rect[]; others: Rect[] }): boolean {
+  if (extents === null) return false;
+  const best = (rs: Rect[]) =>
+    rs.reduce((m, r) => {
+      const i = intersect(extents, r);
+      return Math.max(m, i ? rectArea(i) : 0);
+    }, 0);
+  const popup = best(areas.popups);
+  return popup > 0 && popup > best(areas.others);
+}
+
 export class AtspiSession implements A11ySession {
   private readonly bus: AtspiBus;
   private readonly rootNode: Node;
@@ -98,6 +114,8 @@ export class AtspiSession implements A11ySession {
     bulk: boolean,
     /** The instance's application objects on the a11y bus (where its popups live). */
     private readonly apps: readonly { bus: string; path: string }[] = [],
+    /** The granted window and where its popups are, to tell popups from other top-levels. */
+    private readonly popupCheck: { window: WindowInfo; areas: PopupAreas } | null = null,
   ) {
     this.bus = bus;
     this.rootNode = root;
@@ -467,7 +485,18 @@ export class AtspiSession implements A11ySession {
           out.push({ bus: k.bus, path: k.path, parent: null });
       });
     }
-    return out;
+    if (this.popupCheck === null || out.length === 0) return out;
+    const [areas, extents] = await Promise.all([
+      this.popupCheck.areas(this.popupCheck.window),
+      Promise.all(
+        out.map((n) =>
+          this.extentsCall(n)
+            .then(extentsRect)
+            .catch(() => null),
+        ),
+      ),
+    ]);
+    return out.filter((_, i) => onPopup(extents[i] ?? null, areas));
   }
 
   async alive(h: A11yHandle): Promise<boolean> {

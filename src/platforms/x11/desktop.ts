@@ -3,9 +3,9 @@ import { processExited, resolveInstance } from "../../os/linux/proc.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
-import type { DesktopPort, LiveCheck, WindowInfo } from "../../shared/platform.js";
+import type { DesktopPort, LiveCheck, LiveProof, WindowInfo } from "../../shared/platform.js";
 import { provenOwners } from "./connectionOwner.js";
-import { confirmLive } from "./liveCheck.js";
+import { confirmLive, type LiveHints, transientFor } from "./liveCheck.js";
 import { concealOwnDialogs } from "./ownDialogs.js";
 import {
   cardinals,
@@ -102,6 +102,8 @@ export class X11Desktop implements DesktopPort {
    * above the target. Only a guess of what to ask; the judging reads the tree of its own batch.
    */
   lastRootChildren: readonly number[] = [];
+  /** What the last live check saw inside its target, asked about ahead by the next one. */
+  liveHints: LiveHints | null = null;
 
   /**
    * Walks `win` up to the root: its ancestors, nearest first (the last one is a root child).
@@ -328,8 +330,24 @@ export class X11Desktop implements DesktopPort {
   /** confirmLive reads the root's geometry in its first batch (liveCheck.ts). */
   readonly liveCheckCoversScreen = true;
 
-  confirmLive(target: WindowInfo, check: LiveCheck): Promise<void> {
+  confirmLive(target: WindowInfo, check: LiveCheck): Promise<LiveProof> {
     return confirmLive(this.x, this, target, check);
+  }
+
+  /**
+   * The target's popups among windows of its instance: those whose WM_TRANSIENT_FOR chain leads
+   * to the target through windows the X server attributes to its process. Any other top-level
+   * of the process is a window of its own.
+   */
+  async popupsOf(target: WindowInfo, candidates: readonly WindowInfo[]): Promise<WindowInfo[]> {
+    if (target.pid <= 0 || candidates.length === 0) return [];
+    const popups = transientFor(
+      this.x,
+      Number(target.hwnd),
+      target.pid,
+      candidates.map((w) => Number(w.hwnd)),
+    );
+    return candidates.filter((w) => popups.has(Number(w.hwnd)));
   }
 
   /**

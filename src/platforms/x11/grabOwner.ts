@@ -19,11 +19,34 @@ const RECORD_ALL_CLIENTS = 3n;
 const CATEGORY_FROM_SERVER = 0;
 const CATEGORY_START_OF_DATA = 4;
 const CATEGORY_END_OF_DATA = 5;
+const BUTTON_PRESS = 4;
 const MOTION_NOTIFY = 6;
 const LEAVE_NOTIFY = 8;
 const GENERIC_EVENT = 35;
 /** XI2 device events that follow the pointer: XI_Motion, XI_Enter, XI_Leave (not the raw ones). */
 const XI_POINTER_EVENTS = new Set([6, 7, 8]);
+const XI_BUTTON_PRESS = 4;
+
+/** Which delivered events a recording counts: their core type, or an XI2 event's evtype. */
+interface EventKinds {
+  /** The lowest core event type recorded (RECORD's delivered-events range ends at GenericEvent). */
+  first: number;
+  core(type: number): boolean;
+  xi(evtype: number): boolean;
+}
+
+const POINTER_EVENTS: EventKinds = {
+  first: MOTION_NOTIFY,
+  core: (t) => t >= MOTION_NOTIFY && t <= LEAVE_NOTIFY,
+  xi: (e) => XI_POINTER_EVENTS.has(e),
+};
+
+/** Button presses (core ButtonPress, XI_ButtonPress; never the raw ones, which any root listener gets). */
+const PRESS_EVENTS: EventKinds = {
+  first: BUTTON_PRESS,
+  core: (t) => t === BUTTON_PRESS,
+  xi: (e) => e === XI_BUTTON_PRESS,
+};
 /** How long the server may take to start or end the recording (a loaded machine included). */
 const RECORD_WAIT_MS = 3000;
 /**
@@ -42,7 +65,10 @@ interface InterceptData {
   data_len: number | bigint;
 }
 
-/** A recording of pointer-event deliveries, started before the pointer moves and ended after. */
+/**
+ * A recording of event deliveries (pointer motion by default; button presses with
+ * `PointerDeliveries.presses`), started before the input and ended after.
+ */
 export class PointerDeliveries {
   private readonly recipients = new Set<number>();
   private started = false;
@@ -56,13 +82,19 @@ export class PointerDeliveries {
     private readonly ctx: bigint | number,
     private readonly callback: bigint,
     private readonly xiOpcode: number,
+    private readonly kinds: EventKinds,
   ) {}
+
+  /** A recording of which clients get the button presses delivered while it runs. */
+  static presses(x: XConnection): Promise<PointerDeliveries> {
+    return PointerDeliveries.start(x, PRESS_EVENTS);
+  }
 
   /**
    * Starts recording (on a second display connection of its own, as RECORD requires). Must run
    * while this process does not hold the server grab: the server has to execute the enable.
    */
-  static async start(x: XConnection): Promise<PointerDeliveries> {
+  static async start(x: XConnection, kinds: EventKinds = POINTER_EVENTS): Promise<PointerDeliveries> {
     const n = x.n;
     const r = n.xrecord;
     const op = [0];
@@ -86,7 +118,7 @@ export class PointerDeliveries {
       core_replies: none,
       ext_requests: noExt,
       ext_replies: noExt,
-      delivered_events: { first: MOTION_NOTIFY, last: GENERIC_EVENT },
+      delivered_events: { first: kinds.first, last: GENERIC_EVENT },
       device_events: none,
       errors: none,
       client_started: 0,
@@ -103,7 +135,7 @@ export class PointerDeliveries {
         r.XRecordFreeData(p);
       }
     }, koffi.pointer(r.InterceptProc));
-    rec = new PointerDeliveries(x, data, ctx, callback, xiOpcode);
+    rec = new PointerDeliveries(x, data, ctx, callback, xiOpcode, kinds);
     try {
       if (r.XRecordEnableContextAsync(data, ctx, callback, null) === 0)
         throw uiError("platform_unavailable", "RECORD could not be enabled.");
@@ -123,10 +155,10 @@ export class PointerDeliveries {
       const b = koffi.decode(d.data, "uint8_t", 10) as number[];
       const type = (b[0] ?? 0) & 0x7f;
       const evtype = d.client_swapped ? ((b[8] ?? 0) << 8) | (b[9] ?? 0) : (b[8] ?? 0) | ((b[9] ?? 0) << 8);
-      const pointerEvent =
-        (type >= MOTION_NOTIFY && type <= LEAVE_NOTIFY) ||
-        (type === GENERIC_EVENT && b[1] === this.xiOpcode && XI_POINTER_EVENTS.has(evtype));
-      if (pointerEvent) this.recipients.add(Number(d.id_base));
+      const counted =
+        (type !== GENERIC_EVENT && this.kinds.core(type)) ||
+        (type === GENERIC_EVENT && b[1] === this.xiOpcode && this.kinds.xi(evtype));
+      if (counted) this.recipients.add(Number(d.id_base));
     }
   }
 
@@ -137,6 +169,20 @@ export class PointerDeliveries {
       if (done()) return;
       if (Date.now() > until) throw uiError("input_grabbed", "The pointer grab's owner could not be told.");
       await sleep(POLL_MS);
+    }
+  }
+
+  /**
+   * Reads the recording until some delivery went to `client` or `ms` passed (an event replayed by
+   * the client whose passive grab took it first, e.g. the WM's button bindings, is delivered only
+   * once that client let it go). Whether it did.
+   */
+  async awaitDeliveryTo(client: number, ms: number): Promise<boolean> {
+    try {
+      await this.pumpUntil(() => this.recipients.has(client), ms);
+      return true;
+    } catch {
+      return false;
     }
   }
 

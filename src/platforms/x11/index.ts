@@ -1,11 +1,13 @@
 import { setClockTicks } from "../../os/linux/proc.js";
 import { uiError } from "../../shared/errors.js";
+import { sameInstance } from "../../shared/identity.js";
 import type {
   AccessibilityPort,
   CapturePort,
   InputPort,
   Platform,
   SharedSegment,
+  WindowInfo,
 } from "../../shared/platform.js";
 import type { PressLedger } from "../../shared/pressLedger.js";
 import { X11Accessibility } from "./atspi.js";
@@ -36,7 +38,30 @@ export async function createX11Platform(opts: {
   const desktop = new X11Desktop(x);
   let capture: X11Capture | null = null;
   let input: X11Input | null = null;
-  const accessibility = new X11Accessibility();
+  // The X server's word on which of the process's other windows are popups of the granted one.
+  const popupAreas = async (w: WindowInfo) => {
+    const all = await desktop.listWindows();
+    const now = all.find((o) => o.hwnd === w.hwnd) ?? w;
+    const own = now.instance;
+    const same = all.filter(
+      (o) =>
+        o.hwnd !== now.hwnd &&
+        o.visible &&
+        !o.iconic &&
+        own !== null &&
+        o.instance !== null &&
+        sameInstance(o.instance, own),
+    );
+    const popups = new Set((await desktop.popupsOf(now, same)).map((o) => o.hwnd));
+    return {
+      popups: [
+        ...same.filter((o) => popups.has(o.hwnd)).map((o) => o.rect),
+        ...(await desktop.unlistedOwnWindows(now)),
+      ],
+      others: same.filter((o) => !popups.has(o.hwnd)).map((o) => o.rect),
+    };
+  };
+  const accessibility = new X11Accessibility({ popupAreas });
   if (opts.workerKind === "input") input = new X11Input(x, opts.ledger);
   if (opts.workerKind === "capture") capture = newCapture();
   let disposed = false;
@@ -55,10 +80,10 @@ export async function createX11Platform(opts: {
   };
   const inputProxy: InputPort = {
     moveTo: (px, py) => inputPort().moveTo(px, py),
-    buttonDown: (b) => inputPort().buttonDown(b),
+    buttonDown: (b, proof, prove) => inputPort().buttonDown(b, proof, prove),
     buttonUp: (b) => inputPort().buttonUp(b),
     wheel: (n) => inputPort().wheel(n),
-    keyDown: (k) => inputPort().keyDown(k),
+    keyDown: (k, proof) => inputPort().keyDown(k, proof),
     keyUp: (k) => inputPort().keyUp(k),
     typeText: (h, t, m, gate) => inputPort().typeText(h, t, m, gate),
   };

@@ -1,8 +1,15 @@
 import koffi from "koffi";
-import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../guardian/entries.js";
 import { dialogGate } from "../../shared/dialogGate.js";
 import { uiError } from "../../shared/errors.js";
-import type { InputPort, LogicalKey, MouseButton, TextMode } from "../../shared/platform.js";
+import type {
+  InputPort,
+  LiveProof,
+  LogicalKey,
+  MouseButton,
+  PressReceipt,
+  TextMode,
+} from "../../shared/platform.js";
+import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../shared/pressLedger.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
@@ -10,6 +17,7 @@ import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import type { XConnection } from "./xconn.js";
+import { requireXTestRoute } from "./xtestRoute.js";
 
 /**
  * XTest injection. This port only emits; verification and release-in-finally belong to the
@@ -28,6 +36,8 @@ const REMAP_SETTLE_MS = readSetting(process.env, SETTINGS.x11RemapSettleMs);
 const MAX_SPARE = 16;
 
 const GRAB_MODE_ASYNC = 1;
+/** How long a press may take to reach the target after the WM replays it (see buttonDown). */
+const DELIVERY_WAIT_MS = 300;
 const GRAB_SUCCESS = 0;
 
 interface Keymap {
@@ -70,25 +80,38 @@ export class X11Input implements InputPort {
   }
 
   /**
-   * The press happens under a server grab after a last look on the same connection as XTest:
-   * the pointer is at a point confirmLive verified, the top-level under it (and, inside the
-   * target's frame, the frame's child) is still what it was, and no other client holds the
-   * pointer. A window mapped or raised in between cannot take the press. Raw use of the port
-   * without a verification before (tests) presses without this check.
+   * The press happens under a server grab after a last look on the same connection as XTest,
+   * against what the check before it proved (`proof`): the pointer is at a verified point, the
+   * windows a press there goes through, from the top-level down to the deepest, are exactly the
+   * proven ones (so no window of another client was mapped, raised or embedded in between), our
+   * XTest events still reach the virtual core devices (xtestRoute.ts) and no other client holds
+   * the pointer. Without a proof (raw use of the port, tests) the press is sent unchecked.
    */
-  async buttonDown(button: MouseButton): Promise<void> {
+  async buttonDown(
+    button: MouseButton,
+    proof?: LiveProof | null,
+    proveDelivery = false,
+  ): Promise<PressReceipt | null> {
     const n = this.x.n;
     const dpy = this.x.dpy;
-    const verified = this.x.confirmedPoints;
-    if (verified === null) {
+    if (!proof) {
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
       this.flush();
-      return;
+      return null;
     }
     // The check proved the target's own popup grab: its owner is told again under the server
     // grab, so the recording starts now (the server must still run the recording's enable).
-    const grabOwner = [...verified.values()].find((v) => v.grabOwner !== null)?.grabOwner ?? null;
+    const grabOwner = proof.points.find((v) => v.grabOwner !== null)?.grabOwner ?? null;
     const deliveries = grabOwner === null ? null : await PointerDeliveries.start(this.x);
+    let presses: PointerDeliveries | null = null;
+    let owner: number | null = null;
+    let wm: number | null = null;
+    try {
+      presses = proveDelivery ? await PointerDeliveries.presses(this.x) : null;
+    } catch (e) {
+      deliveries?.close();
+      throw e;
+    }
     n.XGrabServer(dpy);
     try {
       const child: Array<bigint | number> = [0];
@@ -97,15 +120,22 @@ export class X11Input implements InputPort {
       n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
       const [px = 0] = rx;
       const [py = 0] = ry;
-      const at = verified.get(`${px},${py}`);
-      if (!at || Number(child[0] ?? 0) !== at.top)
-        throw uiError("occluded", "What lies under the pointer changed since the check.");
-      if (at.top === at.frame && at.frame !== at.client) {
+      // First: a grabbed XTEST slave also leaves the pointer where our motion did not take it.
+      requireXTestRoute(this.x);
+      const at = proof.points.find((v) => v.x === px && v.y === py);
+      const changed = () => uiError("occluded", "What lies under the pointer changed since the check.");
+      if (!at || at.path.length === 0 || String(child[0] ?? 0) !== at.path[0]) throw changed();
+      // Each window's child at the point is the next one proven, and the deepest has none.
+      for (let i = 0; i < at.path.length; i++) {
         const inner: Array<bigint | number> = [0];
-        n.XTranslateCoordinates(dpy, this.x.root, at.frame, px, py, [0], [0], inner);
-        if (Number(inner[0] ?? 0) !== at.client)
-          throw uiError("occluded", "What lies under the pointer changed since the check.");
+        n.XTranslateCoordinates(dpy, this.x.root, BigInt(at.path[i] ?? "0"), px, py, [0], [0], inner);
+        if (String(inner[0] ?? 0) !== (at.path[i + 1] ?? "0")) throw changed();
       }
+      // The X client that owns the deepest window there, whom the press is meant to reach, and
+      // the top-level's (the WM, through its frame: its button bindings grab a press first and
+      // replay it to the window).
+      owner = this.x.clientOf(Number(at.path[at.path.length - 1] ?? 0));
+      wm = this.x.clientOf(Number(at.path[0] ?? 0));
       if (
         n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
       ) {
@@ -117,10 +147,24 @@ export class X11Input implements InputPort {
         throw uiError("input_grabbed");
       }
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+    } catch (e) {
+      presses?.close();
+      presses = null;
+      throw e;
     } finally {
       n.XUngrabServer(dpy);
       this.flush();
       deliveries?.close();
+    }
+    if (presses === null) return null;
+    try {
+      // Who got a button press while the recording ran: the target's client (and the WM), or
+      // the press is not shown to have reached it.
+      await presses.awaitDeliveryTo(owner ?? -1, DELIVERY_WAIT_MS);
+      const got = (await presses.finish().catch(() => null)) ?? [];
+      return { delivered: got.includes(owner ?? -1) && got.every((id) => id === owner || id === wm) };
+    } finally {
+      presses.close();
     }
   }
 
@@ -152,23 +196,24 @@ export class X11Input implements InputPort {
    * window has the focus by then. Per-key auto-repeat goes off before the press and back on
    * after the release (only where it was on).
    */
-  async keyDown(key: LogicalKey): Promise<void> {
+  async keyDown(key: LogicalKey, proof?: LiveProof | null): Promise<void> {
     const kc = this.keycodeForKey(key);
     await this.autoRepeatOff(kc);
-    this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0));
+    this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0), proof);
   }
 
   /**
    * Emits key events atomically with a last focus check: the server is grabbed (no other
    * client's request runs, so nobody can move the focus or grab the keyboard), the focus must
-   * still be the window confirmLive verified, no other client may hold the keyboard, then the
-   * events, then the release of the server. On the same Xlib connection as XTest. Raw use of
-   * the port without a verification before (tests) sends without this check.
+   * still be the window the check before proved (`proof.focus`), our XTest events must still
+   * reach the virtual core keyboard (xtestRoute.ts), no other client may hold the keyboard, then
+   * the events, then the release of the server. On the same Xlib connection as XTest. Without a
+   * proof (raw use of the port, tests) the events are sent unchecked.
    */
-  private whileFocusHolds(send: () => void): void {
+  private whileFocusHolds(send: () => void, proof: LiveProof | null | undefined): void {
     const n = this.x.n;
     const dpy = this.x.dpy;
-    const expected = this.x.confirmedFocus;
+    const expected = proof?.focus ?? null;
     if (expected === null) {
       send();
       this.flush();
@@ -178,8 +223,9 @@ export class X11Input implements InputPort {
     try {
       const focus: Array<bigint | number> = [0];
       n.XGetInputFocus(dpy, focus, [0]);
-      if (Number(focus[0] ?? 0) !== expected)
+      if (String(focus[0] ?? 0) !== expected)
         throw uiError("not_foreground", "The keyboard focus left the target window.");
+      requireXTestRoute(this.x);
       if (n.XGrabKeyboard(dpy, this.x.root, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0) !== GRAB_SUCCESS)
         throw uiError("input_grabbed");
       n.XUngrabKeyboard(dpy, 0);
@@ -268,7 +314,7 @@ export class X11Input implements InputPort {
   }
 
   /** One character's key events, sent at once under the last focus check (whileFocusHolds). */
-  private tap(kc: number, shift: boolean, shiftKc: number): void {
+  private tap(kc: number, shift: boolean, shiftKc: number, proof: LiveProof | null | undefined): void {
     // Before each character: a dialog of ours that opened mid-text gets none of it.
     dialogGate.assertNoDialog();
     const n = this.x.n;
@@ -277,14 +323,14 @@ export class X11Input implements InputPort {
       n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);
       n.XTestFakeKeyEvent(this.x.dpy, kc, 0, 0);
       if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 0, 0);
-    });
+    }, proof);
   }
 
   async typeText(
     _hwnd: string,
     text: string,
     _mode: TextMode,
-    beforeEachKey?: () => Promise<void>,
+    beforeEachKey?: () => Promise<LiveProof | null | undefined>,
   ): Promise<void> {
     // The mode (SendInput vs WM_CHAR) is a Win32 distinction; on X11 both inject key events.
     const n = this.x.n;
@@ -310,8 +356,8 @@ export class X11Input implements InputPort {
         const ks = keysymForChar(cp);
         const found = this.lookup(km, ks);
         if (found && (!found.shift || shiftKc !== 0)) {
-          await beforeEachKey?.();
-          this.tap(found.kc, found.shift, shiftKc);
+          const proof = await beforeEachKey?.();
+          this.tap(found.kc, found.shift, shiftKc, proof);
           continue;
         }
         let kc = byKeysym.get(ks);
@@ -341,8 +387,8 @@ export class X11Input implements InputPort {
           this.flush();
           byKeysym.set(ks, kc);
         }
-        await beforeEachKey?.();
-        this.tap(kc, false, shiftKc);
+        const proof = await beforeEachKey?.();
+        this.tap(kc, false, shiftKc, proof);
       }
       this.flush();
     } finally {

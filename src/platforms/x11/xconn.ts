@@ -41,6 +41,8 @@ const XRES_ID_VALUE_SIZE = 32;
 export const XA_WM_NAME = 39;
 export const XA_WM_CLASS = 67;
 export const XA_WM_CLIENT_MACHINE = 36;
+export const XA_WM_TRANSIENT_FOR = 68;
+export const XA_WINDOW = 33;
 
 export interface PropertyValue {
   type: number;
@@ -83,23 +85,6 @@ export class XConnection {
   private readonly xlibXcb: Ptr | null;
   private closed = false;
   private xresOk: boolean | undefined;
-  /**
-   * The focus window the last focus-checking confirmLive found inside the target (null when it
-   * failed or none ran). The input port sends a key only while the server, grabbed, still has
-   * exactly this focus, so no focus change can slip between the check and the key.
-   */
-  confirmedFocus: number | null = null;
-  /**
-   * What the last pointer-grab-probing confirmLive found at each verified point ("x,y" → the
-   * top-level there, and the client a press inside the target's frame must reach). The input
-   * port presses a button only while the grabbed server still shows exactly that. grabOwner: the
-   * PID proven to hold the active pointer grab (the target's own popup grab), else null.
-   */
-  confirmedPoints: Map<
-    string,
-    { top: number; frame: number; client: number; grabOwner: number | null }
-  > | null = null;
-
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
     this.n = n;
     this.dpy = dpy;
@@ -126,11 +111,19 @@ export class XConnection {
 
   static open(): XConnection {
     const displayName = process.env.DISPLAY ?? "";
-    if (!displayName) throw uiError("platform_unavailable", "DISPLAY is not set.");
+    if (!displayName)
+      throw uiError(
+        "platform_unavailable",
+        'DISPLAY is not set in the server\'s environment: set it to the display of your apps (export DISPLAY=:0), and pass it on from the client (Codex: env_vars = ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY"]); `uiinspect-mcp doctor` checks it.',
+      );
     const n = x11Native();
     prepareXlib(n);
     const dpy = n.XOpenDisplay(displayName);
-    if (dpy === null || dpy === 0n) throw uiError("platform_unavailable", "The X display cannot be opened.");
+    if (dpy === null || dpy === 0n)
+      throw uiError(
+        "platform_unavailable",
+        "The X display named by DISPLAY cannot be opened: check DISPLAY and XAUTHORITY in the server's environment; `uiinspect-mcp doctor` checks them.",
+      );
     // libX11 ≥ 1.8: per display, an exit handler that returns instead of calling exit().
     n.XSetIOErrorExitHandler(dpy, n.noopErrorHandler, null);
     const c = n.xcb_connect(displayName, [0]);
@@ -404,7 +397,19 @@ export class XConnection {
   /** The server's resource-id mask: an XID with these bits cleared names its client. */
   get resourceIdMask(): number {
     this.checkAlive();
-    return koffi.decode(this.n.xcb_get_setup(this.c), 16, "uint32") as number;
+    this.idMask ??= koffi.decode(this.n.xcb_get_setup(this.c), 16, "uint32") as number;
+    return this.idMask;
+  }
+
+  private idMask: number | undefined;
+
+  /**
+   * The client that created `win`, as the X server allots ids: every resource a client creates
+   * carries its resource id base, so two windows with the same base belong to one connection.
+   * Server truth at no cost (no request), and no client can create a window under another's base.
+   */
+  clientOf(win: number): number {
+    return (win & ~this.resourceIdMask) >>> 0;
   }
 
   /** Sends a request without a reply and waits for its error, if any. */

@@ -2,7 +2,7 @@ import type { DenyReason } from "../../shared/errors.js";
 import { uiError } from "../../shared/errors.js";
 import type { KeptDecision } from "../consent/broker.js";
 import type { EffectivePolicy } from "../policy/load.js";
-import { actionAllowed, isProtected } from "../policy/match.js";
+import { actionAllowed, actionNotAllowedMessage, isProtected } from "../policy/match.js";
 import type { Capability } from "../policy/schema.js";
 import type { Supervisor } from "../supervisor.js";
 import type { Grant } from "./grants.js";
@@ -24,6 +24,8 @@ export interface AccessFacts {
   capability: Capability;
   /** The policy's ceiling allows the capability. */
   allowed: boolean;
+  /** Where the ceiling comes from, so a refusal can say where the action is added. */
+  policySource: EffectivePolicy["source"];
   /** The policy protects the capability: each use needs a confirmation token. */
   protected: boolean;
   /** Under the unattended lease: whether it can carry the capability here; null without a lease. */
@@ -62,6 +64,8 @@ export interface AccessDecision {
   renew: boolean;
   /** The confirmation token's part: not needed, presented and valid, or the refusal. */
   confirmation: "not_required" | "valid" | AccessRefusal;
+  /** The policy protects the capability: each use needs a confirmation token. */
+  requiresConfirmation: boolean;
 }
 
 const refuse = (refused: AccessRefusal["refused"], message?: string): AccessRefusal =>
@@ -81,18 +85,30 @@ export function firstRefusal(d: AccessDecision): AccessRefusal | null {
 export function decideAccess(f: AccessFacts): AccessDecision {
   const liveGrant = f.grant !== null && f.grant.expiresAt > f.now ? f.grant : null;
   const renew = f.lease === null && liveGrant === null && !f.released && f.kept?.decision === "approved";
-  return { grant: grantPart(f, liveGrant, renew), renew, confirmation: confirmationPart(f) };
+  return {
+    grant: grantPart(f, liveGrant, renew),
+    renew,
+    confirmation: confirmationPart(f),
+    requiresConfirmation: f.protected,
+  };
 }
 
 function grantPart(f: AccessFacts, liveGrant: AccessFacts["grant"], renew: boolean): AccessDecision["grant"] {
-  if (!f.allowed) return refuse("action_not_allowed");
+  if (!f.allowed)
+    return refuse("action_not_allowed", actionNotAllowedMessage(f.policySource, [f.capability]));
   if (f.lease !== null)
     // Outside what the lease can carry here: a person must decide.
     return f.lease.covers
       ? { via: "lease" }
       : refuse("consent_required", "The unattended lease does not cover this capability.");
   const held = liveGrant?.capabilities ?? (renew && f.kept ? new Set(f.kept.capabilities) : null);
-  if (held === null) return refuse(f.kept?.decision === "denied" ? "consent_denied" : "consent_required");
+  if (held === null)
+    return f.kept?.decision === "denied"
+      ? refuse(
+          "consent_denied",
+          "A person denied access to this process instance; the Deny is kept for this server's run. A person resets it by restarting the server or the application.",
+        )
+      : refuse("consent_required");
   if (!held.has(f.capability))
     return refuse("consent_required", "This capability was not granted for this window.");
   return { via: liveGrant ? "grant" : "kept_decision" };
@@ -101,7 +117,15 @@ function grantPart(f: AccessFacts, liveGrant: AccessFacts["grant"], renew: boole
 function confirmationPart(f: AccessFacts): AccessDecision["confirmation"] {
   if (!f.protected) return "not_required";
   if (f.token === "valid") return "valid";
-  return refuse(f.token === "absent" ? "confirmation_required" : "confirmation_invalid");
+  return f.token === "absent"
+    ? refuse(
+        "confirmation_required",
+        `The action ${f.capability} is protected: call request_confirmation {hwnd, action_class: "${f.capability}"} first and pass its confirmation_token.`,
+      )
+    : refuse(
+        "confirmation_invalid",
+        `The confirmation token is invalid, expired, used or for another target or action; call request_confirmation {hwnd, action_class: "${f.capability}"} for a new one.`,
+      );
 }
 
 /** What an unattended lease can grant under this policy: the lease's capabilities ∩ the policy's. */
@@ -121,6 +145,7 @@ export function accessFacts(
   const common = {
     capability,
     allowed: actionAllowed(policy, capability),
+    policySource: policy.source,
     protected: isProtected(policy, capability),
     token,
     now: sup.clock(),

@@ -1,12 +1,13 @@
 import { UiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { OpName } from "../../shared/protocol.js";
+import { SETTINGS } from "../../shared/settings.js";
 import { newCorrelationId } from "../audit.js";
 import type { ApplicationCharge } from "../budgets.js";
 import type { WorkerHost } from "../hosting/workerHost.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { policyStatusAt } from "../policy/load.js";
-import { actionAllowed, isProtected } from "../policy/match.js";
+import { actionAllowed, actionNotAllowedMessage, isProtected } from "../policy/match.js";
 import { type Capability, isCapability } from "../policy/schema.js";
 import { requirePolicy, type Supervisor } from "../supervisor.js";
 import type { ToolDef } from "../tools/define.js";
@@ -36,6 +37,20 @@ function refuseWithoutActions(sup: Supervisor, def: ToolDef): void {
       "action_not_allowed",
       "DESKTOP_AUTOMATION_ALLOWED_ACTIONS is not set, so no tool but health_check is authorized.",
     );
+}
+
+/**
+ * A configured audit file that cannot be written stops every call that acts on or reads from a
+ * window, and request_access / request_confirmation, until the file can be written again: what
+ * happens must be on record. Discovery and the read-only tools about the server stay available.
+ */
+function refuseWithoutAudit(sup: Supervisor, def: ToolDef): void {
+  const acts = def.mode === "capability" || (def.mode !== "discovery" && !def.annotations.readOnlyHint);
+  if (!acts || sup.audit.available()) return;
+  throw uiError(
+    "audit_unavailable",
+    `The audit file (${SETTINGS.auditFile.env}, --audit-file) cannot be written (${sup.audit.lastError}); no action runs until it can. Fix the file or its folder (owner, permissions, space); the server retries by itself.`,
+  );
 }
 
 /** The capability the call exercises: the tool's, or for request_confirmation the class it names. */
@@ -152,6 +167,7 @@ function admit(sup: Supervisor, def: ToolDef, client: string): EffectivePolicy |
   // not only when something happens to look them up.
   sup.grants.sweepExpired();
   if (def.mode === "open") return null;
+  refuseWithoutAudit(sup, def);
   const policy = requirePolicy(sup);
   if (!sup.config.platform) throw uiError("platform_unavailable", "No desktop backend exists for this OS.");
   if (def.mode === "discovery" && def.budget !== "none") sup.budgets.take(def.budget, client);
@@ -161,7 +177,7 @@ function admit(sup: Supervisor, def: ToolDef, client: string): EffectivePolicy |
 /** Step 2, before any enumeration: the policy allows the tool's capability. */
 function refuseAboveCeiling(def: ToolDef, policy: EffectivePolicy): void {
   if (def.mode === "capability" && !actionAllowed(policy, def.capability))
-    throw uiError("action_not_allowed");
+    throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [def.capability]));
 }
 
 /** Step 3: the window the call is about, its identity re-resolved from the live desktop now. */

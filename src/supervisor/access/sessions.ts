@@ -9,7 +9,10 @@ import type { ResolvedTarget } from "./targets.js";
 
 export interface SessionRecord {
   tag: string;
-  /** Opaque key the grant's uia worker knows the session by (shared by the instance's windows). */
+  /**
+   * Opaque key the instance's uia worker files this identity's sessions and refs under (one per
+   * identity and instance, shared by the instance's windows).
+   */
   key: string;
   client: string;
   instanceKey: string;
@@ -17,21 +20,26 @@ export interface SessionRecord {
   hwnd: string;
 }
 
-/** One uia worker per (client, process instance) grant: its automation session lives there. */
-interface GrantWorker {
+/** One identity on an instance's worker: its key there, and when it last asked for anything. */
+interface Member {
   client: string;
-  instanceKey: string;
   key: string;
-  host: GrantHost;
-  /** Stops the worker once the grant has made no accessibility call for a while. */
+  /** Ends this identity's state in the worker once it has made no accessibility call for a while. */
   idle: IdleRetirement;
+}
+
+/** The one uia worker of a process instance, shared by every identity granted on it. */
+interface InstanceWorker {
+  instanceKey: string;
+  host: GrantHost;
+  members: Map<string, Member>;
 }
 
 /** What the sessions need of a worker host (a narrow face, so tests can stand one in). */
 export type GrantHost = Pick<WorkerHost, "call" | "close" | "warm" | "onTeardown" | "stats">;
 
 export interface A11ySessionsOptions {
-  /** A grant's uia worker idle this long is retired (0 = never). */
+  /** An identity idle this long on an instance loses its sessions there; a worker with none left stops (0 = never). */
   idleRetireMs: number;
   time?: IdleTime;
 }
@@ -39,31 +47,35 @@ export interface A11ySessionsOptions {
 type A11yOp = Extract<OpName, `a11y.${string}`>;
 
 /**
- * Automation sessions as the supervisor sees them. Each (client, process instance) grant
- * gets its own uia worker (its own COM apartment / AT-SPI connection), so a hung or
- * crashing provider takes down only its own grant's session, and revocation, release,
- * expiry or an identity change tears that worker down (docs/spec.md §2).
+ * Automation sessions as the supervisor sees them. Each granted process instance has one uia
+ * worker (its own COM apartment / AT-SPI connection), shared by every identity granted on it:
+ * a hung or crashing provider takes down only that instance's worker (every call in flight on
+ * it fails with worker_crashed or worker_timeout, and it restarts), and a further identity on
+ * an instance costs a few map entries instead of a worker.
  *
- * The worker holds a provider session per window of the instance, so each (grant, window)
- * gets its own tag here: element refs handed to clients are `<tag>.<worker ref>` (e.g.
- * `s3.e12`), and a ref names the window its node belongs to. When a session ends, its tags
- * are forgotten and every ref under them is stale, even if a new worker hands out the same
- * inner ref again later.
+ * Refs are namespaced per identity twice over. Here, each (identity, instance, window) gets its
+ * own tag, and refs handed to clients are `<tag>.<worker ref>` (e.g. `s3.e12`): a tag resolves
+ * only for the identity it was made for. In the worker, each (identity, instance) has its own
+ * session key, and a worker ref exists only under the key whose walk minted it. Revoking,
+ * releasing or retiring one identity ends its key (`a11y.dispose`) and forgets its tags; the
+ * others' refs live on. The worker ends when no identity is left on the instance, and with the
+ * instance: a changed identity is another instance key, and the old one's grants are revoked.
+ * When a session ends, its tags are forgotten and every ref under them is stale, even if a new
+ * worker hands out the same inner ref again later.
  *
- * A grant whose worker has answered no accessibility call for `idleRetireMs` has it retired:
- * the worker (its isolate, its provider connection) is stopped like at revocation, its refs
- * become `element_stale`, and the grant's next call starts a fresh worker. A grant's worker
- * costs tens of MiB, and an agent that has not looked for minutes walks the tree again anyway.
+ * An identity that has made no accessibility call on an instance for `idleRetireMs` has its
+ * state there dropped like at revocation (its refs become `element_stale`, its next call starts
+ * afresh); a worker left with no identity is stopped (its isolate, its provider connection).
  */
 export class A11ySessions {
   private readonly byTag = new Map<string, SessionRecord>();
   /** `${client}:${instanceKey}:${hwnd}` → record. */
   private readonly byWindow = new Map<string, SessionRecord>();
-  /** `${client}:${instanceKey}` → that grant's worker. */
-  private readonly grants = new Map<string, GrantWorker>();
+  /** instanceKey → that instance's worker. */
+  private readonly instances = new Map<string, InstanceWorker>();
   private nextTag = 1;
   private retired: WorkerStats;
-  /** Grant workers retired for idleness (health_check). */
+  /** Identities whose state was dropped for idleness (health_check). */
   private idleRetirements = 0;
   private readonly idleRetireMs: number;
   private readonly time: IdleTime;
@@ -88,19 +100,20 @@ export class A11ySessions {
   }
 
   sessionFor(client: string, target: ResolvedTarget): SessionRecord {
-    const gk = `${client}:${target.instanceKey}`;
-    const wk = `${gk}:${target.window.hwnd}`;
+    const ik = target.instanceKey;
+    const wk = `${client}:${ik}:${target.window.hwnd}`;
     const existing = this.byWindow.get(wk);
     const tag = existing ? existing.tag : `s${this.nextTag++}`;
-    const g = this.grants.get(gk) ?? this.startGrantWorker(gk, client, target.instanceKey, tag);
-    // Asking for a session counts as use: its call follows, so the worker is not retired between.
-    g.idle.touch();
+    const w = this.instances.get(ik) ?? this.startWorker(ik);
+    const m = w.members.get(client) ?? this.join(w, client, tag);
+    // Asking for a session counts as use: its call follows, so it is not retired between.
+    m.idle.touch();
     if (existing) return existing;
     const rec: SessionRecord = {
       tag,
-      key: g.key,
+      key: m.key,
       client,
-      instanceKey: target.instanceKey,
+      instanceKey: ik,
       instance: target.instance,
       hwnd: target.window.hwnd,
     };
@@ -116,9 +129,10 @@ export class A11ySessions {
     args: OpArgs<K>,
     opts: CallOptions,
   ): Promise<OpResult<K>> {
-    const grant = this.grants.get(`${rec.client}:${rec.instanceKey}`);
-    if (!grant || !this.byTag.has(rec.tag)) throw uiError("element_stale");
-    return grant.idle.around(() => grant.host.call(op, args, opts));
+    const w = this.instances.get(rec.instanceKey);
+    const m = w?.members.get(rec.client);
+    if (!w || !m || m.key !== rec.key || !this.byTag.has(rec.tag)) throw uiError("element_stale");
+    return m.idle.around(() => w.host.call(op, args, opts));
   }
 
   /** Finds the session of an external ref; refs of another client are as stale as dead ones. */
@@ -139,25 +153,34 @@ export class A11ySessions {
     return walk(node) as T;
   }
 
-  /** Ends every session of an instance (revocation, release, expiry, identity change) and its worker. */
+  /**
+   * Ends sessions on an instance (revocation, release, expiry, identity change): one identity's
+   * when `client` is given (the worker stays while another identity is on it), else everyone's
+   * and the worker with them.
+   */
   disposeByInstance(instanceKey: string, client?: string): void {
-    for (const [gk, g] of [...this.grants]) {
-      if (g.instanceKey !== instanceKey || (client && g.client !== client)) continue;
-      this.endGrant(gk, g);
+    const w = this.instances.get(instanceKey);
+    if (!w) return;
+    if (client === undefined) {
+      this.endWorker(w);
+      return;
     }
+    const m = w.members.get(client);
+    if (m) this.leave(w, m);
   }
 
   /** Ends every automation session (and so every ref) of one client, whatever the instance. */
   disposeByClient(client: string): void {
-    const instances = new Set(
-      [...this.grants.values()].filter((g) => g.client === client).map((g) => g.instanceKey),
-    );
-    for (const ik of instances) this.disposeByInstance(ik, client);
+    for (const w of [...this.instances.values()]) {
+      const m = w.members.get(client);
+      if (m) this.leave(w, m);
+    }
   }
 
-  /** All grant workers together, for health_check. */
-  stats(): WorkerStats & { sessions: number; idle_retirements: number } {
-    const live = [...this.grants.values()].map((g) => g.host.stats());
+  /** All instance workers together, for health_check (`sessions`: identities on instances). */
+  stats(): WorkerStats & { sessions: number; workers: number; idle_retirements: number } {
+    const all = [...this.instances.values()];
+    const live = all.map((w) => w.host.stats());
     const sum = (k: "restarts" | "crashes" | "timeouts" | "inflight") =>
       this.retired[k] + live.reduce((n, s) => n + s[k], 0);
     return {
@@ -168,58 +191,100 @@ export class A11ySessions {
       timeouts: sum("timeouts"),
       inflight: sum("inflight"),
       isolation: live[0]?.isolation ?? this.retired.isolation,
-      sessions: this.grants.size,
+      sessions: all.reduce((n, w) => n + w.members.size, 0),
+      workers: all.length,
       idle_retirements: this.idleRetirements,
     };
   }
 
   async closeAll(): Promise<void> {
-    const hosts = [...this.grants.values()].map((g) => g.host);
-    for (const gk of [...this.grants.keys()]) this.forgetGrant(gk);
+    const hosts = [...this.instances.values()].map((w) => w.host);
+    for (const w of [...this.instances.values()]) this.forgetWorker(w);
     await Promise.all(hosts.map((h) => h.close()));
   }
 
-  /** Forgets the grant's sessions (every ref stale), lets its worker release politely, ends it. */
-  private endGrant(gk: string, g: GrantWorker): void {
-    this.forgetGrant(gk);
-    // Let the worker release provider objects (COM pointers, D-Bus) politely, then end it.
-    g.host
-      .call("a11y.dispose", { session_key: g.key }, { deadlineMs: 2000 })
-      .catch(() => this.log.debug({}, "a11y_dispose_failed"))
-      .finally(() => void g.host.close());
-  }
-
-  private startGrantWorker(gk: string, client: string, instanceKey: string, tag: string): GrantWorker {
-    const host = this.makeHost();
-    const grant: GrantWorker = {
+  private join(w: InstanceWorker, client: string, tag: string): Member {
+    const m: Member = {
       client,
-      instanceKey,
       key: `${tag}-${randomBytes(6).toString("hex")}`,
-      host,
       idle: new IdleRetirement(
         this.idleRetireMs,
         () => {
-          if (this.grants.get(gk) !== grant) return;
+          if (this.instances.get(w.instanceKey) !== w || w.members.get(client) !== m) return;
           this.idleRetirements += 1;
-          this.log.info({ kind: "uia" }, "uia_worker_retired_idle");
-          this.endGrant(gk, grant);
+          this.log.info({ kind: "uia" }, "uia_session_retired_idle");
+          this.leave(w, m);
         },
         this.time,
       ),
     };
-    // A crashed or hung worker has lost its sessions: every ref it handed out is stale.
-    host.onTeardown(() => {
-      if (this.grants.get(gk) === grant) this.forgetGrant(gk);
-    });
-    this.grants.set(gk, grant);
-    host.warm();
-    return grant;
+    w.members.set(client, m);
+    return m;
   }
 
-  private forgetGrant(gk: string): void {
-    const g = this.grants.get(gk);
-    if (!g) return;
-    const s = g.host.stats();
+  /**
+   * One identity leaves an instance: its tags are forgotten (its refs stale here), the worker
+   * drops its key's sessions, and a worker left with no identity is stopped.
+   */
+  private leave(w: InstanceWorker, m: Member): void {
+    this.forgetMember(w, m);
+    if (w.members.size === 0) {
+      this.endWorker(w, m.key);
+      return;
+    }
+    w.host
+      .call("a11y.dispose", { session_key: m.key }, { deadlineMs: 2000 })
+      .catch(() => this.log.debug({}, "a11y_dispose_failed"));
+  }
+
+  /** Forgets the instance's sessions (every ref stale), lets its worker release politely, ends it. */
+  private endWorker(w: InstanceWorker, lastKey?: string): void {
+    const keys = [...w.members.values()].map((m) => m.key);
+    if (lastKey !== undefined) keys.push(lastKey);
+    this.forgetWorker(w);
+    // Let the worker release provider objects (COM pointers, D-Bus) politely, then end it.
+    Promise.all(
+      keys.map((k) =>
+        w.host
+          .call("a11y.dispose", { session_key: k }, { deadlineMs: 2000 })
+          .catch(() => this.log.debug({}, "a11y_dispose_failed")),
+      ),
+    ).finally(() => void w.host.close());
+  }
+
+  private startWorker(instanceKey: string): InstanceWorker {
+    const host = this.makeHost();
+    const w: InstanceWorker = { instanceKey, host, members: new Map() };
+    // A crashed or hung worker has lost its sessions: every ref it handed out is stale. The
+    // identities stay on the instance and the host stays, so the next call restarts the worker
+    // with the host's backoff (a worker that keeps crashing is not restarted in a tight loop).
+    host.onTeardown(() => {
+      if (this.instances.get(instanceKey) !== w) return;
+      for (const m of w.members.values()) this.forgetTags(w.instanceKey, m.client);
+    });
+    this.instances.set(instanceKey, w);
+    host.warm();
+    return w;
+  }
+
+  private forgetMember(w: InstanceWorker, m: Member): void {
+    m.idle.stop();
+    if (w.members.get(m.client) === m) w.members.delete(m.client);
+    this.forgetTags(w.instanceKey, m.client);
+  }
+
+  /** Every tag of one identity on one instance is forgotten: its refs are stale from now on. */
+  private forgetTags(instanceKey: string, client: string): void {
+    for (const rec of [...this.byTag.values()]) {
+      if (rec.instanceKey !== instanceKey || rec.client !== client) continue;
+      this.byTag.delete(rec.tag);
+      this.byWindow.delete(`${rec.client}:${rec.instanceKey}:${rec.hwnd}`);
+    }
+  }
+
+  private forgetWorker(w: InstanceWorker): void {
+    if (this.instances.get(w.instanceKey) !== w) return;
+    const s = w.host.stats();
     this.retired = {
       ...this.retired,
       restarts: this.retired.restarts + s.restarts,
@@ -227,12 +292,7 @@ export class A11ySessions {
       timeouts: this.retired.timeouts + s.timeouts,
       isolation: s.isolation,
     };
-    g.idle.stop();
-    this.grants.delete(gk);
-    for (const rec of [...this.byTag.values()]) {
-      if (`${rec.client}:${rec.instanceKey}` !== gk) continue;
-      this.byTag.delete(rec.tag);
-      this.byWindow.delete(`${gk}:${rec.hwnd}`);
-    }
+    for (const m of [...w.members.values()]) this.forgetMember(w, m);
+    this.instances.delete(w.instanceKey);
   }
 }

@@ -62,6 +62,8 @@ interface Step {
   limit: number;
   /** Plain words for the error message (no keys or identities). */
   what: string;
+  /** Where the operator raises this limit, named in the refusal. */
+  setting: string;
 }
 
 const KIND_TEXT: Record<BudgetKind, string> = {
@@ -69,6 +71,16 @@ const KIND_TEXT: Record<BudgetKind, string> = {
   inspection: "inspections",
   action: "actions",
 };
+
+const KIND_SETTING: Record<BudgetKind, string> = {
+  discovery: SETTINGS.maxDiscoveryPerMinute.env,
+  inspection: SETTINGS.maxInspectionsPerMinute.env,
+  action: SETTINGS.maxClientActionsPerMinute.env,
+};
+
+/** An application limit is the policy file's `limits` field, or its environment variable. */
+const appSetting = (field: keyof ApplicationLimits, env: string) =>
+  `the policy file's limits.${field} or ${env}`;
 
 /**
  * Per-client and per-application rate budgets over sliding one-minute windows.
@@ -142,7 +154,7 @@ export class RateBudgets {
   }
 
   private apply(steps: Step[]): void {
-    let worst: { retryAfterMs: number; what: string; never: boolean } | undefined;
+    let worst: { retryAfterMs: number; step: Step; never: boolean } | undefined;
     for (const s of steps) {
       const r = s.limiter.peek(s.key, s.amount, s.limit);
       if (!r.ok) {
@@ -152,17 +164,22 @@ export class RateBudgets {
           (never && !worst.never) ||
           (never === worst.never && r.retryAfterMs > worst.retryAfterMs)
         )
-          worst = { retryAfterMs: r.retryAfterMs, what: s.what, never };
+          worst = { retryAfterMs: r.retryAfterMs, step: s, never };
       }
     }
     if (worst) {
+      const { what, limit, setting } = worst.step;
       if (worst.never)
         // Retrying cannot help: no retry_after_ms, so a client does not loop on it.
         throw uiError(
           "rate_limited",
-          `This call needs more than the whole per-minute budget for ${worst.what}.`,
+          `This call needs more than the whole per-minute budget for ${what} (${limit}, set by ${setting}).`,
         );
-      throw uiError("rate_limited", `Rate limit reached for ${worst.what} per minute.`, worst.retryAfterMs);
+      throw uiError(
+        "rate_limited",
+        `Rate limit reached: ${limit} ${what} per minute (set by ${setting}); retry after retry_after_ms.`,
+        worst.retryAfterMs,
+      );
     }
     // Every peek said yes and nothing runs in between (single thread), so the takes succeed.
     for (const s of steps) s.limiter.tryTake(s.key, s.amount, s.limit);
@@ -204,6 +221,7 @@ export class RateBudgets {
         amount: 1,
         limit: clientLimiter.limit,
         what: KIND_TEXT[kind],
+        setting: KIND_SETTING[kind],
       });
     }
     if (!app) return steps;
@@ -218,6 +236,7 @@ export class RateBudgets {
         amount: 1,
         limit: app.limits.max_actions_per_minute,
         what: "actions on this application",
+        setting: appSetting("max_actions_per_minute", SETTINGS.maxActionsPerMinute.env),
       });
     if (app.textChars !== undefined && app.textChars > 0)
       steps.push({
@@ -226,6 +245,7 @@ export class RateBudgets {
         amount: app.textChars,
         limit: app.limits.max_text_chars_per_minute,
         what: "typed characters on this application",
+        setting: appSetting("max_text_chars_per_minute", SETTINGS.maxTextCharsPerMinute.env),
       });
     if (app.screenshotPixels !== undefined && app.screenshotPixels > 0)
       steps.push({
@@ -234,6 +254,7 @@ export class RateBudgets {
         amount: app.screenshotPixels,
         limit: app.limits.max_screenshot_pixels_per_minute,
         what: "screenshot pixels on this application",
+        setting: appSetting("max_screenshot_pixels_per_minute", SETTINGS.maxScreenshotPixelsPerMinute.env),
       });
     return steps;
   }

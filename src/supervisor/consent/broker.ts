@@ -171,6 +171,16 @@ export class ConsentBroker {
   }
 
   /**
+   * Forgets a kept approval of (client, instance): the client gave its grant back, so its next
+   * request_access asks the person again. A kept Deny stays: only a person resets that (a
+   * restart of the server), never the agent.
+   */
+  forgetApproval(clientHash: string, instanceKey: string): void {
+    const key = mapKey(clientHash, instanceKey);
+    if (this.entries.get(key)?.kind === "approved") this.entries.delete(key);
+  }
+
+  /**
    * Forgets kept decisions for an instance that is gone (it can never return: a new process
    * has a new start time and so a new key). Only bounds memory; never call it for a live one.
    * A pending dialog is left to its liveness poll.
@@ -368,7 +378,12 @@ function decide(
   source: "dialog" | "cached",
 ): ConsentDecision {
   if (entry.kind === "denied") return { decision: "denied", capabilities: [], source };
-  for (const c of requested) if (!entry.ceiling.has(c)) throw uiError("capability_expansion_denied");
+  for (const c of requested)
+    if (!entry.ceiling.has(c))
+      throw uiError(
+        "capability_expansion_denied",
+        `The person approved ${[...entry.ceiling].join(", ")} for this process instance; more is not asked for while that approval stands. To ask for more: release_access, then request_access with the wider list (a new dialog).`,
+      );
   return { decision: "approved", capabilities: [...requested], source };
 }
 

@@ -346,8 +346,14 @@ export class WorkerHost {
     if (this.restarts > 0 || this.crashes > 0 || this.timeouts > 0) this.restarts += 1;
   }
 
+  /**
+   * A thread starts from the one entry that loads the kind's modules and survives their failing
+   * to load (src/workers/entry.ts); a process runs the kind's main itself (its exit closes all
+   * it had open, and its command line names its kind).
+   */
   private entryPath(): string {
-    return fileURLToPath(new URL(`../../workers/${this.kind}/main.js`, import.meta.url));
+    const entry = this.opts.isolation === "process" ? `${this.kind}/main.js` : "entry.js";
+    return fileURLToPath(new URL(`../../workers/${entry}`, import.meta.url));
   }
 
   private spawnThread(init: WorkerInit, onMessage: (m: unknown) => void, onExit: () => void): Endpoint {

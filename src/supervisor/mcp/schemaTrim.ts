@@ -3,9 +3,12 @@
  * say what a model needs and no more. The server still validates every call with the full zod
  * schema; these trims change only what is shown.
  *
- * Inputs keep types, enums (long ones only at the top level), defaults, numeric ranges, required
+ * Inputs keep types, enums (long ones only at the top level), defaults (but false), numeric
+ * ranges (but a minimum of 0), required
  * and the few descriptions written for the model; string lengths and patterns go (a wrong length
- * is refused with a clear invalid_argument). Outputs keep the shape (types, properties, items, nullability, short enums,
+ * is refused with a clear invalid_argument). A union of plain types is shown as a list of types,
+ * and an object argument that describes itself (its description names its fields) as that
+ * description. Outputs keep the shape (types, properties, items, nullability, short enums,
  * fixed tuple lengths) and nothing else.
  */
 
@@ -31,8 +34,28 @@ const OUTPUT_ENUM_MAX = 6;
 const OUTPUT_DEPTH = 0;
 /** Longer enums of nested input fields are shown as their type (see trim). */
 const INPUT_NESTED_ENUM_MAX = 8;
-/** Integer bounds at least this large say nothing a model needs (they are the safe-integer range). */
-const HUGE = 2 ** 31;
+/**
+ * Bounds at least this large say nothing a model needs (coordinates' 65535, crops' 100000, the
+ * safe-integer range): the server refuses a value past them with invalid_argument either way.
+ */
+const HUGE = 65_535;
+
+/** Keys a union member may carry and still be shown as just its type. */
+const PLAIN_MEMBER = new Set(["type", "minimum", "maximum", "pattern", "minLength", "maxLength"]);
+
+/** {anyOf: [{type: integer, minimum: 0}, {type: string}]} → {type: [integer, string]}; else null. */
+function plainTypes(o: Json): Json | null {
+  const members = o.anyOf;
+  if (!Array.isArray(members) || Object.keys(o).some((k) => k !== "anyOf")) return null;
+  const types: string[] = [];
+  for (const m of members) {
+    if (!m || typeof m !== "object") return null;
+    const t = (m as Json).type;
+    if (typeof t !== "string" || Object.keys(m).some((k) => !PLAIN_MEMBER.has(k))) return null;
+    types.push(t);
+  }
+  return new Set(types).size === types.length ? { type: types } : null;
+}
 
 function trim(
   node: unknown,
@@ -44,6 +67,13 @@ function trim(
   if (Array.isArray(node)) return node.map((n) => trim(n, drop, output, null, depth));
   if (!node || typeof node !== "object") return node;
   const o = node as Json;
+  if (!output && key !== "properties") {
+    const plain = plainTypes(o);
+    if (plain) return plain;
+    // An object argument below the top level whose description names its fields.
+    if (depth > 0 && o.type === "object" && typeof o.description === "string")
+      return { type: "object", description: o.description };
+  }
   if (output && key !== "properties" && depth > OUTPUT_DEPTH) {
     if (o.type === "object" || o.$ref !== undefined) return { type: "object" };
     if (o.type === "array") return { type: "array" };
@@ -54,6 +84,9 @@ function trim(
     if (key !== "properties") {
       if (drop.has(k)) continue;
       if ((k === "minimum" || k === "maximum") && typeof v === "number" && Math.abs(v) >= HUGE) continue;
+      // What a model assumes anyway: no negative counts or coordinates, flags off unless set.
+      if (!output && k === "minimum" && v === 0) continue;
+      if (!output && k === "default" && v === false) continue;
       if (output && k === "enum" && Array.isArray(v) && v.length > OUTPUT_ENUM_MAX) continue;
       // A long vocabulary inside an object argument (expect.state) is listed in full where it is a
       // top-level argument of some tool (find_elements.state); here its type says enough.
@@ -72,14 +105,17 @@ export function trimInputSchema(schema: Json): Json {
 }
 
 /**
- * The success shape, trimmed, with an `error` property beside it: errors are results too
- * (docs/spec.md §7: structuredContent.error), and with no required fields one object schema admits both.
+ * Fields every result may carry, left out of the shown shape: the correlation_id (of effects and
+ * waits) and the error of a refused call (structuredContent.error, {code, message,
+ * retry_after_ms?}, docs/spec.md §7). With no required fields and no additionalProperties, the
+ * trimmed schema admits both, so a client validating errors against it accepts them.
  */
+const COMMON_OUTPUT = new Set(["correlation_id", "error"]);
+
+/** The success shape, trimmed, without the fields every result has. */
 export function trimOutputSchema(schema: Json): Json {
   const t = trim(schema, OUTPUT_DROP, true, null, 0) as Json;
   const properties = (t.properties as Json | undefined) ?? {};
-  return { ...t, type: "object", properties: { ...properties, error: ERROR_PROPERTY } };
+  const own = Object.fromEntries(Object.entries(properties).filter(([k]) => !COMMON_OUTPUT.has(k)));
+  return { ...t, type: "object", properties: own };
 }
-
-/** {code, message, retry_after_ms?}; the codes are listed in docs/spec.md §7. */
-const ERROR_PROPERTY = { type: "object" };

@@ -2,18 +2,27 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
   type Tool,
+  UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { quoteClientValue } from "../../shared/echo.js";
-import { UiError, uiError } from "../../shared/errors.js";
+import { isDenial, UiError, uiError } from "../../shared/errors.js";
 import { formatPath } from "../../shared/strictJson.js";
 import type { CallContext } from "../access/callContext.js";
 import { runChain } from "../access/chain.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "../audit.js";
 import { policyStatusAt } from "../policy/load.js";
-import { CAPABILITIES } from "../policy/schema.js";
+import { isProtected } from "../policy/match.js";
+import { CAPABILITY_TABLE, type Capability } from "../policy/schema.js";
+import { FrameStreams } from "../screenshot/streams.js";
 import type { Supervisor } from "../supervisor.js";
 import { toolsForPolicy } from "../tools/availability.js";
 import type { ToolDef } from "../tools/define.js";
@@ -50,47 +59,102 @@ export function portableTuples(node: unknown): unknown {
 }
 
 /**
- * Errors are results too (docs/spec.md §7), so the output schema admits the error shape (schemaTrim.ts).
- * Definitions of recursive schemas stay at the root, where their "#/$defs/…" refs point.
+ * Errors are results too (docs/spec.md §7), so the output schema admits the error shape
+ * (schemaTrim.ts). Definitions of recursive schemas stay at the root, where their "#/$defs/…"
+ * refs point. Only tools that return data (read-only ones) list their shape: an effect's result
+ * is a receipt (correlation_id, verified, a point) that docs/reference.md describes, and every
+ * client pays for the listing on every turn.
  */
-function outputSchemaOf(def: ToolDef): Tool["outputSchema"] {
+function outputSchemaOf(def: ToolDef): Tool["outputSchema"] | undefined {
+  if (!def.annotations.readOnlyHint) return undefined;
   return trimOutputSchema(jsonSchemaOf(def.output, "output")) as Tool["outputSchema"];
 }
 
 /**
- * Capabilities whose tools reach into another program (its effects are whatever that program
- * does with the input): openWorldHint true. Reading a window, and the server's own bookkeeping,
- * stay inside what the server shows.
+ * MCP's defaults for the hints (readOnlyHint false, destructiveHint true, idempotentHint false,
+ * openWorldHint true): a hint equal to its default is left out of the listing, which means the
+ * same to every client and costs nothing; destructiveHint and idempotentHint say nothing about a
+ * read-only tool and are left out there too.
  */
-const OPEN_WORLD: ReadonlySet<string> = new Set(
-  CAPABILITIES.filter((c) => c !== "observe" && c !== "inspect"),
-);
+function annotationsOf(def: ToolDef): Tool["annotations"] {
+  const a = def.annotations;
+  const openWorld = def.capability !== null && CAPABILITY_TABLE[def.capability].openWorld;
+  const out: NonNullable<Tool["annotations"]> = {};
+  if (a.readOnlyHint) out.readOnlyHint = true;
+  else {
+    if (!a.destructiveHint) out.destructiveHint = false;
+    if (a.idempotentHint) out.idempotentHint = true;
+  }
+  if (!openWorld) out.openWorldHint = false;
+  return out;
+}
 
-function toolEntry(def: ToolDef): Tool {
+/** The listing's spelling of the hints, back in full (MCP's defaults filled in). */
+export function fullAnnotations(t: Tool): ToolAnnotationsFull {
+  const a = t.annotations ?? {};
+  const readOnly = a.readOnlyHint ?? false;
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: readOnly ? false : (a.destructiveHint ?? true),
+    idempotentHint: readOnly ? true : (a.idempotentHint ?? false),
+    openWorldHint: a.openWorldHint ?? true,
+  };
+}
+export interface ToolAnnotationsFull {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/**
+ * One tool's listing entry. `token`: whether its confirmation_token argument is shown (a policy
+ * that protects none of the tool's capability never asks for one; the argument is still accepted).
+ */
+function toolEntry(def: ToolDef, token: boolean): Tool {
+  const inputSchema = trimInputSchema(jsonSchemaOf(def.input, "input"));
+  if (!token && typeof inputSchema.properties === "object" && inputSchema.properties !== null) {
+    const { confirmation_token: _hidden, ...rest } = inputSchema.properties as Record<string, unknown>;
+    inputSchema.properties = rest;
+  }
+  const annotations = annotationsOf(def);
+  const outputSchema = outputSchemaOf(def);
   return {
     name: def.name,
     title: def.title,
     description: def.description,
-    inputSchema: trimInputSchema(jsonSchemaOf(def.input, "input")) as Tool["inputSchema"],
-    outputSchema: outputSchemaOf(def),
-    annotations: {
-      ...def.annotations,
-      openWorldHint: def.capability !== null && OPEN_WORLD.has(def.capability),
-    },
+    inputSchema: inputSchema as Tool["inputSchema"],
+    ...(outputSchema ? { outputSchema } : {}),
+    ...(annotations && Object.keys(annotations).length > 0 ? { annotations } : {}),
   };
 }
 
-/** Each table row's listing entry, built once (schemas do not change while the server runs). */
-const ENTRIES: ReadonlyMap<string, Tool> = new Map(TOOLS.map((d) => [d.name, toolEntry(d)]));
+/** Each table row's listing entries (with and without the token), built once: schemas do not change. */
+const ENTRIES: ReadonlyMap<string, { token: Tool; plain: Tool }> = new Map(
+  TOOLS.map((d) => [d.name, { token: toolEntry(d, true), plain: toolEntry(d, false) }]),
+);
 
-/** Tool listing derived from the table: schemas, annotations, nothing hand-written. */
-export function listTools(defs: readonly ToolDef[] = TOOLS): Tool[] {
-  return defs.map((d) => ENTRIES.get(d.name) ?? toolEntry(d));
+/**
+ * Tool listing derived from the table: schemas, annotations, nothing hand-written. `protects`
+ * says which capabilities the policy protects (confirmation_token shown only on their tools);
+ * without it every tool that takes the token shows it.
+ */
+export function listTools(
+  defs: readonly ToolDef[] = TOOLS,
+  protects: (c: Capability) => boolean = () => true,
+): Tool[] {
+  return defs.map((d) => {
+    const token = d.capability !== null && protects(d.capability);
+    const e = ENTRIES.get(d.name);
+    return e ? (token ? e.token : e.plain) : toolEntry(d, token);
+  });
 }
 
 /** The listing for the supervisor's policy as it is now (tools/list). */
 export function listToolsFor(sup: Supervisor): Tool[] {
-  return listTools(toolsForPolicy(policyStatusAt(sup.policyState, () => new Date(sup.clock()))));
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  const policy = state.status === "ok" ? state.policy : null;
+  return listTools(toolsForPolicy(state), (c) => policy !== null && isProtected(policy, c));
 }
 
 /** The one place where an error becomes an MCP result. */
@@ -216,33 +280,70 @@ export async function callTool(
   }
 }
 
-const DENIALS = new Set([
-  "policy_not_configured",
-  "policy_conflict",
-  "policy_invalid",
-  "policy_expired",
-  "policy_unreadable",
-  "policy_insecure",
-  "action_not_allowed",
-  "target_not_allowed",
-  "consent_required",
-  "consent_denied",
-  "capability_expansion_denied",
-  "confirmation_required",
-  "confirmation_invalid",
-  "rate_limited",
-  "memory_budget_exceeded",
-  "lease_revoked",
-  "credential_revoked",
-]);
-const isDenial = (code: string) => DENIALS.has(code);
+/** A refusal of a resource request, as a JSON-RPC error carrying the error table's code. */
+function resourceError(e: unknown): McpError {
+  const err = e instanceof UiError ? e : uiError("platform_unavailable");
+  const rpc = err.code === "invalid_argument" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest;
+  return new McpError(rpc, err.message, { code: err.code });
+}
+
+/** The session's frame streams as MCP resources (src/supervisor/streams.ts). */
+function wireFrameStreams(sup: Supervisor, server: Server): FrameStreams {
+  const streams = new FrameStreams(
+    sup,
+    (uri, meta) => {
+      if (server.transport === undefined) return;
+      server
+        .sendResourceUpdated({ uri, _meta: meta })
+        .catch(() => sup.log.debug({}, "resource_update_not_sent"));
+    },
+    () => {
+      if (server.transport === undefined) return;
+      server.sendResourceListChanged().catch(() => sup.log.debug({}, "resource_list_changed_not_sent"));
+    },
+  );
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: streams.list() }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: streams.templates(),
+  }));
+  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    try {
+      await streams.subscribe(request.params.uri);
+      return {};
+    } catch (e) {
+      throw resourceError(e);
+    }
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+    streams.unsubscribe(request.params.uri);
+    return {};
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    try {
+      const { png, meta } = await streams.read(request.params.uri);
+      return {
+        contents: [
+          {
+            uri: request.params.uri,
+            mimeType: "image/png",
+            blob: Buffer.from(png.buffer, png.byteOffset, png.byteLength).toString("base64"),
+            _meta: meta,
+          },
+        ],
+      };
+    } catch (e) {
+      throw resourceError(e);
+    }
+  });
+  return streams;
+}
 
 /** Wires the tool table into an MCP server (low-level API: we own validation and errors). */
 export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) => void): Server {
   const server = new Server(
     { name: "uiinspect-mcp", version: sup.version },
     {
-      capabilities: { tools: { listChanged: true } },
+      capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true } },
       instructions:
         "Deny-by-default desktop automation. Call list_windows, then request_access for a window (a person approves it), then inspect/screenshot/act. A window is named by exactly one of hwnd (from list_windows) or title_contains (a substring matching exactly one allowed window). Protected actions (text, close, drag by default) need a confirmation_token from request_confirmation. Element actions go through the semantic pattern only (else pattern_not_supported), and take expect to report verified.",
     },
@@ -250,24 +351,24 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
   server.oninitialized = () => onClientInfo(server.getClientVersion() ?? null);
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listToolsFor(sup) }));
   // Each connected session hears when the policy changes what can be listed.
-  let listed = listToolsFor(sup)
-    .map((t) => t.name)
-    .join();
+  // Compared whole: a policy that starts protecting a capability changes its tools' arguments.
+  let listed = JSON.stringify(listToolsFor(sup));
   const stop = sup.onPolicyChange?.(() => {
-    const now = listToolsFor(sup)
-      .map((t) => t.name)
-      .join();
+    const now = JSON.stringify(listToolsFor(sup));
     if (now === listed || server.transport === undefined) return;
     listed = now;
     server.sendToolListChanged().catch(() => sup.log.debug({}, "tools_list_changed_not_sent"));
   });
+  const streams = wireFrameStreams(sup, server);
   const previousOnClose = server.onclose;
   server.onclose = () => {
     stop?.();
+    streams.close();
     previousOnClose?.();
   };
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
+    // A call may grant or end access: the frame resources may differ after it.
     return callTool(sup, request.params.name, request.params.arguments, {
       signal: extra.signal,
       progressToken,
@@ -283,7 +384,7 @@ export function createMcpServer(sup: Supervisor, onClientInfo: (info: unknown) =
           },
         });
       },
-    });
+    }).finally(() => streams.checkList());
   });
   return server;
 }

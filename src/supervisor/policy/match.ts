@@ -61,3 +61,16 @@ export function actionAllowed(policy: EffectivePolicy, cap: Capability): boolean
 export function isProtected(policy: EffectivePolicy, cap: Capability): boolean {
   return policy.protected_actions.has(cap);
 }
+
+/**
+ * action_not_allowed's message: the action named, and where the operator adds it. Capability
+ * names are the server's own words, never the target's.
+ */
+export function actionNotAllowedMessage(source: EffectivePolicy["source"], caps: readonly string[]): string {
+  const list = caps.join(", ");
+  const where =
+    source === "file"
+      ? "add it to the policy file's allowed_actions"
+      : "add it to DESKTOP_AUTOMATION_ALLOWED_ACTIONS";
+  return `The policy does not allow the action ${list}; to allow it, ${where}.`;
+}

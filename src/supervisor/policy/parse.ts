@@ -14,6 +14,7 @@ import {
 } from "yaml";
 import type { z } from "zod";
 import { decodeUtf8, readBoundedFile } from "../../shared/boundedFile.js";
+import { escapeControls } from "../../shared/echo.js";
 import {
   formatPath,
   MAX_NESTING_DEPTH,
@@ -59,7 +60,13 @@ export function readPolicyFile(path: string): PolicyParseResult {
   if (read.ok) return parsePolicyBytes(read.bytes);
   switch (read.problem) {
     case "cannot_open":
-      return { ok: false, code: "policy_unreadable", reasons: ["the policy file cannot be opened"] };
+      return {
+        ok: false,
+        code: "policy_unreadable",
+        reasons: [
+          `${escapeControls(path)}: the policy file cannot be opened (${read.errno}${ERRNO_HINT[read.errno] ?? ""})`,
+        ],
+      };
     case "not_a_file":
       return { ok: false, code: "policy_unreadable", reasons: ["not a regular file"] };
     case "too_big":
@@ -74,6 +81,13 @@ export function readPolicyFile(path: string): PolicyParseResult {
       };
   }
 }
+
+const ERRNO_HINT: Record<string, string> = {
+  ENOENT: ": no such file; give its full path",
+  EACCES: ": permission denied; the server's user must be able to read it",
+  ENOTDIR: ": a part of the path is not a folder",
+  ELOOP: ": too many symbolic links",
+};
 
 function tooBig(): string {
   return `(root): the file is larger than ${MAX_POLICY_FILE_BYTES} bytes (1 MiB)`;

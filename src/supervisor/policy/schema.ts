@@ -2,35 +2,90 @@ import { z } from "zod";
 import { quoteClientValue } from "../../shared/echo.js";
 import { isWindowsStylePath } from "../../shared/identity.js";
 
-/** The capabilities of docs/spec.md §4, in the order they are shown to people. */
-export const CAPABILITIES = [
-  "observe",
-  "inspect",
-  "hover",
-  "click",
-  "interact",
-  "key",
-  "text",
-  "close",
-  "drag",
-] as const;
-export type Capability = (typeof CAPABILITIES)[number];
+interface CapabilityRow {
+  /** Plain words for the consent dialog and for people reading a policy summary. */
+  description: string;
+  /** Its tools reach into another program (the effect is whatever it does with the input):
+   * openWorldHint. Reading a window stays inside what the server shows. */
+  openWorld: boolean;
+  /** Its tools inject pointer or keyboard input, so in the passive focus mode the window must
+   * already be in front (checked before a confirmation token is issued, and again at the effect). */
+  injectsInput: boolean;
+  /** Always protected (needs a confirmation token); a policy can add to this set, never remove. */
+  protectedByDefault: boolean;
+}
+
+/** The capabilities of docs/spec.md §4, one row each, in the order they are shown to people. */
+export const CAPABILITY_TABLE = {
+  observe: {
+    description: "see the window: take screenshots, read its position and state, restore it when minimized",
+    openWorld: false,
+    injectsInput: false,
+    protectedByDefault: false,
+  },
+  inspect: {
+    description: "read the window's accessibility tree (element names, roles and positions, never values)",
+    openWorld: false,
+    injectsInput: false,
+    protectedByDefault: false,
+  },
+  hover: {
+    description: "move the mouse pointer over the window",
+    openWorld: true,
+    injectsInput: true,
+    protectedByDefault: false,
+  },
+  click: {
+    description: "click, double-click, right-click and scroll inside the window",
+    openWorld: true,
+    injectsInput: true,
+    protectedByDefault: false,
+  },
+  interact: {
+    description: "use controls directly: press buttons, set values, select, expand, collapse and toggle",
+    openWorld: true,
+    injectsInput: false,
+    protectedByDefault: false,
+  },
+  key: {
+    description: "press single keys from a fixed list (letters, digits, arrows, Enter, Tab, F1-F12, ...)",
+    openWorld: true,
+    injectsInput: true,
+    protectedByDefault: false,
+  },
+  text: {
+    description: "type free text into the window",
+    openWorld: true,
+    injectsInput: true,
+    protectedByDefault: true,
+  },
+  close: {
+    description: "ask the window to close",
+    openWorld: true,
+    injectsInput: false,
+    protectedByDefault: true,
+  },
+  drag: {
+    description: "drag with the mouse button held down inside the window",
+    openWorld: true,
+    injectsInput: true,
+    protectedByDefault: true,
+  },
+} as const satisfies Record<string, CapabilityRow>;
+
+export type Capability = keyof typeof CAPABILITY_TABLE;
+
+export const CAPABILITIES = Object.keys(CAPABILITY_TABLE) as [Capability, ...Capability[]];
 
 /** Always protected (need a confirmation token); a policy can add to this set, never remove. */
-export const BUILTIN_PROTECTED: readonly Capability[] = ["text", "close", "drag"];
+export const BUILTIN_PROTECTED: readonly Capability[] = CAPABILITIES.filter(
+  (c) => CAPABILITY_TABLE[c].protectedByDefault,
+);
 
 /** Plain words for the consent dialog and for people reading a policy summary. */
-export const CAPABILITY_DESCRIPTIONS: Readonly<Record<Capability, string>> = {
-  observe: "see the window: take screenshots, read its position and state, restore it when minimized",
-  inspect: "read the window's accessibility tree (element names, roles and positions, never values)",
-  hover: "move the mouse pointer over the window",
-  click: "click, double-click, right-click and scroll inside the window",
-  interact: "use controls directly: press buttons, set values, select, expand, collapse and toggle",
-  key: "press single keys from a fixed list (letters, digits, arrows, Enter, Tab, F1-F12, ...)",
-  text: "type free text into the window",
-  close: "ask the window to close",
-  drag: "drag with the mouse button held down inside the window",
-};
+export const CAPABILITY_DESCRIPTIONS: Readonly<Record<Capability, string>> = Object.fromEntries(
+  CAPABILITIES.map((c) => [c, CAPABILITY_TABLE[c].description]),
+) as Record<Capability, string>;
 
 export function isCapability(s: string): s is Capability {
   return (CAPABILITIES as readonly string[]).includes(s);

@@ -38,6 +38,12 @@ function writableBits(st: Stats): string | null {
   return null;
 }
 
+/** A path as one shell word, so the printed fix can be pasted as it is. */
+function shellWord(p: string): string {
+  const safe = escapeControls(p);
+  return /^[A-Za-z0-9_./+,:@%-]+$/.test(safe) ? safe : `'${safe.replaceAll("'", "'\\''")}'`;
+}
+
 export function checkPolicyPath(path: string, euid = process.geteuid?.() ?? 0): StrictModesResult {
   const trusted = (uid: number) => uid === euid || uid === 0;
   const who = `this user (uid ${euid}) or root`;
@@ -50,7 +56,9 @@ export function checkPolicyPath(path: string, euid = process.geteuid?.() ?? 0): 
     const bits = writableBits(st);
     if (bits === null) return false;
     if ((st.mode & S_ISVTX) !== 0 && trusted(st.uid)) return true;
-    problems.push(`${at(dir)}: folder writable by ${bits} (mode ${mode(st)})`);
+    problems.push(
+      `${at(dir)}: folder writable by ${bits} (mode ${mode(st)}); fix: chmod go-w ${shellWord(dir)}`,
+    );
     return false;
   };
 
@@ -99,7 +107,10 @@ export function checkPolicyPath(path: string, euid = process.geteuid?.() ?? 0): 
     // The file itself.
     if (!trusted(st.uid)) problems.push(`${at(next)}: owned by uid ${st.uid}, not by ${who}`);
     const bits = writableBits(st);
-    if (bits !== null) problems.push(`${at(next)}: writable by ${bits} (mode ${mode(st)})`);
+    if (bits !== null)
+      problems.push(
+        `${at(next)}: writable by ${bits} (mode ${mode(st)}); fix: chmod go-w ${shellWord(next)}`,
+      );
     if (problems.length > 0) return { ok: false, insecure: true, reasons: problems };
     return { ok: true, file: { dev: st.dev, ino: st.ino } };
   }

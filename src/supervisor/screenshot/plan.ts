@@ -78,7 +78,14 @@ export function planScreenshot(
   if (policy.source === "file") {
     // A policy file says exactly what may be seen: a named safe region, nothing else.
     if (regionName === null) {
-      throw uiError("invalid_argument", "region_name is required when a policy file is in use.");
+      // Region names are the operator's text, never the target's: listing them is safe.
+      const known = policy.safe_regions.map((r) => r.name);
+      throw uiError(
+        "invalid_argument",
+        known.length > 0
+          ? `region_name is required when a policy file is in use; the policy's safe regions are: ${known.join(", ")}.`
+          : "region_name is required when a policy file is in use, and the policy defines no safe_regions: add one to allow screenshots.",
+      );
     }
     region = namedRegion(policy, regionName);
   } else {
@@ -105,7 +112,10 @@ export function planScreenshot(
 /** Inside the window, within the pixel cap; the policy's masks clipped to the region. */
 function checkAndMask(policy: ScreenshotPolicyView, bounds: Rect, region: Rect): Rect[] {
   if (!containsRect(bounds, region) || rectArea(region) === 0) {
-    throw uiError("out_of_bounds", "The screenshot region lies outside the target window.");
+    throw uiError(
+      "out_of_bounds",
+      `The screenshot region [${region.join(", ")}] lies outside the target window (${bounds[2]}×${bounds[3]}); a region is window-relative [left, top, right, bottom].`,
+    );
   }
   const pixels = rectArea(region);
   if (pixels > MAX_SCREENSHOT_PIXELS) {

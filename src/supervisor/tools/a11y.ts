@@ -8,6 +8,7 @@ import {
   ChangesOut,
   Expect,
   type ExpectArg,
+  NOT_DELIVERED,
   StateArg,
   waitForCondition,
   withObservation,
@@ -33,10 +34,29 @@ const SearchShape = {
 /** What an action's result carries besides its own fields when expect / changes were given. */
 const Observed = {
   verified: z.boolean().optional(),
+  /** Why verified is false without waiting: the display server did not deliver our press to the target. */
+  unverified_reason: z.enum(["press_not_delivered"]).optional(),
   elapsed_ms: z.number().optional(),
   changes: ChangesOut.optional(),
 };
 const ObserveArgs = { expect: Expect.optional(), changes: Changes };
+
+/**
+ * What a tree result carries: "outline" (the default) is the text outline alone, with counts in
+ * structuredContent; "full" adds every node's fields as structuredContent (the outline stays the
+ * text). `fields` adds to each outline line.
+ */
+const DetailArgs = {
+  detail: z.enum(["outline", "full"]).default("outline"),
+  fields: z
+    .array(z.enum(["bounds", "patterns"]))
+    .max(2)
+    .default([]),
+};
+const lineFields = (fields: readonly ("bounds" | "patterns")[]) => ({
+  bounds: fields.includes("bounds"),
+  patterns: fields.includes("patterns"),
+});
 
 type Action =
   | "invoke"
@@ -101,17 +121,18 @@ export const a11yTools = [
     name: "inspect_tree",
     title: "Inspect accessibility tree",
     description:
-      "The window's accessibility tree (refs, states, patterns); the process's open menus/popups/dialogs in popups. Never values.",
+      'The window\'s accessibility tree (and open popups) as an outline: role "name" [states] [ref=…] per line. detail=full: nodes as JSON too.',
     capability: "inspect",
     budget: "inspection",
     args: {
       max_depth: z.number().int().min(0).max(32).default(8),
       max_nodes: z.number().int().min(1).max(5000).default(500),
       root_ref: Ref.optional(),
+      ...DetailArgs,
     },
     output: z.object({
-      root: NodeOut,
-      popups: z.array(NodeOut),
+      root: NodeOut.optional(),
+      popups: z.array(NodeOut).optional(),
       node_count: z.number().int(),
       truncated: z.boolean(),
     }),
@@ -144,15 +165,14 @@ export const a11yTools = [
       ctx.counters.popups = popups.length;
       ctx.counters.truncated = r.truncated;
       const summary = { truncated: r.truncated, node_count: r.node_count };
+      const options = { ...lineFields(args.fields), collapse: true };
+      const counts = { node_count: r.node_count, truncated: r.truncated };
       return {
-        structured: {
-          root,
-          popups,
-          node_count: r.node_count,
-          truncated: r.truncated,
-        },
+        structured: args.detail === "full" ? { root, popups, ...counts } : counts,
         text: [root, ...popups]
-          .map((n, i, all) => formatTree(n, { ...summary, truncated: i === all.length - 1 && r.truncated }))
+          .map((n, i, all) =>
+            formatTree(n, { ...summary, truncated: i === all.length - 1 && r.truncated }, options),
+          )
           .join("\n"),
       };
     },
@@ -161,14 +181,20 @@ export const a11yTools = [
   defineWindowTool({
     name: "find_elements",
     title: "Find elements",
-    description: "Searches the window's tree and popups by name substring, role, automation id, state.",
+    description:
+      "Elements of the tree and popups by name substring, role, automation id, state; one line each (detail=full: JSON too).",
     capability: "inspect",
     budget: "inspection",
     args: {
       ...SearchShape,
       max_results: z.number().int().min(1).max(500).default(50),
+      ...DetailArgs,
     },
-    output: z.object({ elements: z.array(NodeOut), truncated: z.boolean() }),
+    output: z.object({
+      elements: z.array(NodeOut).optional(),
+      count: z.number().int(),
+      truncated: z.boolean(),
+    }),
     effect: "read_only",
     handler: async (ctx, args) => {
       const s = session(ctx);
@@ -190,9 +216,10 @@ export const a11yTools = [
       );
       const elements = r.elements.map((e) => ctx.sup.sessions.externalize(s, e));
       ctx.counters.results = elements.length;
+      const counts = { count: elements.length, truncated: r.truncated };
       return {
-        structured: { elements, truncated: r.truncated },
-        text: formatElements(elements, { truncated: r.truncated }),
+        structured: args.detail === "full" ? { elements, ...counts } : counts,
+        text: formatElements(elements, { truncated: r.truncated }, lineFields(args.fields)),
       };
     },
   }),
@@ -200,8 +227,7 @@ export const a11yTools = [
   defineWindowTool({
     name: "wait_for_element",
     title: "Wait for an element",
-    description:
-      "Waits (≤ 30 s) until an element matching name_contains/role/automation_id/state exists (gone: none does); returns it, else error timeout. Cancellable.",
+    description: "Waits (≤ 30 s) until an element matching the search exists (gone: until none does).",
     capability: "inspect",
     budget: "inspection",
     args: {
@@ -273,8 +299,10 @@ export const a11yTools = [
   defineRefTool({
     name: "set_element_value",
     title: "Set element value",
-    description: "Sets the element's value (Value / EditableText); never logged.",
-    capability: "interact",
+    description: "Sets the element's value (Value / EditableText): capability text, never logged.",
+    // Entering text is the text class whichever way it is done (send_text types it), so the
+    // operator's text action, the person's text capability and a text token all apply.
+    capability: "text",
     budget: "action",
     args: { value: z.string().max(4096), ...ObserveArgs },
     output: z.object({ chars: z.number().int(), ...Observed }),
@@ -309,14 +337,18 @@ export const a11yTools = [
           target,
           ref: s.inner,
         });
-        const r = await ctx.call("input.pointer", {
+        // With expect, the press must be shown to have reached the target: a state another
+        // program changed meanwhile (over AT-SPI, say) is not credited to a press that went
+        // elsewhere.
+        const { delivered, ...r } = await ctx.call("input.pointer", {
           target,
           kind: args.button === "right" ? "right_click" : "click",
           x: c.x,
           y: c.y,
           focus_mode: ctx.sup.config.focusMode,
+          prove_delivery: args.expect !== undefined,
         });
-        return r;
+        return delivered === false ? { ...r, [NOT_DELIVERED]: true as const } : r;
       });
       return { structured };
     },

@@ -1,17 +1,20 @@
 import { z } from "zod";
+import { refuseUnactionable } from "../../shared/actionable.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
 import {
   accessFacts,
+  applyGrantDecision,
   authorizeCapability,
   decideAccess,
   firstRefusal,
+  isRefusal,
   leaseCapabilities,
 } from "../access/accessDecision.js";
 import { liveWindows } from "../access/liveWindows.js";
 import { pickTarget } from "../access/targets.js";
 import { withWaitProgress } from "../consent/progress.js";
-import { isProtected } from "../policy/match.js";
+import { actionNotAllowedMessage } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
 import { requirePolicy } from "../supervisor.js";
 import { defineConsentTool, defineOpenTool } from "./define.js";
@@ -19,15 +22,24 @@ import { withTarget } from "./shapes.js";
 
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
 
-/** Classes whose actions inject input, which the worker refuses unless the window is in front. */
-const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key", "text"]);
+/**
+ * Classes whose every use is input to the window in front. `text` is not among them: a text token
+ * also serves set_element_value, which needs no focus (send_text still refuses not_foreground).
+ */
+const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key"]);
+
+/** What a reused decision means and how a person (not the agent) resets it (docs/reference.md). */
+export const KEPT_APPROVAL_NOTE =
+  "A person approved this process instance earlier in this server's run; that approval was reused without a dialog. It is kept until the server restarts or the application exits; release_access gives it up, so the next request_access asks again.";
+export const KEPT_DENY_NOTE =
+  "A person denied this process instance earlier in this server's run; the Deny is kept and not asked again. A person resets it by restarting the server (reconnecting it in the MCP client) or the application (a new process is asked anew).";
 
 export const accessTools = [
   defineConsentTool({
     name: "request_access",
     title: "Request access to a window",
     description:
-      "Asks the person at this desktop (server-owned dialog, Deny default) to grant capabilities (default: all the policy allows) on this exact process instance.",
+      "Asks the person at this desktop (server-owned dialog) to grant capabilities (default: all the policy allows) on this process instance.",
     mode: "consent",
     args: { capabilities: Capabilities.optional() },
     correlated: true,
@@ -37,6 +49,7 @@ export const accessTools = [
       expires_at: z.string().nullable(),
       source: z.enum(["dialog", "cached", "lease"]),
       reason: z.enum(["dialog_tampered"]).optional(),
+      /** Why the dialog decided so, or with a kept decision: that it was reused and how a person resets it. */
       note: z.string().optional(),
     }),
     effect: "idempotent_effect",
@@ -52,8 +65,11 @@ export const accessTools = [
           "consent_required",
           "The unattended lease covers none of the actions this policy allows.",
         );
-      if (wanted.length === 0 || wanted.some((c) => !policy.allowed_actions.has(c)))
-        throw uiError("action_not_allowed");
+      if (wanted.length === 0)
+        throw uiError("action_not_allowed", "The policy allows no action, so there is nothing to grant.");
+      const outside = wanted.filter((c) => !policy.allowed_actions.has(c));
+      if (outside.length > 0)
+        throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, outside));
       ctx.counters.capabilities = wanted.length;
       if (sup.lease) {
         for (const c of wanted) await authorizeCapability(sup, ctx.client.hash, target, c, policy);
@@ -98,6 +114,7 @@ export const accessTools = [
             capabilities: [],
             expires_at: null,
             source: decision.source,
+            ...(decision.source === "cached" ? { note: KEPT_DENY_NOTE } : {}),
             ...(decision.reason ? { reason: decision.reason, note: decision.note } : {}),
           },
         };
@@ -121,6 +138,7 @@ export const accessTools = [
           capabilities: [...grant.capabilities],
           expires_at: new Date(grant.expiresAt).toISOString(),
           source: decision.source,
+          ...(decision.source === "cached" ? { note: KEPT_APPROVAL_NOTE } : {}),
         },
       };
     },
@@ -157,7 +175,7 @@ export const accessTools = [
   defineOpenTool({
     name: "release_access",
     title: "Release access",
-    description: "Drops this client's grant for the window and ends its automation session.",
+    description: "Drops this client's grant for the window (and its automation session).",
     // Giving up access is always allowed: no policy, grant or live window is needed for it.
     input: withTarget({}),
     correlated: true,
@@ -181,8 +199,10 @@ export const accessTools = [
       let released = false;
       for (const key of keys) {
         released = sup.grants.release(client, key) || released;
-        // No silent renewal from the kept decision after this: the client must ask again.
+        // No silent renewal from the kept decision after this, and no reuse of the approval:
+        // the next request_access asks the person again. A kept Deny is not forgotten here.
         sup.grants.markReleased(client, key);
+        sup.consent.forgetApproval(client, key);
         sup.sessions.disposeByInstance(key, client);
       }
       return { structured: { released } };
@@ -193,7 +213,7 @@ export const accessTools = [
     name: "request_confirmation",
     title: "Request a confirmation token",
     description:
-      "Issues a single-use confirmation_token (TTL ≤ 300 s) for one protected action class on this process instance.",
+      "A single-use confirmation_token (≤ 300 s) for one protected action class on this process instance.",
     mode: "confirmation",
     args: {
       action_class: CapabilitySchema,
@@ -211,16 +231,21 @@ export const accessTools = [
     effect: "effect",
     handler: async (ctx, args) => {
       const { sup, policy, target: t } = ctx;
-      if (!policy.allowed_actions.has(args.action_class)) throw uiError("action_not_allowed");
-      if (!isProtected(policy, args.action_class))
+      // The one decision the action itself would get; the token it asks for is what is missing.
+      const decision = decideAccess(
+        accessFacts(sup, ctx.client.hash, t, args.action_class, policy, "absent"),
+      );
+      if (isRefusal(decision.grant) && decision.grant.refused === "action_not_allowed")
+        throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [args.action_class]));
+      if (!decision.requiresConfirmation)
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
-      await authorizeCapability(sup, ctx.client.hash, t, args.action_class, policy);
-      if (t.window.iconic) throw uiError("minimized");
-      if (!t.window.visible) throw uiError("target_gone");
+      await applyGrantDecision(sup, ctx.client.hash, t, policy, decision, args.action_class);
       // As the action itself will check: input needs the window in front, unless the server is
       // configured to bring it there first (focus mode "activate").
-      if (INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive" && !t.window.foreground)
-        throw uiError("not_foreground");
+      refuseUnactionable(
+        t.window,
+        INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive",
+      );
       const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
       return {
         structured: {
@@ -248,7 +273,6 @@ export const accessTools = [
     effect: "read_only",
     handler: async (ctx, args) => {
       const { sup, policy, target } = ctx;
-      const requires = isProtected(policy, args.action_class);
       const hasToken = sup.tokens.hasValid(ctx.client.hash, target.instanceKey, args.action_class);
       // The decision the action itself would get (src/supervisor/access/accessDecision.ts), without the
       // lease's word (asked only when acting) and without renewing anything.
@@ -259,7 +283,7 @@ export const accessTools = [
       return {
         structured: {
           allowed: reason === "ok",
-          requires_confirmation: requires,
+          requires_confirmation: decision.requiresConfirmation,
           has_valid_token: hasToken,
           reason,
         },

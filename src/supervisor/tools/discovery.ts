@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { uiError } from "../../shared/errors.js";
+import { isUiError, uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
@@ -10,8 +10,9 @@ import { sleep } from "../../shared/sleep.js";
 import { liveWindows, pollWindows } from "../access/liveWindows.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
 import { startLoopDelay } from "../hosting/loopDelay.js";
-import { policyStatusAt } from "../policy/load.js";
+import { type EffectivePolicy, ENV, type PolicyState, policyStatusAt } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
+import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import {
   defineDiscoveryTool,
   defineMetaTool,
@@ -55,7 +56,15 @@ const HealthOutput = z.object({
   policy: z.object({
     /** Which source(s) the operator configured; "file+env" only ever with policy_conflict. */
     source: z.enum(["env", "file", "file+env", "none"]),
-    status: z.enum(["ok", "none", "error"]),
+    /** "incomplete": an environment policy without a part it needs to admit a window or allow an action. */
+    status: z.enum(["ok", "incomplete", "none", "error"]),
+    /** Each source on its own: a file or environment policy is set, set in part, or not set. */
+    sources: z.object({
+      file: z.enum(["set", "unset"]),
+      env: z.enum(["set", "partial", "unset"]),
+    }),
+    /** The variables an incomplete environment policy lacks. */
+    missing: z.array(z.string()).optional(),
     code: z.string().optional(),
     /** Why the policy is unusable (at most 5, as validate-policy words them). */
     reasons: z.array(z.string()).optional(),
@@ -74,6 +83,8 @@ const HealthOutput = z.object({
       timeouts: z.number(),
       inflight: z.number(),
       sessions: z.number().optional(),
+      /** uia: the instance workers running (one per granted process instance). */
+      workers: z.number().optional(),
       idle_retirements: z.number().optional(),
     }),
   ),
@@ -93,6 +104,8 @@ const HealthOutput = z.object({
     open: z.number(),
   }),
   uptime_ms: z.number(),
+  /** PNG bytes frame streams keep now, and the most they ever kept at once. */
+  streams: z.object({ in_use: z.number(), peak: z.number() }),
   /**
    * Remote mode only: the revocation list in force. `stale`: the file changed into one that
    * does not parse (bad_lines), the last good list is kept; `unreadable`: every request refused.
@@ -118,6 +131,28 @@ const HealthOutput = z.object({
 // Started once per process: the supervisor's responsiveness under load is a health fact.
 const loopDelay = startLoopDelay();
 
+/**
+ * The variables an environment policy lacks for any effect: without executable paths no window
+ * is admitted, without actions no tool but health_check is authorized.
+ */
+function envPolicyMissing(policy: EffectivePolicy): string[] {
+  if (policy.source !== "env") return [];
+  const missing: string[] = [];
+  if (policy.process_paths.length === 0) missing.push(ENV.processPaths);
+  if (!policy.actions_configured) missing.push(ENV.actions);
+  return missing;
+}
+
+function policySources(state: PolicyState): z.output<typeof HealthOutput>["policy"]["sources"] {
+  const source =
+    state.status === "none" ? "none" : state.status === "ok" ? state.policy.source : state.source;
+  const partial = state.status === "ok" && envPolicyMissing(state.policy).length > 0;
+  return {
+    file: source === "file" || source === "file+env" ? "set" : "unset",
+    env: source === "env" || source === "file+env" ? (partial ? "partial" : "set") : "unset",
+  };
+}
+
 async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>> {
   const { sup } = ctx;
   const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
@@ -128,30 +163,38 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
       facts = (await ctx.call("desktop.health", {}, 5000)).facts;
       platformOk = facts.available !== false;
     } catch (e) {
-      facts = { error: e instanceof Error && "code" in e ? String(e.code) : "platform_unavailable" };
+      // A UiError's message is our own fixed text (e.g. the missing variable named), never content.
+      facts = isUiError(e) ? { error: e.code, message: e.message } : { error: "platform_unavailable" };
     }
   }
   const lease = sup.lease ? await sup.lease.status() : { active: false, expires_at: null, reachable: false };
+  const sources = policySources(state);
+  const missing = state.status === "ok" ? envPolicyMissing(state.policy) : [];
   const policy =
     state.status === "ok"
       ? {
           source: state.policy.source,
-          status: "ok" as const,
+          status: missing.length > 0 ? ("incomplete" as const) : ("ok" as const),
+          sources,
+          ...(missing.length > 0 ? { missing } : {}),
           policy_id: state.policy.policy_id,
           expires_at: state.policy.expires_at?.toISOString() ?? null,
         }
       : state.status === "none"
-        ? { source: "none" as const, status: "none" as const }
+        ? { source: "none" as const, status: "none" as const, sources }
         : {
             source: state.source,
             status: "error" as const,
+            sources,
             code: state.code,
             reasons: state.reasons.slice(0, 5).map((r) => r.slice(0, 300)),
           };
+  // A configured audit file that cannot be written stops every effect (audit_unavailable).
+  const auditFailed = sup.audit.sink === "failed";
   const remote = sup.remoteHealth?.();
   const status = !platformOk
     ? "unusable"
-    : state.status === "ok" && remote?.degraded !== true
+    : policy.status === "ok" && !auditFailed && remote?.degraded !== true
       ? "ok"
       : "degraded";
   return {
@@ -165,6 +208,7 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
     audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
     consent_dialog: { ...sup.consentDialog, open: sup.dialogs.open },
     uptime_ms: sup.clock() - sup.startedAt,
+    streams: streamMemoryUse(sup),
     event_loop: loopDelay.figures(),
     ...(remote ? { remote: { revocation_list: remote.revocation_list } } : {}),
   };
@@ -174,7 +218,7 @@ export const discoveryTools = [
   defineOpenTool({
     name: "health_check",
     title: "Health check",
-    description: "Server health: policy status, platform, versions, workers, lease. Never screen content.",
+    description: "Server health: policy status, platform, versions, workers, lease.",
     input: z.strictObject({}),
     output: HealthOutput,
     effect: "read_only",
@@ -185,7 +229,7 @@ export const discoveryTools = [
     name: "list_windows",
     title: "List allowed windows",
     description:
-      "Visible, titled, not minimized windows that the operator policy allows (title and executable). A minimized window is reached by its hwnd (get_window_state, restore_window).",
+      "Visible, titled, unminimized windows the policy allows (a minimized one: by hwnd, get_window_state).",
     input: z.strictObject({}),
     output: z.object({ windows: z.array(WindowSummary) }),
     effect: "read_only",
@@ -225,7 +269,7 @@ export const discoveryTools = [
   defineMetaTool({
     name: "get_virtual_screen_bounds",
     title: "Virtual screen bounds",
-    description: "Virtual screen bounds (all monitors), physical pixels.",
+    description: "All monitors' bounds, physical pixels.",
     capability: "observe",
     budget: "inspection",
     audited: false,
@@ -251,8 +295,7 @@ export const discoveryTools = [
   defineDiscoveryTool({
     name: "wait_for_window",
     title: "Wait for a window",
-    description:
-      "Waits (≤ 30 s) until exactly one allowed window's title contains the text. Progress; cancellable.",
+    description: "Waits (≤ 30 s) until exactly one allowed window's title contains the text.",
     input: z.strictObject({
       title_contains: z.string().min(1).max(256),
       timeout_ms: z.number().int().min(0).max(30_000).default(5000),
@@ -312,6 +355,13 @@ export const discoveryTools = [
     handler: async (ctx, args) => {
       const t = ctx.target;
       const initial = t.window.title;
+      // A window that is not on screen shows no new title to wait for: the wait ends at once.
+      const refuseHidden = (w: WindowInfo) => {
+        if (w.iconic)
+          throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
+        if (!w.visible) throw uiError("target_gone", "The target window is not visible.");
+      };
+      refuseHidden(t.window);
       const start = Date.now();
       for (;;) {
         const elapsed = Date.now() - start;
@@ -323,6 +373,7 @@ export const discoveryTools = [
         const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
+        refuseHidden(window);
         // A new title outside the policy is the window leaving it: never shown (docs/spec.md §4).
         if (!windowAllowed(ctx.policy, { title: window.title, exe_path: window.instance.exe_path }))
           throw uiError("target_not_allowed", "The window's new title is outside the policy.");

@@ -44,7 +44,7 @@ function pointerTool(
   return defineWindowTool({
     name,
     title,
-    description: `${title} at window-relative (x, y), verified (identity, focus, occlusion, bounds) just before.`,
+    description: `${title} at window-relative (x, y), re-verified just before.`,
     capability: "click",
     budget: "action",
     args: { x: Coord, y: Coord },
@@ -134,8 +134,7 @@ export const inputTools = [
   defineWindowTool({
     name: "drag_window",
     title: "Drag",
-    description:
-      "Left-button drag through ≤ 16 waypoints, re-verified before each leg; always released. Protected (token).",
+    description: "Left-button drag through ≤ 16 waypoints, re-verified before each leg.",
     capability: "drag",
     budget: "action",
     args: {
@@ -170,8 +169,7 @@ export const inputTools = [
   defineWindowTool({
     name: "send_text",
     title: "Type text",
-    description:
-      "Types 1–4096 UTF-16 units into the focused control of the verified foreground window. Protected (token). Never logged.",
+    description: "Types 1–4096 UTF-16 units into the focused control of the verified foreground window.",
     capability: "text",
     budget: "action",
     args: {
@@ -215,7 +213,7 @@ export const inputTools = [
     name: "send_key",
     title: "Press a key",
     description:
-      "Presses one allow-listed key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
+      "Presses one key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
     capability: "key",
     budget: "action",
     args: {
@@ -244,7 +242,7 @@ export const inputTools = [
   defineWindowTool({
     name: "send_key_sequence",
     title: "Press a key sequence",
-    description: "Up to 10 allow-listed key steps, each re-verified; every key is always released.",
+    description: "Up to 10 key steps (as send_key), each re-verified.",
     capability: "key",
     budget: "action",
     args: {
@@ -272,7 +270,7 @@ export const inputTools = [
   defineWindowTool({
     name: "close_window",
     title: "Close window",
-    description: "Asks the window to close (never kills). Protected (token).",
+    description: "Asks the window to close (never kills).",
     capability: "close",
     budget: "action",
     args: {},

@@ -8,8 +8,7 @@ export const metaTools = [
   defineMetaTool({
     name: "get_rate_limit_state",
     title: "Rate limit state",
-    description:
-      "Rate limits and usage (sliding 60 s): this client's budgets, the policy's per-application limits and usage of the apps it holds grants on.",
+    description: "Rate limits and usage (sliding 60 s), this client's and per application.",
     capability: "observe",
     budget: "none",
     audited: false,

@@ -30,11 +30,11 @@ export const Expect = z
     timeout_ms: z.number().int().min(0).max(5000).default(1000),
   })
   .describe(
-    "Wait until ref (default: this element) or a name_contains match has state / is gone → verified.",
+    "{ref?, state?, gone?, name_contains?, timeout_ms≤5000 (1000)}: wait until ref (default: this element) or a name_contains match has state / is gone → verified.",
   );
 export type ExpectArg = z.output<typeof Expect>;
 
-export const Changes = z.boolean().optional().describe("Return the tree's changes by ref.");
+export const Changes = z.boolean().optional().describe("Also return the tree's changes.");
 
 export const ChangesOut = z.object({
   added: z.array(
@@ -193,9 +193,16 @@ export function diffStates(before: TreeStates, after: TreeStates): ChangesOutput
   return { added, removed, changed, truncated: before.truncated || after.truncated };
 }
 
+/**
+ * Set by an action whose press the display server showed went elsewhere: its expect answers
+ * `verified: false` at once, with the reason, whatever the state becomes.
+ */
+export const NOT_DELIVERED: unique symbol = Symbol("press not delivered");
+
 /** The `verified` / `elapsed_ms` / `changes` fields of an action's result. */
 export interface Observed {
   verified?: boolean;
+  unverified_reason?: "press_not_delivered";
   elapsed_ms?: number;
   changes?: ChangesOutput;
 }
@@ -214,9 +221,14 @@ export async function withObservation<R extends Record<string, unknown>>(
   const condition = opts.expect ? expectCondition(ctx, action, opts.expect) : null;
   const before = opts.changes ? await snapshotStates(ctx, action) : null;
   const started = Date.now();
-  const result = await act();
-  const out: R & Observed = { ...result };
-  if (condition !== null && opts.expect) {
+  const { [NOT_DELIVERED]: notDelivered, ...result } = (await act()) as R & { [NOT_DELIVERED]?: true };
+  const out = { ...result } as R & Observed;
+  if (condition !== null && opts.expect && notDelivered === true) {
+    out.verified = false;
+    out.unverified_reason = "press_not_delivered";
+    out.elapsed_ms = Date.now() - started;
+    ctx.counters.verified = false;
+  } else if (condition !== null && opts.expect) {
     const r = await waitForCondition(ctx, action, condition, opts.expect.timeout_ms, false);
     out.verified = r !== "timeout";
     out.elapsed_ms = Date.now() - started;

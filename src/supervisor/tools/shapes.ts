@@ -14,7 +14,7 @@ export const ConfirmationToken = z
   .min(1)
   .max(128)
   .optional()
-  .describe("From request_confirmation, for protected capabilities.");
+  .describe("A token from request_confirmation.");
 
 /** An element ref from inspect_tree / find_elements / wait_for_element (s1.e12). */
 export const Ref = z.string().min(1).max(64);

@@ -5,8 +5,9 @@ import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
 import { ListingCache, readRecently } from "./listings.js";
-import { assertImage, drawGrid, hash, paintMasks, sampleColor } from "./pixels.js";
+import { assertImage, drawGrid, frameHash, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
+import { ShotGate } from "./shotGate.js";
 
 function cancelledError(signal: AbortSignal): UiError {
   return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
@@ -43,6 +44,8 @@ function freshListing(listing: { at: number; windows: WindowInfo[] } | null): Wi
 
 /** This worker's frames (one per shot in flight, a few kept between shots). */
 const frames = new FramePool();
+/** This worker's shots in flight, a few at a time (each holds a frame and a deflate stream). */
+const shots = new ShotGate();
 /** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
 
@@ -56,7 +59,7 @@ const listings = new ListingCache(LISTING_MAX_AGE_MS);
  * out as the encoder deflates it, when the platform writes into it (X11). With a fresh listing
  * from the supervisor, a shot enumerates the desktop once in all.
  */
-export const captureHandlers: HandlerTable = {
+const ops: HandlerTable = {
   "desktop.list": async (_args, ctx) => {
     const windows = await ctx.platform.desktop.listWindows();
     return { windows, listing_id: listings.remember(windows) };
@@ -119,6 +122,13 @@ export const captureHandlers: HandlerTable = {
         };
       }
 
+      // What the image will show, before the grid is drawn over it: a caller that has it already
+      // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
+      const frame_hash = frameHash(raw, args.grid_spacing);
+      const tiles = args.tiles ? Array.from(tileHashes(raw)) : undefined;
+      const same = { frame_hash, ...(tiles ? { tiles } : {}) };
+      if (args.output === "frame_hash" || frame_hash === args.unless_hash)
+        return { png: null, sha256: null, width, height, window_offset, ...same };
       if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
       const png = frame.holds(raw)
         ? encodePngFrame(frame, args.compression_level)
@@ -129,9 +139,22 @@ export const captureHandlers: HandlerTable = {
           `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
         );
       }
-      return { png, sha256: null, width, height, window_offset };
+      return { png, sha256: null, width, height, window_offset, ...same };
     } finally {
       frames.release(frame);
+    }
+  },
+};
+
+/** The ops as served: capture.region waits for its turn among the shots in flight. */
+export const captureHandlers: HandlerTable = {
+  ...ops,
+  "capture.region": async (args, ctx) => {
+    const leave = await shots.enter(ctx.signal);
+    try {
+      return await (ops["capture.region"] as NonNullable<HandlerTable["capture.region"]>)(args, ctx);
+    } finally {
+      leave();
     }
   },
 };

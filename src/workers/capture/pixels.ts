@@ -247,3 +247,42 @@ export function hash(img: RawImage): string {
   }
   return h.digest("hex");
 }
+
+/** Side of the square tiles whose hashes locate a change between two frames. */
+export const TILE_SIZE = 32;
+
+/**
+ * One 32-bit FNV-1a hash per TILE_SIZE × TILE_SIZE tile (the last row and column of tiles may be
+ * smaller), row-major: two frames of the same region differ at least where their tiles' hashes
+ * differ. Only for locating changes: whether a frame changed at all is its SHA-256 (frameHash).
+ */
+export function tileHashes(img: RawImage): Uint32Array {
+  const cols = Math.ceil(img.width / TILE_SIZE);
+  const rows = Math.ceil(img.height / TILE_SIZE);
+  const out = new Uint32Array(cols * rows).fill(0x811c9dc5);
+  const stride = rowStride(img);
+  const ch = img.channels;
+  const d = img.data;
+  for (let y = 0; y < img.height; y++) {
+    const base = ((y / TILE_SIZE) | 0) * cols;
+    let s = y * stride;
+    for (let tx = 0; tx < cols; tx++) {
+      const end = s + Math.min(TILE_SIZE, img.width - tx * TILE_SIZE) * ch;
+      let h = out[base + tx] as number;
+      for (; s < end; s++) h = Math.imul(h ^ (d[s] as number), 0x01000193);
+      out[base + tx] = h >>> 0;
+    }
+  }
+  return out;
+}
+
+/**
+ * SHA-256 (hex) of what an image of the region shows: its size, the grid drawn on it (if any)
+ * and its masked pixels. Equal hashes mean the same image.
+ */
+export function frameHash(img: RawImage, gridSpacing: number | null): string {
+  const h = createHash("sha256");
+  h.update(`${img.width}x${img.height};grid=${gridSpacing ?? 0};`);
+  h.update(hash(img));
+  return h.digest("hex");
+}

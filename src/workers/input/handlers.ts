@@ -3,7 +3,7 @@ import { uiError } from "../../shared/errors.js";
 import { sameRect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import { isAllowedKey, isSystemChord, type Modifier } from "../../shared/keys.js";
-import type { DesktopPort, InputPort, MouseButton } from "../../shared/platform.js";
+import type { DesktopPort, InputPort, LiveProof, MouseButton, PressReceipt } from "../../shared/platform.js";
 import type { TargetExpectation } from "../../shared/protocol.js";
 import { sleep } from "../../shared/sleep.js";
 import type { Handler, HandlerContext, HandlerTable } from "../handlers.js";
@@ -69,9 +69,13 @@ function check(
  * Before every single key event: the window is still the consented instance, the input focus
  * is in it and nobody holds the keyboard. One call, so other per-event gates sit next to it.
  */
-async function verifyKeyTarget(ctx: HandlerContext, target: TargetExpectation): Promise<void> {
+async function verifyKeyTarget(ctx: HandlerContext, target: TargetExpectation): Promise<LiveProof | null> {
   if (ctx.signal.aborted) throw ctx.signal.reason;
-  await verifyTarget(ctx.platform.desktop, target, { requireForeground: true, grabs: { keyboard: true } });
+  const v = await verifyTarget(ctx.platform.desktop, target, {
+    requireForeground: true,
+    grabs: { keyboard: true },
+  });
+  return v.proof;
 }
 
 /** Keeps keys down for `ms`, re-verifying as it goes: a focus change ends the hold with its code. */
@@ -94,15 +98,25 @@ function requireSameRect(before: VerifiedTarget, now: VerifiedTarget): void {
     throw uiError("target_changed", "The target window moved.");
 }
 
-/** Presses and always releases a mouse button, even when the wait in between is cancelled. */
-async function pressButton(input: InputPort, button: MouseButton, signal: AbortSignal): Promise<void> {
+/**
+ * Presses and always releases a mouse button, even when the wait in between is cancelled. The
+ * press is held to the proof of the check just before it.
+ */
+async function pressButton(
+  input: InputPort,
+  button: MouseButton,
+  signal: AbortSignal,
+  proof: LiveProof | null,
+  proveDelivery = false,
+): Promise<PressReceipt | null> {
   dialogGate.assertNoDialog();
-  await input.buttonDown(button);
+  const receipt = await input.buttonDown(button, proof, proveDelivery);
   try {
     await sleep(PRESS_MS, signal);
   } finally {
     await input.buttonUp(button);
   }
+  return receipt;
 }
 
 const pointer: Handler<"input.pointer"> = async (args, ctx) => {
@@ -119,26 +133,39 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
     return { screen_x: sx, screen_y: sy };
   }
   await sleep(SETTLE_MS, ctx.signal);
-  requireSameRect(first, await check(ctx, args.target, p));
+  const last = await check(ctx, args.target, p);
+  requireSameRect(first, last);
+  const prove = args.prove_delivery;
+  const receipts: Array<PressReceipt | null> = [];
   switch (args.kind) {
     case "scroll":
       dialogGate.assertNoDialog();
       await input.wheel(args.notches);
       break;
     case "click":
-      await pressButton(input, "left", ctx.signal);
+      receipts.push(await pressButton(input, "left", ctx.signal, last.proof, prove));
       break;
     case "right_click":
-      await pressButton(input, "right", ctx.signal);
+      receipts.push(await pressButton(input, "right", ctx.signal, last.proof, prove));
       break;
-    case "double_click":
-      await pressButton(input, "left", ctx.signal);
+    case "double_click": {
+      receipts.push(await pressButton(input, "left", ctx.signal, last.proof, prove));
       await sleep(DOUBLE_CLICK_GAP_MS, ctx.signal);
-      requireSameRect(first, await check(ctx, args.target, p));
-      await pressButton(input, "left", ctx.signal);
+      const again = await check(ctx, args.target, p);
+      requireSameRect(first, again);
+      receipts.push(await pressButton(input, "left", ctx.signal, again.proof, prove));
       break;
+    }
   }
-  return { screen_x: sx, screen_y: sy };
+  // Where the platform could not tell (null), nothing is claimed either way.
+  const known = receipts.filter((r): r is PressReceipt => r !== null);
+  return {
+    screen_x: sx,
+    screen_y: sy,
+    ...(prove && known.length > 0 && known.length === receipts.length
+      ? { delivered: known.every((r) => r.delivered) }
+      : {}),
+  };
 };
 
 const drag: Handler<"input.drag"> = async (args, ctx) => {
@@ -150,9 +177,10 @@ const drag: Handler<"input.drag"> = async (args, ctx) => {
   const s = screenOf(first, start.x, start.y);
   await input.moveTo(s.sx, s.sy);
   await sleep(SETTLE_MS, ctx.signal);
-  requireSameRect(first, await check(ctx, args.target, args.points));
+  const atStart = await check(ctx, args.target, args.points);
+  requireSameRect(first, atStart);
   dialogGate.assertNoDialog();
-  await input.buttonDown("left");
+  await input.buttonDown("left", atStart.proof);
   let legs = 0;
   try {
     for (const p of rest) {
@@ -180,7 +208,7 @@ const text: Handler<"input.text"> = async (args, ctx) => {
   // dialog of ours appearing) is refused. The platform port checks the dialog gate again per key.
   await input.typeText(args.target.hwnd, args.text, args.mode, async () => {
     dialogGate.assertNoDialog();
-    await verifyKeyTarget(ctx, args.target);
+    return verifyKeyTarget(ctx, args.target);
   });
   return { chars: args.text.length };
 };
@@ -214,9 +242,9 @@ const keys: Handler<"input.keys"> = async (args, ctx) => {
     const pressed: string[] = [];
     try {
       for (const k of [...step.modifiers, step.key]) {
-        await verifyKeyTarget(ctx, args.target);
+        const proof = await verifyKeyTarget(ctx, args.target);
         dialogGate.assertNoDialog();
-        await input.keyDown(k);
+        await input.keyDown(k, proof);
         pressed.push(k);
       }
       await holdKeys(step.hold_ms, ctx, args.target);

@@ -1,4 +1,4 @@
-import type { InputPort, LogicalKey, MouseButton } from "../../shared/platform.js";
+import type { InputPort, LiveProof, LogicalKey, MouseButton } from "../../shared/platform.js";
 import type { PressLedger } from "../../shared/pressLedger.js";
 
 /**
@@ -13,17 +13,17 @@ export function withLedger(input: InputPort, ledger: PressLedger): InputPort {
     wheel: (n) => input.wheel(n),
     // beforeEachKey carries the per-character verification and the dialog gate: always passed on.
     typeText: (hwnd, text, mode, beforeEachKey) => input.typeText(hwnd, text, mode, beforeEachKey),
-    async buttonDown(button: MouseButton) {
+    async buttonDown(button: MouseButton, proof?: LiveProof | null, proveDelivery?: boolean) {
       await ledger.hold([{ kind: "button", button }]);
-      await input.buttonDown(button);
+      return input.buttonDown(button, proof, proveDelivery);
     },
     async buttonUp(button: MouseButton) {
       await input.buttonUp(button);
       ledger.release([{ kind: "button", button }]);
     },
-    async keyDown(key: LogicalKey) {
+    async keyDown(key: LogicalKey, proof?: LiveProof | null) {
       await ledger.hold([{ kind: "key", key }]);
-      await input.keyDown(key);
+      await input.keyDown(key, proof);
     },
     async keyUp(key: LogicalKey) {
       await input.keyUp(key);

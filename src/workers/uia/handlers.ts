@@ -2,7 +2,7 @@ import { isUiError, toUiError, uiError } from "../../shared/errors.js";
 import { isEmpty, type Rect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
-import type { A11yNodeOut, TargetExpectation } from "../../shared/protocol.js";
+import type { A11yNodeOut, OpParsedArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "../../shared/roles.js";
 import { type ElementState, statesOf } from "../../shared/states.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
@@ -128,294 +128,360 @@ function deadlineFor(ms: number | null, ctx: HandlerContext): number {
 
 const ROLE_NAMES: ReadonlySet<string> = new Set(ROLES);
 
-export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
-  const store = new SessionStore({
-    refPrefix: opts.refPrefix ?? "e",
-    maxSessions: opts.maxSessions ?? 64,
-    maxRefsPerSession: opts.maxRefsPerSession ?? 20000,
+/** What every handler of one uia worker shares: its session store and its limits. */
+interface UiaCore {
+  store: SessionStore;
+  concurrency: number;
+  env: () => Record<string, string | undefined>;
+}
+
+function refuseSelf(core: UiaCore, target: TargetExpectation): void {
+  if (protectedPids(core.env()).has(target.instance.pid)) {
+    throw uiError("target_not_allowed", "The server's own process and its host are never inspected.");
+  }
+}
+
+/** verifyTarget; a target that no longer verifies ends the sessions bound to it. */
+async function checked(
+  core: UiaCore,
+  platform: Platform,
+  sessionKey: string,
+  target: TargetExpectation,
+  budget: Budget,
+): Promise<WindowInfo> {
+  try {
+    const { window } = await budget.must(verifyTarget(platform.desktop, target));
+    return window;
+  } catch (e) {
+    const code = isUiError(e) ? e.code : null;
+    if (code === "target_changed") await core.store.endKey(sessionKey);
+    else if (code === "target_gone" || code === "minimized") await core.store.end(sessionKey, target.hwnd);
+    throw toUiError(e);
+  }
+}
+
+/** The session of (key, target), opened when there is none (inspections only). */
+function obtained(
+  core: UiaCore,
+  platform: Platform,
+  args: { session_key: string; target: TargetExpectation },
+  window: WindowInfo,
+  budget: Budget,
+): Promise<LiveSession> {
+  return core.store.obtain(
+    args.session_key,
+    args.target,
+    window,
+    platform.accessibility,
+    platform.desktop,
+    (p) => budget.must(p),
+  );
+}
+
+/** The existing session of (key, target) for a ref; a ref can never belong to a new one. */
+async function existing(core: UiaCore, sessionKey: string, target: TargetExpectation): Promise<LiveSession> {
+  const live = core.store.find(sessionKey, target.hwnd);
+  if (live === null) throw uiError("element_stale");
+  if (!sameInstance(live.instance, target.instance)) {
+    await core.store.endKey(sessionKey);
+    throw uiError("target_changed");
+  }
+  return live;
+}
+
+/** The live node of a ref, or element_stale (the ref is forgotten when its node is gone). */
+async function liveNode(live: LiveSession, ref: string, budget: Budget): Promise<A11yHandle> {
+  const handle = live.handle(ref);
+  let alive: boolean;
+  try {
+    alive = await budget.must(live.provider.alive(handle));
+  } catch (e) {
+    if (isUiError(e) && (e.code === "worker_timeout" || e.code === "cancelled")) throw e;
+    alive = false;
+  }
+  if (!alive || live.closed) {
+    live.forget(ref);
+    throw uiError("element_stale");
+  }
+  return handle;
+}
+
+function throwIfClosed(live: LiveSession): void {
+  if (live.closed) throw uiError("element_stale", "The automation session has ended.");
+}
+
+async function run<T>(
+  ctx: HandlerContext,
+  deadlineMs: number | null,
+  fn: (b: Budget) => Promise<T>,
+): Promise<T> {
+  const budget = new Budget(deadlineFor(deadlineMs, ctx), ctx.signal);
+  try {
+    return await fn(budget);
+  } catch (e) {
+    throw toUiError(e);
+  } finally {
+    budget.release();
+  }
+}
+
+/**
+ * The instance's menus, popups and dialogs as extra roots of a whole-window walk, within what is
+ * left of the node limit; a popup that closed while it was read only marks the tree cut.
+ */
+async function popupTrees(
+  core: UiaCore,
+  live: LiveSession,
+  budget: Budget,
+  window: WindowInfo,
+  limits: { maxDepth: number; room: number },
+): Promise<{ popups: A11yNodeOut[]; nodes: number; cut: boolean }> {
+  const extra = await popupRootsOf(live, budget);
+  let cut = extra.cut;
+  let nodes = 0;
+  const popups: A11yNodeOut[] = [];
+  for (const p of extra.roots) {
+    const room = limits.room - nodes;
+    if (room <= 0 || budget.expired) {
+      cut = true;
+      break;
+    }
+    let sub: Awaited<ReturnType<typeof walk>>;
+    try {
+      sub = await walk(live.provider, p, budget, {
+        maxDepth: limits.maxDepth,
+        maxNodes: room,
+        concurrency: core.concurrency,
+      });
+    } catch (e) {
+      if (isUiError(e) && e.code === "cancelled") throw e;
+      cut = true;
+      continue;
+    }
+    throwIfClosed(live);
+    const tree = buildTree(live, sub.visits, window.rect);
+    const top = tree[0];
+    if (top === undefined) continue;
+    top.popup = true;
+    popups.push(top);
+    nodes += tree.length;
+    cut ||= sub.truncated;
+  }
+  return { popups, nodes, cut };
+}
+
+async function inspect(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.inspect">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpResult<"a11y.inspect">> {
+  refuseSelf(core, args.target);
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  const live = await obtained(core, platform, args, window, budget);
+  const root =
+    args.root_ref !== null
+      ? await liveNode(live, args.root_ref, budget)
+      : await budget.must(live.provider.root());
+  const { visits, truncated } = await walk(live.provider, root, budget, {
+    maxDepth: args.max_depth,
+    maxNodes: args.max_nodes,
+    concurrency: core.concurrency,
   });
-  const concurrency = opts.concurrency ?? 32;
-  const env = opts.env ?? (() => process.env);
-
-  function refuseSelf(target: TargetExpectation): void {
-    if (protectedPids(env()).has(target.instance.pid)) {
-      throw uiError("target_not_allowed", "The server's own process and its host are never inspected.");
-    }
-  }
-
-  /** verifyTarget; a target that no longer verifies ends the sessions bound to it. */
-  async function checked(
-    platform: Platform,
-    sessionKey: string,
-    target: TargetExpectation,
-    budget: Budget,
-  ): Promise<WindowInfo> {
-    try {
-      const { window } = await budget.must(verifyTarget(platform.desktop, target));
-      return window;
-    } catch (e) {
-      const code = isUiError(e) ? e.code : null;
-      if (code === "target_changed") await store.endKey(sessionKey);
-      else if (code === "target_gone" || code === "minimized") await store.end(sessionKey, target.hwnd);
-      throw toUiError(e);
-    }
-  }
-
-  /** The existing session of (key, target) for a ref; a ref can never belong to a new one. */
-  async function existing(sessionKey: string, target: TargetExpectation): Promise<LiveSession> {
-    const live = store.find(sessionKey, target.hwnd);
-    if (live === null) throw uiError("element_stale");
-    if (!sameInstance(live.instance, target.instance)) {
-      await store.endKey(sessionKey);
-      throw uiError("target_changed");
-    }
-    return live;
-  }
-
-  /** The live node of a ref, or element_stale (the ref is forgotten when its node is gone). */
-  async function liveNode(live: LiveSession, ref: string, budget: Budget): Promise<A11yHandle> {
-    const handle = live.handle(ref);
-    let alive: boolean;
-    try {
-      alive = await budget.must(live.provider.alive(handle));
-    } catch (e) {
-      if (isUiError(e) && (e.code === "worker_timeout" || e.code === "cancelled")) throw e;
-      alive = false;
-    }
-    if (!alive || live.closed) {
-      live.forget(ref);
-      throw uiError("element_stale");
-    }
-    return handle;
-  }
-
-  async function run<T>(
-    ctx: HandlerContext,
-    deadlineMs: number | null,
-    fn: (b: Budget) => Promise<T>,
-  ): Promise<T> {
-    const budget = new Budget(deadlineFor(deadlineMs, ctx), ctx.signal);
-    try {
-      return await fn(budget);
-    } catch (e) {
-      throw toUiError(e);
-    } finally {
-      budget.release();
-    }
-  }
-
-  const handlers: HandlerTable = {
-    "a11y.inspect": (args, ctx) =>
-      run(ctx, args.deadline_ms, async (budget) => {
-        refuseSelf(args.target);
-        const window = await checked(ctx.platform, args.session_key, args.target, budget);
-        const live = await store.obtain(
-          args.session_key,
-          args.target,
-          window,
-          ctx.platform.accessibility,
-          ctx.platform.desktop,
-          (p) => budget.must(p),
-        );
-        const root =
-          args.root_ref !== null
-            ? await liveNode(live, args.root_ref, budget)
-            : await budget.must(live.provider.root());
-        const { visits, truncated } = await walk(live.provider, root, budget, {
-          maxDepth: args.max_depth,
-          maxNodes: args.max_nodes,
-          concurrency,
-        });
-        if (live.closed) throw uiError("element_stale", "The automation session has ended.");
-        const out = buildTree(live, visits, window.rect);
-        const rootNode = out[0];
-        if (rootNode === undefined)
-          throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
-        let nodeCount = out.length;
-        let cut = truncated;
-        const popups: A11yNodeOut[] = [];
-        // A subtree walk (root_ref) is about that subtree only; a whole-window walk includes the
-        // instance's menus, popups and dialogs as extra roots, within the same node limit.
-        const extra = args.root_ref === null ? await popupRootsOf(live, budget) : { roots: [], cut: false };
-        cut ||= extra.cut;
-        for (const p of extra.roots) {
-          const room = args.max_nodes - nodeCount;
-          if (room <= 0 || budget.expired) {
-            cut = true;
-            break;
-          }
-          let sub: Awaited<ReturnType<typeof walk>>;
-          try {
-            sub = await walk(live.provider, p, budget, {
-              maxDepth: args.max_depth,
-              maxNodes: room,
-              concurrency,
-            });
-          } catch (e) {
-            if (isUiError(e) && e.code === "cancelled") throw e;
-            cut = true; // a popup that closed while it was read
-            continue;
-          }
-          if (live.closed) throw uiError("element_stale", "The automation session has ended.");
-          const tree = buildTree(live, sub.visits, window.rect);
-          const top = tree[0];
-          if (top === undefined) continue;
-          top.popup = true;
-          popups.push(top);
-          nodeCount += tree.length;
-          cut ||= sub.truncated;
-        }
-        return { root: rootNode, popups, node_count: nodeCount, truncated: cut };
-      }),
-
-    "a11y.find": (args, ctx) =>
-      run(ctx, args.deadline_ms, async (budget) => {
-        refuseSelf(args.target);
-        let role: string | null = null;
-        if (args.role !== null) {
-          role = normalizeRole(args.role);
-          if (role === "unknown" && args.role.trim().toLowerCase() !== "unknown") {
-            throw uiError("invalid_argument", "Unknown role; see docs/roles.md for the vocabulary.");
-          }
-          if (!ROLE_NAMES.has(role)) throw uiError("invalid_argument");
-        }
-        const needle = args.name_contains?.toLowerCase() ?? null;
-        const wanted: ElementState | null = args.state;
-        const matches = (f: A11yNodeFacts): boolean => {
-          if (role !== null && normalizeRole(f.role) !== role) return false;
-          if (args.automation_id !== null && f.automation_id !== args.automation_id) return false;
-          if (wanted !== null && !statesOf(f).includes(wanted)) return false;
-          if (needle !== null) {
-            // A password field never matches by name: its name may itself be the secret.
-            if (isPassword(f) || f.name === null) return false;
-            if (!f.name.toLowerCase().includes(needle)) return false;
-          }
-          return true;
-        };
-        const window = await checked(ctx.platform, args.session_key, args.target, budget);
-        const live = await store.obtain(
-          args.session_key,
-          args.target,
-          window,
-          ctx.platform.accessibility,
-          ctx.platform.desktop,
-          (p) => budget.must(p),
-        );
-        const root = await budget.must(live.provider.root());
-        const found: { handle: A11yHandle; facts: A11yNodeFacts; popup: boolean }[] = [];
-        let walked = 0;
-        let truncated = false;
-        const search = async (from: A11yHandle, popup: boolean) => {
-          const result = await walk(live.provider, from, budget, {
-            maxDepth: FIND_MAX_DEPTH,
-            maxNodes: FIND_MAX_NODES - walked,
-            concurrency,
-            onVisit: (v) => {
-              if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts, popup });
-              return found.length > args.max_results;
-            },
-          });
-          walked += result.visits.length;
-          truncated ||= result.truncated;
-        };
-        await search(root, false);
-        // The instance's menus, popups and dialogs are part of the granted window.
-        const extra =
-          found.length > args.max_results ? { roots: [], cut: false } : await popupRootsOf(live, budget);
-        truncated ||= extra.cut;
-        for (const p of extra.roots) {
-          if (walked >= FIND_MAX_NODES || budget.expired || found.length > args.max_results) {
-            truncated = true;
-            break;
-          }
-          try {
-            await search(p, true);
-          } catch (e) {
-            if (isUiError(e) && e.code === "cancelled") throw e;
-            truncated = true;
-          }
-        }
-        if (live.closed) throw uiError("element_stale", "The automation session has ended.");
-        const shown = found.slice(0, args.max_results);
-        return {
-          elements: shown.map((m) => {
-            const node = toNode(live.refFor(m.handle), m.facts, window.rect);
-            if (m.popup) node.popup = true;
-            return node;
-          }),
-          truncated: truncated || found.length > args.max_results,
-        };
-      }),
-
-    "a11y.act": (args, ctx) =>
-      run(ctx, null, async (budget) => {
-        refuseSelf(args.target);
-        const takesValue = args.action === "set_value" || args.action === "select_option";
-        if (takesValue && args.value === null) {
-          throw uiError("invalid_argument", "This action needs a value.");
-        }
-        if (!takesValue && args.value !== null) {
-          throw uiError("invalid_argument", "Only set_value and select_option take a value.");
-        }
-        // Identity, visible, not minimized; semantic patterns need no foreground.
-        await checked(ctx.platform, args.session_key, args.target, budget);
-        const live = await existing(args.session_key, args.target);
-        const handle = await liveNode(live, args.ref, budget);
-        const facts = await budget.must(live.provider.facts(handle));
-        // Only through the pattern itself: no pattern, no action (never a click instead).
-        if (!normalizePatterns(facts.patterns).includes(ACTION_PATTERN[args.action])) {
-          throw uiError("pattern_not_supported");
-        }
-        await budget.must(live.provider.act(handle, args.action, args.value ?? undefined));
-        return {};
-      }),
-
-    "a11y.describe": (args, ctx) =>
-      run(ctx, null, async (budget) => {
-        refuseSelf(args.target);
-        const window = await checked(ctx.platform, args.session_key, args.target, budget);
-        const live = await existing(args.session_key, args.target);
-        let handle: A11yHandle;
-        try {
-          handle = await liveNode(live, args.ref, budget);
-        } catch (e) {
-          // Gone is an answer here (expect gone: true), not a failure.
-          if (isUiError(e) && e.code === "element_stale" && !live.closed) return { node: null };
-          throw e;
-        }
-        let facts: A11yNodeFacts;
-        try {
-          facts = await budget.must(live.provider.facts(handle));
-        } catch (e) {
-          if (isUiError(e) && e.code === "element_stale" && !live.closed) return { node: null };
-          throw e;
-        }
-        return { node: toNode(args.ref, facts, window.rect) };
-      }),
-
-    "a11y.element_center": (args, ctx) =>
-      run(ctx, null, async (budget) => {
-        refuseSelf(args.target);
-        const window = await checked(ctx.platform, args.session_key, args.target, budget);
-        const live = await existing(args.session_key, args.target);
-        const handle = await liveNode(live, args.ref, budget);
-        const facts = await budget.must(live.provider.facts(handle));
-        const rect = relativeRect(facts.rect, window.rect);
-        if (rect === null || isEmpty(rect) || facts.offscreen) {
-          throw uiError("out_of_bounds", "The element has no visible rectangle.");
-        }
-        const x = Math.floor((rect[0] + rect[2]) / 2);
-        const y = Math.floor((rect[1] + rect[3]) / 2);
-        // Inside the window or one of its instance's popups, menus, dialogs (part of it).
-        const all = await budget.must(ctx.platform.desktop.listWindows());
-        await budget.must(pointsInside(ctx.platform.desktop, window, all, [{ x, y }]));
-        return { x, y };
-      }),
-
-    "a11y.dispose": async (args) => ({ disposed: await store.endKey(args.session_key) }),
+  throwIfClosed(live);
+  const out = buildTree(live, visits, window.rect);
+  const rootNode = out[0];
+  if (rootNode === undefined)
+    throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+  // A subtree walk (root_ref) is about that subtree only.
+  if (args.root_ref !== null) return { root: rootNode, popups: [], node_count: out.length, truncated };
+  const extra = await popupTrees(core, live, budget, window, {
+    maxDepth: args.max_depth,
+    room: args.max_nodes - out.length,
+  });
+  return {
+    root: rootNode,
+    popups: extra.popups,
+    node_count: out.length + extra.nodes,
+    truncated: truncated || extra.cut,
   };
+}
 
-  return { handlers, store, shutdown: () => store.endAll() };
+/** The filter of a find: role (by the shared vocabulary), automation id, state, name substring. */
+function findFilter(args: OpParsedArgs<"a11y.find">): (f: A11yNodeFacts) => boolean {
+  let role: string | null = null;
+  if (args.role !== null) {
+    role = normalizeRole(args.role);
+    if (role === "unknown" && args.role.trim().toLowerCase() !== "unknown") {
+      throw uiError("invalid_argument", "Unknown role; see docs/roles.md for the vocabulary.");
+    }
+    if (!ROLE_NAMES.has(role)) throw uiError("invalid_argument");
+  }
+  const needle = args.name_contains?.toLowerCase() ?? null;
+  const wanted: ElementState | null = args.state;
+  return (f) => {
+    if (role !== null && normalizeRole(f.role) !== role) return false;
+    if (args.automation_id !== null && f.automation_id !== args.automation_id) return false;
+    if (wanted !== null && !statesOf(f).includes(wanted)) return false;
+    if (needle !== null) {
+      // A password field never matches by name: its name may itself be the secret.
+      if (isPassword(f) || f.name === null) return false;
+      if (!f.name.toLowerCase().includes(needle)) return false;
+    }
+    return true;
+  };
+}
+
+async function find(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.find">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpResult<"a11y.find">> {
+  refuseSelf(core, args.target);
+  const matches = findFilter(args);
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  const live = await obtained(core, platform, args, window, budget);
+  const root = await budget.must(live.provider.root());
+  const found: { handle: A11yHandle; facts: A11yNodeFacts; popup: boolean }[] = [];
+  let walked = 0;
+  let truncated = false;
+  const enough = () => found.length > args.max_results;
+  const search = async (from: A11yHandle, popup: boolean) => {
+    const result = await walk(live.provider, from, budget, {
+      maxDepth: FIND_MAX_DEPTH,
+      maxNodes: FIND_MAX_NODES - walked,
+      concurrency: core.concurrency,
+      onVisit: (v) => {
+        if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts, popup });
+        return enough();
+      },
+    });
+    walked += result.visits.length;
+    truncated ||= result.truncated;
+  };
+  await search(root, false);
+  // The instance's menus, popups and dialogs are part of the granted window.
+  const extra = enough() ? { roots: [], cut: false } : await popupRootsOf(live, budget);
+  truncated ||= extra.cut;
+  for (const p of extra.roots) {
+    if (walked >= FIND_MAX_NODES || budget.expired || enough()) {
+      truncated = true;
+      break;
+    }
+    try {
+      await search(p, true);
+    } catch (e) {
+      if (isUiError(e) && e.code === "cancelled") throw e;
+      truncated = true;
+    }
+  }
+  throwIfClosed(live);
+  return {
+    elements: found.slice(0, args.max_results).map((m) => {
+      const node = toNode(live.refFor(m.handle), m.facts, window.rect);
+      if (m.popup) node.popup = true;
+      return node;
+    }),
+    truncated: truncated || enough(),
+  };
+}
+
+async function act(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.act">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpResult<"a11y.act">> {
+  refuseSelf(core, args.target);
+  const takesValue = args.action === "set_value" || args.action === "select_option";
+  if (takesValue && args.value === null) throw uiError("invalid_argument", "This action needs a value.");
+  if (!takesValue && args.value !== null) {
+    throw uiError("invalid_argument", "Only set_value and select_option take a value.");
+  }
+  // Identity, visible, not minimized; semantic patterns need no foreground.
+  await checked(core, platform, args.session_key, args.target, budget);
+  const live = await existing(core, args.session_key, args.target);
+  const handle = await liveNode(live, args.ref, budget);
+  const facts = await budget.must(live.provider.facts(handle));
+  // Only through the pattern itself: no pattern, no action (never a click instead).
+  if (!normalizePatterns(facts.patterns).includes(ACTION_PATTERN[args.action])) {
+    throw uiError("pattern_not_supported");
+  }
+  await budget.must(live.provider.act(handle, args.action, args.value ?? undefined));
+  return {};
+}
+
+async function describeRef(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.describe">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpResult<"a11y.describe">> {
+  refuseSelf(core, args.target);
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  const live = await existing(core, args.session_key, args.target);
+  // Gone is an answer here (expect gone: true), not a failure.
+  const goneIsAnswer = (e: unknown) => isUiError(e) && e.code === "element_stale" && !live.closed;
+  let handle: A11yHandle;
+  try {
+    handle = await liveNode(live, args.ref, budget);
+  } catch (e) {
+    if (goneIsAnswer(e)) return { node: null };
+    throw e;
+  }
+  let facts: A11yNodeFacts;
+  try {
+    facts = await budget.must(live.provider.facts(handle));
+  } catch (e) {
+    if (goneIsAnswer(e)) return { node: null };
+    throw e;
+  }
+  return { node: toNode(args.ref, facts, window.rect) };
+}
+
+async function elementCenter(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.element_center">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpResult<"a11y.element_center">> {
+  refuseSelf(core, args.target);
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  const live = await existing(core, args.session_key, args.target);
+  const handle = await liveNode(live, args.ref, budget);
+  const facts = await budget.must(live.provider.facts(handle));
+  const rect = relativeRect(facts.rect, window.rect);
+  if (rect === null || isEmpty(rect) || facts.offscreen) {
+    throw uiError("out_of_bounds", "The element has no visible rectangle.");
+  }
+  const x = Math.floor((rect[0] + rect[2]) / 2);
+  const y = Math.floor((rect[1] + rect[3]) / 2);
+  // Inside the window or one of its instance's popups, menus, dialogs (part of it).
+  const all = await budget.must(platform.desktop.listWindows());
+  await budget.must(pointsInside(platform.desktop, window, all, [{ x, y }]));
+  return { x, y };
+}
+
+export function createUiaRuntime(opts: UiaOptions = {}): UiaRuntime {
+  const core: UiaCore = {
+    store: new SessionStore({
+      refPrefix: opts.refPrefix ?? "e",
+      maxSessions: opts.maxSessions ?? 64,
+      maxRefsPerSession: opts.maxRefsPerSession ?? 20000,
+    }),
+    concurrency: opts.concurrency ?? 32,
+    env: opts.env ?? (() => process.env),
+  };
+  const handlers: HandlerTable = {
+    "a11y.inspect": (args, ctx) => run(ctx, args.deadline_ms, (b) => inspect(core, args, ctx.platform, b)),
+    "a11y.find": (args, ctx) => run(ctx, args.deadline_ms, (b) => find(core, args, ctx.platform, b)),
+    "a11y.act": (args, ctx) => run(ctx, null, (b) => act(core, args, ctx.platform, b)),
+    "a11y.describe": (args, ctx) => run(ctx, null, (b) => describeRef(core, args, ctx.platform, b)),
+    "a11y.element_center": (args, ctx) => run(ctx, null, (b) => elementCenter(core, args, ctx.platform, b)),
+    "a11y.dispose": async (args) => ({ disposed: await core.store.endKey(args.session_key) }),
+  };
+  return { handlers, store: core.store, shutdown: () => core.store.endAll() };
 }
 
 /** The uia worker's runtime: one session store per worker. */

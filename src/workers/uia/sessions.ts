@@ -11,10 +11,11 @@ import type { TargetExpectation } from "../../shared/protocol.js";
 import { verifyTarget } from "../verify.js";
 
 /**
- * One live automation session: a provider session on one window of one process instance,
- * owned by one session_key (the supervisor derives it from client and process instance), plus
- * the refs handed out for its nodes. Refs are minted from a counter of the store that never
- * restarts, so a ref of an ended session never names a node of a later one.
+ * One identity's view of a window: the refs handed out under one session_key (the supervisor
+ * derives it from identity and process instance) for nodes of the window's provider session,
+ * which every key on that window shares. Refs are minted from a counter of the store that
+ * never restarts, so a ref of an ended session never names a node of a later one, and a ref
+ * exists only in the session that minted it, so one key's ref never resolves under another.
  */
 export class LiveSession {
   private readonly refs = new Map<string, A11yHandle>();
@@ -31,6 +32,8 @@ export class LiveSession {
     readonly provider: A11ySession,
     private readonly mint: () => string,
     private readonly maxRefs: number,
+    /** Lets go of the shared provider session (released once its last user has). */
+    private readonly release: () => Promise<void>,
   ) {}
 
   get closed(): boolean {
@@ -75,18 +78,31 @@ export class LiveSession {
     return this.refs.size;
   }
 
-  /** Ends the session: every ref becomes stale at once; the provider is released. */
+  /** Ends the session: every ref becomes stale at once; the provider is let go of. */
   async end(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
     this.refs.clear();
     this.refOf.clear();
     this.keyOf.clear();
-    try {
-      await this.provider.dispose();
-    } catch {
-      // A provider that fails to release is gone for us either way.
-    }
+    await this.release();
+  }
+}
+
+/** A window's provider session and how many identities' sessions use it. */
+interface SharedProvider {
+  readonly provider: A11ySession;
+  readonly instance: ProcessInstance;
+  users: number;
+  /** Its last user let go and it was disposed: never handed out again. */
+  released: boolean;
+}
+
+async function disposeQuietly(provider: A11ySession): Promise<void> {
+  try {
+    await provider.dispose();
+  } catch {
+    // A provider that fails to release is gone for us either way.
   }
 }
 
@@ -109,8 +125,15 @@ export type Guard = <T>(p: Promise<T>) => Promise<T>;
 export class SessionStore {
   private readonly live = new Map<string, LiveSession>();
   private readonly opening = new Map<string, Promise<LiveSession>>();
+  /** hwnd → a provider session being attached (keys asking meanwhile wait for the same one). */
+  private readonly attaching = new Map<string, Promise<SharedProvider>>();
   /** Bumped whenever a key's sessions are ended, so a session opened meanwhile is not kept. */
   private readonly epochs = new Map<string, number>();
+  /**
+   * hwnd → the provider session every key's session on that window shares (one attach, one
+   * provider cache per window of the instance, however many identities walk it).
+   */
+  private readonly providers = new Map<string, SharedProvider>();
   private counter = 0;
 
   constructor(private readonly opts: SessionStoreOptions) {}
@@ -182,32 +205,23 @@ export class SessionStore {
     desktop: DesktopPort,
   ): Promise<LiveSession> {
     const epoch = this.epochs.get(sessionKey) ?? 0;
-    let provider: A11ySession;
-    try {
-      provider = await accessibility.openSession(window);
-    } catch (e) {
-      throw toUiError(e);
-    }
-    try {
-      // Identity re-resolved after attach (docs/spec.md §3).
-      const { window: again } = await verifyTarget(desktop, target);
-      if (again.instance === null || !sameInstance(again.instance, target.instance))
-        throw uiError("target_changed");
-    } catch (e) {
-      try {
-        await provider.dispose();
-      } catch {
-        // Released as far as we are concerned.
-      }
-      throw isUiError(e) ? e : uiError("target_changed");
-    }
+    // Counted as a user from here on: it is let go of by the session's end, whatever happens.
+    const shared = await this.providerFor(target, window, accessibility, desktop);
+    const release = async () => {
+      shared.users -= 1;
+      if (shared.users > 0) return;
+      shared.released = true;
+      if (this.providers.get(target.hwnd) === shared) this.providers.delete(target.hwnd);
+      await disposeQuietly(shared.provider);
+    };
     const session = new LiveSession(
       sessionKey,
       target.hwnd,
       target.instance,
-      provider,
+      shared.provider,
       this.mint,
       this.opts.maxRefsPerSession,
+      release,
     );
     if ((this.epochs.get(sessionKey) ?? 0) !== epoch) {
       // The key was ended while this session was being opened.
@@ -222,6 +236,66 @@ export class SessionStore {
       await oldest.value[1].end();
     }
     return session;
+  }
+
+  /**
+   * The window's shared provider session, attached on first use, with the caller counted as a
+   * user (in the same turn as the lookup, so no release can dispose it in between). After
+   * attaching, the identity is re-resolved: any difference releases the new attachment and
+   * fails. A kept one of another instance is never shared (its users keep it until they end).
+   */
+  private async providerFor(
+    target: TargetExpectation,
+    window: WindowInfo,
+    accessibility: AccessibilityPort,
+    desktop: DesktopPort,
+  ): Promise<SharedProvider> {
+    const kept = this.providers.get(target.hwnd);
+    if (kept !== undefined && !kept.released && sameInstance(kept.instance, target.instance)) {
+      kept.users += 1;
+      return kept;
+    }
+    let pending = this.attaching.get(target.hwnd);
+    if (pending === undefined) {
+      pending = this.attach(target, window, accessibility, desktop);
+      this.attaching.set(target.hwnd, pending);
+      const clear = () => {
+        if (this.attaching.get(target.hwnd) === pending) this.attaching.delete(target.hwnd);
+      };
+      pending.then(clear, clear);
+    }
+    const shared = await pending;
+    if (!sameInstance(shared.instance, target.instance)) throw uiError("target_changed");
+    // Another waiter on the same attach may have counted on it and let go already: attach anew.
+    if (shared.released) return this.providerFor(target, window, accessibility, desktop);
+    shared.users += 1;
+    return shared;
+  }
+
+  private async attach(
+    target: TargetExpectation,
+    window: WindowInfo,
+    accessibility: AccessibilityPort,
+    desktop: DesktopPort,
+  ): Promise<SharedProvider> {
+    let provider: A11ySession;
+    try {
+      provider = await accessibility.openSession(window);
+    } catch (e) {
+      throw toUiError(e);
+    }
+    try {
+      // The identity is re-resolved after attaching: a window that changed hands is not ours.
+      const { window: again } = await verifyTarget(desktop, target);
+      if (again.instance === null || !sameInstance(again.instance, target.instance))
+        throw uiError("target_changed");
+    } catch (e) {
+      await disposeQuietly(provider);
+      throw isUiError(e) ? e : uiError("target_changed");
+    }
+    const shared: SharedProvider = { provider, instance: target.instance, users: 0, released: false };
+    this.providers.set(target.hwnd, shared);
+    return shared;
   }
 
   /** Ends the session of (key, window); true when there was one. */

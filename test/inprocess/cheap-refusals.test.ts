@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
 
 /**
  * Refusals that need nothing but the arguments (system chords) come before the budgets are taken
@@ -9,7 +10,7 @@ import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from
  */
 
 let d: FakeDesktop;
-let h: McpHarness;
+let h: InProcessHarness;
 
 beforeAll(async () => {
   d = new FakeDesktop({
@@ -18,7 +19,7 @@ beforeAll(async () => {
     windows: [ruffleWindow()],
     consent: { answer: "approve", delay_ms: 0 },
   });
-  h = await McpHarness.start({
+  h = await InProcessHarness.start({
     UIINSPECT_PLATFORM: "fake",
     UIINSPECT_FAKE_DESKTOP: d.path,
     DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy({ protected_actions: ["key"] })),

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { FakeDesktop, filePolicy, LOOSE_BUDGETS, McpHarness, ruffleWindow } from "../support/mcp.js";
+import { InProcessHarness } from "../support/inProcess.js";
+import { FakeDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
 
 /**
  * Every message that echoes a client value cuts it (64 code points, escaped). A 1 MB
@@ -10,7 +11,7 @@ const MB = "x".repeat(1024 * 1024);
 /** A value with control characters and an astral character past the cut. */
 const NASTY = `a\nb\u0000c\u2028${"é".repeat(100)}😀`;
 
-let h: McpHarness | null = null;
+let h: InProcessHarness | null = null;
 afterAll(async () => {
   await h?.close();
 });
@@ -23,7 +24,7 @@ describe("1 MB client values", () => {
       windows: [ruffleWindow()],
       consent: { answer: "approve" },
     });
-    h = await McpHarness.start({
+    h = await InProcessHarness.start({
       UIINSPECT_PLATFORM: "fake",
       UIINSPECT_FAKE_DESKTOP: d.path,
       DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy({ profiles_dir: d.dir })),

@@ -1,0 +1,95 @@
+import { uiError } from "../../shared/errors.js";
+import { rectArea } from "../../shared/geometry.js";
+import type { OpArgs, OpResult } from "../../shared/protocol.js";
+import type { ResolvedTarget } from "../access/targets.js";
+import { type EffectivePolicy, policyStatusAt } from "../policy/load.js";
+import { actionAllowed, windowAllowed } from "../policy/match.js";
+import type { Supervisor } from "../supervisor.js";
+import type { ScreenshotPlan } from "./plan.js";
+
+/**
+ * One frame of a planned region through the capture worker's capture.region (the same
+ * check → read → check → masks path as screenshot_window), under the screenshot memory budget.
+ * Every sampler (screenshot_window, wait_for_visual_change, frame streams) takes its frames here.
+ */
+
+/**
+ * zlib level of the PNG: measured on 800×600 gtk3-widget-factory and xterm frames
+ * (docs/reference.md, "Screenshots: PNG encoding"), level 2 encodes in the time of level 1
+ * (zlib's fast deflate, levels 1–3) for 1–9% fewer bytes, and level 3 costs up to 1.5× for a
+ * few % more; from level 4 on time grows faster than size falls.
+ */
+export const PNG_LEVEL = 2;
+
+export type CaptureCall = (
+  op: "capture.region",
+  args: OpArgs<"capture.region">,
+) => Promise<OpResult<"capture.region">>;
+
+export interface FrameRequest {
+  grid_spacing: number | null;
+  /** "png": an image unless its hash is unless_hash; "frame_hash": the hash (and tiles) only. */
+  output: "png" | "frame_hash";
+  unless_hash: string | null;
+  tiles: boolean;
+}
+
+export async function captureFrame(
+  sup: Supervisor,
+  call: CaptureCall,
+  signal: AbortSignal,
+  maxPngBytes: number,
+  target: ResolvedTarget,
+  plan: ScreenshotPlan,
+  req: FrameRequest,
+): Promise<OpResult<"capture.region">> {
+  const pixels = rectArea(plan.region);
+  // Raw frame (3 B/px RGB on X11, the 4 B/px DIB on Win32, in the worker) plus 4 B/px for the PNG
+  // and its base64 copy (UI-like frames compress far below that; noise-like ones can exceed it,
+  // up to max_png_bytes), held until the caller is done with the result; a hash needs the frame only.
+  const reservation = await sup.memory.reserve(pixels * (req.output === "png" ? 8 : 4), signal);
+  try {
+    return await call("capture.region", {
+      target: target.expectation,
+      region: plan.region,
+      masks: plan.masks,
+      grid_spacing: req.grid_spacing,
+      output: req.output,
+      max_png_bytes: maxPngBytes,
+      compression_level: PNG_LEVEL,
+      // The worker's own listing by the id it gave it (nothing copied back), else the listing.
+      listing: target.listing?.id === undefined ? (target.listing ?? null) : null,
+      listing_id: target.listing?.id ?? null,
+      unless_hash: req.unless_hash,
+      tiles: req.tiles,
+    });
+  } finally {
+    reservation.release();
+  }
+}
+
+/**
+ * Whether frames of the target may still be taken for this client: its grant (when the call
+ * was authorized by one) is live, and the policy in force is the one the sampling started
+ * under and still allows observing the window. Else the error that ends the sampling.
+ */
+export function stillAuthorized(
+  sup: Supervisor,
+  client: string,
+  policy: EffectivePolicy,
+  target: ResolvedTarget,
+  byGrant: boolean,
+): ReturnType<typeof uiError> | null {
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  if (state.status !== "ok" || state.policy !== policy)
+    return uiError("action_not_allowed", "The policy changed; ask again.");
+  const p = state.policy;
+  if (!actionAllowed(p, "observe")) return uiError("action_not_allowed");
+  const exe = target.instance.exe_path;
+  if (!windowAllowed(p, { title: target.window.title, exe_path: exe })) return uiError("target_not_allowed");
+  if (byGrant) {
+    const g = sup.grants.get(client, target.instanceKey);
+    if (!g?.capabilities.has("observe")) return uiError("consent_required");
+  }
+  return null;
+}

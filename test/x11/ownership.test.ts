@@ -1,0 +1,275 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
+import {
+  type App,
+  approveConsentDialog,
+  startApp,
+  startSession,
+  UNSAFE_XTEST,
+  waitFor,
+  waitForWindow,
+  type X11Session,
+  x11CliSuite,
+  xdotool,
+} from "./support.js";
+
+/**
+ * Windows of other programs inside the granted window, and XInput 2 grabs of the devices our
+ * XTest events go through, end to end over stdio: the built CLI on a private Xvfb + openbox
+ * desktop, a real xterm as the granted target (it runs `cat` into a file, so what reached it can
+ * be counted), and other local X clients (test/x11/fixtures/attacker.c, a second xterm) that put
+ * a window of theirs inside the target (a child window, XReparentWindow, `xterm -into`) or grab
+ * "Virtual core XTEST keyboard|pointer" with XIGrabDevice. Each got the click, the keys or its
+ * pixels into the screenshot while the checks took the client's whole subtree as the target and
+ * probed only the master devices; each must be refused now, with nothing reaching the attacker.
+ */
+
+const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
+
+describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE_CC }))(
+  "x11 ownership all the way down and XTEST device grabs (attacks, built CLI over stdio)",
+  () => {
+    let session: X11Session;
+    let p: Platform;
+    let h: McpHarness;
+    let dir: string;
+    let attackerBin: string;
+    let typedFile: string;
+    let target: WindowInfo;
+    const attackers: Attacker[] = [];
+    const apps: App[] = [];
+
+    const attack = (args: string[]) => startAttacker(attackerBin, args, attackers);
+    const typed = () => (existsSync(typedFile) ? readFileSync(typedFile, "latin1") : "");
+
+    async function live(): Promise<WindowInfo> {
+      return (await p.desktop.getWindow(target.hwnd))!;
+    }
+
+    async function targetInFront(): Promise<WindowInfo> {
+      await p.desktop.activateWindow(target.hwnd);
+      await waitFor("target focused", async () => (await live())?.foreground);
+      return live();
+    }
+
+    async function stopAll(): Promise<void> {
+      for (const a of attackers.splice(0)) await a.stop();
+      for (const a of apps.splice(0)) {
+        if (a.child.exitCode === null && a.child.signalCode === null) a.child.kill("SIGKILL");
+        await a.exited;
+      }
+    }
+
+    /** The window-relative point of a screen point of the target. */
+    const rel = (w: WindowInfo, sx: number, sy: number) => ({ x: sx - w.rect[0], y: sy - w.rect[1] });
+
+    async function text(s: string) {
+      const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });
+      return h.call("send_text", { hwnd: target.hwnd, text: s, confirmation_token: token.token_id });
+    }
+
+    beforeAll(async () => {
+      session = startSession();
+      dir = mkdtempSync(join(tmpdir(), "uix-own-"));
+      attackerBin = buildAttacker(dir);
+      typedFile = join(dir, "typed.txt");
+      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+      p = await createX11Platform({ workerKind: "other" });
+      startApp("xterm", [
+        "-T",
+        "uix own target",
+        "-geometry",
+        "60x16+200+150",
+        "-e",
+        "sh",
+        "-c",
+        `stty -icanon -echo; exec cat > '${typedFile}'`,
+      ]);
+      target = await waitForWindow(p, "uix own target");
+      const policy = join(dir, "policy.json");
+      writeFileSync(
+        policy,
+        JSON.stringify({
+          schema_version: 1,
+          policy_id: "x11-own",
+          application: { executable_path: target.instance!.exe_path, title_patterns: ["uix own *"] },
+          allowed_actions: ["observe", "inspect", "hover", "click", "interact", "key", "text"],
+          safe_regions: [
+            { name: "body", rect: [0, 0, target.rect[2] - target.rect[0], target.rect[3] - target.rect[1]] },
+          ],
+        }),
+      );
+      h = await McpHarness.start({
+        ...LOOSE_BUDGETS,
+        ...UNSAFE_XTEST,
+        DESKTOP_AUTOMATION_POLICY_FILE: policy,
+        UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
+      });
+      const pending = h.call("request_access", { hwnd: target.hwnd });
+      await approveConsentDialog();
+      expect((await pending).structured.decision).toBe("approved");
+    }, 120_000);
+
+    beforeEach(async () => {
+      await stopAll();
+    });
+
+    afterAll(async () => {
+      await stopAll();
+      await h?.close();
+      await p?.dispose();
+      session?.stop();
+    });
+
+    /** A window's absolute position on the screen, as the X server says (xwininfo). */
+    function absolute(xid: number | string): [number, number] {
+      const out = spawnSync("xwininfo", ["-id", String(xid)], { encoding: "utf8" }).stdout;
+      return [
+        Number(/Absolute upper-left X:\s+(-?\d+)/.exec(out)?.[1]),
+        Number(/Absolute upper-left Y:\s+(-?\d+)/.exec(out)?.[1]),
+      ];
+    }
+
+    /** Where the embedded attacks put their window: inside the client, away from its edges. */
+    const spot = { x: 40, y: 60, w: 160, h: 90 };
+
+    it("the untouched target: a click, a screenshot and typed text all reach it", async () => {
+      const w = await targetInFront();
+      const click = await h.call("click_window", {
+        hwnd: target.hwnd,
+        ...rel(w, w.rect[0] + 100, w.rect[1] + 100),
+      });
+      expect(click.code ?? "ok").toBe("ok");
+      const shot = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(shot.code ?? "ok").toBe("ok");
+      const before = typed().length;
+      expect((await text("abc")).code ?? "ok").toBe("ok");
+      await waitFor("typed", async () => (typed().length >= before + 3 ? true : null));
+    });
+
+    for (const mode of ["embed", "reparent"] as const) {
+      it(`another client's window inside the target (${mode}): a click there is occluded, it gets nothing`, async () => {
+        const w = await targetInFront();
+        const inner = await attack([
+          mode,
+          target.hwnd,
+          String(spot.x),
+          String(spot.y),
+          String(spot.w),
+          String(spot.h),
+        ]);
+        const [ax, ay] = absolute(inner.xid);
+        const r = await h.call("click_window", { hwnd: target.hwnd, ...rel(w, ax + 20, ay + 20) });
+        expect(r.code).toBe("occluded");
+        await settled(inner);
+        expect(inner.count("button")).toBe(0);
+        // Elsewhere in the target the click still lands.
+        const ok = await h.call("click_window", { hwnd: target.hwnd, ...rel(w, ax + spot.w + 20, ay + 10) });
+        expect(ok.code ?? "ok").toBe("ok");
+      });
+    }
+
+    it("another client's window inside the target: a screenshot over it is refused, none of its pixels leave", async () => {
+      await targetInFront();
+      const inner = await attack([
+        "embed",
+        target.hwnd,
+        String(spot.x),
+        String(spot.y),
+        String(spot.w),
+        String(spot.h),
+      ]);
+      expect(inner.xid).toBeGreaterThan(0);
+      const shot = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      expect(shot.code).toBe("occluded");
+      expect(shot.content.filter((c) => c.type === "image")).toHaveLength(0);
+    });
+
+    it("another client's window inside the target, the pointer on it: send_text is not_foreground, no key arrives", async () => {
+      await targetInFront();
+      const inner = await attack([
+        "embed",
+        target.hwnd,
+        String(spot.x),
+        String(spot.y),
+        String(spot.w),
+        String(spot.h),
+      ]);
+      // Keys go to the window under the pointer when it lies inside the focus window.
+      xdotool("mousemove", "--window", String(inner.xid), "20", "20");
+      const before = typed();
+      const r = await text("rm -rf ~\n");
+      expect(r.code).toBe("not_foreground");
+      await settled(inner);
+      expect(inner.count("key")).toBe(0);
+      expect(typed()).toBe(before);
+    });
+
+    it("`xterm -into` the target: click and keys refused, nothing reaches the embedded shell", async () => {
+      const w = await targetInFront();
+      const intoFile = join(dir, "into.txt");
+      apps.push(
+        startApp("xterm", [
+          "-into",
+          target.hwnd,
+          "-geometry",
+          "20x4+30+40",
+          "-e",
+          "sh",
+          "-c",
+          `stty -icanon -echo; exec cat > '${intoFile}'`,
+        ]),
+      );
+      // The target's own child (its VT window) and the embedded xterm's top-level, whose pid is
+      // the second xterm's.
+      const embedded = await waitFor("embedded xterm", async () => {
+        const out = spawnSync("xwininfo", ["-children", "-id", target.hwnd], { encoding: "utf8" }).stdout;
+        const kids = [...out.matchAll(/^\s+(0x[0-9a-f]+) /gm)].map((m) => m[1]!);
+        const mine = new Set(kids.filter((k) => k !== target.hwnd));
+        for (const k of mine) {
+          const info = spawnSync("xwininfo", ["-id", k], { encoding: "utf8" }).stdout;
+          const width = Number(/Width:\s+(\d+)/.exec(info)?.[1]);
+          if (width > 0 && width < w.rect[2] - w.rect[0] - 60) return k;
+        }
+        return null;
+      });
+      const [ex, ey] = absolute(embedded);
+      xdotool("mousemove", String(ex + 10), String(ey + 10));
+      const click = await h.call("click_window", { hwnd: target.hwnd, ...rel(w, ex + 10, ey + 10) });
+      expect(click.code).toBe("occluded");
+      const r = await text("id\n");
+      expect(r.code).toBe("not_foreground");
+      await new Promise((res) => setTimeout(res, 300));
+      expect(existsSync(intoFile) ? readFileSync(intoFile, "latin1") : "").toBe("");
+    });
+
+    it("XIGrabDevice on Virtual core XTEST keyboard: send_text is input_grabbed, the grabber reads nothing", async () => {
+      await targetInFront();
+      const grab = await attack(["xigrab", "keyboard"]);
+      const before = typed();
+      const r = await text("hunter2\n");
+      expect(r.code).toBe("input_grabbed");
+      await settled(grab);
+      expect(grab.count("key")).toBe(0);
+      expect(typed()).toBe(before);
+    });
+
+    it("XIGrabDevice on Virtual core XTEST pointer: a click is input_grabbed, the grabber gets no press", async () => {
+      const w = await targetInFront();
+      const grab = await attack(["xigrab", "pointer"]);
+      const r = await h.call("click_window", {
+        hwnd: target.hwnd,
+        ...rel(w, w.rect[0] + 100, w.rect[1] + 100),
+      });
+      expect(r.code).toBe("input_grabbed");
+      await settled(grab);
+      expect(grab.count("button")).toBe(0);
+    });
+  },
+);

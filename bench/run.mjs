@@ -20,6 +20,10 @@ const SCRIPTS = [
   ["lease", "lease validation round trip, 8 concurrent clients"],
   ["remote", "remote mode: 32 authenticated HTTP sessions, inspect_tree + screenshots for 2 min"],
   [
+    "remote-attack",
+    "remote mode: 31 honest identities alone, then with one attacker (slow bodies + long waits)",
+  ],
+  [
     "burst-soak",
     "simulated desktop: 8 lanes + bursts of 64 calls in flight for 10 min, RSS (SOAK_MINUTES to shorten)",
   ],

@@ -32,12 +32,15 @@ async function run(cl: Extract<CommandLine, { kind: "run" }>): Promise<number> {
     case "doctor":
       return (await import("./cli/doctor.js")).runDoctor({ json: cl.values.json === true });
     case "validate-policy":
-    case "validate-profile": {
+    case "validate-profile":
+    case "validate-revocations": {
       const file = cl.positionals[0];
       const r =
         cl.verb === "validate-policy"
           ? (await import("./supervisor/policy/validateCli.js")).validatePolicyFile(file)
-          : (await import("./supervisor/profiles/profile.js")).validateProfileFile(file);
+          : cl.verb === "validate-profile"
+            ? (await import("./supervisor/profiles/profile.js")).validateProfileFile(file)
+            : (await import("./remote/revocation.js")).validateRevocationFile(file);
       for (const line of r.lines) (r.ok ? process.stdout : process.stderr).write(`${line}\n`);
       return r.ok ? 0 : 1;
     }

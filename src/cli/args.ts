@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { REMOTE_FLAG_OPTIONS, REMOTE_FLAGS } from "../remote/options.js";
-import { checkSettingValue, flaggedSettings, type Setting } from "../shared/settings.js";
+import { REMOTE_FLAG_OPTIONS } from "../remote/options.js";
+import { checkSettingValue, flaggedSettings, remoteSettings, type Setting } from "../shared/settings.js";
 
 /**
  * The command line: every verb's flags in one table, parsed strictly by node:util.parseArgs
@@ -18,6 +18,7 @@ export type VerbName =
   | "doctor"
   | "validate-policy"
   | "validate-profile"
+  | "validate-revocations"
   | "manager"
   | "broker"
   | "sandbox"
@@ -27,9 +28,10 @@ interface VerbSpec {
   /** After the verb in the usage line. */
   synopsis: string;
   summary: string;
-  /** Verb-specific flags (help text by flag name). */
+  /** Verb-specific flags (help text and, for flags with a value, the value's name, by flag name). */
   options: Options;
   optionHelp: Record<string, string>;
+  optionArg?: Record<string, string>;
   /** Whether the settings flags (--policy, --audit-file, …) apply. */
   settings: boolean;
   positionals: { min: number; max: number };
@@ -57,7 +59,8 @@ export const VERBS: Record<VerbName, VerbSpec> = {
   // serve's own flags (remote mode) are handed on to src/remote/options.ts, which parses them.
   serve: verbSpec("[--http HOST:PORT …] [flags]", "run the MCP server on stdio (the default verb)", {
     options: REMOTE_FLAG_OPTIONS,
-    optionHelp: REMOTE_FLAGS,
+    optionHelp: Object.fromEntries(remoteSettings().map((s) => [s.flag, settingHelp(s)])),
+    optionArg: Object.fromEntries(remoteSettings().map((s) => [s.flag, flagArgument(s)])),
     settings: true,
     forward: true,
   }),
@@ -73,12 +76,18 @@ export const VERBS: Record<VerbName, VerbSpec> = {
   "validate-profile": verbSpec("FILE", "check a coordinate profile (exit 0 valid, 1 invalid)", {
     positionals: { min: 1, max: 1 },
   }),
+  "validate-revocations": verbSpec(
+    "FILE",
+    "check a revocation list for serve --revoked (exit 0 valid, 1 invalid)",
+    { positionals: { min: 1, max: 1 } },
+  ),
   manager: verbSpec(
     "lease activate --hours N | lease extend --hours N | lease status | lease revoke",
     "ask the lease broker for an unattended lease (docs/lease.md)",
     {
       options: { hours: { type: "string" } },
       optionHelp: { hours: "lease length in hours (activate, extend)" },
+      optionArg: { hours: "N" },
       positionals: { min: 2, max: 2 },
       forward: true,
     },
@@ -105,11 +114,24 @@ function settingOptions(): Options {
   return Object.fromEntries(flaggedSettings().map((s) => [s.flag, { type: "string" as const }]));
 }
 
-function flagLabel(s: Setting & { flag: string }): string {
-  if (s.kind === "text") return `--${s.flag} ${s.placeholder ?? "VALUE"}`;
+/** The name a flag's argument has in help: the table's placeholder, the words, or N. */
+function flagArgument(s: Setting & { flag: string }): string {
+  if (s.placeholder !== undefined) return s.placeholder;
+  if (s.kind === "text") return "TEXT";
   if (s.kind === "choice")
-    return `--${s.flag} ${s.values.length <= 3 ? s.values.join("|") : s.flag.split("-").pop()?.toUpperCase()}`;
-  return `--${s.flag} N`;
+    return s.values.length <= 3 ? s.values.join("|") : (s.flag.split("-").pop()?.toUpperCase() ?? "WORD");
+  return "N";
+}
+
+function flagLabel(s: Setting & { flag: string }): string {
+  return `--${s.flag} ${flagArgument(s)}`;
+}
+
+/** A setting's help line: its documentation, the words when they are many, its variable. */
+function settingHelp(s: Setting & { flag: string }): string {
+  const words = s.kind === "choice" && s.values.length > 3 ? ` (${s.values.join(", ")})` : "";
+  const range = s.kind === "int" ? ` (${s.min}–${s.max}, default ${s.default})` : "";
+  return `${s.doc.replaceAll("`", "")}${words}${range}; env ${s.env}`;
 }
 
 function columns(rows: [string, string][]): string {
@@ -127,7 +149,7 @@ export function usage(): string {
     columns(rows),
     "",
     columns([
-      ["--version", "print the version"],
+      ["--version, -V", "print the version"],
       ["--help, -h", "this text; VERB --help for one verb"],
     ]),
     "",
@@ -137,15 +159,10 @@ export function usage(): string {
 export function verbUsage(verb: VerbName): string {
   const spec = VERBS[verb];
   const rows: [string, string][] = Object.keys(spec.options).map((f) => [
-    `--${f}${spec.options[f].type === "string" ? " VALUE" : ""}`,
+    `--${f}${spec.options[f].type === "string" ? ` ${spec.optionArg?.[f] ?? "TEXT"}` : ""}`,
     spec.optionHelp[f] ?? "",
   ]);
-  if (spec.settings)
-    for (const s of flaggedSettings())
-      rows.push([
-        flagLabel(s),
-        `${s.doc.replaceAll("`", "")}${s.kind === "choice" && s.values.length > 3 ? ` (${s.values.join(", ")})` : ""}; env ${s.env}`,
-      ]);
+  if (spec.settings) for (const s of flaggedSettings()) rows.push([flagLabel(s), settingHelp(s)]);
   rows.push(["--help, -h", "this text"]);
   return [
     `usage: uiinspect-mcp ${verb} ${spec.synopsis}`.trimEnd(),
@@ -192,7 +209,7 @@ function forwardedArgs(spec: VerbSpec, values: Record<string, unknown>): string[
 /** Parses argv (without node and the script). Never throws. */
 export function parseCommandLine(argv: string[]): CommandLine {
   const first = argv[0];
-  if (first === "--version" && argv.length === 1) return { kind: "version" };
+  if ((first === "--version" || first === "-V") && argv.length === 1) return { kind: "version" };
   if ((first === "--help" || first === "-h") && argv.length === 1) return { kind: "help", text: usage() };
   // No verb (or flags first) means serve, as MCP clients usually launch it.
   const verb: string = first === undefined || first.startsWith("-") ? "serve" : first;

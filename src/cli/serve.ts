@@ -13,7 +13,7 @@ import { installShutdown } from "../supervisor/shutdown.js";
  * or a signal arrives; with --http, authenticated remote mode (src/remote) instead.
  */
 export async function serve(argv: string[] = []): Promise<number> {
-  const flags = parseRemoteFlags(argv);
+  const flags = parseRemoteFlags(argv, process.env);
   if (!flags.ok) {
     process.stderr.write(`uiinspect-mcp: ${flags.message}\n`);
     return 2;

@@ -58,18 +58,19 @@ export class RequestAuthenticator {
     private readonly options: RemoteOptions,
     private readonly deps: AuthenticatorDeps,
   ) {
-    this.bearer = options.oauth ? new BearerVerifier(options.oauth) : null;
+    this.bearer = options.oauth ? new BearerVerifier(options.oauth, deps.clock) : null;
     this.maxValidityMs = options.maxCertValidityDays * 86_400_000;
   }
 
-  /** The key fingerprint a TLS connection proved, if it was checked and passed. */
-  fingerprintOf(sock: Socket): string | undefined {
+  /** The certificate handles a TLS connection proved, if it was checked and passed. */
+  certificateOf(sock: Socket): { fingerprint: string; certFingerprint: string } | undefined {
     const c = this.peerChecks.get(sock);
-    return c?.ok ? c.fingerprint : undefined;
+    return c?.ok ? { fingerprint: c.fingerprint, certFingerprint: c.certFingerprint } : undefined;
   }
 
   async authenticate(req: IncomingMessage): Promise<Authenticated | Refused> {
     let fingerprint: string | undefined;
+    let certFingerprint: string | undefined;
     let certName: string | null = null;
     if (this.options.clientCaFile) {
       const sock = req.socket as TLSSocket;
@@ -87,7 +88,17 @@ export class RequestAuthenticator {
       if (check.notAfter <= this.deps.clock())
         return { ok: false, status: 401, message: "The client certificate has expired." };
       fingerprint = check.fingerprint;
+      certFingerprint = check.certFingerprint;
       certName = check.commonName;
+      // A revoked certificate is refused as such (403) whatever else is configured: with OAuth
+      // too, the token is not even looked at.
+      if (this.deps.isRevoked({ fingerprint, certFingerprint }))
+        return {
+          ok: false,
+          status: 403,
+          code: "credential_revoked",
+          message: "This client certificate was revoked.",
+        };
     }
     if (this.bearer) {
       const r = await this.bearer.verify(req.headers.authorization);
@@ -95,7 +106,7 @@ export class RequestAuthenticator {
         "www-authenticate": wwwAuthenticate(this.metadataUrl(req), error),
       });
       if (!r.ok) return { ok: false, status: 401, message: r.description, headers: challenge(r) };
-      if (this.deps.isRevoked({ fingerprint, jti: r.jti }))
+      if (this.deps.isRevoked({ jti: r.jti }))
         return {
           ok: false,
           status: 401,
@@ -104,21 +115,19 @@ export class RequestAuthenticator {
           headers: challenge({ error: "invalid_token", description: "This credential was revoked." }),
         };
       const identity = ClientIdentity.verified({ method: "oauth", fingerprint: r.fingerprint }, r.subject);
-      return { ok: true, identity, scope: new Set(r.scopes), ids: { fingerprint, jti: r.jti } };
+      return {
+        ok: true,
+        identity,
+        scope: new Set(r.scopes),
+        ids: { fingerprint, certFingerprint, jti: r.jti },
+      };
     }
     if (fingerprint === undefined) return { ok: false, status: 401, message: PEER_MESSAGES.no_certificate };
-    if (this.deps.isRevoked({ fingerprint }))
-      return {
-        ok: false,
-        status: 403,
-        code: "credential_revoked",
-        message: "This client certificate was revoked.",
-      };
     return {
       ok: true,
       identity: ClientIdentity.verified({ method: "mtls", fingerprint }, certName),
       scope: null,
-      ids: { fingerprint },
+      ids: { fingerprint, certFingerprint },
     };
   }
 

@@ -1,22 +1,19 @@
-import { randomBytes } from "node:crypto";
 import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { ClientIdentity } from "../supervisor/access/clientIdentity.js";
-import { newCorrelationId } from "../supervisor/audit.js";
 import type { Logger } from "../supervisor/log.js";
-import { endClient, narrowPolicy, supervisorFor } from "../supervisor/mcp/multiSession.js";
-import type { Capability } from "../supervisor/policy/schema.js";
 import type { Supervisor } from "../supervisor/supervisor.js";
+import { Admission } from "./admission.js";
 import { type Authenticated, METADATA_PATH, type Refused, RequestAuthenticator } from "./authenticate.js";
+import { readJsonBody } from "./body.js";
 import { tlsServerOptions } from "./mtls.js";
 import { protectedResourceMetadata } from "./oauth.js";
 import { checkRemoteOptions, isLoopbackHost, type RemoteOptions } from "./options.js";
-import { RevocationList } from "./revocation.js";
+import { type RevocationLineError, RevocationList, type Revocations } from "./revocation.js";
+import { RemoteSessions } from "./sessions.js";
 
 /** A running `serve --http`; close() is the one way to stop it (signals are the caller's business). */
 export interface RemoteServer {
@@ -37,22 +34,6 @@ export interface RemoteDeps {
 }
 
 const MCP_PATH = "/mcp";
-const MAX_REMEMBERED_CREDENTIALS = 4096;
-const MAX_JTIS_PER_SESSION = 256;
-
-interface Session {
-  id: string | undefined;
-  identity: ClientIdentity;
-  scope: Set<Capability> | null;
-  view: Supervisor;
-  transport: StreamableHTTPServerTransport;
-  server: McpServer;
-  lastActive: number;
-  inflight: number;
-  fingerprint: string | undefined;
-  jtis: Set<string>;
-  closed: boolean;
-}
 
 /** A JSON-RPC error envelope, so MCP clients can show what went wrong; data.code is a stable UiError code when one fits. */
 function refuse(res: ServerResponse, r: Omit<Refused, "ok"> & { retryAfterMs?: number }): void {
@@ -73,291 +54,109 @@ function refuse(res: ServerResponse, r: Omit<Refused, "ok"> & { retryAfterMs?: n
   );
 }
 
-/**
- * `uiinspect-mcp serve --http`: MCP Streamable HTTP at /mcp, one MCP session per client
- * (session ids from the CSPRNG), every request authenticated (mTLS and/or OAuth Bearer),
- * checked against the revocation list, Host/Origin-validated, body-capped and counted
- * against global caps on sessions and in-flight requests. Sessions are bound to the identity
- * that opened them: another identity presenting the id gets "not found".
- */
-export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps): Promise<RemoteServer> {
-  const problem = checkRemoteOptions(options);
-  if (problem) throw new Error(problem);
-  const clock = deps.clock ?? Date.now;
-  const shared = deps.supervisor;
-  const scheme = options.tls ? "https" : "http";
-  const sessions = new Map<string, Session>();
-  /** Sessions whose initialize is being answered (they have no id yet). */
-  const pending = new Set<Session>();
-  let inFlight = 0;
-  let port = options.port;
-  const tlsSockets = new Set<TLSSocket>();
-  /** Which identity each credential (fingerprint / jti) was last seen proving, for revocation. */
-  const owners = new Map<string, ClientIdentity>();
+const rateLimited = (message: string, retryAfterMs = 1000) => ({
+  status: 429,
+  code: "rate_limited",
+  message,
+  retryAfterMs,
+});
 
-  const remember = (id: string | undefined, who: ClientIdentity) => {
-    if (id === undefined) return;
-    owners.delete(id);
-    owners.set(id, who);
-    if (owners.size > MAX_REMEMBERED_CREDENTIALS) owners.delete(owners.keys().next().value as string);
-  };
+/** What a body that could not be read is answered with; the connection closes after it. */
+const BODY_REFUSALS = {
+  too_large: (max: number) => ({
+    status: 413,
+    code: "invalid_argument",
+    message: `Request bodies are capped at ${max} bytes.`,
+  }),
+  timeout: () => ({ status: 408, message: "The request body did not arrive in time." }),
+  not_json: () => ({ status: 400, code: "invalid_argument", message: "The request body is not JSON." }),
+  aborted: () => ({ status: 400, message: "The request body was cut off." }),
+} as const;
 
-  const closeSession = (s: Session) => {
-    if (s.closed) return;
-    s.closed = true;
-    if (s.id) sessions.delete(s.id);
-    void s.server.close().catch(() => undefined);
-  };
-
-  const onRevoked = (added: ReadonlySet<string>) => {
-    const ended = new Map<string, { identity: ClientIdentity; sessions: number }>();
-    const note = (who: ClientIdentity, closed: number) => {
-      const e = ended.get(who.hash) ?? { identity: who, sessions: 0 };
-      e.sessions += closed;
-      ended.set(who.hash, e);
-    };
-    for (const id of added) {
-      const owner = owners.get(id);
-      if (owner) note(owner, 0);
-      // A certificate identity is known from its fingerprint alone, seen or not.
-      if (/^[0-9a-f]{64}$/.test(id) && options.clientCaFile && !options.oauth)
-        note(ClientIdentity.verified({ method: "mtls", fingerprint: id }, null), 0);
-    }
-    for (const s of [...sessions.values()]) {
-      const hit =
-        (s.fingerprint !== undefined && added.has(s.fingerprint)) || [...s.jtis].some((j) => added.has(j));
-      if (!hit) continue;
-      closeSession(s);
-      note(s.identity, 1);
-    }
-    for (const sock of tlsSockets) {
-      const fp = auth.fingerprintOf(sock);
-      if (fp !== undefined && added.has(fp)) sock.destroy();
-    }
-    const policyId = shared.policyState.status === "ok" ? shared.policyState.policy.policy_id : null;
-    for (const { identity, sessions: closed } of ended.values()) {
-      const r = endClient(shared, identity.hash);
-      if (closed + r.grants + r.tokens + r.decisions === 0) continue;
-      shared.audit.record({
-        correlation_id: newCorrelationId(),
-        client: identity.auditId,
-        policy_id: policyId,
-        action: "none",
-        tool: "credential_revocation",
-        outcome: "deny",
-        reason: "credential_revoked",
-        duration_ms: 0,
-        pid: null,
-        process_start: null,
-        counters: { sessions: closed, grants: r.grants, tokens: r.tokens, decisions: r.decisions },
-      });
-    }
-  };
-  const revoked = options.revokedFile ? new RevocationList(options.revokedFile, onRevoked) : null;
-  const auth = new RequestAuthenticator(options, {
-    clock,
-    isRevoked: (ids) => revoked?.isRevoked(ids) ?? false,
-    port: () => port,
-  });
-
+/** Host and Origin checks (the DNS-rebinding defence): the names this server answers to. */
+function originChecks(options: RemoteOptions, scheme: string, port: () => number) {
   const loopbackHosts = () => {
-    const set = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
-    set.add(options.host.includes(":") ? `[${options.host}]:${port}` : `${options.host}:${port}`);
+    const p = port();
+    const set = new Set([`127.0.0.1:${p}`, `localhost:${p}`, `[::1]:${p}`]);
+    set.add(options.host.includes(":") ? `[${options.host}]:${p}` : `${options.host}:${p}`);
     return set;
   };
   const ownOrigins = () => {
     const out = new Set(options.allowedOrigins);
-    const hosts = isLoopbackHost(options.host) ? loopbackHosts() : new Set([`${options.host}:${port}`]);
+    const hosts = isLoopbackHost(options.host) ? loopbackHosts() : new Set([`${options.host}:${port()}`]);
     for (const h of hosts) out.add(`${scheme}://${h}`);
     return out;
   };
-
-  async function readBody(req: IncomingMessage, res: ServerResponse): Promise<unknown | typeof TOO_LARGE> {
-    const declared = Number(req.headers["content-length"] ?? "0");
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes) return TOO_LARGE;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > options.maxBodyBytes) return TOO_LARGE;
-      chunks.push(chunk);
-    }
-    if (res.destroyed) return TOO_LARGE;
-    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
-  }
-
-  /** When the first of these sessions would expire if it stays idle (at least 1 s). */
-  function retryAfterForSessions(candidates: Iterable<Session>): number {
-    const now = clock();
-    let soonest = options.idleTimeoutMs;
-    for (const s of candidates)
-      if (s.inflight === 0)
-        soonest = Math.min(soonest, Math.max(1000, s.lastActive + options.idleTimeoutMs - now));
-    return soonest;
-  }
-
-  async function openSession(req: IncomingMessage, res: ServerResponse, auth: Authenticated, body: unknown) {
-    const view = supervisorFor(shared, auth.identity, auth.scope);
-    const server = deps.createServer(view);
-    const s: Session = {
-      id: undefined,
-      identity: auth.identity,
-      scope: auth.scope,
-      view,
-      server,
-      transport: new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomBytes(32).toString("base64url"),
-        onsessioninitialized: (id) => {
-          s.id = id;
-          sessions.set(id, s);
-        },
-      }),
-      lastActive: clock(),
-      inflight: 1,
-      fingerprint: auth.ids.fingerprint,
-      jtis: new Set(auth.ids.jti ? [auth.ids.jti] : []),
-      closed: false,
-    };
-    s.transport.onclose = () => closeSession(s);
-    pending.add(s);
-    try {
-      await server.connect(s.transport);
-      await s.transport.handleRequest(req, res, body);
-    } finally {
-      pending.delete(s);
-      s.inflight--;
-      if (!s.id) closeSession(s);
-    }
-  }
-
-  async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const who = await auth.authenticate(req);
-    if (!who.ok) return refuse(res, who);
-    remember(who.ids.fingerprint, who.identity);
-    remember(who.ids.jti, who.identity);
-    const isPost = req.method === "POST";
-    if (isPost) {
-      if (inFlight >= options.maxInFlight)
-        return refuse(res, {
-          status: 429,
-          code: "rate_limited",
-          message: "Too many requests in flight.",
-          retryAfterMs: 1000,
-        });
-      inFlight++;
-      res.once("close", () => inFlight--);
-    }
-    let body: unknown;
-    if (isPost) {
-      try {
-        body = await readBody(req, res);
-      } catch {
-        return refuse(res, {
-          status: 400,
-          code: "invalid_argument",
-          message: "The request body is not JSON.",
-        });
-      }
-      if (body === TOO_LARGE) {
-        // The rest of the body is never read: the connection closes after the answer, so no
-        // client reuses a socket whose request was cut off.
-        return refuse(res, {
-          status: 413,
-          code: "invalid_argument",
-          message: `Request bodies are capped at ${options.maxBodyBytes} bytes.`,
-          headers: { connection: "close" },
-        });
-      }
-    }
-    const sid = req.headers["mcp-session-id"];
-    if (typeof sid === "string") {
-      const s = sessions.get(sid);
-      // Another identity's session id is as unknown as a made-up one.
-      if (!s || s.closed || s.identity.hash !== who.identity.hash)
-        return refuse(res, { status: 404, message: "Session not found." });
-      s.lastActive = clock();
-      if (who.ids.jti) {
-        s.jtis.add(who.ids.jti);
-        if (s.jtis.size > MAX_JTIS_PER_SESSION) s.jtis.delete(s.jtis.values().next().value as string);
-      }
-      if (who.scope) {
-        // A later token can only narrow what the session may do, never widen it.
-        const scope: Set<Capability> = new Set([...(s.scope ?? who.scope)].filter((c) => who.scope?.has(c)));
-        s.scope = scope;
-        s.view.policyState = narrowPolicy(shared.policyState, scope);
-      }
-      // Only POSTs keep a session alive: an open GET stream alone is idle (a client that went
-      // away without closing its TCP connection must not hold a session slot for ever).
-      if (!isPost) return s.transport.handleRequest(req, res, body);
-      s.inflight++;
-      try {
-        await s.transport.handleRequest(req, res, body);
-      } finally {
-        s.inflight--;
-        s.lastActive = clock();
-      }
-      return;
-    }
-    const initializing =
-      isPost && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
-    if (!initializing) return refuse(res, { status: 400, message: "No session: send initialize first." });
-    if (sessions.size + pending.size >= options.maxSessions)
-      return refuse(res, {
-        status: 429,
-        code: "rate_limited",
-        message: "This server has as many sessions as it serves.",
-        retryAfterMs: retryAfterForSessions(sessions.values()),
-      });
-    // One identity cannot take every slot from the others.
-    const own = [...sessions.values(), ...pending].filter((x) => x.identity.hash === who.identity.hash);
-    if (own.length >= options.maxSessionsPerIdentity)
-      return refuse(res, {
-        status: 429,
-        code: "rate_limited",
-        message: "This identity has as many sessions as one identity may have.",
-        retryAfterMs: retryAfterForSessions(own),
-      });
-    await openSession(req, res, who, body);
-  }
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // DNS-rebinding defence: on loopback the Host must be a loopback name, and a browser's
-    // Origin must be one of ours (or allowed by the operator). Clients without Origin pass.
+  /** Why the request must be refused before anything else, or null. */
+  return (req: IncomingMessage): string | null => {
+    // On loopback the Host must be a loopback name, and a browser's Origin must be one of ours
+    // (or allowed by the operator). Clients without Origin pass.
     if (isLoopbackHost(options.host) && !loopbackHosts().has(String(req.headers.host ?? "")))
-      return refuse(res, { status: 403, message: "Host not allowed." });
+      return "Host not allowed.";
     const origin = req.headers.origin;
-    if (origin !== undefined && !ownOrigins().has(origin))
-      return refuse(res, { status: 403, message: "Origin not allowed." });
-    const path = (req.url ?? "/").split("?")[0];
-    if (path === METADATA_PATH || path === `${METADATA_PATH}${MCP_PATH}`) {
-      if (!options.oauth || req.method !== "GET") return refuse(res, { status: 404, message: "Not found." });
-      res.writeHead(200, { "content-type": "application/json", "cache-control": "max-age=300" });
-      res.end(JSON.stringify(protectedResourceMetadata(options.oauth)));
-      return;
-    }
-    if (path !== MCP_PATH) return refuse(res, { status: 404, message: "Not found." });
-    await handleMcp(req, res);
-  }
+    if (origin !== undefined && !ownOrigins().has(origin)) return "Origin not allowed.";
+    return null;
+  };
+}
 
-  const listener = (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch(() => {
-      // Never the exception's text: it can carry request content.
-      deps.log.error({}, "http_request_failed");
-      refuse(res, { status: 500, message: "Internal error." });
+/** The revocation list with its consequences wired: sessions ended, TLS connections dropped, a bad reload reported. */
+function revocationList(
+  options: RemoteOptions,
+  deps: RemoteDeps,
+  onRevoked: (added: Revocations) => void,
+): RevocationList | null {
+  if (!options.revokedFile) return null;
+  const onInvalid = (errors: RevocationLineError[]) => {
+    // Line numbers and counts only: the list's text stays in the file.
+    deps.log.warn({ bad_lines: errors.slice(0, 20).map((e) => e.line) }, "revocation_list_invalid_kept_last");
+    deps.supervisor.audit.record({
+      correlation_id: "000000000000",
+      client: "000000000000",
+      policy_id: null,
+      action: "none",
+      tool: "revocation_list",
+      outcome: "error",
+      reason: "invalid_argument",
+      duration_ms: 0,
+      pid: null,
+      process_start: null,
+      counters: { bad_lines: errors.length, first_bad_line: errors[0]?.line ?? 0, kept_entries: list.size },
     });
+  };
+  const list: RevocationList = new RevocationList(options.revokedFile, { onRevoked, onInvalid });
+  return list;
+}
+
+/** The node:http(s) server with its read deadlines: headers (and TLS handshake) and, per request, the body. */
+function createHttpServer(
+  options: RemoteOptions,
+  deps: RemoteDeps,
+  listener: (req: IncomingMessage, res: ServerResponse) => void,
+  tlsSockets: Set<TLSSocket>,
+) {
+  const timing = {
+    headersTimeout: options.headerTimeoutMs,
+    // The body has its own deadline (body.ts); SSE answers stay open as long as they are useful.
+    requestTimeout: 0,
+    // How often node checks the headers deadline: often enough that it means seconds.
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(options.headerTimeoutMs / 4))),
   };
   const server = options.tls
     ? createTlsServer(
-        tlsServerOptions({
-          certFile: options.tls.certFile,
-          keyFile: options.tls.keyFile,
-          clientCaFile: options.clientCaFile,
-        }),
+        {
+          ...tlsServerOptions({
+            certFile: options.tls.certFile,
+            keyFile: options.tls.keyFile,
+            clientCaFile: options.clientCaFile,
+          }),
+          handshakeTimeout: options.headerTimeoutMs,
+          ...timing,
+        },
         listener,
       )
-    : createPlainServer(listener);
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 0; // SSE streams stay open; idle sessions are ended by the sweeper
+    : createPlainServer(timing, listener);
+  server.headersTimeout = options.headerTimeoutMs;
+  server.requestTimeout = 0;
   if (options.tls) {
     server.on("secureConnection", (sock: TLSSocket) => {
       tlsSockets.add(sock);
@@ -366,26 +165,79 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     // Handshake failures (no certificate, another CA) are the client's; keep them out of the log's error level.
     server.on("tlsClientError", () => deps.log.debug({}, "tls_client_refused"));
   }
+  return server;
+}
 
-  await new Promise<void>((resolve, reject) => {
+/** Listens on the configured address; resolves with the bound port. */
+function listen(server: ReturnType<typeof createHttpServer>, options: RemoteOptions): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {
       server.off("error", reject);
-      resolve();
+      resolve((server.address() as AddressInfo).port);
     });
   });
-  port = (server.address() as AddressInfo).port;
+}
 
+/**
+ * `uiinspect-mcp serve --http`: MCP Streamable HTTP at /mcp, one MCP session per client
+ * (session ids from the CSPRNG), every request authenticated (mTLS and/or OAuth Bearer),
+ * checked against the revocation list, Host/Origin-validated, read within deadlines,
+ * body-capped and admitted fairly (admission.ts). Sessions are bound to the identity that
+ * opened them: another identity presenting the id gets "not found".
+ */
+export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps): Promise<RemoteServer> {
+  const problem = checkRemoteOptions(options);
+  if (problem) throw new Error(problem);
+  const clock = deps.clock ?? Date.now;
+  const scheme = options.tls ? "https" : "http";
+  let port = options.port;
+  const tlsSockets = new Set<TLSSocket>();
+  const admission = new Admission(options);
+  let auth: RequestAuthenticator | null = null;
+  const revoked = revocationList(options, deps, (added) => {
+    sessions.revoke(added);
+    for (const sock of tlsSockets) {
+      const c = auth?.certificateOf(sock);
+      if (c && (added.digests.has(c.fingerprint) || added.digests.has(c.certFingerprint))) sock.destroy();
+    }
+  });
+  const remoteHealth = () => {
+    const list = revoked?.health() ?? null;
+    return { degraded: list !== null && list.status !== "ok", revocation_list: list };
+  };
+  const sessions = new RemoteSessions(options, {
+    shared: deps.supervisor,
+    createServer: deps.createServer,
+    clock,
+    remoteHealth,
+  });
+  auth = new RequestAuthenticator(options, {
+    clock,
+    isRevoked: (ids) => revoked?.isRevoked(ids) ?? false,
+    port: () => port,
+  });
+  const handle = mcpHandler(
+    options,
+    auth,
+    admission,
+    sessions,
+    originChecks(options, scheme, () => port),
+  );
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch(() => {
+      // Never the exception's text: it can carry request content.
+      deps.log.error({}, "http_request_failed");
+      refuse(res, { status: 500, message: "Internal error." });
+    });
+  };
+  const server = createHttpServer(options, deps, listener, tlsSockets);
+  port = await listen(server, options);
   const sweep = setInterval(
-    () => {
-      const now = clock();
-      for (const s of [...sessions.values()])
-        if (s.inflight === 0 && now - s.lastActive >= options.idleTimeoutMs) closeSession(s);
-    },
+    () => sessions.sweep(clock()),
     Math.max(250, Math.min(options.idleTimeoutMs / 2, 30_000)),
   );
   sweep.unref();
-
   let closing: Promise<void> | null = null;
   return {
     url: `${scheme}://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}${MCP_PATH}`,
@@ -394,7 +246,7 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
       closing ??= (async () => {
         clearInterval(sweep);
         revoked?.close();
-        for (const s of [...sessions.values()]) closeSession(s);
+        sessions.closeAll();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
@@ -405,4 +257,82 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
   };
 }
 
-const TOO_LARGE: unique symbol = Symbol("too large");
+/** Routing: Host/Origin first, then the RFC 9728 metadata, then /mcp. */
+function mcpHandler(
+  options: RemoteOptions,
+  auth: RequestAuthenticator,
+  admission: Admission,
+  sessions: RemoteSessions,
+  hostProblem: (req: IncomingMessage) => string | null,
+) {
+  const mcp = (req: IncomingMessage, res: ServerResponse) =>
+    handleMcp(req, res, options, auth, admission, sessions);
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const bad = hostProblem(req);
+    if (bad) return refuse(res, { status: 403, message: bad });
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === METADATA_PATH || path === `${METADATA_PATH}${MCP_PATH}`) {
+      if (!options.oauth || req.method !== "GET") return refuse(res, { status: 404, message: "Not found." });
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "max-age=300" });
+      res.end(JSON.stringify(protectedResourceMetadata(options.oauth)));
+      return;
+    }
+    if (path !== MCP_PATH) return refuse(res, { status: 404, message: "Not found." });
+    await mcp(req, res);
+  };
+}
+
+/**
+ * One /mcp request: who it is (before any of the body is read), whether its connection fits
+ * the identity's share, its body within the deadline, then admission (only now does it count
+ * as in flight, until answered), then its session.
+ */
+async function handleMcp(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: RemoteOptions,
+  auth: RequestAuthenticator,
+  admission: Admission,
+  sessions: RemoteSessions,
+): Promise<void> {
+  const who = await auth.authenticate(req);
+  if (!who.ok) return refuse(res, who);
+  const conn = admission.bindConnection(req.socket, who.identity.hash);
+  if (!conn.ok) return refuse(res, { ...rateLimited(conn.message), headers: { connection: "close" } });
+  if (req.method !== "POST") return dispatch(req, res, who, undefined, sessions);
+  const read = await readJsonBody(req, options.maxBodyBytes, options.bodyTimeoutMs);
+  if (!read.ok) {
+    // The rest of the body is never read: the connection closes after the answer, so no
+    // client reuses a socket whose request was cut off.
+    const r = BODY_REFUSALS[read.reason](options.maxBodyBytes);
+    return refuse(res, { ...r, headers: { connection: "close" } });
+  }
+  const slot = admission.admit(who.identity.hash);
+  if (!slot.ok) return refuse(res, rateLimited(slot.message));
+  res.once("close", slot.release);
+  await dispatch(req, res, who, read.body, sessions);
+}
+
+/** To the request's session, or a new one for an initialize. */
+async function dispatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  who: Authenticated,
+  body: unknown,
+  sessions: RemoteSessions,
+): Promise<void> {
+  const sid = req.headers["mcp-session-id"];
+  if (typeof sid === "string") {
+    // Another identity's session id is as unknown as a made-up one.
+    const s = sessions.find(sid, who);
+    if (!s) return refuse(res, { status: 404, message: "Session not found." });
+    return sessions.serve(s, req, res, body);
+  }
+  const initializing =
+    req.method === "POST" &&
+    (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
+  if (!initializing) return refuse(res, { status: 400, message: "No session: send initialize first." });
+  const full = sessions.refuseNew(who);
+  if (full) return refuse(res, rateLimited(full.message, full.retryAfterMs));
+  await sessions.open(req, res, who, body);
+}

@@ -27,7 +27,15 @@ export function tlsServerOptions(f: TlsFiles): {
 }
 
 export type PeerCheck =
-  | { ok: true; fingerprint: string; commonName: string | null; notAfter: number }
+  | {
+      ok: true;
+      /** SPKI SHA-256 (hex): the identity. */
+      fingerprint: string;
+      /** The certificate's own SHA-256 (hex), as `openssl x509 -fingerprint -sha256` prints it. */
+      certFingerprint: string;
+      commonName: string | null;
+      notAfter: number;
+    }
   | { ok: false; reason: "no_certificate" | "not_authorized" | "too_long_lived" | "unparseable" };
 
 /** SHA-256 (hex) of a certificate's DER SubjectPublicKeyInfo: the key, not the certificate, is the identity. */
@@ -61,5 +69,11 @@ export function checkPeer(socket: TLSSocket, maxValidityMs: number): PeerCheck {
   const to = Date.parse(cert.validTo);
   if (!Number.isFinite(from) || !Number.isFinite(to)) return { ok: false, reason: "unparseable" };
   if (to - from > maxValidityMs) return { ok: false, reason: "too_long_lived" };
-  return { ok: true, fingerprint: spkiFingerprint(cert), commonName: commonName(cert.subject), notAfter: to };
+  return {
+    ok: true,
+    fingerprint: spkiFingerprint(cert),
+    certFingerprint: cert.fingerprint256.replaceAll(":", "").toLowerCase(),
+    commonName: commonName(cert.subject),
+    notAfter: to,
+  };
 }

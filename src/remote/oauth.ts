@@ -7,9 +7,12 @@ import { CAPABILITIES, type Capability } from "../supervisor/policy/schema.js";
 export const SCOPE_PREFIX = "uiinspect:";
 export const SCOPES_SUPPORTED: readonly string[] = CAPABILITIES.map((c) => `${SCOPE_PREFIX}${c}`);
 
+/** How long, and for how many tokens, a verified signature is remembered. */
+const VERIFIED_TTL_MS = 60_000;
+const MAX_VERIFIED = 4096;
+
 /** Asymmetric algorithms only: a resource server that holds only public keys cannot verify HMACs anyway. */
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
-const CLOCK_TOLERANCE_S = 30;
 
 export interface OAuthConfig {
   issuer: string;
@@ -17,6 +20,8 @@ export interface OAuthConfig {
   /** A JWKS file path, or an https URL for deployments that have one. */
   jwks: string;
   maxLifetimeSeconds: number;
+  /** How far the issuer's clock may be ahead of or behind ours (iat, nbf, exp), seconds. */
+  clockSkewSeconds: number;
 }
 
 export type BearerCheck =
@@ -60,15 +65,47 @@ function scopesOf(payload: JWTPayload): Set<Capability> {
 }
 
 /**
+ * Why a token's time claims are not acceptable at `nowS` (seconds), or null. Judged by our
+ * clock, not by the token: a token may not claim to be issued in the future (beyond the skew),
+ * and both its age (now − iat) and what is left of it (exp − now) must be within the maximum
+ * lifetime, so no choice of iat stretches a token past the cap. exp and nbf take the skew too.
+ */
+export function timeClaimsProblem(
+  payload: JWTPayload,
+  nowS: number,
+  maxLifetimeS: number,
+  skewS: number,
+): string | null {
+  const { exp, iat, nbf } = payload;
+  if (typeof exp !== "number" || typeof iat !== "number" || !Number.isFinite(exp) || !Number.isFinite(iat))
+    return "The token needs numeric exp and iat.";
+  if (nbf !== undefined && (typeof nbf !== "number" || !Number.isFinite(nbf)))
+    return "The token's nbf is not a number.";
+  if (iat > nowS + skewS) return "The token is issued in the future.";
+  if (nbf !== undefined && nbf > nowS + skewS) return "The token is not valid yet.";
+  if (exp <= nowS - skewS) return "The token has expired.";
+  if (exp - iat > maxLifetimeS || nowS - iat > maxLifetimeS || exp - nowS > maxLifetimeS)
+    return `Token lifetime exceeds ${maxLifetimeS} s.`;
+  return null;
+}
+
+/**
  * Verifies `Authorization: Bearer` JWTs as an OAuth 2.1 resource server: signature against the
- * JWKS, iss, aud (this resource), exp and nbf (with 30 s of clock tolerance), a lifetime
- * (exp − iat) no longer than the configured maximum, and a jti (the revocation handle). The
- * token is never stored, logged or echoed; only what it proves leaves this module.
+ * JWKS, iss, aud (this resource), the time claims by our clock (timeClaimsProblem), and a jti
+ * (the revocation handle). The token is never stored, logged or echoed; only what it proves
+ * leaves this module.
  */
 export class BearerVerifier {
   private readonly keys: KeyLookup | ReturnType<typeof createRemoteJWKSet>;
+  private readonly verified = new Map<
+    string,
+    { check: Extract<BearerCheck, { ok: true }>; times: JWTPayload; until: number }
+  >();
 
-  constructor(private readonly cfg: OAuthConfig) {
+  constructor(
+    private readonly cfg: OAuthConfig,
+    private readonly clock: () => number = Date.now,
+  ) {
     this.keys = /^https:\/\//i.test(cfg.jwks)
       ? createRemoteJWKSet(new URL(cfg.jwks))
       : createLocalJWKSet(readPublicJwks(cfg.jwks));
@@ -80,13 +117,56 @@ export class BearerVerifier {
     const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization);
     if (!m?.[1])
       return { ok: false, error: "invalid_request", description: "Malformed Authorization header." };
+    const key = createHash("sha256").update(m[1]).digest("hex");
+    const seen = this.verified.get(key);
+    const nowMs = this.clock();
+    if (seen && seen.until > nowMs) {
+      // A token verified a moment ago: its signature is still good; its time claims are
+      // judged again by the clock (it may have expired since).
+      const again = timeClaimsProblem(
+        seen.times,
+        Math.floor(nowMs / 1000),
+        this.cfg.maxLifetimeSeconds,
+        this.cfg.clockSkewSeconds,
+      );
+      if (!again) return seen.check;
+      this.verified.delete(key);
+    }
+    const check = await this.verifyToken(m[1]);
+    if (!check.ok) return check;
+    const { times, ...result } = check;
+    this.remember(key, result, times, nowMs);
+    return result;
+  }
+
+  /**
+   * Keeps a verified token's result briefly, so its every request (and an attacker replaying
+   * one token on hundreds of connections) costs a hash, not a signature check. Bounded in
+   * number and in time (a key dropped from a remote JWKS stops counting within the minute).
+   */
+  private remember(
+    key: string,
+    check: Extract<BearerCheck, { ok: true }>,
+    times: JWTPayload,
+    nowMs: number,
+  ): void {
+    this.verified.set(key, { check, times, until: nowMs + VERIFIED_TTL_MS });
+    if (this.verified.size > MAX_VERIFIED) this.verified.delete(this.verified.keys().next().value as string);
+  }
+
+  private async verifyToken(
+    jwt: string,
+  ): Promise<
+    Exclude<BearerCheck, { ok: true }> | (Extract<BearerCheck, { ok: true }> & { times: JWTPayload })
+  > {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(m[1], this.keys, {
+      ({ payload } = await jwtVerify(jwt, this.keys, {
         issuer: this.cfg.issuer,
         audience: this.cfg.audience,
         algorithms: ALGORITHMS,
-        clockTolerance: CLOCK_TOLERANCE_S,
+        currentDate: new Date(this.clock()),
+        clockTolerance: this.cfg.clockSkewSeconds,
         requiredClaims: ["exp", "iat", "jti", "sub"],
       }));
     } catch {
@@ -97,20 +177,26 @@ export class BearerVerifier {
         description: "The token is invalid, expired or not for this resource.",
       };
     }
-    const { exp, iat, jti, sub } = payload;
-    if (typeof exp !== "number" || typeof iat !== "number" || exp - iat > this.cfg.maxLifetimeSeconds)
-      return {
-        ok: false,
-        error: "invalid_token",
-        description: `Token lifetime exceeds ${this.cfg.maxLifetimeSeconds} s.`,
-      };
+    const { jti, sub } = payload;
+    const timeProblem = timeClaimsProblem(
+      payload,
+      Math.floor(this.clock() / 1000),
+      this.cfg.maxLifetimeSeconds,
+      this.cfg.clockSkewSeconds,
+    );
+    if (timeProblem) return { ok: false, error: "invalid_token", description: timeProblem };
     if (typeof jti !== "string" || jti === "" || typeof sub !== "string" || sub === "")
       return { ok: false, error: "invalid_token", description: "The token needs jti and sub." };
     const scopes = scopesOf(payload);
     if (scopes.size === 0)
       return { ok: false, error: "insufficient_scope", description: "The token carries no uiinspect scope." };
     const fingerprint = createHash("sha256").update(`${this.cfg.issuer}\u0000${sub}`, "utf8").digest("hex");
-    return { ok: true, subject: sub, fingerprint, jti, scopes };
+    const times: JWTPayload = {
+      exp: payload.exp,
+      iat: payload.iat,
+      ...(payload.nbf !== undefined ? { nbf: payload.nbf } : {}),
+    };
+    return { ok: true, subject: sub, fingerprint, jti, scopes, times };
   }
 }
 

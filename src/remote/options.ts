@@ -1,5 +1,13 @@
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
+import {
+  type IntSetting,
+  parseSettingValue,
+  remoteSettings,
+  SETTINGS,
+  type Setting,
+} from "../shared/settings.js";
+import type { OAuthConfig } from "./oauth.js";
 
 /** What `serve --http` needs; built by parseRemoteFlags or directly by a caller (tests, another CLI parser). */
 export interface RemoteOptions {
@@ -13,8 +21,8 @@ export interface RemoteOptions {
   /** Client certificates valid (notAfter − notBefore) for longer than this are refused. */
   maxCertValidityDays: number;
   /** OAuth 2.1 resource server: Bearer JWTs from this issuer for this audience. */
-  oauth: { issuer: string; audience: string; jwks: string; maxLifetimeSeconds: number } | null;
-  /** One SPKI fingerprint (hex) or JWT jti per line; re-read on change. */
+  oauth: OAuthConfig | null;
+  /** Certificate digests and JWT jti values, one per line; re-read on change (revocation.ts). */
   revokedFile: string | null;
   /** Origins besides the server's own that may send requests (browser-based clients). */
   allowedOrigins: string[];
@@ -23,47 +31,43 @@ export interface RemoteOptions {
   maxSessions: number;
   /** Sessions one identity may hold at once, so it cannot take every slot. */
   maxSessionsPerIdentity: number;
+  /** Requests in flight (body received, not yet answered) across all identities. */
   maxInFlight: number;
+  /** One identity's share of maxInFlight, so it cannot take every slot either. */
+  maxInFlightPerIdentity: number;
+  /** Open connections one identity may hold (keep-alive included). */
+  maxConnectionsPerIdentity: number;
+  /** Time a connection has for a request's headers (and its TLS handshake). */
+  headerTimeoutMs: number;
+  /** Time a request has for its body once its headers arrived. */
+  bodyTimeoutMs: number;
 }
+
+const intDefault = (s: IntSetting) => s.default;
 
 export const REMOTE_DEFAULTS = {
   host: "127.0.0.1",
-  maxCertValidityDays: 30,
-  maxLifetimeSeconds: 3600,
+  maxCertValidityDays: intDefault(SETTINGS.maxCertDays),
+  maxLifetimeSeconds: intDefault(SETTINGS.oauthMaxLifetime),
+  clockSkewSeconds: intDefault(SETTINGS.oauthClockSkew),
   maxBodyBytes: 1024 * 1024,
-  idleTimeoutMs: 15 * 60_000,
-  maxSessions: 64,
-  maxSessionsPerIdentity: 16,
-  maxInFlight: 256,
+  idleTimeoutMs: intDefault(SETTINGS.idleTimeout) * 1000,
+  maxSessions: intDefault(SETTINGS.maxSessions),
+  maxSessionsPerIdentity: intDefault(SETTINGS.maxSessionsPerIdentity),
+  maxInFlight: intDefault(SETTINGS.maxInflight),
+  maxInFlightPerIdentity: intDefault(SETTINGS.maxInflightPerIdentity),
+  maxConnectionsPerIdentity: intDefault(SETTINGS.maxConnectionsPerIdentity),
+  headerTimeoutMs: intDefault(SETTINGS.headerTimeout) * 1000,
+  bodyTimeoutMs: intDefault(SETTINGS.bodyTimeout) * 1000,
 } as const;
 
-/** serve's remote-mode flags with their help lines: the one list both parsers (ours and the CLI's) use. */
-export const REMOTE_FLAGS = {
-  http: "serve MCP Streamable HTTP at HOST:PORT/mcp instead of stdio (docs/remote.md)",
-  "tls-cert": "server certificate (PEM); required off loopback",
-  "tls-key": "server private key (PEM)",
-  "client-ca": "mTLS: only clients whose certificate chains to this CA connect",
-  "max-cert-days": `refuse client certificates valid longer than this (default ${REMOTE_DEFAULTS.maxCertValidityDays})`,
-  "oauth-issuer": "OAuth: the issuer (iss) Bearer tokens must name",
-  "oauth-audience": "OAuth: the audience (aud) of this resource",
-  "oauth-jwks": "OAuth: a JWKS file with the issuer's public keys",
-  "oauth-max-lifetime": `OAuth: longest token lifetime accepted, seconds (default ${REMOTE_DEFAULTS.maxLifetimeSeconds})`,
-  revoked: "a file of revoked SPKI fingerprints or jti values, one per line (re-read on change)",
-  "allow-origin": "another Origin allowed to send requests (repeatable)",
-  "max-sessions": `cap on MCP sessions (default ${REMOTE_DEFAULTS.maxSessions})`,
-  "max-sessions-per-identity": `cap on one identity's sessions (default ${REMOTE_DEFAULTS.maxSessionsPerIdentity})`,
-  "max-inflight": `cap on requests in flight (default ${REMOTE_DEFAULTS.maxInFlight})`,
-  "idle-timeout": "idle session expiry, ms",
-} as const;
-
-export const REMOTE_FLAG_OPTIONS: Record<keyof typeof REMOTE_FLAGS, { type: "string"; multiple?: boolean }> =
-  {
-    ...(Object.fromEntries(Object.keys(REMOTE_FLAGS).map((k) => [k, { type: "string" }])) as Record<
-      keyof typeof REMOTE_FLAGS,
-      { type: "string" }
-    >),
-    "allow-origin": { type: "string", multiple: true },
-  };
+/** serve's remote-mode flags as node:util.parseArgs options, from the settings table. */
+export const REMOTE_FLAG_OPTIONS: Record<string, { type: "string"; multiple?: boolean }> = Object.fromEntries(
+  remoteSettings().map((s) => [
+    s.flag,
+    s.kind === "text" && s.multiple ? { type: "string", multiple: true } : { type: "string" },
+  ]),
+);
 
 export type ParsedRemoteFlags = { ok: true; options: RemoteOptions | null } | { ok: false; message: string };
 
@@ -101,20 +105,61 @@ export function parseHostPort(raw: string): { host: string; port: number } | nul
   return port <= 65535 ? { host, port } : null;
 }
 
-function positive(raw: string | undefined, name: string, fallback: number, max: number): number | string {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > max)
-    return `--${name} must be an integer between 1 and ${max}.`;
-  return n;
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Each remote setting's raw value: the flag when given, else its environment variable (an
+ * empty variable counts as unset). A repeated flag's values join with commas, as the variable
+ * takes them. `flagged` says which came from a flag, for the "needs --http" check.
+ */
+function rawValues(
+  values: Record<string, string | string[] | boolean | undefined>,
+  env: Env,
+): { raw: Map<Setting, { text: string; from: string }>; flagged: string[] } {
+  const raw = new Map<Setting, { text: string; from: string }>();
+  const flagged: string[] = [];
+  for (const s of remoteSettings()) {
+    const v = values[s.flag];
+    if (typeof v === "string" || Array.isArray(v)) {
+      raw.set(s, { text: Array.isArray(v) ? v.join(",") : v, from: `--${s.flag}` });
+      flagged.push(s.flag);
+    } else if (env[s.env] !== undefined && env[s.env] !== "") {
+      raw.set(s, { text: env[s.env] as string, from: s.env });
+    }
+  }
+  return { raw, flagged };
+}
+
+type Read =
+  | { ok: true; get: <S extends Setting>(s: S) => S extends IntSetting ? number : string | undefined }
+  | { ok: false; message: string };
+
+/** Every value checked by the settings table's one parser; the first bad one is the message. */
+function readAll(raw: Map<Setting, { text: string; from: string }>): Read {
+  const got = new Map<Setting, number | string>();
+  for (const [s, { text, from }] of raw) {
+    const r = parseSettingValue(s, text);
+    if (!r.ok)
+      return {
+        ok: false,
+        message:
+          s.kind === "int"
+            ? `${from} must be a whole number from ${s.min} to ${s.max}.`
+            : `${from} must not be empty.`,
+      };
+    got.set(s, typeof r.value === "string" ? r.value.trim() : r.value);
+  }
+  const get = (s: Setting) => got.get(s) ?? (s.kind === "int" ? s.default : undefined);
+  return { ok: true, get: get as Extract<Read, { ok: true }>["get"] };
 }
 
 /**
- * The `serve` flags of remote mode, parsed in one place so another CLI parser can take them
- * over as they are. No --http: options null (stdio). Refuses combinations that would serve
- * without TLS off loopback or without any way to prove who the client is.
+ * The `serve` flags of remote mode (and their environment variables, the fallback), parsed in
+ * one place so another CLI parser can take them over as they are. No --http (nor
+ * UIINSPECT_HTTP): options null (stdio). Refuses combinations that would serve without TLS off
+ * loopback or without any way to prove who the client is.
  */
-export function parseRemoteFlags(argv: string[]): ParsedRemoteFlags {
+export function parseRemoteFlags(argv: string[], env: Env = {}): ParsedRemoteFlags {
   let values: Record<string, string | string[] | boolean | undefined>;
   try {
     ({ values } = parseArgs({
@@ -124,75 +169,66 @@ export function parseRemoteFlags(argv: string[]): ParsedRemoteFlags {
       options: REMOTE_FLAG_OPTIONS,
     }));
   } catch (e) {
-    return { ok: false, message: e instanceof Error ? e.message : "invalid arguments" };
+    return {
+      ok: false,
+      message: e instanceof Error ? (e.message.split(". ")[0] ?? "invalid arguments") : "invalid arguments",
+    };
   }
-  const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined);
-  const http = str("http");
-  if (http === undefined) {
-    const stray = Object.keys(values).filter((k) => values[k] !== undefined);
-    return stray.length === 0
+  const { raw, flagged } = rawValues(values, env);
+  if (!raw.has(SETTINGS.http))
+    return flagged.length === 0
       ? { ok: true, options: null }
-      : { ok: false, message: `--${stray[0]} needs --http HOST:PORT.` };
-  }
-  const hp = parseHostPort(http);
+      : { ok: false, message: `--${flagged[0]} needs --http HOST:PORT.` };
+  const read = readAll(raw);
+  if (!read.ok) return read;
+  const { get } = read;
+  const hp = parseHostPort(get(SETTINGS.http) ?? "");
   if (!hp) return { ok: false, message: "--http wants HOST:PORT (for example 127.0.0.1:8765)." };
-  const nums = {
-    maxCertValidityDays: positive(
-      str("max-cert-days"),
-      "max-cert-days",
-      REMOTE_DEFAULTS.maxCertValidityDays,
-      3650,
-    ),
-    maxLifetimeSeconds: positive(
-      str("oauth-max-lifetime"),
-      "oauth-max-lifetime",
-      REMOTE_DEFAULTS.maxLifetimeSeconds,
-      86_400,
-    ),
-    maxSessions: positive(str("max-sessions"), "max-sessions", REMOTE_DEFAULTS.maxSessions, 10_000),
-    maxSessionsPerIdentity: positive(
-      str("max-sessions-per-identity"),
-      "max-sessions-per-identity",
-      REMOTE_DEFAULTS.maxSessionsPerIdentity,
-      10_000,
-    ),
-    maxInFlight: positive(str("max-inflight"), "max-inflight", REMOTE_DEFAULTS.maxInFlight, 100_000),
-    idleTimeoutSeconds: positive(
-      str("idle-timeout"),
-      "idle-timeout",
-      REMOTE_DEFAULTS.idleTimeoutMs / 1000,
-      86_400,
-    ),
-  };
-  for (const v of Object.values(nums)) if (typeof v === "string") return { ok: false, message: v };
-  const n = nums as Record<keyof typeof nums, number>;
-  const cert = str("tls-cert");
-  const key = str("tls-key");
+  const cert = get(SETTINGS.tlsCert);
+  const key = get(SETTINGS.tlsKey);
   if ((cert === undefined) !== (key === undefined))
     return { ok: false, message: "--tls-cert and --tls-key go together." };
-  const issuer = str("oauth-issuer");
-  const audience = str("oauth-audience");
-  const jwks = str("oauth-jwks");
+  const issuer = get(SETTINGS.oauthIssuer);
+  const audience = get(SETTINGS.oauthAudience);
+  const jwks = get(SETTINGS.oauthJwks);
   const oauthParts = [issuer, audience, jwks].filter((x) => x !== undefined).length;
   if (oauthParts !== 0 && oauthParts !== 3)
     return { ok: false, message: "--oauth-issuer, --oauth-audience and --oauth-jwks go together." };
+  const origins = get(SETTINGS.allowOrigins);
   const options: RemoteOptions = {
     host: hp.host,
     port: hp.port,
     tls: cert !== undefined && key !== undefined ? { certFile: cert, keyFile: key } : null,
-    clientCaFile: str("client-ca") ?? null,
-    maxCertValidityDays: n.maxCertValidityDays,
+    clientCaFile: get(SETTINGS.clientCa) ?? null,
+    maxCertValidityDays: get(SETTINGS.maxCertDays),
     oauth:
       issuer !== undefined && audience !== undefined && jwks !== undefined
-        ? { issuer, audience, jwks, maxLifetimeSeconds: n.maxLifetimeSeconds }
+        ? {
+            issuer,
+            audience,
+            jwks,
+            maxLifetimeSeconds: get(SETTINGS.oauthMaxLifetime),
+            clockSkewSeconds: get(SETTINGS.oauthClockSkew),
+          }
         : null,
-    revokedFile: str("revoked") ?? null,
-    allowedOrigins: (values["allow-origin"] as string[] | undefined) ?? [],
+    revokedFile: get(SETTINGS.revokedFile) ?? null,
+    allowedOrigins:
+      origins === undefined
+        ? []
+        : origins
+            .split(",")
+            .map((o) => o.trim())
+            .filter((o) => o !== ""),
     maxBodyBytes: REMOTE_DEFAULTS.maxBodyBytes,
-    idleTimeoutMs: n.idleTimeoutSeconds * 1000,
-    maxSessions: n.maxSessions,
-    maxSessionsPerIdentity: n.maxSessionsPerIdentity,
-    maxInFlight: n.maxInFlight,
+    idleTimeoutMs: get(SETTINGS.idleTimeout) * 1000,
+    maxSessions: get(SETTINGS.maxSessions),
+    maxSessionsPerIdentity: get(SETTINGS.maxSessionsPerIdentity),
+    maxInFlight: get(SETTINGS.maxInflight),
+    // A share above the global cap means no share at all: the global cap is what holds then.
+    maxInFlightPerIdentity: Math.min(get(SETTINGS.maxInflightPerIdentity), get(SETTINGS.maxInflight)),
+    maxConnectionsPerIdentity: get(SETTINGS.maxConnectionsPerIdentity),
+    headerTimeoutMs: get(SETTINGS.headerTimeout) * 1000,
+    bodyTimeoutMs: get(SETTINGS.bodyTimeout) * 1000,
   };
   const problem = checkRemoteOptions(options);
   return problem ? { ok: false, message: problem } : { ok: true, options };
@@ -215,7 +251,7 @@ export function checkRemoteOptions(o: RemoteOptions): string | null {
     if (o.oauth.audience.trim() === "") return "--oauth-audience must not be empty.";
   }
   for (const origin of o.allowedOrigins)
-    if (!/^https?:\/\/[^/\s]+$/.test(origin))
+    if (!/^https?:\/\/[^/\s,]+$/.test(origin))
       return "--allow-origin wants an origin such as https://example.com.";
   return null;
 }

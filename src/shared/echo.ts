@@ -7,9 +7,14 @@
 /** How many code points of a client value a message may repeat. */
 export const MAX_ECHO_CODE_POINTS = 64;
 
-/** Control, format and separator characters as visible `\u` escapes (never raw). */
+/**
+ * Everything that does not print as itself as a visible `\u` escape (never raw): control,
+ * format, private-use, unassigned and lone surrogate code points, separators other than the
+ * plain space (a no-break space looks like one), and combining marks (which draw over what
+ * stands before them).
+ */
 export function escapeControls(s: string): string {
-  return s.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => {
+  return s.replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}\p{M}]|(?! )\p{Zs}/gu, (c) => {
     const cp = c.codePointAt(0) ?? 0;
     return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, "0")}`;
   });

@@ -40,6 +40,13 @@ interface Common {
   /** The default as the documentation shows it (when the raw default alone says too little). */
   defaultDoc?: string;
   doc: string;
+  /**
+   * "remote": a flag of `serve` only (remote mode, src/remote/options.ts reads it, flag first,
+   * then the variable); the others are the settings flags every settings verb takes.
+   */
+  group?: "remote";
+  /** For flags: the argument's name in help ("FILE", "HOST:PORT"; "N" for numbers). */
+  placeholder?: string;
 }
 
 export interface IntSetting extends Common {
@@ -59,8 +66,13 @@ export interface ChoiceSetting<T extends string = string> extends Common {
 export interface TextSetting extends Common {
   kind: "text";
   default: null;
-  /** For flags: the placeholder shown in help ("FILE"). */
-  placeholder?: string;
+  /**
+   * What the text is, so the CLI knows whether to make it absolute: a path (the default), a
+   * path or an https URL, or plain words (an address, a URL, an audience).
+   */
+  textKind?: "path" | "pathOrUrl" | "plain";
+  /** A flag that may be repeated: its values join with commas into the variable. */
+  multiple?: boolean;
 }
 
 export type Setting = IntSetting | ChoiceSetting | TextSetting;
@@ -344,6 +356,194 @@ export const SETTINGS = {
     default: "0",
     doc: "UNSAFE, tests only: `1` lets injected input of any program (XTest; Win32 SendInput) answer consent dialogs, and on Wayland turns on a consent dialog (zenity) that any program can answer; health_check and doctor warn loudly",
   }),
+  http: text({
+    env: "UIINSPECT_HTTP",
+    flag: "http",
+    placeholder: "HOST:PORT",
+    textKind: "plain",
+    group: "remote",
+    scope: "server",
+    doc: "remote mode: MCP Streamable HTTP at `HOST:PORT/mcp` instead of stdio (host 127.0.0.1 when left out; `docs/remote.md`)",
+  }),
+  tlsCert: text({
+    env: "UIINSPECT_TLS_CERT",
+    flag: "tls-cert",
+    placeholder: "FILE",
+    group: "remote",
+    scope: "server",
+    doc: "remote: the server certificate (PEM); required off loopback",
+  }),
+  tlsKey: text({
+    env: "UIINSPECT_TLS_KEY",
+    flag: "tls-key",
+    placeholder: "FILE",
+    group: "remote",
+    scope: "server",
+    doc: "remote: the server's private key (PEM)",
+  }),
+  clientCa: text({
+    env: "UIINSPECT_CLIENT_CA",
+    flag: "client-ca",
+    placeholder: "FILE",
+    group: "remote",
+    scope: "server",
+    doc: "remote, mTLS: only clients whose certificate chains to this CA (PEM) connect",
+  }),
+  maxCertDays: int({
+    env: "UIINSPECT_MAX_CERT_DAYS",
+    flag: "max-cert-days",
+    group: "remote",
+    scope: "server",
+    default: 30,
+    min: 1,
+    max: 3650,
+    doc: "remote, mTLS: client certificates valid (notAfter − notBefore) longer than this many days are refused",
+  }),
+  oauthIssuer: text({
+    env: "UIINSPECT_OAUTH_ISSUER",
+    flag: "oauth-issuer",
+    placeholder: "URL",
+    textKind: "plain",
+    group: "remote",
+    scope: "server",
+    doc: "remote, OAuth: the issuer (`iss`) Bearer tokens must name (an https URL)",
+  }),
+  oauthAudience: text({
+    env: "UIINSPECT_OAUTH_AUDIENCE",
+    flag: "oauth-audience",
+    placeholder: "AUDIENCE",
+    textKind: "plain",
+    group: "remote",
+    scope: "server",
+    doc: "remote, OAuth: this resource's audience (`aud`), best the URL clients use",
+  }),
+  oauthJwks: text({
+    env: "UIINSPECT_OAUTH_JWKS",
+    flag: "oauth-jwks",
+    placeholder: "FILE|URL",
+    textKind: "pathOrUrl",
+    group: "remote",
+    scope: "server",
+    doc: "remote, OAuth: the issuer's public keys, a JWKS file or an https URL",
+  }),
+  oauthMaxLifetime: int({
+    env: "UIINSPECT_OAUTH_MAX_LIFETIME_S",
+    flag: "oauth-max-lifetime",
+    group: "remote",
+    scope: "server",
+    default: 3600,
+    min: 1,
+    max: 86_400,
+    doc: "remote, OAuth: longest token life accepted, seconds (exp − iat, now − iat and exp − now)",
+  }),
+  oauthClockSkew: int({
+    env: "UIINSPECT_OAUTH_CLOCK_SKEW_S",
+    flag: "oauth-clock-skew",
+    group: "remote",
+    scope: "server",
+    default: 60,
+    min: 0,
+    max: 600,
+    doc: "remote, OAuth: how far the issuer's clock may differ from ours for `iat`, `nbf` and `exp`, seconds",
+  }),
+  revokedFile: text({
+    env: "UIINSPECT_REVOKED_FILE",
+    flag: "revoked",
+    placeholder: "FILE",
+    group: "remote",
+    scope: "server",
+    doc: "remote: revoked certificates (SHA-256 of the key or of the certificate) and token `jti`s, one per line (`validate-revocations FILE` checks it)",
+  }),
+  allowOrigins: text({
+    env: "UIINSPECT_ALLOW_ORIGINS",
+    flag: "allow-origin",
+    placeholder: "ORIGIN",
+    textKind: "plain",
+    multiple: true,
+    group: "remote",
+    scope: "server",
+    doc: "remote: another browser Origin allowed to send requests (flag repeatable; the variable takes a comma-separated list)",
+  }),
+  maxSessions: int({
+    env: "UIINSPECT_MAX_SESSIONS",
+    flag: "max-sessions",
+    group: "remote",
+    scope: "server",
+    default: 64,
+    min: 1,
+    max: 10_000,
+    doc: "remote: MCP sessions at once",
+  }),
+  maxSessionsPerIdentity: int({
+    env: "UIINSPECT_MAX_SESSIONS_PER_IDENTITY",
+    flag: "max-sessions-per-identity",
+    group: "remote",
+    scope: "server",
+    default: 16,
+    min: 1,
+    max: 10_000,
+    doc: "remote: sessions one identity may hold at once",
+  }),
+  maxInflight: int({
+    env: "UIINSPECT_MAX_INFLIGHT",
+    flag: "max-inflight",
+    group: "remote",
+    scope: "server",
+    default: 256,
+    min: 1,
+    max: 100_000,
+    doc: "remote: requests in flight across all identities (counted once the body has arrived, until answered)",
+  }),
+  maxInflightPerIdentity: int({
+    env: "UIINSPECT_MAX_INFLIGHT_PER_IDENTITY",
+    flag: "max-inflight-per-identity",
+    group: "remote",
+    scope: "server",
+    default: 32,
+    min: 1,
+    max: 100_000,
+    doc: "remote: one identity's share of the requests in flight (long waits included)",
+  }),
+  maxConnectionsPerIdentity: int({
+    env: "UIINSPECT_MAX_CONNECTIONS_PER_IDENTITY",
+    flag: "max-connections-per-identity",
+    group: "remote",
+    scope: "server",
+    default: 64,
+    min: 1,
+    max: 100_000,
+    doc: "remote: open (keep-alive) connections one identity may hold",
+  }),
+  idleTimeout: int({
+    env: "UIINSPECT_IDLE_TIMEOUT_S",
+    flag: "idle-timeout",
+    group: "remote",
+    scope: "server",
+    default: 900,
+    min: 1,
+    max: 86_400,
+    doc: "remote: a session without a POST for this many seconds is closed",
+  }),
+  headerTimeout: int({
+    env: "UIINSPECT_HEADER_TIMEOUT_S",
+    flag: "header-timeout",
+    group: "remote",
+    scope: "server",
+    default: 10,
+    min: 1,
+    max: 300,
+    doc: "remote: seconds a connection has to send a request's headers (and finish the TLS handshake)",
+  }),
+  bodyTimeout: int({
+    env: "UIINSPECT_BODY_TIMEOUT_S",
+    flag: "body-timeout",
+    group: "remote",
+    scope: "server",
+    default: 10,
+    min: 1,
+    max: 300,
+    doc: "remote: seconds a request has to send its body once its headers arrived (then 408)",
+  }),
   win32Dialog: choice({
     env: "UIINSPECT_WIN32_DIALOG",
     scope: "worker",
@@ -355,10 +555,16 @@ export const SETTINGS = {
 
 export type SettingKey = keyof typeof SETTINGS;
 
-/** The settings that have a CLI flag, in table order. */
+/** The settings flags every settings verb takes (not remote mode's), in table order. */
 export function flaggedSettings(): Array<Setting & { flag: string }> {
   const all: Setting[] = Object.values(SETTINGS);
-  return all.filter((s): s is Setting & { flag: string } => s.flag !== undefined);
+  return all.filter((s): s is Setting & { flag: string } => s.flag !== undefined && s.group === undefined);
+}
+
+/** Remote mode's settings (serve's own flags), in table order. */
+export function remoteSettings(): Array<Setting & { flag: string }> {
+  const all: Setting[] = Object.values(SETTINGS);
+  return all.filter((s): s is Setting & { flag: string } => s.flag !== undefined && s.group === "remote");
 }
 
 /** How strictly a bad value of `s` is treated (see SettingStrictness). */

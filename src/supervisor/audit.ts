@@ -126,7 +126,8 @@ const MAX_SINK_BUFFER_BYTES = 8 * 1024 * 1024;
  */
 export class AuditLog {
   private readonly capacity: number;
-  private readonly ring: (AuditEvent | undefined)[];
+  /** Each event with the full client key it was recorded for (never written to the file). */
+  private readonly ring: ({ ev: AuditEvent; key: string | undefined } | undefined)[];
   private next = 0;
   private count = 0;
   private readonly clock: Clock;
@@ -146,7 +147,7 @@ export class AuditLog {
     if (!Number.isInteger(cap) || cap < 1 || cap > 1_000_000)
       throw new RangeError("audit capacity 1..1000000");
     this.capacity = cap;
-    this.ring = new Array<AuditEvent | undefined>(cap);
+    this.ring = new Array<{ ev: AuditEvent; key: string | undefined } | undefined>(cap);
     this.clock = opts.clock;
     this.onSinkError = opts.onSinkError;
     this.onReject = opts.onReject;
@@ -184,8 +185,12 @@ export class AuditLog {
     };
   }
 
-  /** Stores a valid event; an invalid one is dropped and counted (never partially stored). */
-  record(e: AuditEventInput): void {
+  /**
+   * Stores a valid event; an invalid one is dropped and counted (never partially stored).
+   * `clientKey` is the full key of the client it concerns (a ClientIdentity.hash): reads for a
+   * client match on it, not on the event's short `client` id, which many keys share.
+   */
+  record(e: AuditEventInput, clientKey?: string): void {
     const candidate: unknown =
       e !== null && typeof e === "object" && e.time === undefined
         ? { ...e, time: new Date(this.clock()).toISOString() }
@@ -210,21 +215,23 @@ export class AuditLog {
     const ev = parsed.data;
     Object.freeze(ev.counters);
     Object.freeze(ev);
-    this.ring[this.next] = ev;
+    this.ring[this.next] = { ev, key: clientKey };
     this.next = (this.next + 1) % this.capacity;
     if (this.count < this.capacity) this.count++;
     this.recordedCount++;
     this.writeSink(ev);
   }
 
-  /** Newest first, at most `limit` (clamped to 0..capacity). */
-  recent(limit = 20, client?: string): AuditEvent[] {
+  /**
+   * Newest first, at most `limit` (clamped to 0..capacity). With `clientKey`, only the events
+   * recorded for exactly that key (the ring is shared by every client).
+   */
+  recent(limit = 20, clientKey?: string): AuditEvent[] {
     const n = Math.max(0, Math.min(Math.floor(Number.isFinite(limit) ? limit : 0), this.count));
     const out: AuditEvent[] = [];
-    // Newest first; with `client`, only that client's events (the ring is shared by all of them).
     for (let i = 1; i <= this.count && out.length < n; i++) {
-      const ev = this.ring[(this.next - i + this.capacity) % this.capacity];
-      if (ev && (client === undefined || ev.client === client)) out.push(ev);
+      const slot = this.ring[(this.next - i + this.capacity) % this.capacity];
+      if (slot && (clientKey === undefined || slot.key === clientKey)) out.push(slot.ev);
     }
     return out;
   }

@@ -159,19 +159,22 @@ export function buildSupervisor(
     if (e.reason === "target_changed" || e.reason === "target_gone")
       tokens.revokeInstance(e.grant.instanceKey);
     if (e.reason !== "released" && e.reason !== "expired")
-      audit.record({
-        correlation_id: "000000000000",
-        client: auditIdOf(e.grant.client),
-        policy_id: built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
-        action: "none",
-        tool: "revocation",
-        outcome: "deny",
-        reason: e.reason === "shutdown" ? "cancelled" : e.reason,
-        duration_ms: 0,
-        pid: e.grant.instance.pid,
-        process_start: e.grant.instance.start_time,
-        counters: {},
-      });
+      audit.record(
+        {
+          correlation_id: "000000000000",
+          client: auditIdOf(e.grant.client),
+          policy_id: built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
+          action: "none",
+          tool: "revocation",
+          outcome: "deny",
+          reason: e.reason === "shutdown" ? "cancelled" : e.reason,
+          duration_ms: 0,
+          pid: e.grant.instance.pid,
+          process_start: e.grant.instance.start_time,
+          counters: {},
+        },
+        e.grant.client,
+      );
   });
   const audit = new AuditLog({
     capacity: 1000,

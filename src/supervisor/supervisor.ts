@@ -54,6 +54,18 @@ export interface Supervisor {
    * edited, the policy expired); returns the way to stop. Absent where nothing watches it.
    */
   onPolicyChange?: (listener: () => void) => () => void;
+  /**
+   * Remote mode's own health facts (the revocation list), for health_check; absent over stdio.
+   * `degraded` makes health_check say degraded.
+   */
+  remoteHealth?: () => { degraded: boolean; revocation_list: RemoteRevocationHealth | null };
+}
+
+/** The revocation list as health_check shows it (src/remote/revocation.ts). */
+export interface RemoteRevocationHealth {
+  status: "ok" | "stale" | "unreadable";
+  entries: number;
+  bad_lines?: number[] | undefined;
 }
 
 /** The policy in force at the supervisor's clock, or the refusal that stands instead of one. */

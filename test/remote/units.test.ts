@@ -6,8 +6,9 @@ import { BearerVerifier, readPublicJwks, wwwAuthenticate } from "../../src/remot
 import { isLoopbackHost, parseHostPort, parseRemoteFlags } from "../../src/remote/options.js";
 import { RevocationList } from "../../src/remote/revocation.js";
 import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
-import { narrowPolicy } from "../../src/supervisor/mcp/multiSession.js";
+import { narrowPolicy, supervisorFor } from "../../src/supervisor/mcp/multiSession.js";
 import type { PolicyState } from "../../src/supervisor/policy/load.js";
+import type { Supervisor } from "../../src/supervisor/supervisor.js";
 import { AUDIENCE, ISSUER, makeIssuer } from "../support/remote.js";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "uiinspect-remote-unit-"));
@@ -45,7 +46,7 @@ describe("remote flags", () => {
     expect(msg(["--http", "127.0.0.1:8765", "--client-ca", "ca.pem"])).toMatch(/needs --tls-cert/);
     expect(msg(["--http", "127.0.0.1:8765", "--tls-cert", "c.pem", ...OAUTH])).toMatch(/go together/);
     expect(msg(["--http", "127.0.0.1:8765", "--oauth-issuer", ISSUER])).toMatch(/go together/);
-    expect(msg(["--http", "127.0.0.1:8765", ...OAUTH, "--max-cert-days", "0"])).toMatch(/between 1 and/);
+    expect(msg(["--http", "127.0.0.1:8765", ...OAUTH, "--max-cert-days", "0"])).toMatch(/from 1 to 3650/);
     expect(
       msg(["--http", "127.0.0.1:8765", "--oauth-issuer", "http://idp.example", ...OAUTH.slice(2)]),
     ).toMatch(/https URL/);
@@ -70,7 +71,7 @@ describe("revocation list", () => {
     const file = join(dir, "revoked.txt");
     writeFileSync(file, "# none yet\n");
     const seen: string[][] = [];
-    const list = new RevocationList(file, (added) => seen.push([...added]), 60_000);
+    const list = new RevocationList(file, (added) => seen.push([...added.digests, ...added.jtis]), 60_000);
     const fp = "ab".repeat(32);
     expect(list.isRevoked({ fingerprint: fp, jti: "j1" })).toBe(false);
     // Atomic replace (rename), as the docs advise.
@@ -102,6 +103,7 @@ describe("bearer verification", () => {
       audience: AUDIENCE,
       jwks: jwksFile,
       maxLifetimeSeconds: 3600,
+      clockSkewSeconds: 60,
     });
     const token = await sign({
       sub: "a",
@@ -121,6 +123,7 @@ describe("bearer verification", () => {
       audience: AUDIENCE,
       jwks: jwksFile,
       maxLifetimeSeconds: 3600,
+      clockSkewSeconds: 60,
     });
     const o = await other.verify(`Bearer ${await sign({ sub: "a", iss: "https://x.invalid" })}`);
     expect(o.ok && r.ok && o.fingerprint !== r.fingerprint).toBe(true);
@@ -157,6 +160,32 @@ describe("identities and scope narrowing", () => {
     expect(a.auditId).toMatch(/^[0-9a-f]{12}$/);
     expect(a.label).not.toContain("\u202e");
     expect(ClientIdentity.fromClientInfo({ name: "x" }).verified).toBeNull();
+  });
+
+  it("a session's view reads the shared policy live; a later scope narrows, never widens", () => {
+    const state = (actions: string[]) =>
+      ({
+        status: "ok",
+        policy: { allowed_actions: new Set(actions), policy_id: "p" },
+      }) as unknown as PolicyState;
+    const shared = { policyState: state(["observe", "inspect", "click"]) } as unknown as Supervisor;
+    const who = ClientIdentity.verified({ method: "mtls", fingerprint: "ef".repeat(32) }, "a");
+    const mtls = supervisorFor(shared, who, null);
+    const oauth = supervisorFor(shared, who, new Set(["observe", "click"]));
+    const allowed = (v: Supervisor) =>
+      v.policyState.status === "ok" ? [...v.policyState.policy.allowed_actions].sort() : v.policyState.status;
+    expect(allowed(mtls)).toEqual(["click", "inspect", "observe"]);
+    expect(allowed(oauth)).toEqual(["click", "observe"]);
+    shared.policyState = state(["observe"]);
+    expect(allowed(mtls)).toEqual(["observe"]);
+    expect(allowed(oauth)).toEqual(["observe"]);
+    shared.policyState = { status: "none" } as PolicyState;
+    expect(allowed(mtls)).toBe("none");
+    shared.policyState = state(["observe", "inspect", "click"]);
+    oauth.narrowScope(new Set(["click", "inspect"]));
+    expect(allowed(oauth)).toEqual(["click"]);
+    oauth.narrowScope(new Set(["observe", "inspect", "click"]));
+    expect(allowed(oauth)).toEqual(["click"]);
   });
 
   it("scopes only narrow the allowed actions", () => {

@@ -212,9 +212,9 @@ export async function makeIssuer(
       .setProtectedHeader({ alg: "ES256", kid: "test-key" })
       .setIssuer(c.iss ?? ISSUER)
       .setAudience(c.aud ?? AUDIENCE)
-      .setSubject(c.sub ?? "agent-1")
-      .setIssuedAt(iat)
-      .setExpirationTime(c.exp ?? iat + 600);
+      .setSubject(c.sub ?? "agent-1");
+    if (c.iat !== null) jwt.setIssuedAt(iat);
+    if (c.exp !== null) jwt.setExpirationTime(c.exp ?? iat + 600);
     if (c.jti !== null) jwt.setJti(c.jti ?? `jti-${Math.random().toString(16).slice(2)}`);
     if (c.nbf !== undefined) jwt.setNotBefore(c.nbf);
     return jwt.sign(privateKey);
@@ -227,8 +227,10 @@ export interface TokenClaims {
   aud?: string;
   sub?: string;
   scope?: string;
-  iat?: number;
-  exp?: number;
+  /** null: no iat claim. */
+  iat?: number | null;
+  /** null: no exp claim. */
+  exp?: number | null;
   nbf?: number;
   /** null: no jti at all. */
   jti?: string | null;

@@ -11,6 +11,39 @@ export async function liveWindows(sup: Supervisor, signal: AbortSignal): Promise
   return (await liveListing(sup, signal)).windows;
 }
 
+/** The listing a poll is waiting on, per capture worker (every session's view shares the worker). */
+const pollsInFlight = new WeakMap<object, Promise<WindowInfo[]>>();
+
+/**
+ * liveWindows for a wait's poll: polls that overlap share one listing, so any number of waits
+ * (from any number of sessions or identities) keep at most one listing request in the capture
+ * worker's queue, never one each. Only for waits: a check before an effect asks for its own.
+ * Each caller still ends at its own signal.
+ */
+export function pollWindows(sup: Supervisor, signal: AbortSignal): Promise<WindowInfo[]> {
+  const key = sup.workers.capture;
+  let shared = pollsInFlight.get(key);
+  if (!shared) {
+    shared = liveWindows(sup, new AbortController().signal).finally(() => pollsInFlight.delete(key));
+    pollsInFlight.set(key, shared);
+  }
+  if (signal.aborted) return Promise.reject(uiError("cancelled"));
+  return new Promise<WindowInfo[]>((resolve, reject) => {
+    const onAbort = () => reject(uiError("cancelled"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    shared.then(
+      (w) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(w);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
 /**
  * liveWindows with the id the capture worker keeps that listing under for a moment (a
  * screenshot hands the id back instead of the windows), when it gave one.

@@ -260,19 +260,22 @@ export async function callTool(
   } finally {
     if (def && def.audited !== false) {
       const t = ctx?.target ?? null;
-      sup.audit.record({
-        correlation_id: correlationId,
-        client: sup.client().auditId,
-        policy_id: ctx?.policy?.policy_id ?? null,
-        action: auditAction(def, ctx),
-        tool: def.name,
-        outcome,
-        reason,
-        duration_ms: Math.round((performance.now() - started) * 100) / 100,
-        pid: t?.instance.pid ?? null,
-        process_start: t?.instance.start_time ?? null,
-        counters: ctx?.counters ?? {},
-      });
+      sup.audit.record(
+        {
+          correlation_id: correlationId,
+          client: sup.client().auditId,
+          policy_id: ctx?.policy?.policy_id ?? null,
+          action: auditAction(def, ctx),
+          tool: def.name,
+          outcome,
+          reason,
+          duration_ms: Math.round((performance.now() - started) * 100) / 100,
+          pid: t?.instance.pid ?? null,
+          process_start: t?.instance.start_time ?? null,
+          counters: ctx?.counters ?? {},
+        },
+        sup.client().hash,
+      );
     }
   }
 }

@@ -7,7 +7,7 @@ import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { sleep } from "../../shared/sleep.js";
-import { liveWindows } from "../access/liveWindows.js";
+import { liveWindows, pollWindows } from "../access/liveWindows.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
 import { startLoopDelay } from "../hosting/loopDelay.js";
 import { type EffectivePolicy, ENV, type PolicyState, policyStatusAt } from "../policy/load.js";
@@ -107,6 +107,21 @@ const HealthOutput = z.object({
   /** PNG bytes frame streams keep now, and the most they ever kept at once. */
   streams: z.object({ in_use: z.number(), peak: z.number() }),
   /**
+   * Remote mode only: the revocation list in force. `stale`: the file changed into one that
+   * does not parse (bad_lines), the last good list is kept; `unreadable`: every request refused.
+   */
+  remote: z
+    .object({
+      revocation_list: z
+        .object({
+          status: z.enum(["ok", "stale", "unreadable"]),
+          entries: z.number(),
+          bad_lines: z.array(z.number()).optional(),
+        })
+        .nullable(),
+    })
+    .optional(),
+  /**
    * Supervisor event-loop delay (ms) over the last `window_s` seconds (30–60 s once the server
    * has run that long; see loopDelay.ts): how responsive the main thread is now.
    */
@@ -176,7 +191,12 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
           };
   // A configured audit file that cannot be written stops every effect (audit_unavailable).
   const auditFailed = sup.audit.sink === "failed";
-  const status = !platformOk ? "unusable" : policy.status === "ok" && !auditFailed ? "ok" : "degraded";
+  const remote = sup.remoteHealth?.();
+  const status = !platformOk
+    ? "unusable"
+    : policy.status === "ok" && !auditFailed && remote?.degraded !== true
+      ? "ok"
+      : "degraded";
   return {
     status,
     platform: sup.config.platform,
@@ -190,6 +210,7 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
     uptime_ms: sup.clock() - sup.startedAt,
     streams: streamMemoryUse(sup),
     event_loop: loopDelay.figures(),
+    ...(remote ? { remote: { revocation_list: remote.revocation_list } } : {}),
   };
 }
 
@@ -292,7 +313,7 @@ export const discoveryTools = [
       const start = Date.now();
       await ctx.progress(0, args.timeout_ms);
       for (let polls = 0; ; polls++) {
-        const all = await liveWindows(ctx.sup, ctx.signal);
+        const all = await pollWindows(ctx.sup, ctx.signal);
         const needle = args.title_contains.toLowerCase();
         const hits = allowedWindows(policy, all).filter((w) => w.title.toLowerCase().includes(needle));
         if (hits.length > 1) throw uiError("target_ambiguous");

@@ -79,7 +79,7 @@ export const metaTools = [
     effect: "read_only",
     // Only the caller's own events: in remote mode one server serves several identities.
     handler: async (ctx, args) => ({
-      structured: { events: ctx.sup.audit.recent(args.limit, ctx.client.auditId) },
+      structured: { events: ctx.sup.audit.recent(args.limit, ctx.client.hash) },
     }),
   }),
 ];

@@ -121,7 +121,7 @@ export const a11yTools = [
     name: "inspect_tree",
     title: "Inspect accessibility tree",
     description:
-      'The window\'s accessibility tree (and open popups) as an outline: role "name" [states] [ref=…] per line. detail=full: nodes as JSON too.',
+      'Accessibility tree (and open popups) as an outline: role "name" [states] [ref=…] per line. detail=full: nodes as JSON too.',
     capability: "inspect",
     budget: "inspection",
     args: {

@@ -122,7 +122,7 @@ export const captureTools = [
     name: "wait_for_visual_change",
     title: "Wait for a visual change",
     description:
-      "Waits (≤ 30 s) until the region differs from frame `since` (a screenshot hash; default: now): changed rects, and the PNG with include_frame.",
+      "Waits ≤ 30 s for the region to differ from frame `since` (a screenshot hash; default now): changed rects, PNG if include_frame.",
     capability: "observe",
     budget: "inspection",
     // Env mode without region_name: screenshot_window's default crops.

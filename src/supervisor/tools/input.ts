@@ -213,7 +213,7 @@ export const inputTools = [
     name: "send_key",
     title: "Press a key",
     description:
-      "Presses one key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
+      "One key (arrows, space, enter, esc, tab, backspace, delete, home, end, pageup, pagedown, a–z, 0–9, f1–f12), ≤ 2 of ctrl/shift/alt.",
     capability: "key",
     budget: "action",
     args: {

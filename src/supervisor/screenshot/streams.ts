@@ -359,19 +359,22 @@ export class FrameStreams {
     counters: Record<string, number | boolean>,
   ): void {
     const t = (ctx as CallContext | null)?.target ?? null;
-    this.sup.audit.record({
-      correlation_id: correlationId,
-      client: this.sup.client().auditId,
-      policy_id: (ctx as CallContext | null)?.policy?.policy_id ?? null,
-      action: "observe",
-      tool: "screenshot_window",
-      outcome: reason === "ok" ? "allow" : isDenial(reason) ? "deny" : "error",
-      reason,
-      duration_ms: Math.round(ms * 100) / 100,
-      pid: t?.instance.pid ?? null,
-      process_start: t?.instance.start_time ?? null,
-      counters: { ...((ctx as CallContext | null)?.counters ?? {}), ...counters },
-    });
+    this.sup.audit.record(
+      {
+        correlation_id: correlationId,
+        client: this.sup.client().auditId,
+        policy_id: (ctx as CallContext | null)?.policy?.policy_id ?? null,
+        action: "observe",
+        tool: "screenshot_window",
+        outcome: reason === "ok" ? "allow" : isDenial(reason) ? "deny" : "error",
+        reason,
+        duration_ms: Math.round(ms * 100) / 100,
+        pid: t?.instance.pid ?? null,
+        process_start: t?.instance.start_time ?? null,
+        counters: { ...((ctx as CallContext | null)?.counters ?? {}), ...counters },
+      },
+      this.sup.client().hash,
+    );
   }
 
   private schedule(s: Stream): void {
@@ -473,18 +476,21 @@ export class FrameStreams {
     if (tell) this.notify(s.uri, { ended: reason });
     // The stream's end: how many frames it kept, and the refusal that ended it (if one did).
     const code = (ERROR_CODES as readonly string[]).includes(reason) ? (reason as AuditReason) : "ok";
-    this.sup.audit.record({
-      correlation_id: newCorrelationId(),
-      client: this.sup.client().auditId,
-      policy_id: s.policy.policy_id,
-      action: "observe",
-      tool: "screenshot_window",
-      outcome: code === "ok" ? "allow" : isDenial(code) ? "deny" : "error",
-      reason: code,
-      duration_ms: 0,
-      pid: s.target.instance.pid,
-      process_start: s.target.instance.start_time,
-      counters: { stream_end: true, frames: s.sequence },
-    });
+    this.sup.audit.record(
+      {
+        correlation_id: newCorrelationId(),
+        client: this.sup.client().auditId,
+        policy_id: s.policy.policy_id,
+        action: "observe",
+        tool: "screenshot_window",
+        outcome: code === "ok" ? "allow" : isDenial(code) ? "deny" : "error",
+        reason: code,
+        duration_ms: 0,
+        pid: s.target.instance.pid,
+        process_start: s.target.instance.start_time,
+        counters: { stream_end: true, frames: s.sequence },
+      },
+      this.sup.client().hash,
+    );
   }
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
+import { refuseUnactionable } from "../../shared/actionable.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
@@ -356,11 +357,8 @@ export const discoveryTools = [
       const t = ctx.target;
       const initial = t.window.title;
       // A window that is not on screen shows no new title to wait for: the wait ends at once.
-      const refuseHidden = (w: WindowInfo) => {
-        if (w.iconic)
-          throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
-        if (!w.visible) throw uiError("target_gone", "The target window is not visible.");
-      };
+      const refuseHidden = (w: WindowInfo) =>
+        refuseUnactionable(w, false, "The target window is minimized; restore_window it, then wait again.");
       refuseHidden(t.window);
       const start = Date.now();
       for (;;) {

@@ -24,7 +24,8 @@ export function unactionable(window: WindowState, requireForeground: boolean): U
   return null;
 }
 
-const MESSAGES: Record<Unactionable, string | undefined> = {
+/** The fixed wording of each refusal (undefined: the code's default message). */
+export const UNACTIONABLE_MESSAGES: Readonly<Record<Unactionable, string | undefined>> = {
   minimized: undefined,
   target_gone: "The target window is not visible.",
   not_foreground: undefined,
@@ -38,5 +39,5 @@ export function refuseUnactionable(
 ): void {
   const why = unactionable(window, requireForeground);
   if (why === null) return;
-  throw uiError(why, why === "minimized" ? minimizedHint : MESSAGES[why]);
+  throw uiError(why, why === "minimized" ? minimizedHint : UNACTIONABLE_MESSAGES[why]);
 }

@@ -121,7 +121,9 @@ describe.skipIf(!X11_AVAILABLE)("our dialogs take only a person's input (x11, bu
       DESKTOP_AUTOMATION_ALLOWED_TITLES: "uix cd *",
       DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: exe,
       DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,click,key,text",
-      UIINSPECT_CONSENT_TIMEOUT_MS: "6000",
+      // Several times what the dialog takes to map on a loaded machine (2-4 s at a load of 25 on
+      // two cores): a dialog killed by the timeout before it showed fails the wait for it.
+      UIINSPECT_CONSENT_TIMEOUT_MS: "15000",
       ...env,
     });
     servers.push(h);

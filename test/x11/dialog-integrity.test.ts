@@ -227,15 +227,21 @@ describe.skipIf(!X11_AVAILABLE)(
       expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");
     }, 120_000);
 
-    it("another client focusing the dialog just before a click lands on Allow: the click does not approve; resting for the delay does", async () => {
+    /** A request whose dialog is up and unfocused, the pointer rested on Allow for the delay (armed). */
+    async function restingOnAllowUnfocused() {
       const h = await serve();
       await pointerAway();
       const pending = h.call("request_access", { hwnd });
       const wid = await dialogShown();
       const allow = allowOf(wid);
       xdotool("mousemove", "--sync", String(allow.x), String(allow.y));
-      await sleep(REST_MS); // the pointer rested on Allow for the delay: armed
-      expect(focusedWindow()).not.toBe(wid);
+      await sleep(REST_MS);
+      expect(focusedWindow(), "the dialog took the focus when it appeared").not.toBe(wid);
+      return { pending, wid };
+    }
+
+    it("another client focusing the dialog just before a click lands on Allow: the click does not approve; resting for the delay does", async () => {
+      const { pending, wid } = await restingOnAllowUnfocused();
       await attack(["focus", wid]);
       expect(focusedWindow()).toBe(wid);
       xdotool("click", "1");
@@ -250,14 +256,7 @@ describe.skipIf(!X11_AVAILABLE)(
     }, 120_000);
 
     it("the first click on an unfocused dialog, after the pointer rested on Allow for the delay, approves (the focus it causes does not restart the delay)", async () => {
-      const h = await serve();
-      await pointerAway();
-      const pending = h.call("request_access", { hwnd });
-      const wid = await dialogShown();
-      const allow = allowOf(wid);
-      xdotool("mousemove", "--sync", String(allow.x), String(allow.y));
-      await sleep(REST_MS);
-      expect(focusedWindow(), "the dialog took the focus when it appeared").not.toBe(wid);
+      const { pending } = await restingOnAllowUnfocused();
       xdotool("click", "1");
       const r = await pending;
       expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");

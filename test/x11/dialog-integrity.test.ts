@@ -255,6 +255,17 @@ describe.skipIf(!X11_AVAILABLE)(
       expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");
     }, 120_000);
 
+    it("a keyboard grab taken and let go while the dialog has the focus (its focus comes back, nothing changed) does not restart the delay", async () => {
+      const { pending, wid } = await restingOnAllowUnfocused();
+      await attack(["focus", wid]);
+      await sleep(REST_MS); // the restart the focus change made has run out
+      await attack(["grab-keyboard"]);
+      expect(focusedWindow()).toBe(wid);
+      xdotool("click", "1");
+      const r = await pending;
+      expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");
+    }, 120_000);
+
     it("the first click on an unfocused dialog, after the pointer rested on Allow for the delay, approves (the focus it causes does not restart the delay)", async () => {
       const { pending } = await restingOnAllowUnfocused();
       xdotool("click", "1");

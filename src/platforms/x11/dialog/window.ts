@@ -64,6 +64,8 @@ const XI_MOTION = 6;
 const XI_ENTER = 7;
 const XI_LEAVE = 8;
 const XI_FOCUS_IN = 9;
+/** XINotifyGrab, XINotifyUngrab, XINotifyPassiveGrab, XINotifyPassiveUngrab. */
+const FOCUS_GRAB_MODES = new Set([1, 2, 4, 5]);
 const IS_VIEWABLE = 2;
 const PROP_MODE_REPLACE = 0;
 const PROP_MODE_APPEND = 2;
@@ -439,14 +441,17 @@ export class ConsentWindow {
       const evtype = cookie.readInt32LE(36);
       const data = cookie.readBigUInt64LE(48);
       // XIDeviceEvent / XIEnterEvent (LP64): send_event 16, time 40, sourceid 52, detail 56,
-      // event_x 104, event_y 112.
+      // event_x 104, event_y 112; XIEnterEvent (focus too): mode 120.
       const raw = Buffer.from(new Uint8Array(koffi.view(data, 128) as ArrayBuffer));
       const time = Number(raw.readBigUInt64LE(40) & 0xffffffffn);
       const detail = raw.readInt32LE(56);
       const spot = this.spotAt(raw.readDoubleLE(104), raw.readDoubleLE(112));
       this.learnTime(time);
       if (evtype === XI_FOCUS_IN) {
-        if (raw.readInt32LE(16) !== 0) return;
+        // mode (offset 120): a keyboard grab's start or end (every grab probe, hotkey tool or
+        // menu) hands the focus back where it was; nothing the person sees changed.
+        const mode = raw.readInt32LE(120);
+        if (raw.readInt32LE(16) !== 0 || FOCUS_GRAB_MODES.has(mode)) return;
         this.gesture.focusIn(time);
         // A pointer the history does not have where it is now landed unseen: the whole delay.
         if (this.queryPointer() !== this.gesture.pointerSpot) this.restart();

@@ -3,6 +3,7 @@ import { parseRemoteFlags, type RemoteOptions } from "../remote/options.js";
 import { UiError } from "../shared/errors.js";
 import { buildSupervisor } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
+import { boundYoungGeneration } from "../supervisor/heap.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/mcp/server.js";
 import { singleDrainWriter } from "../supervisor/mcp/stdoutWriter.js";
@@ -13,6 +14,8 @@ import { installShutdown } from "../supervisor/shutdown.js";
  * or a signal arrives; with --http, authenticated remote mode (src/remote) instead.
  */
 export async function serve(argv: string[] = []): Promise<number> {
+  // Before anything allocates: the young generations stay small (src/supervisor/heap.ts).
+  boundYoungGeneration();
   const flags = parseRemoteFlags(argv, process.env);
   if (!flags.ok) {
     process.stderr.write(`uiinspect-mcp: ${flags.message}\n`);

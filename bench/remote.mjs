@@ -21,7 +21,7 @@
 import { loadavg } from "node:os";
 import { CLI, call } from "./lib/mcp.mjs";
 import { connectIdentity, hwndOf, nextCall, remoteSetup, startHttpServer } from "./lib/remote.mjs";
-import { memory, rssKb, smapsBreakdown, stats } from "./lib/stats.mjs";
+import { cpuMs, memory, rssKb, smapsBreakdown, stats } from "./lib/stats.mjs";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 120);
@@ -79,6 +79,7 @@ async function runOnce(cli, env) {
       if (SMAPS) smapsAtPeak = smapsBreakdown(srv.pid);
     }, 1000);
     const load1 = loadavg()[0];
+    const cpu0 = cpuMs(srv.pid);
     const end = performance.now() + SECONDS * 1000;
     const t0 = performance.now();
     await Promise.all(
@@ -99,6 +100,7 @@ async function runOnce(cli, env) {
       }),
     );
     const wall = (performance.now() - t0) / 1000;
+    const cpu1 = cpuMs(srv.pid);
     clearInterval(rssTimer);
     const loaded = (await call(clients[0], "health_check", {})).event_loop;
     const all = [...lat.inspect_tree, ...lat.screenshot_window];
@@ -118,6 +120,13 @@ async function runOnce(cli, env) {
       p99_over_p50: Math.round((overall.p99_ms / Math.max(0.1, overall.p50_ms)) * 100) / 100,
       identity_p99_ms: { min: p99s[0], median: medianP99, max: p99s.at(-1) },
       worst_identity_p99_over_median: Math.round(((p99s.at(-1) ?? 0) / Math.max(0.1, medianP99)) * 100) / 100,
+      // CPU per call: the supervisor's main thread, the whole server, and with its children.
+      cpu_ms_per_call: Object.fromEntries(
+        Object.keys(cpu1).map((k) => [
+          k,
+          Math.round(((cpu1[k] - cpu0[k]) / Math.max(1, all.length)) * 100) / 100,
+        ]),
+      ),
       inspect_tree: stats(lat.inspect_tree),
       screenshot_window: stats(lat.screenshot_window),
       supervisor_event_loop: {

@@ -97,3 +97,27 @@ export function smapsBreakdown(pid) {
   for (const k of Object.keys(out)) out[k] = Math.round(out[k] / 1024);
   return out;
 }
+
+/** utime + stime in ms from a /proc stat line (clock ticks of 10 ms, Linux's USER_HZ). */
+function statCpuMs(path) {
+  try {
+    const st = readFileSync(path, "utf8");
+    const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU time so far, in ms: `main` the process's main thread (the supervisor's event loop),
+ * `all` every thread of it, `tree` with the processes below it. Differences over a phase give
+ * CPU per call, which the machine's load inflates far less than wall time.
+ */
+export function cpuMs(pid) {
+  return {
+    main: statCpuMs(`/proc/${pid}/task/${pid}/stat`),
+    all: statCpuMs(`/proc/${pid}/stat`),
+    tree: procTree(pid).reduce((n, p) => n + statCpuMs(`/proc/${p}/stat`), 0),
+  };
+}

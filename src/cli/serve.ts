@@ -1,7 +1,7 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { parseRemoteFlags, type RemoteOptions } from "../remote/options.js";
 import { UiError } from "../shared/errors.js";
-import { buildSupervisor } from "../supervisor/bootstrap.js";
+import { buildSupervisor, warmWorkers } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
 import { boundYoungGeneration } from "../supervisor/heap.js";
 import { log } from "../supervisor/log.js";
@@ -32,13 +32,7 @@ export async function serve(argv: string[] = []): Promise<number> {
     }
     throw e;
   }
-  // Workers boot (module loading, ~0.25 s) while the MCP server is built and the client says
-  // hello: capture first, since the first call is usually list_windows; input once it is up
-  // (on 2 cores, booting both at once slows the one that is needed first).
-  if (sup.config.platform) {
-    const { capture, input } = sup.workers;
-    capture.warm().finally(() => input.warm());
-  }
+  warmWorkers(sup);
   const server = createMcpServer(sup, (info) => sup.setClient(info));
   // One 'drain' listener on stdout however many answers are in flight (stdoutWriter.ts).
   const transport = new StdioServerTransport(process.stdin, singleDrainWriter(process.stdout));

@@ -70,6 +70,7 @@ async function runOnce(cli, env) {
     const lat = { inspect_tree: [], screenshot_window: [] };
     const perIdentity = clients.map(() => []);
     let failures = 0;
+    const failureReasons = {};
     let rssPeak = 0;
     let smapsAtPeak = null;
     const rssTimer = setInterval(() => {
@@ -93,8 +94,11 @@ async function runOnce(cli, env) {
             const ms = performance.now() - s;
             lat[name].push(ms);
             perIdentity[i].push(ms);
-          } catch {
+          } catch (e) {
             failures++;
+            // The error code or the transport's words, never arguments (they carry nothing secret here).
+            const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? String(e).slice(0, 80);
+            failureReasons[why] = (failureReasons[why] ?? 0) + 1;
           }
         }
       }),
@@ -116,6 +120,7 @@ async function runOnce(cli, env) {
       load_seconds: Math.round(wall),
       calls_per_s: Math.round((all.length / wall) * 10) / 10,
       failures,
+      failure_reasons: failureReasons,
       all: overall,
       p99_over_p50: Math.round((overall.p99_ms / Math.max(0.1, overall.p50_ms)) * 100) / 100,
       identity_p99_ms: { min: p99s[0], median: medianP99, max: p99s.at(-1) },

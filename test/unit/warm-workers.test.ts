@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ServerConfig } from "../../src/supervisor/config.js";
 import { inputWorkerExpected } from "../../src/supervisor/bootstrap.js";
+import type { ServerConfig } from "../../src/supervisor/config.js";
 import { loadPolicy } from "../../src/supervisor/policy/load.js";
 
 const now = () => new Date(Date.UTC(2026, 11, 1));

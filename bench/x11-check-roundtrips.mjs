@@ -24,7 +24,8 @@ const CHECKS = {
 const SHOTS = ["shot_window", "shot_two_hop"];
 const kind = process.env.BENCH_CHECK ?? "key";
 const check = CHECKS[kind];
-if (!check && !SHOTS.includes(kind)) throw new Error("BENCH_CHECK: key, click, shot, shot_window or shot_two_hop");
+if (!check && !SHOTS.includes(kind))
+  throw new Error("BENCH_CHECK: key, click, shot, shot_window or shot_two_hop");
 
 const sessionEnv = startX11Session();
 const apps = [];

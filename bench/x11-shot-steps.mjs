@@ -41,7 +41,8 @@ try {
   const time = async (k, f) => {
     const s = performance.now();
     const r = await f();
-    (t[k] ??= []).push(performance.now() - s);
+    if (!t[k]) t[k] = [];
+    t[k].push(performance.now() - s);
     return r;
   };
   for (let i = 0; i < ROUNDS + 5; i++) {
@@ -50,7 +51,9 @@ try {
     await rec("handler_capture_window", () => captureHandlers["capture.window"](args, ctx));
     const windows = await rec("list", () => platform.desktop.listWindows());
     const target = { hwnd: win.hwnd, instance: windows.find((w) => w.hwnd === win.hwnd).instance };
-    const before = await rec("pre_check", () => verifyTarget(platform.desktop, target, { region: REGION, windows }));
+    const before = await rec("pre_check", () =>
+      verifyTarget(platform.desktop, target, { region: REGION, windows }),
+    );
     const frame = frames.acquire(800, 600);
     await rec("read", () => platform.capture.captureScreen(rect, frame.target));
     await rec("post_check", () => verifyUnchangedAfter(platform.desktop, target, before.window, REGION));
@@ -59,8 +62,16 @@ try {
     await rec("floor", () => floorShot(platform.capture, rect));
   }
   const p50 = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v).p50_ms]));
-  const min = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(Math.min(...v) * 1000) / 1000]));
-  console.log(JSON.stringify({ rounds: ROUNDS, loadavg_start: loadStart, loadavg_end: la(), p50_ms: p50, min_ms: min }, null, 2));
+  const min = Object.fromEntries(
+    Object.entries(t).map(([k, v]) => [k, Math.round(Math.min(...v) * 1000) / 1000]),
+  );
+  console.log(
+    JSON.stringify(
+      { rounds: ROUNDS, loadavg_start: loadStart, loadavg_end: la(), p50_ms: p50, min_ms: min },
+      null,
+      2,
+    ),
+  );
   await platform.desktop.dispose?.();
 } finally {
   await desk.stop();

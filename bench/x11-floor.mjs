@@ -29,6 +29,7 @@ import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import dbus from "dbus-next";
+import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
 import { floorShot, REPO, sharpPngBytes, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);

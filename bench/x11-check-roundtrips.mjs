@@ -60,7 +60,8 @@ try {
       max_png_bytes: 64 * 1024 * 1024,
       compression_level: 2,
     };
-    const one = OPS["capture.window"].args.parse({ hwnd: win.hwnd, ...shot });
+    // capture.window only where the build has it (an older one has the two-message path alone).
+    const one = kind === "shot_window" ? OPS["capture.window"].args.parse({ hwnd: win.hwnd, ...shot }) : null;
     once =
       kind === "shot_window"
         ? () => captureHandlers["capture.window"](one, ctx)

@@ -1,5 +1,6 @@
 import { UiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
+import type { OpArgs } from "../../shared/protocol.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { newCorrelationId } from "../audit.js";
 import type { ApplicationCharge } from "../budgets.js";
@@ -17,10 +18,17 @@ import {
   type TokenFact,
   throwRefusal,
 } from "./accessDecision.js";
-import type { Admitted, ChainRecord, ClassDecision, ProgressReporter } from "./calls.js";
+import type {
+  Admitted,
+  ChainRecord,
+  ClassDecision,
+  HeldShot,
+  OneHopCall,
+  ProgressReporter,
+} from "./calls.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
-import { liveListing, liveWindows } from "./liveWindows.js";
+import { endExitedInstances, liveListing, liveWindows } from "./liveWindows.js";
 import { buildServices } from "./services.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 
@@ -82,6 +90,8 @@ interface ChainState {
   capability: Capability | null;
   charge: ApplicationCharge | null;
   decision: ClassDecision | null;
+  /** What a one-hop message brought besides the listing; dropped when the call ends. */
+  held: HeldShot | null;
 }
 
 /**
@@ -103,37 +113,44 @@ export async function runChain(
     capability: null,
     charge: null,
     decision: null,
+    held: null,
   };
   const record = chainRecord(input, client, state);
   input.onRecord?.(record);
 
-  const policy = admit(sup, def, client.hash);
-  state.policy = policy;
-  state.capability = capabilityOf(def, args);
-  if (policy) {
-    refuseAboveCeiling(def, policy);
-    state.target = await resolveTarget(sup, def, args, policy, client.hash, signal);
-    await authorize(sup, def, args, client.hash, state);
+  try {
+    const policy = admit(sup, def, client.hash);
+    state.policy = policy;
+    state.capability = capabilityOf(def, args);
+    if (policy) {
+      refuseAboveCeiling(def, policy);
+      state.target = await resolveTarget(sup, def, args, policy, client.hash, signal, state);
+      await authorize(sup, def, args, client.hash, state);
+    }
+    // Access is decided: the handler gets exactly the services its row names, bound to this call.
+    const admitted: Admitted = {
+      record,
+      signal,
+      progress: input.progress,
+      services: buildServices(
+        {
+          sup,
+          client,
+          signal,
+          progress: input.progress,
+          policy: state.policy,
+          target: state.target,
+          decision: state.decision,
+          held: state.held,
+        },
+        def.uses,
+      ),
+    };
+    return { result: await runHandler(sup, def, args, admitted, state.target), record };
+  } finally {
+    // Refused or failed: nothing of it was released. Answered: the result has its own copy.
+    state.held?.drop();
   }
-  // Access is decided: the handler gets exactly the services its row names, bound to this call.
-  const admitted: Admitted = {
-    record,
-    signal,
-    progress: input.progress,
-    services: buildServices(
-      {
-        sup,
-        client,
-        signal,
-        progress: input.progress,
-        policy: state.policy,
-        target: state.target,
-        decision: state.decision,
-      },
-      def.uses,
-    ),
-  };
-  return { result: await runHandler(sup, def, args, admitted, state.target), record };
 }
 
 /** The record of the call; its chain fields read what the chain has established so far. */
@@ -159,6 +176,9 @@ function chainRecord(input: ChainInput, client: ClientIdentity, state: ChainStat
     },
     get decision() {
       return state.decision;
+    },
+    get held() {
+      return state.held;
     },
   });
 }
@@ -187,7 +207,12 @@ function refuseAboveCeiling(def: ToolDef, policy: EffectivePolicy): void {
     throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [def.capability]));
 }
 
-/** Step 3: the window the call is about, its identity re-resolved from the live desktop now. */
+/**
+ * Step 3: the window the call is about, its identity re-resolved from the live desktop now. A
+ * tool that can do its work in the same message (ToolDef.oneHop) gets it sent instead of the
+ * listing: the target is resolved from the listing that message made, and what it holds waits
+ * in the chain's state until the call is authorized (dropped unread otherwise).
+ */
 async function resolveTarget(
   sup: Supervisor,
   def: ToolDef,
@@ -195,7 +220,18 @@ async function resolveTarget(
   policy: EffectivePolicy,
   client: string,
   signal: AbortSignal,
+  state: ChainState,
 ): Promise<ResolvedTarget | null> {
+  const hop = def.target === "window" ? (def.oneHop?.(oneHopCall(sup, signal), args, policy) ?? null) : null;
+  if (hop) {
+    const { windows, held } = await hop;
+    state.held = held;
+    await endExitedInstances(sup, windows, signal);
+    // The identity is the one the worker's own listing shows, the listing its checks judged.
+    const target = pickTarget(policy, windows, args);
+    detectInstanceChange(sup, client, target);
+    return target;
+  }
   if (def.target === "window") {
     const { windows: all, id } = await liveListing(sup, signal);
     // Handed on with the target: a capture's pre-check reuses it instead of enumerating again.
@@ -364,4 +400,14 @@ function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedT
       throw uiError("target_changed");
     }
   }
+}
+
+/** What a one-hop step may use: the memory budget and the capture worker's one-hop message. */
+function oneHopCall(sup: Supervisor, signal: AbortSignal): OneHopCall {
+  return Object.freeze({
+    signal,
+    reserve: (bytes: number) => sup.memory.reserve(bytes, signal),
+    captureWindow: (args: OpArgs<"capture.window">) =>
+      sup.workers.capture.call("capture.window", args, { deadlineMs: sup.config.workerDeadlineMs, signal }),
+  });
 }

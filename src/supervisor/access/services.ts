@@ -14,7 +14,7 @@ import { captureFrame, type FrameRequest, stillAuthorized } from "../screenshot/
 import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import { requirePolicy, type Supervisor } from "../supervisor.js";
 import { applyGrantDecision, authorizeCapability, leaseCapabilities } from "./accessDecision.js";
-import type { ClassDecision, ProgressReporter } from "./calls.js";
+import type { ClassDecision, HeldShot, ProgressReporter } from "./calls.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveWindows, pollWindows } from "./liveWindows.js";
@@ -82,6 +82,8 @@ export interface CaptureService {
   readonly sampleIntervalMs: number;
   /** Null while frames may still be taken for this client, else the error that ends sampling. */
   stillAuthorized(): UiError | null;
+  /** The frame the message that resolved the target brought (ToolDef.oneHop), or null. */
+  readonly held: HeldShot | null;
 }
 
 export interface InputService {
@@ -183,6 +185,7 @@ export interface ServiceScope {
   policy: EffectivePolicy | null;
   target: ResolvedTarget | null;
   decision: ClassDecision | null;
+  held: HeldShot | null;
 }
 
 /** The chain resolved what the service needs; a missing part is a bug in the table. */
@@ -198,7 +201,7 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
     read: (op, args, deadlineMs) =>
       sup.workers.capture.call(op, args, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),
   }),
-  capture: ({ sup, client, signal, policy, target }) => {
+  capture: ({ sup, client, signal, policy, target, held }) => {
     const p = need(policy, "policy");
     const t = need(target, "target");
     const call = (op: "capture.region", args: OpArgs<"capture.region">) =>
@@ -231,6 +234,7 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
       },
       sampleIntervalMs: 1000 / sup.config.visualSampleRate,
       stillAuthorized: () => stillAuthorized(sup, client.hash, p, t, byGrant),
+      held,
     };
   },
   input: ({ sup, client, signal }) => ({

@@ -7,6 +7,8 @@ import {
   callObject,
   type DecisionCall,
   decisionOf,
+  type OneHopCall,
+  type OneHopReply,
   type PolicyCall,
   policyOf,
   type RefCall,
@@ -102,6 +104,13 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
    * "report": a preview, which also looks whether the client holds a token.
    */
   decides?: "issue" | "report";
+  /**
+   * The target's resolution and the tool's work in one worker message, when this call allows it
+   * (else null): the chain sends it instead of its own listing, resolves and authorizes the
+   * target from the listing it brings, and only then lets the handler read what it holds
+   * (its capture service's `held`); a refused call drops it unread.
+   */
+  oneHop?(call: OneHopCall, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
   handler(call: Admitted, args: z.output<I>): Promise<ToolResult<z.output<O>>>;
 }
 
@@ -166,6 +175,7 @@ type KindFields<A> = { budget: BudgetKind | "none"; target: TargetMode } & ToolA
     cost?: CostOf<A>;
     refuse?(args: A): void;
     decides?: "issue" | "report";
+    oneHop?(call: OneHopCall, args: A, policy: EffectivePolicy): Promise<OneHopReply> | null;
   };
 
 /** Builds the row of a kind; with `correlated` its output and results carry the correlation_id. */
@@ -295,6 +305,7 @@ interface ActingSpec<I extends z.ZodType, O extends z.ZodRawShape, C, U extends 
   budget: BudgetKind;
   cost?: CostOf<z.output<I>>;
   refuse?(args: z.output<I>): void;
+  oneHop?(call: OneHopCall, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
 }
 
 function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends ServiceName>(
@@ -304,7 +315,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends Se
   callOf: (a: Admitted, uses: readonly U[], args: z.output<I>) => WithServices<C, U>,
   built: readonly ServiceName[] = [],
 ): ToolDef {
-  const { cost, refuse } = spec;
+  const { cost, refuse, oneHop } = spec;
   return kindRow(
     { ...spec, input, correlated: true },
     {
@@ -314,6 +325,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends Se
       target,
       ...(cost ? { cost } : {}),
       ...(refuse ? { refuse } : {}),
+      ...(oneHop ? { oneHop } : {}),
     },
     callOf,
     built,

@@ -201,12 +201,13 @@ function kindRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends Serv
       ...base,
       // Typed loosely here: correlate() puts the correlation_id in front of the handler's result.
       output: correlatedOutput(spec.output) as z.ZodType,
-      handler: (a, args) => correlate(a.record.correlationId, spec.handler(callOf(a, uses, args), args)),
+      handler: async (a, args) =>
+        correlate(a.record.correlationId, spec.handler(callOf(a, uses, args), args)),
     });
   return row({
     ...base,
     output: spec.output,
-    handler: (a, args) => spec.handler(callOf(a, uses, args), args),
+    handler: async (a, args) => spec.handler(callOf(a, uses, args), args),
   });
 }
 

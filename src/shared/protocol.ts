@@ -61,24 +61,30 @@ const KeyStepSchema = z.object({
   hold_ms: z.number().int().min(0).max(5000),
 });
 
+/**
+ * One element's own fields, its children left unchecked: the supervisor checks a big tree node
+ * by node with this, a few hundred at a time, so a 5,000-node walk does not hold its event loop
+ * (src/supervisor/hosting/treeResults.ts). A11yNodeSchema is the same shape, recursively.
+ */
+export const A11yNodeFieldsSchema = z.object({
+  ref: z.string(),
+  role: z.string(),
+  name: z.string().nullable(),
+  is_password: z.boolean().optional(),
+  automation_id: z.string().nullable(),
+  class_name: z.string().nullable(),
+  rect: RectSchema.nullable(),
+  enabled: z.boolean(),
+  offscreen: z.boolean(),
+  focused: z.boolean(),
+  states: z.array(z.enum(STATES)),
+  /** Present (true) on elements of the instance's other top-level windows (menus, popups, dialogs). */
+  popup: z.boolean().optional(),
+  patterns: z.array(z.string()),
+  children: z.array(z.unknown()),
+});
 const A11yNodeSchema: z.ZodType<A11yNodeOut> = z.lazy(() =>
-  z.object({
-    ref: z.string(),
-    role: z.string(),
-    name: z.string().nullable(),
-    is_password: z.boolean().optional(),
-    automation_id: z.string().nullable(),
-    class_name: z.string().nullable(),
-    rect: RectSchema.nullable(),
-    enabled: z.boolean(),
-    offscreen: z.boolean(),
-    focused: z.boolean(),
-    states: z.array(z.enum(STATES)),
-    /** Present (true) on elements of the instance's other top-level windows (menus, popups, dialogs). */
-    popup: z.boolean().optional(),
-    patterns: z.array(z.string()),
-    children: z.array(A11yNodeSchema),
-  }),
+  A11yNodeFieldsSchema.extend({ children: z.array(A11yNodeSchema) }),
 );
 export interface A11yNodeOut {
   ref: string;

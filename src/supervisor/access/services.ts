@@ -14,7 +14,7 @@ import { captureFrame, type FrameRequest, stillAuthorized } from "../screenshot/
 import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import { requirePolicy, type Supervisor } from "../supervisor.js";
 import { applyGrantDecision, authorizeCapability, leaseCapabilities } from "./accessDecision.js";
-import type { ClassDecision, HeldShot, ProgressReporter } from "./calls.js";
+import type { ClassDecision, HeldShot, ProgressReporter } from "./callFacts.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveWindows, pollWindows } from "./liveWindows.js";

@@ -88,7 +88,13 @@ async function soak(cli) {
     (h) => call(c, "screenshot_window", { hwnd: h, region_name: "r800x480" }),
     () => call(c, "health_check", {}),
   ];
-  const r = { samples: [], calls: 0, failures: 0, failure_reasons: {}, loadavg_at_start: loadavg().map(round2) };
+  const r = {
+    samples: [],
+    calls: 0,
+    failures: 0,
+    failure_reasons: {},
+    loadavg_at_start: loadavg().map(round2),
+  };
   const t0 = performance.now();
   const end = t0 + MINUTES * 60_000;
   const one = async (k) => {

@@ -115,13 +115,14 @@ async function ensureBroker(env: Env, opts: ManagerOptions): Promise<boolean> {
   }
 }
 
-export async function runManager(argv: string[], opts: ManagerOptions = {}): Promise<number> {
-  const env = opts.env ?? process.env;
-  const io = opts.io ?? defaultIO;
+type Verb = "activate" | "extend" | "status" | "revoke";
+
+/** The verb and its hours from argv, or null after printing the usage. */
+function parseManagerArgs(argv: string[], io: ManagerIO): { verb: Verb; hours: number } | null {
   const [noun, verb, ...rest] = argv;
   if (noun !== "lease" || !verb || !["activate", "extend", "status", "revoke"].includes(verb)) {
     io.err(`${USAGE}\n`);
-    return MANAGER_EXIT.usage;
+    return null;
   }
   const needsHours = verb === "activate" || verb === "extend";
   let hours = 0;
@@ -131,7 +132,7 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
       io.err(
         `${h === "missing" ? "--hours is required" : "--hours is not allowed"}: choose exactly one of ${LEASE_HOURS.join(", ")}.\n`,
       );
-      return MANAGER_EXIT.usage;
+      return null;
     }
     hours = h;
   }
@@ -140,42 +141,41 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
   );
   if (unknown.length > 0 || (!needsHours && rest.length > 0)) {
     io.err(`${USAGE}\n`);
-    return MANAGER_EXIT.usage;
+    return null;
   }
+  return { verb: verb as Verb, hours };
+}
 
+/** status and revoke: one request to a broker that may not be running. */
+async function statusOrRevoke(verb: "status" | "revoke", env: Env, io: ManagerIO): Promise<number> {
+  const c = new LeaseClient({ env, timeoutMs: MANAGER_REQUEST_MS });
   try {
-    await resolveScope(env);
-  } catch (e) {
-    io.err(`Cannot reach a lease broker: ${isUiError(e) ? e.message : "unknown reason"}\n`);
-    return MANAGER_EXIT.unavailable;
-  }
-
-  if (verb === "status" || verb === "revoke") {
-    const c = new LeaseClient({ env, timeoutMs: MANAGER_REQUEST_MS });
-    try {
-      if (verb === "status") {
-        io.out(describe(await c.statusDetail()));
-      } else {
-        const revoked = await c.revoke();
-        io.out(revoked ? "The unattended lease was revoked.\n" : "No unattended lease was active.\n");
-      }
-      return MANAGER_EXIT.ok;
-    } catch (e) {
-      if (isUiError(e) && e.code === "broker_unavailable") {
-        io.out("No lease broker is running in this sign-in session: no unattended lease is active.\n");
-        return MANAGER_EXIT.ok;
-      }
-      io.err(`The broker refused: ${isUiError(e) ? e.code : "error"}\n`);
-      return MANAGER_EXIT.unavailable;
-    } finally {
-      await c.close();
+    if (verb === "status") {
+      io.out(describe(await c.statusDetail()));
+    } else {
+      const revoked = await c.revoke();
+      io.out(revoked ? "The unattended lease was revoked.\n" : "No unattended lease was active.\n");
     }
-  }
-
-  if (verb === "activate" && !(await ensureBroker(env, opts))) {
-    io.err("The lease broker could not be started.\n");
+    return MANAGER_EXIT.ok;
+  } catch (e) {
+    if (isUiError(e) && e.code === "broker_unavailable") {
+      io.out("No lease broker is running in this sign-in session: no unattended lease is active.\n");
+      return MANAGER_EXIT.ok;
+    }
+    io.err(`The broker refused: ${isUiError(e) ? e.code : "error"}\n`);
     return MANAGER_EXIT.unavailable;
+  } finally {
+    await c.close();
   }
+}
+
+/** activate and extend: the broker's dialog decides; every refusal says what happened. */
+async function activateOrExtend(
+  verb: "activate" | "extend",
+  hours: number,
+  env: Env,
+  io: ManagerIO,
+): Promise<number> {
   const c = new LeaseClient({ env });
   try {
     io.out("Waiting for your answer in the lease dialog (Deny is the default)...\n");
@@ -207,4 +207,24 @@ export async function runManager(argv: string[], opts: ManagerOptions = {}): Pro
   } finally {
     await c.close();
   }
+}
+
+export async function runManager(argv: string[], opts: ManagerOptions = {}): Promise<number> {
+  const env = opts.env ?? process.env;
+  const io = opts.io ?? defaultIO;
+  const args = parseManagerArgs(argv, io);
+  if (!args) return MANAGER_EXIT.usage;
+  try {
+    await resolveScope(env);
+  } catch (e) {
+    io.err(`Cannot reach a lease broker: ${isUiError(e) ? e.message : "unknown reason"}\n`);
+    return MANAGER_EXIT.unavailable;
+  }
+  const { verb, hours } = args;
+  if (verb === "status" || verb === "revoke") return statusOrRevoke(verb, env, io);
+  if (verb === "activate" && !(await ensureBroker(env, opts))) {
+    io.err("The lease broker could not be started.\n");
+    return MANAGER_EXIT.unavailable;
+  }
+  return activateOrExtend(verb, hours, env, io);
 }

@@ -1,7 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { isUiError, uiError } from "../shared/errors.js";
 import type { LeaseScope } from "./endpoint.js";
-import { FromPipeLinkSchema, type ToPipeLink } from "./linkMessages.js";
+import { type FromPipeLink, FromPipeLinkSchema, type ToPipeLink } from "./linkMessages.js";
 import type { LeaseLink, LinkHandlers, LinkOpener, OpenLinkOptions } from "./linkPort.js";
 
 /**
@@ -113,6 +113,43 @@ export class WindowsPipeLinkHost implements LinkOpener {
     this.post({ t: "close", conn: p.conn });
   }
 
+  /** The worker's word on the current connection: opened, refused, data, closed. */
+  private onConnectionMessage(m: Exclude<FromPipeLink, { t: "ready" }>): void {
+    const p = this.current;
+    if (!p || p.conn !== m.conn) return;
+    if (m.t === "open" && p.state === "opening") {
+      if (p.timer) clearTimeout(p.timer);
+      p.state = "open";
+      const conn = p.conn;
+      p.resolve({
+        scope: m.scope,
+        link: {
+          write: (frame) => {
+            if (p.state === "open") this.post({ t: "write", conn, frame: new Uint8Array(frame) });
+          },
+          destroy: () => this.end(p),
+        },
+      });
+    } else if (m.t === "refused" && p.state === "opening") {
+      if (p.timer) clearTimeout(p.timer);
+      p.state = "ended";
+      p.reject(uiError("broker_unavailable", m.message));
+    } else if (m.t === "data" && p.state === "open") {
+      p.handlers.data(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength));
+    } else if (m.t === "closed") {
+      this.closed(p);
+    }
+  }
+
+  /** The connection ended from the other side (or with the worker): a pending open fails. */
+  private closed(p: Pending): void {
+    const wasOpen = p.state === "open";
+    if (p.timer) clearTimeout(p.timer);
+    if (p.state === "opening") p.reject(uiError("broker_unavailable"));
+    p.state = "ended";
+    if (wasOpen) p.handlers.closed();
+  }
+
   private boot(): Promise<Worker> {
     if (this.disposed) return Promise.reject(new Error("disposed"));
     if (this.worker) return Promise.resolve(this.worker);
@@ -153,34 +190,7 @@ export class WindowsPipeLinkHost implements LinkOpener {
           resolve(w);
           return;
         }
-        const p = this.current;
-        if (!p || p.conn !== m.conn) return;
-        if (m.t === "open" && p.state === "opening") {
-          if (p.timer) clearTimeout(p.timer);
-          p.state = "open";
-          const conn = p.conn;
-          p.resolve({
-            scope: m.scope,
-            link: {
-              write: (frame) => {
-                if (p.state === "open") this.post({ t: "write", conn, frame: new Uint8Array(frame) });
-              },
-              destroy: () => this.end(p),
-            },
-          });
-        } else if (m.t === "refused" && p.state === "opening") {
-          if (p.timer) clearTimeout(p.timer);
-          p.state = "ended";
-          p.reject(uiError("broker_unavailable", m.message));
-        } else if (m.t === "data" && p.state === "open") {
-          p.handlers.data(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength));
-        } else if (m.t === "closed") {
-          const wasOpen = p.state === "open";
-          if (p.timer) clearTimeout(p.timer);
-          if (p.state === "opening") p.reject(uiError("broker_unavailable"));
-          p.state = "ended";
-          if (wasOpen) p.handlers.closed();
-        }
+        this.onConnectionMessage(m);
       });
       const gone = () => {
         clearTimeout(timer);
@@ -188,13 +198,7 @@ export class WindowsPipeLinkHost implements LinkOpener {
         if (this.worker === w) this.worker = null;
         if (this.booting === booting) this.booting = null;
         const p = this.current;
-        if (p && p.state !== "ended") {
-          const wasOpen = p.state === "open";
-          if (p.timer) clearTimeout(p.timer);
-          if (!wasOpen) p.reject(uiError("broker_unavailable"));
-          p.state = "ended";
-          if (wasOpen) p.handlers.closed();
-        }
+        if (p && p.state !== "ended") this.closed(p);
       };
       w.on("error", gone);
       w.on("exit", gone);

@@ -1,9 +1,182 @@
 import { join } from "node:path";
-import type { ScenarioInput } from "./scenario.js";
+import type { ScenarioInput, ScenarioNode, ScenarioWindow } from "./scenario.js";
 
 export const RUFFLE_PATH = "C:\\Program Files\\ruffle\\bin\\ruffle.exe";
 export const NOTEPAD_PATH = "C:\\Windows\\System32\\notepad.exe";
 export const KEEPASS_PATH = "C:\\Program Files\\KeePass Password Safe 2\\KeePass.exe";
+
+/** The game's accessibility tree: a button, a password field, a checkbox, a combo box, a list. */
+function ruffleTree(): ScenarioNode {
+  return {
+    role: "window",
+    name: "Ruffle",
+    class_name: "RuffleWindow",
+    patterns: ["window"],
+    children: [
+      {
+        role: "button",
+        name: "Play",
+        automation_id: "play",
+        rect: [20, 60, 120, 90],
+        patterns: ["invoke"],
+      },
+      {
+        role: "edit",
+        name: "Password",
+        automation_id: "password",
+        is_password: true,
+        rect: [20, 100, 220, 130],
+        patterns: ["value"],
+      },
+      {
+        role: "checkbox",
+        name: "Sound",
+        automation_id: "sound",
+        rect: [20, 140, 40, 160],
+        patterns: ["toggle"],
+      },
+      {
+        role: "combobox",
+        name: "Quality",
+        automation_id: "quality",
+        rect: [20, 180, 220, 210],
+        patterns: ["expand_collapse", "value"],
+      },
+      {
+        role: "list",
+        name: "Levels",
+        automation_id: "levels",
+        rect: [20, 230, 220, 330],
+        patterns: ["selection"],
+        children: [
+          {
+            role: "list_item",
+            name: "Level 1",
+            automation_id: "level-1",
+            rect: [20, 230, 220, 255],
+            patterns: ["selection_item"],
+          },
+          {
+            role: "list_item",
+            name: "Level 2",
+            automation_id: "level-2",
+            rect: [20, 255, 220, 280],
+            patterns: ["selection_item"],
+          },
+          {
+            role: "list_item",
+            name: "Level 3",
+            automation_id: "level-3",
+            rect: [20, 280, 220, 305],
+            patterns: ["selection_item"],
+            enabled: false,
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** The game: foreground, topmost, with a scripted accessibility tree. */
+function ruffle(): ScenarioWindow {
+  return {
+    hwnd: 1001,
+    title: "Ruffle - game.swf",
+    class: "RuffleWindow",
+    pid: 4242,
+    process_start: "2026-11-30T08:00:00Z",
+    process_path: RUFFLE_PATH,
+    rect: [100, 100, 924, 740],
+    visible: true,
+    iconic: false,
+    z: 0,
+    fill: "#3366cc",
+    paint: [
+      { rect: [0, 0, 824, 32], fill: "#1a1a1a" },
+      { rect: [20, 60, 120, 90], fill: "#33aa33" },
+      { rect: [20, 100, 220, 130], fill: "#ffffff" },
+      { rect: [20, 140, 40, 160], fill: "#eeeeee" },
+      { rect: [20, 180, 220, 210], fill: "#dddddd" },
+      { rect: [20, 230, 220, 330], fill: "#f0f0f0" },
+      { rect: [20, 230, 220, 255], fill: "#99bbff" },
+    ],
+    tree: ruffleTree(),
+  };
+}
+
+/** The editor, partly under Ruffle's right edge. */
+function notepad(): ScenarioWindow {
+  return {
+    hwnd: 2002,
+    title: "Notepad - notes.txt",
+    class: "Notepad",
+    pid: 5150,
+    process_start: "2026-11-30T08:05:00.250Z",
+    process_path: NOTEPAD_PATH,
+    rect: [900, 150, 1600, 800],
+    visible: true,
+    iconic: false,
+    z: 1,
+    fill: "#ffffff",
+    paint: [
+      { rect: [0, 0, 700, 32], fill: "#f3f3f3" },
+      { rect: [0, 32, 700, 56], fill: "#e8e8e8" },
+    ],
+    tree: {
+      role: "window",
+      name: "Notepad",
+      class_name: "Notepad",
+      children: [
+        {
+          role: "menu_bar",
+          name: "Application",
+          automation_id: "menubar",
+          rect: [0, 32, 700, 56],
+          children: [
+            {
+              role: "menu_item",
+              name: "File",
+              automation_id: "file",
+              rect: [4, 32, 44, 56],
+              patterns: ["expand_collapse"],
+            },
+          ],
+        },
+        {
+          role: "document",
+          name: "Text editor",
+          automation_id: "15",
+          class_name: "Edit",
+          rect: [0, 56, 700, 650],
+          patterns: ["value", "text"],
+          focused: true,
+        },
+      ],
+    },
+  };
+}
+
+/** A password manager that a policy for the first two does not allow. */
+function keepass(): ScenarioWindow {
+  return {
+    hwnd: 3003,
+    title: "Passwords.kdbx - KeePass",
+    class: "WindowsForms10.Window.8.app.0.1",
+    pid: 6066,
+    process_start: "2026-11-30T07:55:00Z",
+    process_path: KEEPASS_PATH,
+    rect: [600, 500, 1300, 1000],
+    visible: true,
+    iconic: false,
+    z: 2,
+    fill: "#f5f5dc",
+    tree: {
+      role: "window",
+      name: "KeePass",
+      children: [{ role: "edit", name: "Master password", is_password: true, patterns: ["value"] }],
+    },
+  };
+}
 
 /**
  * A demo desktop: "Ruffle - game.swf" (foreground, topmost, with a scripted accessibility tree),
@@ -16,164 +189,7 @@ export function sampleScenario(dir: string): ScenarioInput {
     foreground: 1001,
     background: "#204060",
     virtual_screen: [0, 0, 1920, 1080],
-    windows: [
-      {
-        hwnd: 1001,
-        title: "Ruffle - game.swf",
-        class: "RuffleWindow",
-        pid: 4242,
-        process_start: "2026-11-30T08:00:00Z",
-        process_path: RUFFLE_PATH,
-        rect: [100, 100, 924, 740],
-        visible: true,
-        iconic: false,
-        z: 0,
-        fill: "#3366cc",
-        paint: [
-          { rect: [0, 0, 824, 32], fill: "#1a1a1a" },
-          { rect: [20, 60, 120, 90], fill: "#33aa33" },
-          { rect: [20, 100, 220, 130], fill: "#ffffff" },
-          { rect: [20, 140, 40, 160], fill: "#eeeeee" },
-          { rect: [20, 180, 220, 210], fill: "#dddddd" },
-          { rect: [20, 230, 220, 330], fill: "#f0f0f0" },
-          { rect: [20, 230, 220, 255], fill: "#99bbff" },
-        ],
-        tree: {
-          role: "window",
-          name: "Ruffle",
-          class_name: "RuffleWindow",
-          patterns: ["window"],
-          children: [
-            {
-              role: "button",
-              name: "Play",
-              automation_id: "play",
-              rect: [20, 60, 120, 90],
-              patterns: ["invoke"],
-            },
-            {
-              role: "edit",
-              name: "Password",
-              automation_id: "password",
-              is_password: true,
-              rect: [20, 100, 220, 130],
-              patterns: ["value"],
-            },
-            {
-              role: "checkbox",
-              name: "Sound",
-              automation_id: "sound",
-              rect: [20, 140, 40, 160],
-              patterns: ["toggle"],
-            },
-            {
-              role: "combobox",
-              name: "Quality",
-              automation_id: "quality",
-              rect: [20, 180, 220, 210],
-              patterns: ["expand_collapse", "value"],
-            },
-            {
-              role: "list",
-              name: "Levels",
-              automation_id: "levels",
-              rect: [20, 230, 220, 330],
-              patterns: ["selection"],
-              children: [
-                {
-                  role: "list_item",
-                  name: "Level 1",
-                  automation_id: "level-1",
-                  rect: [20, 230, 220, 255],
-                  patterns: ["selection_item"],
-                },
-                {
-                  role: "list_item",
-                  name: "Level 2",
-                  automation_id: "level-2",
-                  rect: [20, 255, 220, 280],
-                  patterns: ["selection_item"],
-                },
-                {
-                  role: "list_item",
-                  name: "Level 3",
-                  automation_id: "level-3",
-                  rect: [20, 280, 220, 305],
-                  patterns: ["selection_item"],
-                  enabled: false,
-                },
-              ],
-            },
-          ],
-        },
-      },
-      {
-        hwnd: 2002,
-        title: "Notepad - notes.txt",
-        class: "Notepad",
-        pid: 5150,
-        process_start: "2026-11-30T08:05:00.250Z",
-        process_path: NOTEPAD_PATH,
-        rect: [900, 150, 1600, 800],
-        visible: true,
-        iconic: false,
-        z: 1,
-        fill: "#ffffff",
-        paint: [
-          { rect: [0, 0, 700, 32], fill: "#f3f3f3" },
-          { rect: [0, 32, 700, 56], fill: "#e8e8e8" },
-        ],
-        tree: {
-          role: "window",
-          name: "Notepad",
-          class_name: "Notepad",
-          children: [
-            {
-              role: "menu_bar",
-              name: "Application",
-              automation_id: "menubar",
-              rect: [0, 32, 700, 56],
-              children: [
-                {
-                  role: "menu_item",
-                  name: "File",
-                  automation_id: "file",
-                  rect: [4, 32, 44, 56],
-                  patterns: ["expand_collapse"],
-                },
-              ],
-            },
-            {
-              role: "document",
-              name: "Text editor",
-              automation_id: "15",
-              class_name: "Edit",
-              rect: [0, 56, 700, 650],
-              patterns: ["value", "text"],
-              focused: true,
-            },
-          ],
-        },
-      },
-      {
-        hwnd: 3003,
-        title: "Passwords.kdbx - KeePass",
-        class: "WindowsForms10.Window.8.app.0.1",
-        pid: 6066,
-        process_start: "2026-11-30T07:55:00Z",
-        process_path: KEEPASS_PATH,
-        rect: [600, 500, 1300, 1000],
-        visible: true,
-        iconic: false,
-        z: 2,
-        fill: "#f5f5dc",
-        tree: {
-          role: "window",
-          name: "KeePass",
-          children: [{ role: "edit", name: "Master password", is_password: true, patterns: ["value"] }],
-        },
-      },
-    ],
+    windows: [ruffle(), notepad(), keepass()],
     consent: { answer: "approve", delay_ms: 0, log: join(dir, "prompts.jsonl") },
     effects_log: join(dir, "effects.jsonl"),
   };

@@ -66,19 +66,7 @@ export function encodeMethodCall(call: MethodCall): Buffer {
   if (!isObjectPath(path)) throw new Error("invalid object path");
   if (!NAME.test(iface) || !NAME.test(member)) throw new Error("invalid name");
   if (!DIRECT.has(signature)) return viaDbusNext(call);
-  if (body.length !== signature.length) throw new Error("body does not match signature");
-  const strings: Buffer[] = [];
-  for (let i = 0; i < signature.length; i += 1) {
-    const v = body[i];
-    if (signature[i] === "s") {
-      if (typeof v !== "string" || v.includes("\u0000")) throw new Error("invalid string argument");
-      strings.push(Buffer.from(v, "utf8"));
-    } else if (typeof v !== "number" || !Number.isInteger(v)) {
-      throw new Error("invalid integer argument");
-    } else if (signature[i] === "u" ? v < 0 || v > 0xffffffff : v < -0x80000000 || v > 0x7fffffff) {
-      throw new Error("integer argument out of range");
-    }
-  }
+  const strings = checkedArguments(signature, body);
 
   const pathLen = Buffer.byteLength(path, "latin1");
   const ifaceLen = Buffer.byteLength(iface, "latin1");
@@ -129,8 +117,38 @@ export function encodeMethodCall(call: MethodCall): Buffer {
     buf[p + 4] = signature.length;
     buf.write(signature, p + 5, signature.length, "latin1");
   }
-  p = bodyStart;
-  si = 0;
+  writeBody(buf, bodyStart, signature, body, strings);
+  return buf;
+}
+
+/** The arguments checked against the signature; the strings' UTF-8 bytes, in order. */
+function checkedArguments(signature: string, body: readonly unknown[]): Buffer[] {
+  if (body.length !== signature.length) throw new Error("body does not match signature");
+  const strings: Buffer[] = [];
+  for (let i = 0; i < signature.length; i += 1) {
+    const v = body[i];
+    if (signature[i] === "s") {
+      if (typeof v !== "string" || v.includes("\u0000")) throw new Error("invalid string argument");
+      strings.push(Buffer.from(v, "utf8"));
+    } else if (typeof v !== "number" || !Number.isInteger(v)) {
+      throw new Error("invalid integer argument");
+    } else if (signature[i] === "u" ? v < 0 || v > 0xffffffff : v < -0x80000000 || v > 0x7fffffff) {
+      throw new Error("integer argument out of range");
+    }
+  }
+  return strings;
+}
+
+/** The body: each argument 4-aligned from the body's start, strings as length, bytes, NUL. */
+function writeBody(
+  buf: Buffer,
+  bodyStart: number,
+  signature: string,
+  body: readonly unknown[],
+  strings: readonly Buffer[],
+): void {
+  let p = bodyStart;
+  let si = 0;
   for (let i = 0; i < signature.length; i += 1) {
     p = bodyStart + pad4(p - bodyStart);
     if (signature[i] === "s") {
@@ -145,7 +163,6 @@ export function encodeMethodCall(call: MethodCall): Buffer {
       p += 4;
     }
   }
-  return buf;
 }
 
 function viaDbusNext(call: MethodCall): Buffer {

@@ -50,6 +50,14 @@ export type WorkerInit = z.infer<typeof WorkerInitSchema>;
 export const TargetExpectationSchema = z.object({
   hwnd: z.string(),
   instance: ProcessInstanceSchema,
+  /**
+   * The instance's top-level windows already shown when the grant began (native ids, besides
+   * the granted window; DesktopPort.shownTopLevels): none of them is ever a popup of the grant.
+   */
+  shown_before: z
+    .array(z.string().regex(/^\d{1,20}$/))
+    .max(4096)
+    .optional(),
 });
 export type TargetExpectation = z.infer<typeof TargetExpectationSchema>;
 
@@ -123,6 +131,11 @@ export const OPS = {
     worker: "capture",
     args: z.object({ instance: ProcessInstanceSchema }),
     result: z.object({ alive: z.boolean() }),
+  },
+  "desktop.shown": {
+    worker: "capture",
+    args: z.object({ instance: ProcessInstanceSchema }),
+    result: z.object({ hwnds: z.array(z.string()).max(4096) }),
   },
   "desktop.virtual_screen": { worker: "capture", args: Empty, result: z.object({ rect: RectSchema }) },
   "desktop.health": {

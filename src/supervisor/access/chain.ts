@@ -23,6 +23,7 @@ import type { CallContext, ProgressReporter } from "./callContext.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveListing, liveWindows } from "./liveWindows.js";
+import { underGrant } from "./shownBefore.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 
 /**
@@ -245,6 +246,8 @@ async function authorize(
   );
   const decision = decideAccess(facts);
   state.grant = await applyGrantDecision(sup, client, target, policy, decision, def.capability);
+  // The workers judge popups against the windows the grant's beginning already showed.
+  state.target = underGrant(target, state.grant.shownBefore);
   if (isRefusal(decision.confirmation)) throwRefusal(decision.confirmation);
   def.refuse?.(args);
   state.charge = takeBudgets(sup, def, args, client, policy, target);

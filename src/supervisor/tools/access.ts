@@ -12,6 +12,7 @@ import {
   leaseCapabilities,
 } from "../access/accessDecision.js";
 import { liveWindows } from "../access/liveWindows.js";
+import { shownNow } from "../access/shownBefore.js";
 import { pickTarget } from "../access/targets.js";
 import { withWaitProgress } from "../consent/progress.js";
 import { actionNotAllowedMessage } from "../policy/match.js";
@@ -83,6 +84,9 @@ export const accessTools = [
           },
         };
       }
+      // The instance's windows already shown are never popups of the grant; read again after
+      // the prompt, so a window shown while it was open is not one either.
+      const shownAtAsk = await shownNow(sup, ctx.client.hash, target, ctx.signal);
       let decision: Awaited<ReturnType<typeof sup.consent.request>>;
       try {
         // Clients that show progress can say "waiting for approval" while the dialog is open.
@@ -125,11 +129,13 @@ export const accessTools = [
         sup.grants.revokeInstance(target.instanceKey, "target_changed");
         throw uiError("target_changed");
       }
+      const shownAtGrant = await shownNow(sup, ctx.client.hash, target, ctx.signal);
       const grant = sup.grants.put({
         client: ctx.client.hash,
         instance: target.instance,
         hwnd: target.window.hwnd,
         capabilities: decision.capabilities,
+        shownBefore: [...new Set([...shownAtAsk, ...shownAtGrant])],
       });
       sup.grants.clearReleased(ctx.client.hash, target.instanceKey);
       return {

@@ -71,6 +71,10 @@ const ops: HandlerTable = {
     alive: await ctx.platform.desktop.isInstanceAlive(args.instance),
   }),
 
+  "desktop.shown": async (args, ctx) => ({
+    hwnds: (await ctx.platform.desktop.shownTopLevels?.(args.instance.pid)) ?? [],
+  }),
+
   "desktop.virtual_screen": async (_args, ctx) => ({ rect: await ctx.platform.desktop.virtualScreen() }),
 
   "desktop.health": async (_args, ctx) => ({ facts: await ctx.platform.desktop.health() }),

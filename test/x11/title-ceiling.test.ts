@@ -21,9 +21,10 @@ import {
  * The policy's title ceiling over every window of the granted process, end to end over stdio: one
  * process (test/x11/fixtures/attacker.c "family") shows its main window (the title the policy
  * allows), a second top-level whose title the policy refuses, stacked over part of the main
- * window and reaching beyond it, and a dialog transient for the main window beside it. The
- * dialog is a popup of the grant; the second top-level is a window of its own: no click, no
- * pixels, no point on it through the main window's grant.
+ * window and reaching beyond it, and a dialog transient for the main window beside it, all before
+ * the grant; a second transient dialog is mapped only after the grant. Only that late one is a
+ * popup of the grant; the second top-level and the dialog already shown when the grant began are
+ * windows of their own: no click, no pixels, no point on them through the main window's grant.
  */
 
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
@@ -64,7 +65,11 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
       const bin = buildAttacker(dir);
       const { createX11Platform } = await import("../../src/platforms/x11/index.js");
       p = await createX11Platform({ workerKind: "other" });
-      family = await startAttacker(bin, ["family", "uix family main", "uix refused", "uix popup"], attackers);
+      family = await startAttacker(
+        bin,
+        ["family", "uix family main", "uix refused", "uix popup", "uix late"],
+        attackers,
+      );
       main = await waitForWindow(p, "uix family main");
       await waitForWindow(p, "uix refused");
       await waitForWindow(p, "uix popup");
@@ -78,6 +83,8 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
           allowed_actions: ["observe", "inspect", "hover", "click", "interact", "key"],
           safe_regions: [
             { name: "body", rect: [0, 0, main.rect[2] - main.rect[0], main.rect[3] - main.rect[1]] },
+            // Left of where the refused top-level covers the main window.
+            { name: "left", rect: [0, 0, 120, main.rect[3] - main.rect[1]] },
           ],
         }),
       );
@@ -135,9 +142,11 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
       expect(r.content.filter((c) => c.type === "image")).toHaveLength(0);
     });
 
-    it("the dialog transient for the main window is its popup: a click on it lands there", async () => {
+    it("the transient dialog shown before the grant is a window of its own: refused, nothing pressed", async () => {
+      const popupId = String(family.more[1]);
+      expect((await h.call("request_access", { hwnd: popupId })).code).toBe("target_not_allowed");
       const { main: m, popup } = await arrange();
-      const before = family.count("button popup");
+      expect(popup.rect[0]).toBeGreaterThanOrEqual(m.rect[2]);
       const r = await h.call("click_window", {
         hwnd: m.hwnd,
         ...rel(
@@ -146,10 +155,66 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
           Math.floor((popup.rect[1] + popup.rect[3]) / 2) + 10,
         ),
       });
-      expect(r.code ?? "ok").toBe("ok");
-      await waitFor("the popup pressed", async () => {
+      expect(r.code).toBe("out_of_bounds");
+      await settled(family);
+      expect(family.count("button popup")).toBe(0);
+    });
+
+    it("the transient dialog shown before the grant, moved over the main window: no pixels, no press", async () => {
+      const popupId = String(family.more[1]);
+      const { main: m } = await arrange();
+      xdotool("windowmove", popupId, String(m.rect[0] + 20), String(m.rect[1] + 60));
+      try {
+        const popup = await waitFor("the dialog over the main window", async () => {
+          const now = await win(popupId);
+          return now.rect[0] < m.rect[0] + 100 ? now : null;
+        });
+        xdotool("windowraise", popupId);
+        await waitFor("the dialog above the main window", async () => {
+          const all = await p.desktop.listWindows();
+          const d = all.find((w) => w.hwnd === popupId);
+          const mm = all.find((w) => w.hwnd === m.hwnd);
+          return d && mm && d.z < mm.z ? true : null;
+        });
+        const shot = await h.call("screenshot_window", { hwnd: m.hwnd, region_name: "left" });
+        expect(shot.code).toBe("occluded");
+        expect(shot.content.filter((c) => c.type === "image")).toHaveLength(0);
+        const r = await h.call("click_window", {
+          hwnd: m.hwnd,
+          ...rel(m, popup.rect[0] + 30, Math.floor((popup.rect[1] + popup.rect[3]) / 2)),
+        });
+        expect(r.code).toBe("occluded");
         await settled(family);
-        return family.count("button popup") > before ? true : null;
+        expect(family.count("button popup")).toBe(0);
+        expect(family.count("button main")).toBe(0);
+      } finally {
+        xdotool("windowmove", popupId, "640", "100");
+      }
+    });
+
+    it("a transient dialog mapped after the grant is its popup: a click on it lands there", async () => {
+      if (family.count("mapped late") === 0) {
+        family.child.kill("SIGUSR1");
+        await waitFor("the late dialog mapped", async () => (family.count("mapped late") > 0 ? true : null));
+      }
+      const lateId = String(family.more[2]);
+      await waitForWindow(p, "uix late");
+      const { main: m } = await arrange();
+      xdotool("windowraise", lateId);
+      const late = await win(lateId);
+      const before = family.count("button late");
+      const r = await h.call("click_window", {
+        hwnd: m.hwnd,
+        ...rel(
+          m,
+          Math.floor((late.rect[0] + late.rect[2]) / 2),
+          Math.floor((late.rect[1] + late.rect[3]) / 2) + 10,
+        ),
+      });
+      expect(r.code ?? "ok").toBe("ok");
+      await waitFor("the late dialog pressed", async () => {
+        await settled(family);
+        return family.count("button late") > before ? true : null;
       });
     });
   },

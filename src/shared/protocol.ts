@@ -236,6 +236,19 @@ export const OPS = {
       tiles: z.boolean().default(false),
       max_png_bytes: z.number().int().positive(),
       compression_level: z.number().int().min(0).max(9),
+      /**
+       * The caller's live grants on that window: each instance with the windows shown when its
+       * grant began (TargetExpectation's shown_before); the one of the listed instance applies.
+       */
+      granted: z
+        .array(
+          z.object({
+            instance: ProcessInstanceSchema,
+            shown_before: z.array(z.string().regex(/^\d{1,20}$/)).max(4096),
+          }),
+        )
+        .max(16)
+        .default([]),
     }),
     result: z.object({
       windows: z.array(WindowInfoSchema),

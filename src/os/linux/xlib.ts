@@ -466,7 +466,8 @@ const LIBXCB = {
   xcb_ungrab_pointer: "xcb_cookie_t xcb_ungrab_pointer(xcb_connection_t *c, uint32_t time)",
   xcb_grab_key_checked:
     "xcb_cookie_t xcb_grab_key_checked(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t modifiers, uint8_t key, uint8_t pm, uint8_t km)",
-  xcb_ungrab_key: "xcb_cookie_t xcb_ungrab_key(xcb_connection_t *c, uint8_t key, uint32_t w, uint16_t modifiers)",
+  xcb_ungrab_key:
+    "xcb_cookie_t xcb_ungrab_key(xcb_connection_t *c, uint8_t key, uint32_t w, uint16_t modifiers)",
   xcb_get_setup: "const void *xcb_get_setup(xcb_connection_t *c)",
   xcb_get_keyboard_mapping:
     "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",

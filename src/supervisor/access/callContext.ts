@@ -25,6 +25,8 @@ export interface HeldShot {
   frame: OpResult<"capture.region"> | null;
   /** A check's refusal, answered only once the call was authorized. */
   refused: UiError | null;
+  /** The windows shown when the grant began that the worker's checks were given (shown_before). */
+  shownBefore: readonly string[];
   /** Zeroes the image: nothing of it can leave after this. */
   drop(): void;
 }

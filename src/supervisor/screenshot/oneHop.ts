@@ -2,7 +2,7 @@ import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { OpResult } from "../../shared/protocol.js";
-import type { CallContext, HeldShot, OneHopReply } from "../access/callContext.js";
+import type { HeldShot, OneHopCall, OneHopReply } from "../access/calls.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { MAX_SCREENSHOT_PIXELS, type ScreenshotPlan } from "./plan.js";
 import { PNG_LEVEL } from "./sample.js";
@@ -43,7 +43,7 @@ export function namedRegionPlan(policy: EffectivePolicy, name: string | undefine
 }
 
 export function shotInOneHop(
-  ctx: CallContext,
+  call: OneHopCall,
   args: OneHopShotArgs,
   policy: EffectivePolicy,
 ): Promise<OneHopReply> | null {
@@ -52,12 +52,12 @@ export function shotInOneHop(
   if (!plan) return null;
   const hwnd = args.hwnd;
   // The worker judges popups against the windows shown when the caller's grant began.
-  const grants = ctx.sup.grants.listForClient(ctx.client.hash).filter((g) => g.hwnd === hwnd);
+  const grants = call.grantsOn(hwnd);
   return (async () => {
     // As captureFrame: the frame in the worker plus the PNG and its base64 copy here.
-    const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 8, ctx.signal);
+    const reservation = await call.reserve(rectArea(plan.region) * 8);
     try {
-      const r = await ctx.call("capture.window", {
+      const r = await call.captureWindow({
         hwnd,
         region: plan.region,
         masks: plan.masks,

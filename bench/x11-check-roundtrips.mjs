@@ -61,7 +61,14 @@ try {
       compression_level: 2,
     };
     // capture.window only where the build has it (an older one has the two-message path alone).
-    const one = kind === "shot_window" ? OPS["capture.window"].args.parse({ hwnd: win.hwnd, ...shot }) : null;
+    const one =
+      kind === "shot_window"
+        ? OPS["capture.window"].args.parse({
+            hwnd: win.hwnd,
+            ...shot,
+            granted: { instance: win.instance, shown_before: [] },
+          })
+        : null;
     once =
       kind === "shot_window"
         ? () => captureHandlers["capture.window"](one, ctx)

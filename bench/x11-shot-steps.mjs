@@ -34,6 +34,7 @@ try {
     tiles: true,
     max_png_bytes: 64 * 1024 * 1024,
     compression_level: 2,
+    granted: { instance: win.instance, shown_before: [] },
   });
   const frames = new FramePool();
   const rect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];

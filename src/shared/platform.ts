@@ -87,6 +87,11 @@ export interface LiveCheck {
   focus: boolean;
   /** Refuse while another client holds an active grab of these devices. */
   grabs: { keyboard: boolean; pointer: boolean };
+  /**
+   * The instance's top-levels already shown when the grant began (TargetExpectation's
+   * shown_before): windows of their own, never popups of the target.
+   */
+  shownBefore?: ReadonlySet<string>;
 }
 
 /**
@@ -162,14 +167,28 @@ export interface DesktopPort {
    * listWindows does not carry (X11: override-redirect menus, combo popups, tooltips), from the
    * display server itself. Absent where the listing carries them all (Win32, the fake desktop).
    */
-  unlistedOwnWindows?(target: WindowInfo): Promise<Rect[]>;
+  unlistedOwnWindows?(target: WindowInfo, shownBefore?: ReadonlySet<string>): Promise<Rect[]>;
   /**
    * Optional: which of `candidates` (windows of the target's process instance from the listing)
    * are popups of `target` (X11: transient for it, through the WM_TRANSIENT_FOR chain). Any other
    * top-level of the instance is a window of its own, reached only through its own grant. Absent:
    * every shown window of the instance counts as part of the target (Win32, the fake desktop).
+   * A window in `shownBefore` (shown already when the grant began) is never a popup, nor is a
+   * window transient for the target only through one of those. `unlistedOwnWindows` leaves those
+   * out too.
    */
-  popupsOf?(target: WindowInfo, candidates: readonly WindowInfo[]): Promise<WindowInfo[]>;
+  popupsOf?(
+    target: WindowInfo,
+    candidates: readonly WindowInfo[],
+    shownBefore?: ReadonlySet<string>,
+  ): Promise<WindowInfo[]>;
+  /**
+   * Optional, where popupsOf tells popups apart: the native ids of the process's top-level
+   * windows shown now (X11: listed clients that are viewable or minimized, by client window, and
+   * mapped unlisted top-levels such as override-redirect ones, by their own id), from the display
+   * server. Taken when a grant begins, carried with it as TargetExpectation's shown_before.
+   */
+  shownTopLevels?(pid: number): Promise<string[]>;
   /**
    * Optional, for a check repeated moments after a listing (the capture's check after the
    * read): only what can have changed since, as a partial listing in listWindows' order. The
@@ -307,7 +326,7 @@ export interface A11ySession extends A11yNodeSource {
    * tooltips, its own dialogs): part of the granted window for inspection and actions. Absent
    * when the provider cannot tell them apart.
    */
-  popupRoots?(): Promise<A11yHandle[]>;
+  popupRoots?(shownBefore?: ReadonlySet<string>): Promise<A11yHandle[]>;
   /**
    * A stable identity of the node the handle names (the same for every handle of that node), so
    * the node keeps its ref across walks; absent when the provider has none (refs then follow

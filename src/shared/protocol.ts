@@ -50,6 +50,14 @@ export type WorkerInit = z.infer<typeof WorkerInitSchema>;
 export const TargetExpectationSchema = z.object({
   hwnd: z.string(),
   instance: ProcessInstanceSchema,
+  /**
+   * The instance's top-level windows already shown when the grant began (native ids, besides
+   * the granted window; DesktopPort.shownTopLevels): none of them is ever a popup of the grant.
+   */
+  shown_before: z
+    .array(z.string().regex(/^\d{1,20}$/))
+    .max(4096)
+    .optional(),
 });
 export type TargetExpectation = z.infer<typeof TargetExpectationSchema>;
 
@@ -146,6 +154,11 @@ export const OPS = {
     args: z.object({ instance: ProcessInstanceSchema }),
     result: z.object({ alive: z.boolean() }),
   },
+  "desktop.shown": {
+    worker: "capture",
+    args: z.object({ instance: ProcessInstanceSchema }),
+    result: z.object({ hwnds: z.array(z.string()).max(4096) }),
+  },
   "desktop.virtual_screen": { worker: "capture", args: Empty, result: z.object({ rect: RectSchema }) },
   "desktop.health": {
     worker: "capture",
@@ -223,6 +236,19 @@ export const OPS = {
       tiles: z.boolean().default(false),
       max_png_bytes: z.number().int().positive(),
       compression_level: z.number().int().min(0).max(9),
+      /**
+       * The caller's live grants on that window: each instance with the windows shown when its
+       * grant began (TargetExpectation's shown_before); the one of the listed instance applies.
+       */
+      granted: z
+        .array(
+          z.object({
+            instance: ProcessInstanceSchema,
+            shown_before: z.array(z.string().regex(/^\d{1,20}$/)).max(4096),
+          }),
+        )
+        .max(16)
+        .default([]),
     }),
     result: z.object({
       windows: z.array(WindowInfoSchema),

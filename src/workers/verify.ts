@@ -46,7 +46,8 @@ export async function verifyTarget(
   if (!window.instance || !sameInstance(window.instance, expected.instance)) throw uiError("target_changed");
   refuseUnactionable(window, opts.requireForeground === true);
   const bounds: Rect = [0, 0, window.rect[2] - window.rect[0], window.rect[3] - window.rect[1]];
-  const points = await pointsInside(desktop, window, all, opts.points ?? []);
+  const shownBefore = new Set(expected.shown_before ?? []);
+  const points = await pointsInside(desktop, window, all, opts.points ?? [], shownBefore);
   let region: Rect | null = null;
   if (opts.region) {
     if (!containsRect(bounds, opts.region))
@@ -73,6 +74,7 @@ export async function verifyTarget(
       region,
       focus: opts.requireForeground === true,
       grabs: { keyboard: opts.grabs?.keyboard === true, pointer: opts.grabs?.pointer === true },
+      shownBefore,
     })) ?? null;
   return { window, all, proof };
 }
@@ -80,13 +82,16 @@ export async function verifyTarget(
 /**
  * The screen points of window-relative `points`, each inside the window or inside one of its
  * process instance's other shown top-levels (its popups, menus, own dialogs: part of it), else
- * out_of_bounds. The instance's other windows are looked up only for a point outside the window.
+ * out_of_bounds. The instance's other windows are looked up only for a point outside the window;
+ * where the platform tells popups apart, those shown already when the grant began
+ * (`shownBefore`) are not among them.
  */
 export async function pointsInside(
   desktop: DesktopPort,
   window: WindowInfo,
   all: readonly WindowInfo[],
   points: ReadonlyArray<{ x: number; y: number }>,
+  shownBefore: ReadonlySet<string> = new Set(),
 ): Promise<Array<{ x: number; y: number }>> {
   const screen = points.map((p) => ({ x: window.rect[0] + p.x, y: window.rect[1] + p.y }));
   const outside = screen.filter((p) => !containsPoint(window.rect, p.x, p.y));
@@ -102,9 +107,9 @@ export async function pointsInside(
       sameInstance(w.instance, own),
   );
   // Where the platform tells popups from the instance's other top-levels, only popups count.
-  const popups = desktop.popupsOf ? await desktop.popupsOf(window, same) : same;
+  const popups = desktop.popupsOf ? await desktop.popupsOf(window, same, shownBefore) : same;
   const areas = popups.map((w) => w.rect);
-  if (desktop.unlistedOwnWindows) areas.push(...(await desktop.unlistedOwnWindows(window)));
+  if (desktop.unlistedOwnWindows) areas.push(...(await desktop.unlistedOwnWindows(window, shownBefore)));
   const w = window.rect[2] - window.rect[0];
   const h = window.rect[3] - window.rect[1];
   for (const p of outside)

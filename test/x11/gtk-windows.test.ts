@@ -25,8 +25,9 @@ import {
  *   "Transfer funds" button. A click on it, a screenshot over it and typed text (GtkSocket
  *   forwards keys to its plug) are refused; the plug never hears of them.
  * - The title ceiling: the granted process's second top-level whose title the policy refuses is
- *   not a popup of the grant: its elements are not found through the main window; the main
- *   window's transient dialog still is one.
+ *   not a popup of the grant: its elements are not found through the main window; nor are those
+ *   of a dialog transient for the main window that was shown before the grant; a transient
+ *   dialog shown after the grant still is one.
  */
 
 const PYTHON = "/usr/bin/python3";
@@ -109,7 +110,7 @@ describe.skipIf(
     sock = await waitForWindow(p, "uix gi socket");
     main = await waitForWindow(p, "uix gi main");
     await waitForWindow(p, "uix refused");
-    await waitForWindow(p, "uix gi dialog");
+    await waitForWindow(p, "uix early");
     const policy = join(dir, "policy.json");
     writeFileSync(
       policy,
@@ -195,7 +196,29 @@ describe.skipIf(
     expect((own.elements as unknown[]).length).toBe(1);
   });
 
-  it("the main window's transient dialog is its popup: its elements are found, marked popup", async () => {
+  it("a transient dialog shown before the grant is no popup: its elements are not found or walked", async () => {
+    await inFront(main);
+    const found = await h.ok("find_elements", {
+      detail: "full",
+      hwnd: main.hwnd,
+      name_contains: "Early button",
+    });
+    expect(found.elements).toEqual([]);
+    const tree = await h.ok("inspect_tree", { detail: "full", hwnd: main.hwnd });
+    expect(JSON.stringify(tree.popups ?? [])).not.toContain("Early button");
+    const waited = await h.call("wait_for_element", {
+      hwnd: main.hwnd,
+      name_contains: "Early button",
+      timeout_ms: 500,
+    });
+    expect(waited.code).toBe("timeout");
+    const early = await waitForWindow(p, "uix early");
+    expect((await h.call("request_access", { hwnd: early.hwnd })).code).toBe("target_not_allowed");
+  });
+
+  it("the main window's transient dialog shown after the grant is its popup: its elements are found, marked popup", async () => {
+    familyProc.child.kill("SIGUSR2");
+    await waitForWindow(p, "uix gi dialog");
     const found = await h.ok("find_elements", {
       detail: "full",
       hwnd: main.hwnd,

@@ -182,6 +182,34 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
       expect(typed()).toBe(before);
     });
 
+    for (const kind of ["core", "xi2"] as const) {
+      it(`a passive grab (${kind === "core" ? "XGrabKey" : "XIGrabKeycode"}) on the root of a key we would type: input_grabbed, nothing typed, the grabber reads nothing`, async () => {
+        await targetInFront();
+        const grab = await attack(["passivekey", kind, "n"]);
+        const before = typed();
+        const r = await text("hunter2\n");
+        expect(r.code).toBe("input_grabbed");
+        await settled(grab);
+        expect(grab.count("key")).toBe(0);
+        expect(typed()).toBe(before);
+        await grab.stop();
+        // The grab gone, the same text reaches the target again.
+        await targetInFront();
+        expect((await text("n")).code ?? "ok").toBe("ok");
+        await waitFor("typed", async () => (typed().length >= before.length + 1 ? true : null));
+      });
+    }
+
+    it("a passive grab of a key we do not type: send_text reaches the target", async () => {
+      await targetInFront();
+      const grab = await attack(["passivekey", "core", "F7"]);
+      const before = typed().length;
+      expect((await text("abc")).code ?? "ok").toBe("ok");
+      await waitFor("typed", async () => (typed().length >= before + 3 ? true : null));
+      await settled(grab);
+      expect(grab.count("key")).toBe(0);
+    });
+
     it("XIGrabDevice on Virtual core XTEST pointer: a click is input_grabbed, the grabber gets no press", async () => {
       const w = await targetInFront();
       const grab = await attack(["xigrab", "pointer"]);

@@ -404,6 +404,8 @@ export interface GrantedTargetOptions {
   actions: string[];
   /** Starts the target (attackers may already be started through `f`). */
   start(f: GrantedTarget): Promise<WindowInfo>;
+  /** Safe regions besides "body" (the whole window), window-relative, from the started target. */
+  moreRegions?(target: WindowInfo): Array<{ name: string; rect: [number, number, number, number] }>;
 }
 
 export function grantedTarget(opts: GrantedTargetOptions): GrantedTarget {
@@ -466,6 +468,7 @@ export function grantedTarget(opts: GrantedTargetOptions): GrantedTarget {
         allowed_actions: opts.actions,
         safe_regions: [
           { name: "body", rect: [0, 0, target.rect[2] - target.rect[0], target.rect[3] - target.rect[1]] },
+          ...(opts.moreRegions?.(target) ?? []),
         ],
       }),
     );

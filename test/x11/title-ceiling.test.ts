@@ -8,9 +8,10 @@ import { grantedTarget, waitFor, waitForWindow, x11CliSuite, xdotool } from "./s
  * The policy's title ceiling over every window of the granted process, end to end over stdio: one
  * process (test/x11/fixtures/attacker.c "family") shows its main window (the title the policy
  * allows), a second top-level whose title the policy refuses, stacked over part of the main
- * window and reaching beyond it, and a dialog transient for the main window beside it. The
- * dialog is a popup of the grant; the second top-level is a window of its own: no click, no
- * pixels, no point on it through the main window's grant.
+ * window and reaching beyond it, and a dialog transient for the main window beside it, all before
+ * the grant; a second transient dialog is mapped only after the grant. Only that late one is a
+ * popup of the grant; the second top-level and the dialog already shown when the grant began are
+ * windows of their own: no click, no pixels, no point on them through the main window's grant.
  */
 
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
@@ -24,12 +25,14 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
       titlePatterns: ["uix family main"],
       actions: ["observe", "inspect", "hover", "click", "interact", "key"],
       async start(f) {
-        family = await f.attack(["family", "uix family main", "uix refused", "uix popup"]);
+        family = await f.attack(["family", "uix family main", "uix refused", "uix popup", "uix late"]);
         const main = await waitForWindow(f.p, "uix family main");
         await waitForWindow(f.p, "uix refused");
         await waitForWindow(f.p, "uix popup");
         return main;
       },
+      // Left of where the refused top-level covers the main window.
+      moreRegions: (t) => [{ name: "left", rect: [0, 0, 120, t.rect[3] - t.rect[1]] }],
     });
 
     const win = async (hwnd: string) => (await f.p.desktop.getWindow(hwnd))!;
@@ -89,9 +92,11 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
       expect(r.content.filter((c) => c.type === "image")).toHaveLength(0);
     });
 
-    it("the dialog transient for the main window is its popup: a click on it lands there", async () => {
+    it("the transient dialog shown before the grant is a window of its own: refused, nothing pressed", async () => {
+      const popupId = String(family.more[1]);
+      expect((await f.h.call("request_access", { hwnd: popupId })).code).toBe("target_not_allowed");
       const { main: m, popup } = await arrange();
-      const before = family.count("button popup");
+      expect(popup.rect[0]).toBeGreaterThanOrEqual(m.rect[2]);
       const r = await f.h.call("click_window", {
         hwnd: m.hwnd,
         ...rel(
@@ -100,10 +105,66 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
           Math.floor((popup.rect[1] + popup.rect[3]) / 2) + 10,
         ),
       });
-      expect(r.code ?? "ok").toBe("ok");
-      await waitFor("the popup pressed", async () => {
+      expect(r.code).toBe("out_of_bounds");
+      await settled(family);
+      expect(family.count("button popup")).toBe(0);
+    });
+
+    it("the transient dialog shown before the grant, moved over the main window: no pixels, no press", async () => {
+      const popupId = String(family.more[1]);
+      const { main: m } = await arrange();
+      xdotool("windowmove", popupId, String(m.rect[0] + 20), String(m.rect[1] + 60));
+      try {
+        const popup = await waitFor("the dialog over the main window", async () => {
+          const now = await win(popupId);
+          return now.rect[0] < m.rect[0] + 100 ? now : null;
+        });
+        xdotool("windowraise", popupId);
+        await waitFor("the dialog above the main window", async () => {
+          const all = await f.p.desktop.listWindows();
+          const d = all.find((w) => w.hwnd === popupId);
+          const mm = all.find((w) => w.hwnd === m.hwnd);
+          return d && mm && d.z < mm.z ? true : null;
+        });
+        const shot = await f.h.call("screenshot_window", { hwnd: m.hwnd, region_name: "left" });
+        expect(shot.code).toBe("occluded");
+        expect(shot.content.filter((c) => c.type === "image")).toHaveLength(0);
+        const r = await f.h.call("click_window", {
+          hwnd: m.hwnd,
+          ...rel(m, popup.rect[0] + 30, Math.floor((popup.rect[1] + popup.rect[3]) / 2)),
+        });
+        expect(r.code).toBe("occluded");
         await settled(family);
-        return family.count("button popup") > before ? true : null;
+        expect(family.count("button popup")).toBe(0);
+        expect(family.count("button main")).toBe(0);
+      } finally {
+        xdotool("windowmove", popupId, "640", "100");
+      }
+    });
+
+    it("a transient dialog mapped after the grant is its popup: a click on it lands there", async () => {
+      if (family.count("mapped late") === 0) {
+        family.child.kill("SIGUSR1");
+        await waitFor("the late dialog mapped", async () => (family.count("mapped late") > 0 ? true : null));
+      }
+      const lateId = String(family.more[2]);
+      await waitForWindow(f.p, "uix late");
+      const { main: m } = await arrange();
+      xdotool("windowraise", lateId);
+      const late = await win(lateId);
+      const before = family.count("button late");
+      const r = await f.h.call("click_window", {
+        hwnd: m.hwnd,
+        ...rel(
+          m,
+          Math.floor((late.rect[0] + late.rect[2]) / 2),
+          Math.floor((late.rect[1] + late.rect[3]) / 2) + 10,
+        ),
+      });
+      expect(r.code ?? "ok").toBe("ok");
+      await waitFor("the late dialog pressed", async () => {
+        await settled(family);
+        return family.count("button late") > before ? true : null;
       });
     });
   },

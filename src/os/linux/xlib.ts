@@ -146,6 +146,17 @@ export interface X11Native {
   xcb_grab_pointer_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
   xcb_ungrab_keyboard: (c: Ptr, time: number) => Cookie;
   xcb_ungrab_pointer: (c: Ptr, time: number) => Cookie;
+  /** A passive key grab, checked: BadAccess when another client holds one that overlaps. */
+  xcb_grab_key_checked: (
+    c: Ptr,
+    ownerEvents: number,
+    w: number,
+    modifiers: number,
+    key: number,
+    pm: number,
+    km: number,
+  ) => Cookie;
+  xcb_ungrab_key: (c: Ptr, key: number, w: number, modifiers: number) => Cookie;
   xcb_get_setup: (c: Ptr) => Ptr;
   /** Core per-key auto-repeat (XKeyboardControl / XKeyboardState as plain byte buffers). */
   XChangeKeyboardControl: (dpy: Ptr, mask: number, values: Buffer) => number;
@@ -246,6 +257,30 @@ export interface X11Native {
     XIQueryDevice: (dpy: Ptr, deviceid: number, n: number[]) => Ptr | null;
     XIFreeDeviceInfo: (info: Ptr) => void;
     XIGetClientPointer: (dpy: Ptr, win: number, deviceid: number[]) => number;
+    /**
+     * An XI2 passive key grab; `modifiers` is an XIGrabModifiers array (int modifiers, int
+     * status) as bytes, each status set by the server. Returns how many modifiers failed.
+     */
+    XIGrabKeycode: (
+      dpy: Ptr,
+      deviceid: number,
+      keycode: number,
+      win: number,
+      grabMode: number,
+      pairedMode: number,
+      ownerEvents: number,
+      mask: Buffer,
+      count: number,
+      modifiers: Buffer,
+    ) => number;
+    XIUngrabKeycode: (
+      dpy: Ptr,
+      deviceid: number,
+      keycode: number,
+      win: number,
+      count: number,
+      modifiers: Buffer,
+    ) => number;
     DeviceInfo: TypeObject;
   } | null;
   /** libX11-xcb's XGetXCBConnection, when that library is installed (null otherwise). */
@@ -429,6 +464,10 @@ const LIBXCB = {
     "void *xcb_grab_pointer_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
   xcb_ungrab_keyboard: "xcb_cookie_t xcb_ungrab_keyboard(xcb_connection_t *c, uint32_t time)",
   xcb_ungrab_pointer: "xcb_cookie_t xcb_ungrab_pointer(xcb_connection_t *c, uint32_t time)",
+  xcb_grab_key_checked:
+    "xcb_cookie_t xcb_grab_key_checked(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t modifiers, uint8_t key, uint8_t pm, uint8_t km)",
+  xcb_ungrab_key:
+    "xcb_cookie_t xcb_ungrab_key(xcb_connection_t *c, uint8_t key, uint32_t w, uint16_t modifiers)",
   xcb_get_setup: "const void *xcb_get_setup(xcb_connection_t *c)",
   xcb_get_keyboard_mapping:
     "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
@@ -442,6 +481,10 @@ const LIBXI = {
   XIFreeDeviceInfo: "void XIFreeDeviceInfo(void *info)",
   XIGetClientPointer: "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
   XISelectEvents: "int XISelectEvents(Display *dpy, unsigned long w, void *masks, int n)",
+  XIGrabKeycode:
+    "int XIGrabKeycode(Display *dpy, int deviceid, int keycode, unsigned long win, int grab_mode, int paired_device_mode, int owner_events, void *mask, int num_modifiers, void *modifiers)",
+  XIUngrabKeycode:
+    "int XIUngrabKeycode(Display *dpy, int deviceid, int keycode, unsigned long win, int num_modifiers, void *modifiers)",
 } as const;
 
 const LIBXFT = {
@@ -643,6 +686,8 @@ export function x11Native(): X11Native {
       XIQueryDevice: xi.XIQueryDevice,
       XIFreeDeviceInfo: xi.XIFreeDeviceInfo,
       XIGetClientPointer: xi.XIGetClientPointer,
+      XIGrabKeycode: xi.XIGrabKeycode,
+      XIUngrabKeycode: xi.XIUngrabKeycode,
       DeviceInfo: t.XIDeviceInfo,
     },
     xres: xres && {

@@ -80,7 +80,10 @@ export function asNode(h: A11yHandle): Node {
 }
 
 /** Where the X server shows the granted window's popups and its process's other top-levels. */
-export type PopupAreas = (window: WindowInfo) => Promise<{ popups: Rect[]; others: Rect[] }>;
+export type PopupAreas = (
+  window: WindowInfo,
+  shownBefore: ReadonlySet<string>,
+) => Promise<{ popups: Rect[]; others: Rect[] }>;
 
 /** Whether `extents` lies more on one of `popups` than on any of `others`. */
 export function onPopup(extents: Rect | null, areas: { popups: Rect[]; others: Rect[] }): boolean {
@@ -461,8 +464,11 @@ export class AtspiSession implements A11ySession {
     return isNode(h) ? `${h.bus}\u0000${h.path}` : null;
   }
 
-  /** The application's other showing top-level windows (menus, popups, its dialogs). */
-  async popupRoots(): Promise<A11yHandle[]> {
+  /**
+   * The application's other showing top-level windows (menus, popups, its dialogs), kept only
+   * where they lie on a popup of the granted window (none shown already when the grant began).
+   */
+  async popupRoots(shownBefore: ReadonlySet<string> = new Set()): Promise<A11yHandle[]> {
     this.check();
     const out: Node[] = [];
     for (const app of this.apps) {
@@ -487,7 +493,7 @@ export class AtspiSession implements A11ySession {
     }
     if (this.popupCheck === null || out.length === 0) return out;
     const [areas, extents] = await Promise.all([
-      this.popupCheck.areas(this.popupCheck.window),
+      this.popupCheck.areas(this.popupCheck.window, shownBefore),
       Promise.all(
         out.map((n) =>
           this.extentsCall(n)

@@ -358,27 +358,45 @@ export class X11Desktop implements DesktopPort {
 
   /**
    * The target's popups among windows of its instance: those whose WM_TRANSIENT_FOR chain leads
-   * to the target through windows the X server attributes to its process. Any other top-level
-   * of the process is a window of its own.
+   * to the target through windows the X server attributes to its process, none of them shown
+   * already when the grant began (`shownBefore`). Any other top-level of the process is a window
+   * of its own.
    */
-  async popupsOf(target: WindowInfo, candidates: readonly WindowInfo[]): Promise<WindowInfo[]> {
-    if (target.pid <= 0 || candidates.length === 0) return [];
+  async popupsOf(
+    target: WindowInfo,
+    candidates: readonly WindowInfo[],
+    shownBefore: ReadonlySet<string> = new Set(),
+  ): Promise<WindowInfo[]> {
+    const fresh = candidates.filter((w) => !shownBefore.has(w.hwnd));
+    if (target.pid <= 0 || fresh.length === 0) return [];
     const popups = transientFor(
       this.x,
       Number(target.hwnd),
       target.pid,
-      candidates.map((w) => Number(w.hwnd)),
+      fresh.map((w) => Number(w.hwnd)),
+      shownBefore,
     );
-    return candidates.filter((w) => popups.has(Number(w.hwnd)));
+    return fresh.filter((w) => popups.has(Number(w.hwnd)));
   }
 
   /**
    * The target process's mapped override-redirect top-levels (its menus, combo popups,
-   * tooltips): QueryTree of the root, the server's map state, geometry and override-redirect
-   * flag of each child, and X-Resource for their owners. Only the server's word.
+   * tooltips) not shown already when the grant began: QueryTree of the root, the server's map
+   * state, geometry and override-redirect flag of each child, and X-Resource for their owners.
+   * Only the server's word.
    */
-  async unlistedOwnWindows(target: WindowInfo): Promise<Rect[]> {
+  async unlistedOwnWindows(
+    target: WindowInfo,
+    shownBefore: ReadonlySet<string> = new Set(),
+  ): Promise<Rect[]> {
     if (target.pid <= 0) return [];
+    const shown = this.mappedRootChildren(true).filter((s) => !shownBefore.has(String(s.win)));
+    const pids = this.x.clientPids(shown.map((s) => s.win));
+    return shown.filter((s) => pids.get(s.win) === target.pid).map((s) => s.rect);
+  }
+
+  /** The root's mapped children (only override-redirect ones with `overrideOnly`), with their rects. */
+  private mappedRootChildren(overrideOnly: boolean): Array<{ win: number; rect: Rect }> {
     const children = this.x.queryTree(this.x.root).resolve().children;
     // All requests first, then all replies: one round trip for the whole tree.
     const asked = children.map((win) => ({
@@ -390,12 +408,28 @@ export class X11Desktop implements DesktopPort {
     asked.forEach(({ win, attrs, geom }) => {
       const a = settle(attrs).value;
       const g = settle(geom).value;
-      if (!a || !g || a.mapState !== 2 || !a.overrideRedirect) return;
+      if (!a || !g || a.mapState !== 2 || (overrideOnly && !a.overrideRedirect)) return;
       const { x, y, width, height, border } = g;
       shown.push({ win, rect: [x, y, x + width + 2 * border, y + height + 2 * border] });
     });
-    const pids = this.x.clientPids(shown.map((s) => s.win));
-    return shown.filter((s) => pids.get(s.win) === target.pid).map((s) => s.rect);
+    return shown;
+  }
+
+  /**
+   * The process's top-levels shown now, from the X server: the listed clients that are
+   * viewable or minimized (by client window), and every other mapped child of the root it owns
+   * (override-redirect menus and tooltips, windows the WM has not framed), by its own id.
+   */
+  async shownTopLevels(pid: number): Promise<string[]> {
+    if (pid <= 0) return [];
+    const listed = await this.listWindows();
+    const out = new Set(listed.filter((w) => w.pid === pid && w.visible).map((w) => w.hwnd));
+    const others = this.mappedRootChildren(false)
+      .map((s) => s.win)
+      .filter((w) => !this.framesByFrame.has(w));
+    const pids = this.x.clientPids(others);
+    for (const w of others) if (pids.get(w) === pid) out.add(String(w));
+    return [...out];
   }
 
   /**

@@ -39,7 +39,7 @@ export async function createX11Platform(opts: {
   let capture: X11Capture | null = null;
   let input: X11Input | null = null;
   // The X server's word on which of the process's other windows are popups of the granted one.
-  const popupAreas = async (w: WindowInfo) => {
+  const popupAreas = async (w: WindowInfo, shownBefore: ReadonlySet<string>) => {
     const all = await desktop.listWindows();
     const now = all.find((o) => o.hwnd === w.hwnd) ?? w;
     const own = now.instance;
@@ -52,11 +52,11 @@ export async function createX11Platform(opts: {
         o.instance !== null &&
         sameInstance(o.instance, own),
     );
-    const popups = new Set((await desktop.popupsOf(now, same)).map((o) => o.hwnd));
+    const popups = new Set((await desktop.popupsOf(now, same, shownBefore)).map((o) => o.hwnd));
     return {
       popups: [
         ...same.filter((o) => popups.has(o.hwnd)).map((o) => o.rect),
-        ...(await desktop.unlistedOwnWindows(now)),
+        ...(await desktop.unlistedOwnWindows(now, shownBefore)),
       ],
       others: same.filter((o) => !popups.has(o.hwnd)).map((o) => o.rect),
     };

@@ -16,6 +16,7 @@ import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
+import { type KeyPress, requireNoPassiveKeyGrab } from "./passiveGrabs.js";
 import type { XConnection } from "./xconn.js";
 import { requireXTestRoute } from "./xtestRoute.js";
 
@@ -199,18 +200,25 @@ export class X11Input implements InputPort {
   async keyDown(key: LogicalKey, proof?: LiveProof | null): Promise<void> {
     const kc = this.keycodeForKey(key);
     await this.autoRepeatOff(kc);
-    this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0), proof);
+    this.whileFocusHolds(() => this.x.n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0), proof, [
+      { kc, shifted: false },
+    ]);
   }
 
   /**
    * Emits key events atomically with a last focus check: the server is grabbed (no other
    * client's request runs, so nobody can move the focus or grab the keyboard), the focus must
    * still be the window the check before proved (`proof.focus`), our XTest events must still
-   * reach the virtual core keyboard (xtestRoute.ts), no other client may hold the keyboard, then
-   * the events, then the release of the server. On the same Xlib connection as XTest. Without a
-   * proof (raw use of the port, tests) the events are sent unchecked.
+   * reach the virtual core keyboard (xtestRoute.ts), no other client may hold the keyboard nor a
+   * passive grab of one of `presses` on the focus path (passiveGrabs.ts), then the events, then
+   * the release of the server. On the same Xlib connection as XTest. Without a proof (raw use of
+   * the port, tests) the events are sent unchecked.
    */
-  private whileFocusHolds(send: () => void, proof: LiveProof | null | undefined): void {
+  private whileFocusHolds(
+    send: () => void,
+    proof: LiveProof | null | undefined,
+    presses: readonly KeyPress[],
+  ): void {
     const n = this.x.n;
     const dpy = this.x.dpy;
     const expected = proof?.focus ?? null;
@@ -219,6 +227,10 @@ export class X11Input implements InputPort {
       this.flush();
       return;
     }
+    // Without libX11-xcb the passive grabs are probed on our own xcb connection just before the
+    // server grab (a request on another connection would wait for the grab's end).
+    const underGrab = this.x.xlibXcb !== null && this.x.xlibXcb !== 0n;
+    if (!underGrab) requireNoPassiveKeyGrab(this.x, Number(expected), presses, false);
     n.XGrabServer(dpy);
     try {
       const focus: Array<bigint | number> = [0];
@@ -229,6 +241,7 @@ export class X11Input implements InputPort {
       if (n.XGrabKeyboard(dpy, this.x.root, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0) !== GRAB_SUCCESS)
         throw uiError("input_grabbed");
       n.XUngrabKeyboard(dpy, 0);
+      if (underGrab) requireNoPassiveKeyGrab(this.x, Number(expected), presses, true);
       send();
     } finally {
       n.XUngrabServer(dpy);
@@ -302,6 +315,24 @@ export class X11Input implements InputPort {
     return null;
   }
 
+  /**
+   * The key presses typing `text` makes: each mapped character's keycode (after Shift where it
+   * needs it), and every spare keycode when some character needs a remap.
+   */
+  private pressesOf(km: Keymap, text: string, shiftKc: number, spare: readonly number[]): KeyPress[] {
+    const out: KeyPress[] = [];
+    let remaps = false;
+    for (const ch of text) {
+      const found = this.lookup(km, keysymForChar(ch.codePointAt(0) ?? 0));
+      if (found && (!found.shift || shiftKc !== 0)) {
+        if (found.shift) out.push({ kc: shiftKc, shifted: false });
+        out.push({ kc: found.kc, shifted: found.shift });
+      } else remaps = true;
+    }
+    if (remaps) for (const kc of spare) out.push({ kc, shifted: false });
+    return out;
+  }
+
   private spareKeycodes(km: Keymap): number[] {
     const out: number[] = [];
     for (let kc = km.max; kc >= km.min && out.length < MAX_SPARE; kc--) {
@@ -313,17 +344,40 @@ export class X11Input implements InputPort {
     return out;
   }
 
-  /** One character's key events, sent at once under the last focus check (whileFocusHolds). */
-  private tap(kc: number, shift: boolean, shiftKc: number, proof: LiveProof | null | undefined): void {
+  /**
+   * One character's key events, sent at once under the last focus check (whileFocusHolds).
+   * `ahead`: further presses of the text the passive-grab probe covers now as well (the first
+   * character's check covers the whole text, so a grabbed key refuses it before anything is typed).
+   */
+  private tap(
+    kc: number,
+    shift: boolean,
+    shiftKc: number,
+    proof: LiveProof | null | undefined,
+    ahead: readonly KeyPress[] = [],
+  ): void {
     // Before each character: a dialog of ours that opened mid-text gets none of it.
     dialogGate.assertNoDialog();
     const n = this.x.n;
-    this.whileFocusHolds(() => {
-      if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 1, 0);
-      n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);
-      n.XTestFakeKeyEvent(this.x.dpy, kc, 0, 0);
-      if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 0, 0);
-    }, proof);
+    const presses: KeyPress[] = [
+      ...(shift
+        ? [
+            { kc: shiftKc, shifted: false },
+            { kc, shifted: true },
+          ]
+        : [{ kc, shifted: false }]),
+      ...ahead,
+    ];
+    this.whileFocusHolds(
+      () => {
+        if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 1, 0);
+        n.XTestFakeKeyEvent(this.x.dpy, kc, 1, 0);
+        n.XTestFakeKeyEvent(this.x.dpy, kc, 0, 0);
+        if (shift) n.XTestFakeKeyEvent(this.x.dpy, shiftKc, 0, 0);
+      },
+      proof,
+      presses,
+    );
   }
 
   async typeText(
@@ -349,6 +403,13 @@ export class X11Input implements InputPort {
       if (found) pressable.add(found.kc);
     }
     const taps: HeldEntry[] = [...pressable].map((code) => ({ kind: "keycode", code }));
+    // Every press of the text, for the first character's passive-grab probe.
+    let ahead: KeyPress[] | null = this.pressesOf(km, text, shiftKc, spare);
+    const takeAhead = (): KeyPress[] => {
+      const all = ahead ?? [];
+      ahead = null;
+      return all;
+    };
     await this.ledger.hold(taps);
     try {
       for (const ch of text) {
@@ -357,7 +418,7 @@ export class X11Input implements InputPort {
         const found = this.lookup(km, ks);
         if (found && (!found.shift || shiftKc !== 0)) {
           const proof = await beforeEachKey?.();
-          this.tap(found.kc, found.shift, shiftKc, proof);
+          this.tap(found.kc, found.shift, shiftKc, proof, takeAhead());
           continue;
         }
         let kc = byKeysym.get(ks);
@@ -388,7 +449,7 @@ export class X11Input implements InputPort {
           byKeysym.set(ks, kc);
         }
         const proof = await beforeEachKey?.();
-        this.tap(kc, false, shiftKc, proof);
+        this.tap(kc, false, shiftKc, proof, takeAhead());
       }
       this.flush();
     } finally {

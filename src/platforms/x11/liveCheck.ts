@@ -170,11 +170,16 @@ async function judge(
 
   const above = stackedAbove(x, asked, children, frame, client, onScreen ? check : null);
   const hitTops = check.points.map((p) => replyValue(settle(asked.childAt(x.root, p.x, p.y))));
-  const popups = targetsPopups(x, desktop, asked, target, client, frame, [
-    ...above.covering.map((c) => c.win),
-    ...hitTops,
-    ...(mayBeTargetsGrab ? above.overrideRedirect : []),
-  ]);
+  const popups = targetsPopups(
+    x,
+    desktop,
+    asked,
+    target,
+    client,
+    frame,
+    [...above.covering.map((c) => c.win), ...hitTops, ...(mayBeTargetsGrab ? above.overrideRedirect : [])],
+    check.shownBefore ?? new Set(),
+  );
   // Proving a grab's owner moves the pointer a pixel and back (grabOwner.ts), which the grabbing
   // client sees: only try when the target has a popup open that explains a grab of its own.
   if (mayBeTargetsGrab && !above.overrideRedirect.some((w) => popups.has(w))) throw uiError("input_grabbed");
@@ -327,8 +332,10 @@ function stackedAbove(
 /**
  * Which of the top-levels `wins` are popups of the target: windows the X server attributes to
  * the target's process (X-Resource, one request) that are override-redirect (menus, combo
- * popups, tooltips) or whose client is transient for the target (WM_TRANSIENT_FOR chain). Any
- * other top-level of the process is a window of its own (the policy and a grant of its own).
+ * popups, tooltips) or whose client is transient for the target (WM_TRANSIENT_FOR chain), and
+ * that were not shown yet when the grant began (`shownBefore`: override-redirect ones by their
+ * own id, managed ones by client). Any other top-level of the process is a window of its own
+ * (the policy and a grant of its own).
  */
 function targetsPopups(
   x: XConnection,
@@ -338,6 +345,7 @@ function targetsPopups(
   client: number,
   frame: number,
   wins: readonly number[],
+  shownBefore: ReadonlySet<string>,
 ): Set<number> {
   const out = new Set<number>();
   const ask = [...new Set(wins)].filter((w) => w !== 0 && w !== frame && w !== client);
@@ -345,11 +353,12 @@ function targetsPopups(
   const pids = ownerPids(x, desktop, ask);
   const managed: Array<{ top: number; client: number }> = [];
   for (const w of ask) {
-    if (pids.get(w) !== target.pid) continue;
+    if (pids.get(w) !== target.pid || shownBefore.has(String(w))) continue;
     const a = settle(asked.attrs(w));
     if ("error" in a) continue;
+    const own = desktop.framesByFrame.get(w)?.client ?? w;
     if (a.value.overrideRedirect) out.add(w);
-    else managed.push({ top: w, client: desktop.framesByFrame.get(w)?.client ?? w });
+    else if (!shownBefore.has(String(own))) managed.push({ top: w, client: own });
   }
   if (managed.length > 0) {
     const transient = transientFor(
@@ -357,6 +366,7 @@ function targetsPopups(
       client,
       target.pid,
       managed.map((m) => m.client),
+      shownBefore,
     );
     for (const m of managed) if (transient.has(m.client)) out.add(m.top);
   }
@@ -365,14 +375,16 @@ function targetsPopups(
 
 /**
  * Which of `clients` (client windows of process `pid`) are transient for `targetClient`,
- * directly or through a chain of windows of the same process (a dialog of a dialog). The
- * property is the application's own; who owns each window in the chain is the server's word.
+ * directly or through a chain of windows of the same process (a dialog of a dialog), none of
+ * them shown already when the grant began (`shownBefore`). The property is the application's
+ * own; who owns each window in the chain is the server's word.
  */
 export function transientFor(
   x: XConnection,
   targetClient: number,
   pid: number,
   clients: readonly number[],
+  shownBefore: ReadonlySet<string> = new Set(),
 ): Set<number> {
   const out = new Set<number>();
   let frontier = clients.map((c) => ({ start: c, at: c }));
@@ -385,7 +397,7 @@ export function transientFor(
       const owner = p === null || "error" in p ? undefined : cardinals(p.value)[0];
       if (owner === undefined || owner === 0 || owner === f.start) return;
       if (owner === targetClient) out.add(f.start);
-      else next.push({ start: f.start, at: owner });
+      else if (!shownBefore.has(String(owner))) next.push({ start: f.start, at: owner });
     });
     const pids = x.clientPids(next.map((n) => n.at));
     frontier = next.filter((n) => pids.get(n.at) === pid);

@@ -81,8 +81,11 @@ export class XConnection {
   readonly root: number;
   readonly displayName: string;
   readonly atoms: Record<AtomName, number>;
-  /** Xlib's own xcb connection (libX11-xcb), to see that Xlib lost the server; else null. */
-  private readonly xlibXcb: Ptr | null;
+  /**
+   * Xlib's own xcb connection (libX11-xcb), to see that Xlib lost the server and for checked
+   * requests under our server grab (passiveGrabs.ts); else null.
+   */
+  readonly xlibXcb: Ptr | null;
   private closed = false;
   private xresOk: boolean | undefined;
   private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {

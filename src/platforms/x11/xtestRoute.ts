@@ -35,7 +35,7 @@ interface DeviceInfo {
 const announced = new WeakSet<XConnection>();
 
 /** XI2 requests need the client to have said which version it speaks, once per connection. */
-function announce(x: XConnection): void {
+export function announce(x: XConnection): void {
   const xi = x.n.xi;
   if (!xi || announced.has(x)) return;
   xi.XIQueryVersion(x.dpy, [2], [0]);

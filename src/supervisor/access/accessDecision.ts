@@ -9,6 +9,7 @@ import type { Capability } from "../policy/schema.js";
 import type { Supervisor } from "../supervisor.js";
 import type { Grant } from "./grants.js";
 import type { LeaseGate } from "./leaseGate.js";
+import { shownNow } from "./shownBefore.js";
 import type { ResolvedTarget } from "./targets.js";
 
 /**
@@ -223,6 +224,7 @@ export async function applyGrantDecision(
       ? sup.grants.put({
           ...binding,
           capabilities: sup.consent.keptDecision(client, target.instanceKey)?.capabilities ?? [],
+          shownBefore: await shownNow(sup, client, target),
         })
       : null;
   if (isRefusal(decision.grant)) throwRefusal(decision.grant);
@@ -236,7 +238,11 @@ export async function applyGrantDecision(
       throw e;
     }
     // The lease never reaches past the policy ceiling: the grant holds only what both allow.
-    return sup.grants.put({ ...binding, capabilities: leaseCapabilities(sup.lease, policy) });
+    return sup.grants.put({
+      ...binding,
+      capabilities: leaseCapabilities(sup.lease, policy),
+      shownBefore: await shownNow(sup, client, target),
+    });
   }
   const grant = renewed ?? sup.grants.get(client, target.instanceKey);
   // The facts were read just now on this thread: a grant the decision counted on is still there.

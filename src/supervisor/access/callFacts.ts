@@ -1,5 +1,6 @@
 import type { UiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
+import type { ProcessInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import type { OpArgs, OpResult } from "../../shared/protocol.js";
 import type { Reservation } from "../budgets.js";
@@ -25,6 +26,8 @@ export interface HeldShot {
   frame: OpResult<"capture.region"> | null;
   /** A check's refusal, answered only once the call was authorized. */
   refused: UiError | null;
+  /** The windows shown when the grant began that the worker's checks were given (shown_before). */
+  shownBefore: readonly string[];
   /** Zeroes the image: nothing of it can leave after this. */
   drop(): void;
 }
@@ -43,6 +46,8 @@ export interface OneHopCall {
   readonly signal: AbortSignal;
   reserve(bytes: number): Promise<Reservation>;
   captureWindow(args: OpArgs<"capture.window">): Promise<OpResult<"capture.window">>;
+  /** The caller's live grants on a window: their instances and the windows shown when each began. */
+  grantsOn(hwnd: string): ReadonlyArray<{ instance: ProcessInstance; shownBefore: readonly string[] }>;
 }
 
 /** The one access decision for the class a call names, and whether it holds a token for it. */

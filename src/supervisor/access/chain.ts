@@ -30,6 +30,7 @@ import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { endExitedInstances, liveListing, liveWindows } from "./liveWindows.js";
 import { buildServices } from "./services.js";
+import { underGrant } from "./shownBefore.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 
 /**
@@ -222,7 +223,8 @@ async function resolveTarget(
   signal: AbortSignal,
   state: ChainState,
 ): Promise<ResolvedTarget | null> {
-  const hop = def.target === "window" ? (def.oneHop?.(oneHopCall(sup, signal), args, policy) ?? null) : null;
+  const hop =
+    def.target === "window" ? (def.oneHop?.(oneHopCall(sup, signal, client), args, policy) ?? null) : null;
   if (hop) {
     const { windows, held } = await hop;
     state.held = held;
@@ -293,6 +295,8 @@ async function authorize(
   );
   const decision = decideAccess(facts);
   state.grant = await applyGrantDecision(sup, client, target, policy, decision, def.capability);
+  // The workers judge popups against the windows the grant's beginning already showed.
+  state.target = underGrant(target, state.grant.shownBefore);
   if (isRefusal(decision.confirmation)) throwRefusal(decision.confirmation);
   def.refuse?.(args);
   state.charge = takeBudgets(sup, def, args, client, policy, target);
@@ -403,9 +407,10 @@ function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedT
 }
 
 /** What a one-hop step may use: the memory budget and the capture worker's one-hop message. */
-function oneHopCall(sup: Supervisor, signal: AbortSignal): OneHopCall {
+function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHopCall {
   return Object.freeze({
     signal,
+    grantsOn: (hwnd: string) => sup.grants.listForClient(client).filter((g) => g.hwnd === hwnd),
     reserve: (bytes: number) => sup.memory.reserve(bytes, signal),
     captureWindow: (args: OpArgs<"capture.window">) =>
       sup.workers.capture.call("capture.window", args, { deadlineMs: sup.config.workerDeadlineMs, signal }),

@@ -15,6 +15,11 @@ export interface Grant {
   readonly capabilities: ReadonlySet<string>;
   readonly grantedAt: number;
   readonly expiresAt: number;
+  /**
+   * The instance's top-levels shown when the grant began (besides the granted window): windows
+   * of their own, never its popups. Kept when a live grant is replaced or renewed.
+   */
+  readonly shownBefore: readonly string[];
 }
 
 /** Why a grant ended; the supervisor disposes automation sessions and element refs on every one. */
@@ -32,6 +37,8 @@ export interface GrantInput {
   instance: ProcessInstance;
   hwnd: string;
   capabilities: Iterable<string>;
+  /** The instance's top-levels shown now (shownNow), used when no live grant is replaced. */
+  shownBefore?: readonly string[];
 }
 
 /**
@@ -61,11 +68,19 @@ export class GrantStore {
       throw uiError("invalid_argument", "Grant TTL must be >= 1 ms.");
   }
 
-  /** Creates or replaces the grant for (client, instance), expiring ttlMs from now. */
+  /**
+   * Creates or replaces the grant for (client, instance), expiring ttlMs from now. A live grant
+   * replaced keeps the windows shown when it began: a popup opened under it stays one.
+   */
   put(input: GrantInput): Grant {
     const now = this.clock();
     const ik = keyOfInstance(input.instance);
     const k = mapKey(input.client, ik);
+    const live = this.grants.get(k);
+    const shownBefore =
+      live !== undefined && live.expiresAt > now && live.hwnd === input.hwnd
+        ? live.shownBefore
+        : Object.freeze([...(input.shownBefore ?? [])]);
     const grant: Grant = Object.freeze({
       client: input.client,
       instanceKey: ik,
@@ -74,6 +89,7 @@ export class GrantStore {
       capabilities: new FrozenSet(input.capabilities),
       grantedAt: now,
       expiresAt: now + this.ttlMs,
+      shownBefore,
     });
     // Replacing is silent (renewal path); the supervisor revokes first when the binding itself changes.
     this.grants.set(k, grant);

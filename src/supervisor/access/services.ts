@@ -19,6 +19,7 @@ import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveWindows, pollWindows } from "./liveWindows.js";
 import type { SessionRecord } from "./sessions.js";
+import { shownNow } from "./shownBefore.js";
 import type { ResolvedTarget } from "./targets.js";
 
 /**
@@ -118,7 +119,8 @@ export interface ConsentService {
   /** Asks the person (one dialog per client and instance; kept decisions), with progress. */
   ask(wanted: Capability[]): Promise<ConsentDecision>;
   /** Holds what the person approved as this client's grant on the target. */
-  grant(capabilities: Iterable<string>): Grant;
+  /** The grant, with the windows of the instance shown before it began (when asked and now). */
+  grant(capabilities: Iterable<string>): Promise<Grant>;
   /** The window changed hands meanwhile: the grants on the old instance end. */
   revokeChanged(): void;
 }
@@ -320,6 +322,7 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
 function consentService({ sup, client, signal, progress, policy, target }: ServiceScope): ConsentService {
   const p = need(policy, "policy");
   const t = need(target, "target");
+  let shownAtAsk: string[] = [];
   return {
     leaseCapabilities: () => (sup.lease ? leaseCapabilities(sup.lease, p) : null),
     viaLease: async (wanted) => {
@@ -327,9 +330,12 @@ function consentService({ sup, client, signal, progress, policy, target }: Servi
       const g = sup.grants.get(client.hash, t.instanceKey);
       return g ? g.expiresAt : null;
     },
-    // Clients that show progress can say "waiting for approval" while the dialog is open.
-    ask: (wanted) =>
-      withWaitProgress(
+    // Clients that show progress can say "waiting for approval" while the dialog is open. The
+    // instance's windows already shown are never popups of the grant: read before the prompt
+    // and again at the grant, so a window shown while it was open is not one either.
+    ask: async (wanted) => {
+      shownAtAsk = await shownNow(sup, client.hash, t, signal);
+      return withWaitProgress(
         sup.consent.request({
           clientHash: client.hash,
           clientLabel: client.label,
@@ -340,13 +346,16 @@ function consentService({ sup, client, signal, progress, policy, target }: Servi
         }),
         progress,
         { totalMs: sup.config.consentTimeoutMs },
-      ),
-    grant: (capabilities) => {
+      );
+    },
+    grant: async (capabilities) => {
+      const shownAtGrant = await shownNow(sup, client.hash, t, signal);
       const grant = sup.grants.put({
         client: client.hash,
         instance: t.instance,
         hwnd: t.window.hwnd,
         capabilities: [...capabilities],
+        shownBefore: [...new Set([...shownAtAsk, ...shownAtGrant])],
       });
       sup.grants.clearReleased(client.hash, t.instanceKey);
       return grant;

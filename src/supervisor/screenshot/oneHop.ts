@@ -1,5 +1,6 @@
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
+import { sameInstance } from "../../shared/identity.js";
 import type { OpResult } from "../../shared/protocol.js";
 import type { HeldShot, OneHopCall, OneHopReply } from "../access/calls.js";
 import type { EffectivePolicy } from "../policy/load.js";
@@ -11,7 +12,8 @@ import { PNG_LEVEL } from "./sample.js";
  * desktop, checks, reads, checks again and encodes, and the supervisor resolves and authorizes
  * the target from that listing before the frame is looked at (src/supervisor/access/chain.ts).
  * Only a call whose region is known before the window is: an hwnd (a title is matched against
- * the policy, which only the supervisor holds) and a named region the policy allows. Any other
+ * the policy, which only the supervisor holds) and a named region the policy allows (the caller's
+ * grants on that window go with it, for the windows shown when each began). Any other
  * call, and any call whose region the policy would refuse, takes the chain's own listing first,
  * so its refusal comes where it always did.
  */
@@ -49,6 +51,8 @@ export function shotInOneHop(
   const plan = namedRegionPlan(policy, args.region_name);
   if (!plan) return null;
   const hwnd = args.hwnd;
+  // The worker judges popups against the windows shown when the caller's grant began.
+  const grants = call.grantsOn(hwnd);
   return (async () => {
     // As captureFrame: the frame in the worker plus the PNG and its base64 copy here.
     const reservation = await call.reserve(rectArea(plan.region) * 8);
@@ -63,8 +67,14 @@ export function shotInOneHop(
         tiles: true,
         max_png_bytes: policy.limits.max_png_bytes,
         compression_level: PNG_LEVEL,
+        granted: grants.slice(0, 16).map((g) => ({
+          instance: g.instance,
+          shown_before: g.shownBefore.slice(0, 4096),
+        })),
       });
-      return { windows: r.windows, held: holdShot(plan.region, r.shot, r.refused) };
+      const listed = r.windows.find((w) => w.hwnd === hwnd)?.instance ?? null;
+      const used = grants.find((g) => listed !== null && sameInstance(g.instance, listed))?.shownBefore ?? [];
+      return { windows: r.windows, held: holdShot(plan.region, r.shot, r.refused, used) };
     } finally {
       reservation.release();
     }
@@ -76,15 +86,25 @@ export function holdShot(
   region: Rect,
   frame: OpResult<"capture.region"> | null,
   refused: { code: Parameters<typeof uiError>[0]; message: string } | null,
+  shownBefore: readonly string[] = [],
 ): HeldShot {
   return {
     region,
     frame,
+    shownBefore,
     refused: refused ? uiError(refused.code, refused.message) : null,
     drop() {
       frame?.png?.fill(0);
     },
   };
+}
+
+/**
+ * Whether the held frame was checked against the windows shown when the call's grant began (a
+ * grant that began in this call's authorization, under the lease, was not known to the worker).
+ */
+export function heldFits(held: HeldShot, want: readonly string[]): boolean {
+  return held.shownBefore.length === want.length && held.shownBefore.every((h, i) => h === want[i]);
 }
 
 /**

@@ -85,7 +85,7 @@ export const accessTools = [
         consent.revokeChanged();
         throw uiError("target_changed");
       }
-      const grant = consent.grant(decision.capabilities);
+      const grant = await consent.grant(decision.capabilities);
       return {
         structured: {
           decision: "approved" as const,

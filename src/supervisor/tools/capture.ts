@@ -3,7 +3,7 @@ import { uiError } from "../../shared/errors.js";
 import { type Rect, rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
 import { sleep } from "../../shared/sleep.js";
-import { shotInOneHop, takeHeldShot } from "../screenshot/oneHop.js";
+import { heldFits, shotInOneHop, takeHeldShot } from "../screenshot/oneHop.js";
 import { planScreenshot } from "../screenshot/plan.js";
 import { changedRects, FrameMemo, shortHash } from "../screenshot/visual.js";
 import { type CallBase, defineWindowTool } from "./define.js";
@@ -85,14 +85,15 @@ export const captureTools = [
       const plan = planScreenshot(policy, target.window, args);
       try {
         // Taken in the message that resolved the target when the call allowed it (oneHop).
-        const r = capture.held
-          ? takeHeldShot(capture.held, plan)
-          : await capture.frame(plan, {
-              grid_spacing: args.grid ? args.grid_spacing : null,
-              output: "png",
-              unless_hash: null,
-              tiles: true,
-            });
+        const r =
+          capture.held && heldFits(capture.held, target.expectation.shown_before ?? [])
+            ? takeHeldShot(capture.held, plan)
+            : await capture.frame(plan, {
+                grid_spacing: args.grid ? args.grid_spacing : null,
+                output: "png",
+                unless_hash: null,
+                tiles: true,
+              });
         const hash = hashOf(r);
         memo.remember(call.client.hash, hash, r.tiles);
         const out = frameResult(call, r, plan.region);

@@ -1,5 +1,6 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometry.js";
+import { sameInstance } from "../../shared/identity.js";
 import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
@@ -156,6 +157,10 @@ const ops: HandlerTable = {
     alive: await ctx.platform.desktop.isInstanceAlive(args.instance),
   }),
 
+  "desktop.shown": async (args, ctx) => ({
+    hwnds: (await ctx.platform.desktop.shownTopLevels?.(args.instance.pid)) ?? [],
+  }),
+
   "desktop.virtual_screen": async (_args, ctx) => ({ rect: await ctx.platform.desktop.virtualScreen() }),
 
   "desktop.health": async (_args, ctx) => ({ facts: await ctx.platform.desktop.health() }),
@@ -174,7 +179,14 @@ const ops: HandlerTable = {
     // which (target_not_found, target_gone, target_not_allowed), in the chain's order.
     if (!window?.instance || window.owner_exited) return { windows, shot: null, refused: null };
     try {
-      const shot = await shoot(ctx, { hwnd: window.hwnd, instance: window.instance }, args, windows);
+      const own = window.instance;
+      const granted = args.granted.find((g) => sameInstance(g.instance, own));
+      const target = {
+        hwnd: window.hwnd,
+        instance: own,
+        ...(granted ? { shown_before: granted.shown_before } : {}),
+      };
+      const shot = await shoot(ctx, target, args, windows);
       return { windows, shot, refused: null };
     } catch (e) {
       // A check's refusal goes back as a value, so the supervisor answers it only after it has

@@ -37,7 +37,7 @@ async function ensureForeground(
   // will be refused anyway (a point outside the window) must not raise it either: nothing
   // is emitted for a rejected call. Occlusion is judged after activation.
   const { window, all } = await verifyTarget(desktop, target);
-  await pointsInside(desktop, window, all, points);
+  await pointsInside(desktop, window, all, points, new Set(target.shown_before ?? []));
   await desktop.activateWindow(target.hwnd);
   const until = Date.now() + ACTIVATE_TIMEOUT_MS;
   while (Date.now() < until) {

@@ -111,9 +111,12 @@ function buildTree(
 async function popupRootsOf(
   live: LiveSession,
   budget: Budget,
+  target: TargetExpectation,
 ): Promise<{ roots: A11yHandle[]; cut: boolean }> {
   if (live.provider.popupRoots === undefined) return { roots: [], cut: false };
-  const r = await budget.race(live.provider.popupRoots().catch(() => [] as A11yHandle[]));
+  // What the grant's beginning already showed is never its popup.
+  const before = new Set(target.shown_before ?? []);
+  const r = await budget.race(live.provider.popupRoots(before).catch(() => [] as A11yHandle[]));
   budget.throwIfCancelled();
   return r === STOPPED ? { roots: [], cut: true } : { roots: r, cut: false };
 }
@@ -235,8 +238,9 @@ async function popupTrees(
   budget: Budget,
   window: WindowInfo,
   limits: { maxDepth: number; room: number },
+  target: TargetExpectation,
 ): Promise<{ popups: A11yNodeOut[]; nodes: number; cut: boolean }> {
-  const extra = await popupRootsOf(live, budget);
+  const extra = await popupRootsOf(live, budget, target);
   let cut = extra.cut;
   let nodes = 0;
   const popups: A11yNodeOut[] = [];
@@ -295,10 +299,14 @@ async function inspect(
     throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
   // A subtree walk (root_ref) is about that subtree only.
   if (args.root_ref !== null) return { root: rootNode, popups: [], node_count: out.length, truncated };
-  const extra = await popupTrees(core, live, budget, window, {
-    maxDepth: args.max_depth,
-    room: args.max_nodes - out.length,
-  });
+  const extra = await popupTrees(
+    core,
+    live,
+    budget,
+    window,
+    { maxDepth: args.max_depth, room: args.max_nodes - out.length },
+    args.target,
+  );
   return {
     root: rootNode,
     popups: extra.popups,
@@ -362,7 +370,7 @@ async function find(
   };
   await search(root, false);
   // The instance's menus, popups and dialogs are part of the granted window.
-  const extra = enough() ? { roots: [], cut: false } : await popupRootsOf(live, budget);
+  const extra = enough() ? { roots: [], cut: false } : await popupRootsOf(live, budget, args.target);
   truncated ||= extra.cut;
   for (const p of extra.roots) {
     if (walked >= FIND_MAX_NODES || budget.expired || enough()) {
@@ -463,7 +471,9 @@ async function elementCenter(
   const y = Math.floor((rect[1] + rect[3]) / 2);
   // Inside the window or one of its instance's popups, menus, dialogs (part of it).
   const all = await budget.must(platform.desktop.listWindows());
-  await budget.must(pointsInside(platform.desktop, window, all, [{ x, y }]));
+  await budget.must(
+    pointsInside(platform.desktop, window, all, [{ x, y }], new Set(args.target.shown_before ?? [])),
+  );
   return { x, y };
 }
 

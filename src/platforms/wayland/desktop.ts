@@ -11,7 +11,22 @@ import {
   type WindowInfo,
 } from "../../shared/platform.js";
 import type { AtspiBus } from "../x11/atspiBus.js";
-import { type FrameRef, type Listing, listFrames, sessionBusOwnerPid, waylandSession } from "./windows.js";
+import { announcedDialogPids } from "./dialogPresence.js";
+import {
+  type FrameRef,
+  type Listing,
+  listFrames,
+  sessionBusOwnerPid,
+  sessionBusOwnerPids,
+  waylandSession,
+} from "./windows.js";
+
+/** The portal front end and its GNOME and GTK backends, whose windows are the portal's dialogs. */
+const PORTAL_NAMES = [
+  "org.freedesktop.portal.Desktop",
+  "org.freedesktop.impl.portal.desktop.gnome",
+  "org.freedesktop.impl.portal.desktop.gtk",
+];
 
 /**
  * Discovery on a GNOME Wayland session. Windows and their process instances come from AT-SPI
@@ -47,9 +62,21 @@ export class WaylandDesktop implements DesktopPort {
     return this.shellPid;
   }
 
+  /**
+   * Processes whose windows are never listed, targets or inspected: the compositor (its stage is
+   * a screen-sized window), the portal and its backends (their window picker is the second
+   * consent gate) and our own consent dialogs (announced by PID).
+   */
+  private async excludedPids(): Promise<Set<number>> {
+    const [shell, portals] = await Promise.all([this.compositorPid(), sessionBusOwnerPids(PORTAL_NAMES)]);
+    const out = announcedDialogPids(process.env);
+    for (const p of [shell, ...portals]) if (p !== null) out.add(p);
+    return out;
+  }
+
   async listing(): Promise<Listing> {
     if (this.disposed) throw uiError("platform_unavailable");
-    const listing = await listFrames(await this.bus(), this.session, await this.compositorPid());
+    const listing = await listFrames(await this.bus(), this.session, await this.excludedPids());
     this.last = listing;
     return listing;
   }

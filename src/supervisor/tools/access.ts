@@ -34,6 +34,10 @@ export const KEPT_APPROVAL_NOTE =
 export const KEPT_DENY_NOTE =
   "A person denied this process instance earlier in this server's run; the Deny is kept and not asked again. A person resets it by restarting the server (reconnecting it in the MCP client) or the application (a new process is asked anew).";
 
+/** The person cancelled the compositor's own dialog (the second gate on Wayland). */
+export const PORTAL_DECLINED_NOTE =
+  "The compositor's sharing dialog was cancelled: the window was not picked or control was not allowed. Nothing is kept; request_access asks again.";
+
 export const accessTools = [
   defineConsentTool({
     name: "request_access",
@@ -119,10 +123,49 @@ export const accessTools = [
           },
         };
       }
+      // The second gate where the compositor has one: its own dialog, where the person picks the
+      // window and allows control. The grant lives only as long as that portal session.
+      if (sup.portal) {
+        const second = await withWaitProgress(
+          sup.portal.admit({
+            client: ctx.client.hash,
+            instance: target.instance,
+            hwnd: target.window.hwnd,
+            signal: ctx.signal,
+          }),
+          ctx.progress,
+          { totalMs: sup.config.consentTimeoutMs },
+        ).catch((e: unknown) => {
+          // Not allowed at the compositor: the first gate's approval is not kept either.
+          if (!(isUiError(e) && e.code === "cancelled"))
+            sup.consent.forgetApproval(ctx.client.hash, target.instanceKey);
+          throw e;
+        });
+        if (second === "declined") {
+          sup.consent.forgetApproval(ctx.client.hash, target.instanceKey);
+          return {
+            structured: {
+              decision: "denied" as const,
+              capabilities: [],
+              expires_at: null,
+              source: "dialog" as const,
+              note: PORTAL_DECLINED_NOTE,
+            },
+          };
+        }
+      }
       // Re-resolve after the prompt: the window must still belong to the approved instance.
-      const again = pickTarget(policy, await liveWindows(sup, ctx.signal), { hwnd: target.window.hwnd });
+      let again: ReturnType<typeof pickTarget>;
+      try {
+        again = pickTarget(policy, await liveWindows(sup, ctx.signal), { hwnd: target.window.hwnd });
+      } catch (e) {
+        // No grant comes of it, so no portal session may stay open for it either.
+        sup.portal?.end(ctx.client.hash, target.instanceKey);
+        throw e;
+      }
       if (!sameInstance(again.instance, target.instance)) {
         sup.grants.revokeInstance(target.instanceKey, "target_changed");
+        sup.portal?.endInstance(target.instanceKey);
         throw uiError("target_changed");
       }
       const grant = sup.grants.put({
@@ -203,6 +246,7 @@ export const accessTools = [
         // the next request_access asks the person again. A kept Deny is not forgotten here.
         sup.grants.markReleased(client, key);
         sup.consent.forgetApproval(client, key);
+        sup.portal?.end(client, key);
         sup.sessions.disposeByInstance(key, client);
       }
       return { structured: { released } };

@@ -139,6 +139,9 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | null>, time
   }
 }
 
+/** AT-SPI's CHECKED state bit (state word 0). */
+const ST_CHECKED_BIT = 4;
+
 /** Independent AT-SPI reads on the session's a11y bus (not the backend's code). */
 export class A11yReader {
   private constructor(private readonly bus: dbus.MessageBus) {}
@@ -264,6 +267,89 @@ export class A11yReader {
       return true;
     }
     return false;
+  }
+
+  /** The accessible name of one node. */
+  async name(bus: string, path: string): Promise<string> {
+    const [v] = (await this.call(bus, path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+      "org.a11y.atspi.Accessible",
+      "Name",
+    ])) as [{ value: string }];
+    return v.value;
+  }
+
+  /** Nodes of the application named `appName` with role and accessible name, depth first. */
+  async named(appName: string): Promise<Array<{ bus: string; path: string; role: string; name: string }>> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return [];
+    const out: Array<{ bus: string; path: string; role: string; name: string }> = [];
+    for (const n of await this.nodes(app.bus, app.path, 5000)) {
+      try {
+        out.push({ ...n, name: await this.name(n.bus, n.path) });
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Answers xdg-desktop-portal-gnome's remote-desktop dialog through AT-SPI, the way any program
+   * can: selects the row of the window named `windowName` (Selection.SelectChild on its list),
+   * turns "Allow remote interaction" on when `allowControl`, then presses `button`. False while
+   * the dialog or its row is not there yet.
+   */
+  async answerPicker(
+    windowName: string,
+    allowControl: boolean,
+    button: "Share" | "Cancel",
+  ): Promise<boolean> {
+    const nodes = await this.named("xdg-desktop-portal-gnome");
+    const row = nodes.find((n) => n.role === "list item" && n.name === windowName);
+    const press = nodes.find((n) => n.role === "button" && n.name.includes(button));
+    if (!press || (button === "Share" && !row)) return false;
+    if (row) {
+      const [parent] = (await this.call(row.bus, row.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Parent",
+      ])) as [{ value: [string, string] }];
+      const [index] = (await this.call(
+        row.bus,
+        row.path,
+        "org.a11y.atspi.Accessible",
+        "GetIndexInParent",
+      )) as [number];
+      const [list, listPath] = parent.value;
+      await this.call(list, listPath, "org.a11y.atspi.Selection", "SelectChild", "i", [index]);
+    }
+    const control = nodes.find((n) => n.role === "switch" && n.name === "Allow remote interaction");
+    if (allowControl && control) {
+      const [st] = (await this.call(control.bus, control.path, "org.a11y.atspi.Accessible", "GetState")) as [
+        number[],
+      ];
+      if ((((st[0] ?? 0) >>> ST_CHECKED_BIT) & 1) === 0)
+        await this.call(control.bus, control.path, "org.a11y.atspi.Action", "DoAction", "i", [0]);
+    }
+    await this.call(press.bus, press.path, "org.a11y.atspi.Action", "DoAction", "i", [0]);
+    return true;
+  }
+
+  /**
+   * The centre of gnome-shell's own widget named `name`, in screen coordinates (the shell is the
+   * compositor: its extents are real positions, unlike a client's), or null.
+   */
+  async shellWidgetCentre(name: string): Promise<{ x: number; y: number } | null> {
+    const node = (await this.named("gnome-shell")).find((n) => n.name === name);
+    if (!node) return null;
+    const [[x, y, w, h]] = (await this.call(
+      node.bus,
+      node.path,
+      "org.a11y.atspi.Component",
+      "GetExtents",
+      "u",
+      [0],
+    )) as [[number, number, number, number]];
+    return w > 0 && h > 0 ? { x: Math.round(x + w / 2), y: Math.round(y + h / 2) } : null;
   }
 
   async text(bus: string, path: string): Promise<string> {

@@ -164,8 +164,9 @@ export class WaylandDesktop implements DesktopPort {
   /**
    * Identity alone (the listing just made, from the bus daemon's credentials and /proc) is all a
    * semantic action needs. Keys need the focus, which this compositor does not tell: refused.
-   * Points and regions need the window shared through the portal: a region only has to lie on
-   * the window's own pixels (the window stream holds nothing else); each point must show the
+   * Points and regions need the window shared through the portal: a region is read from the
+   * window stream alone (it holds nothing else); each point must be on the window's own pixels
+   * and show the
    * window's pixels around it on the monitor stream, at exactly one place. Wayland has no
    * client grabs of the pointer or keyboard, so there is none to refuse.
    */
@@ -175,13 +176,8 @@ export class WaylandDesktop implements DesktopPort {
     const b = this.portals.get(target.hwnd);
     if (!b) throw uiError("platform_unavailable", NOT_SHARED);
     if (check.region) {
-      const { box } = await this.portals.windowFrame(b);
-      const [l, t, r, btm] = check.region;
-      if (l < 0 || t < 0 || r > box[2] - box[0] || btm > box[3] - box[1])
-        throw uiError(
-          "out_of_bounds",
-          `The region [${check.region.join(", ")}] lies outside the shared window (${box[2] - box[0]}×${box[3] - box[1]}).`,
-        );
+      // A frame must exist; the capture paints black whatever the stream does not cover.
+      await this.portals.windowFrame(b);
       this.cleared = { hwnd: target.hwnd, at: Date.now() };
     }
     const points = [];

@@ -89,7 +89,10 @@ export async function createWaylandPlatform(_opts: {
       const hwnd = desktop.clearedForPointer();
       const b = bound(hwnd);
       const { box } = await portals.windowFrame(b);
-      await b.session.pointerMotionAbsolute(b.windowStream, box[0] + x, box[1] + y);
+      // Outside the window's own pixels the compositor would place the pointer elsewhere.
+      if (x < box[0] || y < box[1] || x >= box[2] || y >= box[3])
+        throw uiError("out_of_bounds", "The point is not on the shared window's own pixels.");
+      await b.session.pointerMotionAbsolute(b.windowStream, x, y);
       at = { hwnd: b.hwnd, x, y };
     },
     buttonDown: async (button: MouseButton, proof?: LiveProof | null) => {
@@ -160,8 +163,8 @@ export async function createWaylandPlatform(_opts: {
 }
 
 /**
- * The rect (window coordinates) of a window-stream frame as packed RGB: the window's own pixels
- * start at the opaque box's corner; anything outside the box, or not fully opaque, is black.
+ * The rect (window coordinates, the stream picture's own) of a window-stream frame as packed
+ * RGB: anything outside the window's opaque box, or not fully opaque, is black.
  */
 export function cropRgb(
   frame: { width: number; height: number; rgba: Uint8Array },
@@ -176,10 +179,10 @@ export function cropRgb(
   const data = use ? use.data : new Uint8Array(w * h * 3);
   const src = frame.rgba;
   for (let y = 0; y < h; y++) {
-    const fy = box[1] + rect[1] + y;
+    const fy = rect[1] + y;
     const row = y * stride;
     for (let x = 0; x < w; x++) {
-      const fx = box[0] + rect[0] + x;
+      const fx = rect[0] + x;
       const o = row + x * 3;
       if (fx < box[0] || fy < box[1] || fx >= box[2] || fy >= box[3]) {
         data[o] = 0;

@@ -10,9 +10,11 @@ import { type MatchResult, matchAround, opaqueBox } from "./streamMatch.js";
  * session that injects. A binding ends when its session closes, for whatever reason, and its
  * frame readers end with it.
  *
- * Window-stream coordinates: the stream is the window's buffer with its client-side shadow; the
- * window's own pixels (full opacity) start at the opaque box's corner, which is where the
- * window's (0, 0) is (AT-SPI's window coordinates, the listing's rect at the origin).
+ * Coordinates: the window stream's picture is the window's surface, client-side shadow
+ * included, in the surface's own coordinates, which are the coordinates the client reports its
+ * elements in over AT-SPI (measured with GTK 3: the frame's extents include the shadow margins).
+ * Only fully opaque pixels count as the window's own: shadows and rounded corners are blended
+ * with whatever lies behind on the monitor.
  */
 
 const FRAME_WAIT_MS = 3000;
@@ -124,9 +126,9 @@ export class PortalStreams {
     if (!b.monitor)
       throw uiError("platform_unavailable", "No monitor was shared, so the window's place cannot be proven.");
     const { frame, box } = await this.windowFrame(b);
-    const sx = box[0] + x;
-    const sy = box[1] + y;
-    if (x < 0 || y < 0 || sx >= box[2] || sy >= box[3])
+    const sx = x;
+    const sy = y;
+    if (sx < box[0] || sy < box[1] || sx >= box[2] || sy >= box[3])
       throw uiError(
         "out_of_bounds",
         `The point (${x}, ${y}) lies outside the shared window (${box[2] - box[0]}×${box[3] - box[1]}).`,

@@ -158,6 +158,12 @@ export interface DesktopPort {
    */
   readonly liveCheckCoversScreen?: boolean;
   /**
+   * Set when confirmLive proves on its own, from the display server's pictures, what a press at
+   * each point reaches (Wayland: the shared window's stream against the monitor's): pointer
+   * input then needs no foreground window and nothing is activated for it. Keys still do.
+   */
+  readonly pointerWithoutFocus?: boolean;
+  /**
    * Optional: screen rects of the target process's other mapped top-level windows that
    * listWindows does not carry (X11: override-redirect menus, combo popups, tooltips), from the
    * display server itself. Absent where the listing carries them all (Win32, the fake desktop).

@@ -208,10 +208,24 @@ export class PortalSession {
       if (m.interface === REQUEST && m.member === "Response" && m.path) responses.get(m.path)?.(m.body);
     };
     bus.on("message", onMessage);
-    const deadline = Date.now() + opts.timeoutMs;
+    // One deadline and one cancellation for the whole exchange (every dialog step counts).
     let timer: NodeJS.Timeout | null = null;
-    const fail = async (e: unknown): Promise<never> => {
+    let onAbort: (() => void) | null = null;
+    const abort = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(uiError("consent_timeout")), Math.max(0, opts.timeoutMs));
+      if (opts.signal) {
+        onAbort = () => reject(uiError("cancelled"));
+        if (opts.signal.aborted) onAbort();
+        else opts.signal.addEventListener("abort", onAbort, { once: true });
+      }
+    });
+    abort.catch(() => {});
+    const settle = () => {
       if (timer) clearTimeout(timer);
+      if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
+    };
+    const fail = async (e: unknown): Promise<never> => {
+      settle();
       bus.removeListener("message", onMessage);
       if (handle) await closeHandle(bus, handle).catch(() => {});
       if (ownsBus) bus.disconnect();
@@ -250,14 +264,6 @@ export class PortalSession {
         const t = token("r");
         const path = `${PORTAL_PATH}/request/${sender}/${t}`;
         const answered = new Promise<unknown[]>((r) => responses.set(path, r));
-        const abort = new Promise<never>((_, reject) => {
-          const left = deadline - Date.now();
-          timer = setTimeout(() => reject(uiError("consent_timeout")), Math.max(0, left));
-          if (opts.signal) {
-            if (opts.signal.aborted) reject(uiError("cancelled"));
-            opts.signal.addEventListener("abort", () => reject(uiError("cancelled")), { once: true });
-          }
-        });
         try {
           await Promise.race([call(bus, PORTAL, PORTAL_PATH, iface, member, signature, body(t)), abort]);
           const reply = await Promise.race([answered, abort]);
@@ -267,8 +273,6 @@ export class PortalSession {
           return (reply[1] ?? {}) as Vardict;
         } finally {
           responses.delete(path);
-          if (timer) clearTimeout(timer);
-          timer = null;
         }
       };
 
@@ -320,6 +324,7 @@ export class PortalSession {
         parseDevices(started.devices),
         typeof restoreToken === "string" ? restoreToken : null,
       );
+      settle();
       bus.removeListener("message", onMessage);
       bus.on("message", (m: dbus.Message) => {
         if (m.path === h && m.interface === SESSION && m.member === "Closed")

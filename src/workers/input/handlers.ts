@@ -32,7 +32,7 @@ async function ensureForeground(
   dialogGate.assertNoDialog();
   const w = await desktop.getWindow(target.hwnd);
   if (!w) throw uiError("target_gone");
-  if (w.foreground || mode === "passive") return;
+  if (w.foreground || mode === "passive" || desktop.pointerWithoutFocus) return;
   // Identity first: never raise a window that is not the consented instance. A call that
   // will be refused anyway (a point outside the window) must not raise it either: nothing
   // is emitted for a rejected call. Occlusion is judged after activation.
@@ -59,7 +59,7 @@ function check(
   pointerGrabProbe = true,
 ): Promise<VerifiedTarget> {
   return verifyTarget(ctx.platform.desktop, target, {
-    requireForeground: true,
+    requireForeground: !ctx.platform.desktop.pointerWithoutFocus,
     points,
     grabs: { keyboard: true, pointer: pointerGrabProbe },
   });

@@ -29,7 +29,6 @@ const PORTAL_NAMES = [
   "org.freedesktop.impl.portal.desktop.gtk",
 ];
 
-
 /**
  * Discovery on a GNOME Wayland session. Windows and their process instances come from AT-SPI
  * and the kernel (windows.ts); the screen's size from mutter's DisplayConfig. What this compositor

@@ -100,6 +100,13 @@ export { A11yNodeSchema };
 
 const Empty = z.object({}).strict();
 
+const SharedStreamSchema = z.object({
+  node: z.number().int().nonnegative(),
+  source_type: z.enum(["monitor", "window", "virtual"]),
+  size: z.tuple([z.number(), z.number()]).nullable(),
+  position: z.tuple([z.number(), z.number()]).nullable(),
+});
+
 /** op name → worker, argument schema, result schema. */
 export const OPS = {
   ping: { worker: "any", args: Empty, result: z.object({ pong: z.literal(true), pid: z.number() }) },
@@ -248,6 +255,43 @@ export const OPS = {
     worker: "input",
     args: z.object({ target: TargetExpectationSchema }),
     result: z.object({ was_iconic: z.boolean() }),
+  },
+
+  /**
+   * Wayland: the compositor's portal dialog, the second consent gate. The input worker opens
+   * and holds the session (only its bus connection may inject through it); the capture worker
+   * is handed its streams; wait_end answers when the compositor ends the session.
+   */
+  "portal.open": {
+    worker: "input",
+    args: z.object({ hwnd: z.string().max(64), timeout_ms: z.number().int().min(1).max(3_600_000) }),
+    result: z.union([
+      z.object({ answer: z.literal("declined") }),
+      z.object({
+        answer: z.literal("allowed"),
+        session_id: z.string().max(64),
+        streams: z.array(SharedStreamSchema).max(8),
+      }),
+    ]),
+  },
+  "portal.wait_end": {
+    worker: "input",
+    args: z.object({ session_id: z.string().max(64) }),
+    result: z.object({ why: z.enum(["closed_by_us", "closed_by_compositor", "bus_lost"]) }),
+  },
+  "portal.share": {
+    worker: "capture",
+    args: z.object({
+      hwnd: z.string().max(64),
+      session_id: z.string().max(64),
+      streams: z.array(SharedStreamSchema).max(8),
+    }),
+    result: z.object({ bound: z.literal(true) }),
+  },
+  "portal.close": {
+    worker: "any",
+    args: z.object({ session_id: z.string().max(64) }),
+    result: z.object({ closed: z.boolean() }),
   },
 
   /** Win32: the trusted consent dialog is native code, so it runs in a worker. */

@@ -1,7 +1,6 @@
 import { createRequire } from "node:module";
 import { GuardianHost } from "../guardian/host.js";
 import { showWaylandDialog } from "../platforms/wayland/consent.js";
-import { createWaylandPortalPort } from "../platforms/wayland/portalConsent.js";
 import { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
@@ -22,6 +21,7 @@ import { FakePrompter } from "./consent/fakePrompter.js";
 import { GatedPrompter } from "./consent/gatedPrompter.js";
 import { PortalGate, type PortalPort } from "./consent/portalGate.js";
 import type { ConsentPrompter } from "./consent/prompter.js";
+import { createWorkerPortalPort } from "./consent/workerPortal.js";
 import { CONSENT_DIALOG_TITLE, X11Prompter } from "./consent/x11Prompter.js";
 import { InputLane } from "./hosting/inputLane.js";
 import { type Isolation, WorkerHost } from "./hosting/workerHost.js";
@@ -190,7 +190,7 @@ export function buildSupervisor(
   // approval (no silent renewal), so the next request_access passes both gates again.
   const portalPort =
     opts.portalPort ??
-    (config.platform === "wayland" ? createWaylandPortalPort(env, config.consentTimeoutMs) : null);
+    (config.platform === "wayland" ? createWorkerPortalPort(workers, config.consentTimeoutMs) : null);
   const portal = portalPort
     ? new PortalGate({
         port: portalPort,

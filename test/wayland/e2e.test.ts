@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   A11yReader,
+  answerPicker,
   startApp,
   startSession,
   stopApps,
@@ -128,11 +129,7 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     const w = await factoryWindow(h);
     const pending = h.call("request_access", { hwnd: w.hwnd });
     await waitFor("the consent box's Allow button", () => reader.pressButton("zenity", "Allow"), 30_000);
-    await waitFor(
-      "the portal's picker",
-      () => reader.answerPicker("gtk3-widget-factory", true, "Share"),
-      30_000,
-    );
+    await answerPicker(reader, { windowApp: "gtk3-widget-factory", monitor: true, allowInput: true });
     expect((await pending).structured.decision).toBe("approved");
 
     const tree = await h.ok("inspect_tree", { detail: "full", hwnd: w.hwnd, max_depth: 12, max_nodes: 2000 });

@@ -140,9 +140,6 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | null>, time
   }
 }
 
-/** AT-SPI's CHECKED state bit (state word 0). */
-const ST_CHECKED_BIT = 4;
-
 /** Independent AT-SPI reads on the session's a11y bus (not the backend's code). */
 export class A11yReader {
   private constructor(private readonly bus: dbus.MessageBus) {}
@@ -365,47 +362,6 @@ export class A11yReader {
       }
     }
     return out;
-  }
-
-  /**
-   * Answers xdg-desktop-portal-gnome's remote-desktop dialog through AT-SPI, the way any program
-   * can: selects the row of the window named `windowName` (Selection.SelectChild on its list),
-   * turns "Allow remote interaction" on when `allowControl`, then presses `button`. False while
-   * the dialog or its row is not there yet.
-   */
-  async answerPicker(
-    windowName: string,
-    allowControl: boolean,
-    button: "Share" | "Cancel",
-  ): Promise<boolean> {
-    const nodes = await this.named("xdg-desktop-portal-gnome");
-    const row = nodes.find((n) => n.role === "list item" && n.name === windowName);
-    const press = nodes.find((n) => n.role === "button" && n.name.includes(button));
-    if (!press || (button === "Share" && !row)) return false;
-    if (row) {
-      const [parent] = (await this.call(row.bus, row.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
-        "org.a11y.atspi.Accessible",
-        "Parent",
-      ])) as [{ value: [string, string] }];
-      const [index] = (await this.call(
-        row.bus,
-        row.path,
-        "org.a11y.atspi.Accessible",
-        "GetIndexInParent",
-      )) as [number];
-      const [list, listPath] = parent.value;
-      await this.call(list, listPath, "org.a11y.atspi.Selection", "SelectChild", "i", [index]);
-    }
-    const control = nodes.find((n) => n.role === "switch" && n.name === "Allow remote interaction");
-    if (allowControl && control) {
-      const [st] = (await this.call(control.bus, control.path, "org.a11y.atspi.Accessible", "GetState")) as [
-        number[],
-      ];
-      if ((((st[0] ?? 0) >>> ST_CHECKED_BIT) & 1) === 0)
-        await this.call(control.bus, control.path, "org.a11y.atspi.Action", "DoAction", "i", [0]);
-    }
-    await this.call(press.bus, press.path, "org.a11y.atspi.Action", "DoAction", "i", [0]);
-    return true;
   }
 
   /**

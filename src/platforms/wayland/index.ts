@@ -18,6 +18,7 @@ import {
 import { AtspiBus } from "../x11/atspiBus.js";
 import { AtspiSession } from "../x11/atspiSession.js";
 import { NO_FOCUS_PROOF, NOT_SHARED, offsetTag, WaylandDesktop } from "./desktop.js";
+import { createPortalSharing } from "./portalHolder.js";
 import type { PortalSession } from "./portalSession.js";
 import { PortalStreams, type SharedSource } from "./portalStreams.js";
 
@@ -140,11 +141,19 @@ export async function createWaylandPlatform(_opts: {
       return new AtspiSession(b, { bus: frame.bus, path: frame.path, parent: null }, true, [frame.app]);
     },
   };
+  const sharing = createPortalSharing(
+    (hwnd, source) => {
+      if (disposed) throw uiError("platform_unavailable");
+      portals.bind(hwnd, source);
+    },
+    (hwnd) => portals.unbind(hwnd),
+  );
   return {
     desktop,
     capture,
     input,
     accessibility,
+    portals: sharing,
     bindPortalSession: (hwnd, session) => {
       if (disposed) throw uiError("platform_unavailable");
       portals.bind(hwnd, session);
@@ -153,6 +162,7 @@ export async function createWaylandPlatform(_opts: {
     dispose: async () => {
       if (disposed) return;
       disposed = true;
+      await sharing.dispose();
       portals.dispose();
       await desktop.dispose();
       const p = busPromise;

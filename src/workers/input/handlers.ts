@@ -273,6 +273,12 @@ const restore: Handler<"input.restore"> = async (args, ctx) => {
   return { was_iconic: w.iconic };
 };
 
+/** The platform's portal sessions, where its compositor's portal is the second consent gate. */
+export function portalsOf(ctx: HandlerContext): NonNullable<HandlerContext["platform"]["portals"]> {
+  if (!ctx.platform.portals) throw uiError("platform_unavailable", "This platform has no portal dialog.");
+  return ctx.platform.portals;
+}
+
 export const inputHandlers: HandlerTable = {
   "input.pointer": pointer,
   "input.drag": drag,
@@ -280,6 +286,12 @@ export const inputHandlers: HandlerTable = {
   "input.keys": keys,
   "input.close": close,
   "input.restore": restore,
+  "portal.open": async (args, ctx) => portalsOf(ctx).open(args.hwnd, args.timeout_ms, ctx.signal),
+  "portal.wait_end": async (args, ctx) => ({
+    why: await portalsOf(ctx).waitEnd(args.session_id, ctx.signal),
+  }),
+  "portal.close": async (args, ctx) => ({ closed: await portalsOf(ctx).close(args.session_id) }),
+
   "dialog.consent": async (args, ctx) => {
     if (!ctx.platform.dialog)
       throw uiError("platform_unavailable", "This platform has no native consent dialog.");

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { offsetTag } from "../../src/platforms/wayland/desktop.js";
 import { createWaylandPlatform, type WaylandPlatform } from "../../src/platforms/wayland/index.js";
@@ -211,39 +212,77 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     expect(code).toBe("not_foreground");
   });
 
-  it("attack: a window over the point: the click is refused (occluded) and nothing toggles", async () => {
-    const box = (await checkButtons()).find((c) => ((c.states >> ST_CHECKED) & 1) === 0);
-    if (!box) throw new Error("no unchecked check button");
-    const [x, y] = [box.rect[0] + 12, box.rect[1] + Math.floor(box.rect[3] / 2)];
-    // An overlay as large as the monitor: mutter puts a new window on top.
-    const overlay = startApp("zenity", ["--info", "--text=overlay", "--width=1280", "--height=800"], apps);
-    try {
-      await waitFor("the overlay on the a11y bus", async () =>
-        (await reader.apps()).some((a) => a.pid === overlay.pid) ? true : null,
-      );
-      // Until mutter has drawn it the monitor may still show the factory: wait for the refusal.
-      const code = await waitFor(
-        "the click refused",
-        async () => {
-          const c = await codeOf(verifyTarget(p.desktop, target, { points: [{ x, y }] }));
-          return c === "occluded" ? c : null;
-        },
-        10_000,
-      );
-      expect(code).toBe("occluded");
-      expect(await codeOf(click(x, y))).toBe("occluded");
-      await new Promise((r) => setTimeout(r, 300));
-      expect(await checked(box)).toBe(false);
-    } finally {
-      overlay.kill("SIGKILL");
-    }
-    // With the overlay gone the same click is proven again.
-    await waitFor(
-      "the click allowed again",
-      async () =>
-        (await codeOf(verifyTarget(p.desktop, target, { points: [{ x, y }] }))) === "ok" ? true : null,
-      10_000,
+  it("attack: another program draws over the point (a shell notification): the click is refused (occluded)", async () => {
+    // Points of the window near the top of the monitor, where the shell shows its banners.
+    const v = await verifyTarget(p.desktop, target, { points: [{ x: 60, y: 427 }] });
+    const [, dx, dy] = (/^monitor-offset:(-?\d+),(-?\d+)$/.exec(v.proof?.points[0]?.path[1] ?? "") ?? []).map(
+      Number,
     );
+    const grid: Array<{ x: number; y: number }> = [];
+    for (let my = 45; my <= 100; my += 11)
+      for (let mx = 420; mx <= 860; mx += 40) grid.push({ x: mx - dx, y: my - dy });
+    const proven = async () => {
+      const ok: Array<{ x: number; y: number }> = [];
+      const refused: Array<{ x: number; y: number }> = [];
+      for (const pt of grid) {
+        const c = await codeOf(verifyTarget(p.desktop, target, { points: [pt] }));
+        if (c === "ok") ok.push(pt);
+        else if (c === "occluded") refused.push(pt);
+      }
+      return { ok, refused };
+    };
+    const before = await proven();
+    expect(before.ok.length).toBeGreaterThan(0);
+    // Another program of the user asks the shell for a banner (a resident, critical notification).
+    const bus = dbus.sessionBus();
+    bus.on("error", () => {});
+    const notify = async (member: string, signature: string, body: unknown[]) =>
+      (
+        await bus.call(
+          new dbus.Message({
+            destination: "org.freedesktop.Notifications",
+            path: "/org/freedesktop/Notifications",
+            interface: "org.freedesktop.Notifications",
+            member,
+            signature,
+            body,
+          }),
+        )
+      )?.body ?? [];
+    const [id] = await notify("Notify", "susssasa{sv}i", [
+      "overlay",
+      0,
+      "",
+      "An overlay",
+      "drawn over the window",
+      [],
+      { urgency: new dbus.Variant("y", 2), resident: new dbus.Variant("b", true) },
+      0,
+    ]);
+    try {
+      const covered = await waitFor(
+        "a proven point refused under the banner",
+        async () => {
+          for (const pt of before.ok) {
+            if ((await codeOf(verifyTarget(p.desktop, target, { points: [pt] }))) === "occluded") return pt;
+          }
+          return null;
+        },
+        20_000,
+      );
+      expect(await codeOf(click(covered.x, covered.y))).toBe("occluded");
+      await notify("CloseNotification", "u", [id]);
+      // With the banner gone the same point is proven again.
+      await waitFor(
+        "the point proven again",
+        async () =>
+          (await codeOf(verifyTarget(p.desktop, target, { points: [covered] }))) === "ok" ? true : null,
+        20_000,
+      );
+    } finally {
+      await notify("CloseNotification", "u", [id]).catch(() => []);
+      bus.disconnect();
+    }
   });
 
   it("attack: the window is moved after the check and before the press: refused (target_changed)", async () => {
@@ -265,7 +304,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
         const t = v?.proof?.points[0]?.path[1];
         return t && t !== tag ? t : null;
       },
-      10_000,
+      20_000,
     );
     const code = await codeOf(p.input.buttonDown("left", before.proof));
     await p.input.buttonUp("left");

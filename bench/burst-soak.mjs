@@ -10,19 +10,20 @@
 //
 // Prints one JSON object: per build the samples (MiB), the value at minute 1, the peak, the
 // end, the slope after minute 1 (MiB/min, least squares), calls and failures, load averages.
-import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { CLI, call, LOOSE, RUFFLE, scratch, startServer } from "./lib/mcp.mjs";
+import { memory, round2, slope, smapsBreakdown } from "./lib/stats.mjs";
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const SAMPLE_S = Number(process.env.SOAK_SAMPLE_S ?? 5);
 const BURST_EVERY_S = Number(process.env.BURST_EVERY_S ?? 5);
 const BURST = 64;
 const LANES = 8;
+/** SOAK_SMAPS=1: where the server's resident memory was at the peak sample (lib/stats.mjs). */
+const SMAPS = process.env.SOAK_SMAPS === "1";
 /** One client may open 3 consent dialogs a minute: 3 windows are granted at once. */
 const WINDOWS = 3;
-const round2 = (v) => Math.round(v * 100) / 100;
 
 const tree = (n) => ({
   role: "window",
@@ -63,44 +64,6 @@ const policy = {
   safe_regions: [{ name: "r800x480", rect: [0, 0, 800, 480] }],
   limits: { max_actions_per_minute: 10_000_000, max_screenshot_pixels_per_minute: 2_000_000_000_000 },
 };
-
-const rssKb = (pid) => {
-  try {
-    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-};
-const procTree = (pid) => {
-  let kids = [];
-  try {
-    for (const t of readdirSync(`/proc/${pid}/task`))
-      kids = kids.concat(
-        readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").split(" ").filter(Boolean).map(Number),
-      );
-  } catch {
-    // gone
-  }
-  return [pid, ...kids.flatMap(procTree)];
-};
-const memory = (pid) => ({
-  total: Math.round(procTree(pid).reduce((n, p) => n + rssKb(p), 0) / 1024),
-  server: Math.round(rssKb(pid) / 1024),
-});
-
-function slope(points) {
-  const n = points.length;
-  if (n < 2) return null;
-  const mx = points.reduce((a, p) => a + p[0], 0) / n;
-  const my = points.reduce((a, p) => a + p[1], 0) / n;
-  let num = 0;
-  let den = 0;
-  for (const [x, y] of points) {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  }
-  return den === 0 ? null : round2(num / den);
-}
 
 async function soak(cli) {
   const s = scratch(scenario(0), policy);
@@ -151,9 +114,16 @@ async function soak(cli) {
       s.write(scenario(g));
     }
   })();
+  let peak = 0;
+  const sample = () => {
+    const m = memory(server.pid);
+    r.samples.push({ min: round2((performance.now() - t0) / 60_000), ...m });
+    if (SMAPS && m.total > peak) r.server_smaps_mib_at_peak = smapsBreakdown(server.pid);
+    peak = Math.max(peak, m.total);
+  };
   const sampler = (async () => {
     for (;;) {
-      r.samples.push({ min: round2((performance.now() - t0) / 60_000), ...memory(server.pid) });
+      sample();
       if (performance.now() >= end) return;
       await new Promise((res) =>
         setTimeout(res, Math.min(SAMPLE_S * 1000, Math.max(0, end - performance.now()))),
@@ -161,7 +131,7 @@ async function soak(cli) {
     }
   })();
   await Promise.all([...lanes, bursts, rewrites, sampler]);
-  r.samples.push({ min: round2((performance.now() - t0) / 60_000), ...memory(server.pid) });
+  sample();
   await c.close();
   const totals = r.samples.map((x) => x.total);
   const after1 = r.samples.filter((x) => x.min >= 1);

@@ -13,16 +13,13 @@
 // Prints one JSON object: per phase the honest calls' latency, their refusals (429) and
 // failures, what the attacker got (admitted waits, refused waits, slow bodies cut off or
 // refused), and the 1-minute load average before and after each phase.
-import { fork, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { fork } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { connect as netConnect } from "node:net";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { CLI, call, cleanEnv, LOOSE, RUFFLE } from "./lib/mcp.mjs";
+import { loadavg } from "node:os";
+import { call } from "./lib/mcp.mjs";
+import { connectIdentity, hwndOf, nextCall, remoteSetup, startHttpServer } from "./lib/remote.mjs";
+import { stats } from "./lib/stats.mjs";
 
 const HONEST = Number(process.env.BENCH_HONEST ?? 31);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 40);
@@ -30,9 +27,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 40);
 const MODE = process.env.BENCH_ATTACK ?? "both";
 const SLOW_BODIES = MODE === "waits" ? 0 : 256;
 const WAITS = MODE === "slow" ? 0 : 48;
-const WINDOWS = 4;
-const ISSUER = "https://idp.bench.invalid";
-const AUDIENCE = "https://uiinspect.bench.invalid/mcp";
 
 // The attacker runs in a process of its own (started below with --attacker), so its sockets
 // and reconnections never delay the honest clients' own event loop, which measures them.
@@ -48,116 +42,10 @@ if (process.argv[2] === "--attacker") {
   await new Promise(() => undefined);
 }
 
-const dir = mkdtempSync(join(tmpdir(), "uiinspect-bench-remote-attack-"));
-const { publicKey, privateKey } = await generateKeyPair("ES256");
-const jwks = join(dir, "jwks.json");
-writeFileSync(jwks, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: "k", alg: "ES256" }] }));
-const token = (sub) =>
-  new SignJWT({ scope: "uiinspect:observe uiinspect:inspect" })
-    .setProtectedHeader({ alg: "ES256", kid: "k" })
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
-    .setSubject(sub)
-    .setJti(`${sub}-${Date.now()}`)
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(privateKey);
-
-const windows = Array.from({ length: WINDOWS }, (_, i) => ({
-  hwnd: 1001 + i,
-  title: `Ruffle - bench${i}.swf`,
-  class: "RuffleWindow",
-  pid: 4001 + i,
-  process_start: "2026-11-30T08:00:00Z",
-  process_path: RUFFLE,
-  rect: [(i % 2) * 660, Math.floor(i / 2) * 500, (i % 2) * 660 + 640, Math.floor(i / 2) * 500 + 480],
-  visible: true,
-  iconic: false,
-  z: i,
-  fill: "#3366cc",
-  paint: [{ rect: [20, 60, 300, 200], fill: "#202020" }],
-  tree: {
-    role: "window",
-    name: `Bench ${i}`,
-    children: Array.from({ length: 20 }, (_, k) => ({
-      role: "button",
-      name: `Button ${k}`,
-      automation_id: `b${k}`,
-      rect: [
-        20 + (k % 5) * 100,
-        60 + Math.floor(k / 5) * 40,
-        110 + (k % 5) * 100,
-        90 + Math.floor(k / 5) * 40,
-      ],
-      patterns: ["invoke"],
-    })),
-  },
-}));
-const desktop = join(dir, "desktop.json");
-writeFileSync(
-  desktop,
-  JSON.stringify({ session: 1, foreground: 1001, windows, consent: { answer: "approve", delay_ms: 0 } }),
-);
-const policy = join(dir, "policy.json");
-writeFileSync(
-  policy,
-  JSON.stringify({
-    schema_version: 1,
-    policy_id: "bench-remote-attack",
-    application: { executable_path: RUFFLE, title_patterns: ["Ruffle - *"] },
-    allowed_actions: ["observe", "inspect"],
-    safe_regions: [{ name: "frame", rect: [10, 40, 410, 340] }],
-    limits: { max_actions_per_minute: 10_000_000, max_screenshot_pixels_per_minute: 2_000_000_000_000 },
-  }),
-);
-
-const server = spawn(
-  process.execPath,
-  [CLI, "serve", "--http", "127.0.0.1:0", "--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE].concat([
-    "--oauth-jwks",
-    jwks,
-    "--max-sessions",
-    String(HONEST + 8),
-  ]),
-  {
-    env: {
-      ...cleanEnv(),
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: desktop,
-      DESKTOP_AUTOMATION_POLICY_FILE: policy,
-      ...LOOSE,
-      UIINSPECT_LOG_LEVEL: "error",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  },
-);
-let err = "";
-const url = await new Promise((resolve, reject) => {
-  server.stderr.on("data", (d) => {
-    err += d;
-    const m = /listening on (\S+)/.exec(err);
-    if (m) resolve(m[1]);
-  });
-  server.once("exit", (c) => reject(new Error(`server exited ${c}: ${err}`)));
-});
-const port = Number(new URL(url).port);
-
-async function connect(sub) {
-  const t = await token(sub);
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { authorization: `Bearer ${t}` } },
-  });
-  const client = new Client({ name: sub, version: "1" });
-  await client.connect(transport);
-  return { client, transport, token: t };
-}
-
-function stats(samples) {
-  const s = [...samples].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0;
-  const r = (v) => Math.round(v * 10) / 10;
-  return { calls: s.length, p50_ms: r(q(0.5)), p99_ms: r(q(0.99)), max_ms: r(s.at(-1) ?? 0) };
-}
+const setup = await remoteSetup("bench-remote-attack");
+const srv = await startHttpServer(setup, { maxSessions: HONEST + 8 });
+const { port } = srv;
+const connect = (sub) => connectIdentity(setup, srv.url, sub);
 
 /** The honest identities' loop for `seconds`: latencies, and how many calls were refused or failed. */
 async function honestLoad(clients, seconds) {
@@ -169,10 +57,9 @@ async function honestLoad(clients, seconds) {
   const end = performance.now() + seconds * 1000;
   await Promise.all(
     clients.map(async (c, i) => {
-      const hwnd = 1001 + (i % WINDOWS);
+      const hwnd = hwndOf(i);
       for (let k = 0; performance.now() < end; k++) {
-        const name = k % 2 === 0 ? "inspect_tree" : "screenshot_window";
-        const args = name === "inspect_tree" ? { hwnd } : { hwnd, region_name: "frame" };
+        const { name, args } = nextCall(k, hwnd);
         const s = performance.now();
         try {
           await call(c.client, name, args);
@@ -287,7 +174,7 @@ try {
   for (let i = 0; i < HONEST; i++) honest.push(await connect(`agent-${i}`));
   await Promise.all(
     honest.map((c, i) =>
-      call(c.client, "request_access", { hwnd: 1001 + (i % WINDOWS), capabilities: ["observe", "inspect"] }),
+      call(c.client, "request_access", { hwnd: hwndOf(i), capabilities: ["observe", "inspect"] }),
     ),
   );
   // Warm-up: every automation session started, JIT warm, before either phase is timed.
@@ -350,7 +237,6 @@ try {
   await Promise.all(
     [...honest, ...(attacker ? [attacker] : [])].map((c) => c.client.close().catch(() => undefined)),
   );
-  server.kill("SIGTERM");
-  await new Promise((r) => server.once("exit", r));
-  rmSync(dir, { recursive: true, force: true });
+  await srv.stop();
+  setup.remove();
 }

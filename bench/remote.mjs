@@ -6,6 +6,7 @@
 //   BENCH_SECONDS=20 BENCH_IDLE_S=20 node bench/remote.mjs      # short run (windows mix; see below)
 //   BENCH_SESSIONS=8 node bench/remote.mjs
 //   BENCH_BASELINE=/path/to/other/dist/cli.js BENCH_ROUNDS=2 node bench/remote.mjs   # before/after in turn
+//   BENCH_VARIANTS='{"cap1":{"MALLOC_ARENA_MAX":"1"}}' node bench/remote.mjs  # + server env variants, in turn
 //
 // The supervisor's event-loop figures come from health_check, a rolling window covering the
 // last 30–60 s: the idle control is read after BENCH_IDLE_S of idle sessions, the loaded one at
@@ -14,156 +15,31 @@
 // (supervisor + every worker thread) and every process below it, from /proc. After the idle
 // phase BENCH_EXTRA_IDENTITIES more identities (default 32) are granted on the same instances
 // and walk once: per_extra_identity_kb is what each added. Per-identity p99s show whether any
-// identity is served worse than the others. Prints one JSON object on stdout.
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { CLI, call, cleanEnv, LOOSE, RUFFLE } from "./lib/mcp.mjs";
+// identity is served worse than the others. BENCH_SMAPS=1 adds where the server's resident
+// memory was at its peak sample (malloc heap, arena heaps, V8 pages, files). Prints one JSON
+// object on stdout.
+import { loadavg } from "node:os";
+import { CLI, call } from "./lib/mcp.mjs";
+import { connectIdentity, hwndOf, nextCall, remoteSetup, startHttpServer } from "./lib/remote.mjs";
+import { cpuMs, memory, rssKb, smapsBreakdown, stats } from "./lib/stats.mjs";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 120);
 const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 65);
-const WINDOWS = 4;
 /** Identities added on the granted instances after the idle phase (idle through the load). */
 const EXTRA = Number(process.env.BENCH_EXTRA_IDENTITIES ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
-const ISSUER = "https://idp.bench.invalid";
-const AUDIENCE = "https://uiinspect.bench.invalid/mcp";
+const SMAPS = process.env.BENCH_SMAPS === "1";
 
-const dir = mkdtempSync(join(tmpdir(), "uiinspect-bench-remote-"));
-const { publicKey, privateKey } = await generateKeyPair("ES256");
-const jwks = join(dir, "jwks.json");
-writeFileSync(jwks, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: "k", alg: "ES256" }] }));
-const token = (sub) =>
-  new SignJWT({ scope: "uiinspect:observe uiinspect:inspect" })
-    .setProtectedHeader({ alg: "ES256", kid: "k" })
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
-    .setSubject(sub)
-    .setJti(`${sub}-${Date.now()}`)
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(privateKey);
+const setup = await remoteSetup("bench-remote");
 
-const tree = (n) => ({
-  role: "window",
-  name: `Bench ${n}`,
-  children: Array.from({ length: 20 }, (_, i) => ({
-    role: "button",
-    name: `Button ${i}`,
-    automation_id: `b${i}`,
-    rect: [20 + (i % 5) * 100, 60 + Math.floor(i / 5) * 40, 110 + (i % 5) * 100, 90 + Math.floor(i / 5) * 40],
-    patterns: ["invoke"],
-  })),
-});
-const windows = Array.from({ length: WINDOWS }, (_, i) => ({
-  hwnd: 1001 + i,
-  title: `Ruffle - bench${i}.swf`,
-  class: "RuffleWindow",
-  pid: 4001 + i,
-  process_start: "2026-11-30T08:00:00Z",
-  process_path: RUFFLE,
-  rect: [(i % 2) * 660, Math.floor(i / 2) * 500, (i % 2) * 660 + 640, Math.floor(i / 2) * 500 + 480],
-  visible: true,
-  iconic: false,
-  z: i,
-  fill: "#3366cc",
-  paint: [{ rect: [20, 60, 300, 200], fill: "#202020" }],
-  tree: tree(i),
-}));
-const desktop = join(dir, "desktop.json");
-writeFileSync(
-  desktop,
-  JSON.stringify({ session: 1, foreground: 1001, windows, consent: { answer: "approve", delay_ms: 0 } }),
-);
-const policy = join(dir, "policy.json");
-writeFileSync(
-  policy,
-  JSON.stringify({
-    schema_version: 1,
-    policy_id: "bench-remote",
-    application: { executable_path: RUFFLE, title_patterns: ["Ruffle - *"] },
-    allowed_actions: ["observe", "inspect"],
-    safe_regions: [{ name: "frame", rect: [10, 40, 410, 340] }],
-    limits: { max_actions_per_minute: 10_000_000, max_screenshot_pixels_per_minute: 2_000_000_000_000 },
-  }),
-);
-
-async function runOnce(cli) {
-  const env = cleanEnv();
-  const server = spawn(
-    process.execPath,
-    [cli, "serve", "--http", "127.0.0.1:0", "--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE].concat([
-      "--oauth-jwks",
-      jwks,
-      "--max-sessions",
-      String(SESSIONS + EXTRA + 8),
-    ]),
-    {
-      env: {
-        ...env,
-        UIINSPECT_PLATFORM: "fake",
-        UIINSPECT_FAKE_DESKTOP: desktop,
-        DESKTOP_AUTOMATION_POLICY_FILE: policy,
-        ...LOOSE,
-        UIINSPECT_LOG_LEVEL: "error",
-      },
-      stdio: ["ignore", "ignore", "pipe"],
-    },
-  );
+async function runOnce(cli, env) {
+  const srv = await startHttpServer(setup, { cli, maxSessions: SESSIONS + EXTRA + 8, env });
   const startedAt = performance.now();
-  let err = "";
-  const url = await new Promise((resolve, reject) => {
-    server.stderr.on("data", (d) => {
-      err += d;
-      const m = /listening on (\S+)/.exec(err);
-      if (m) resolve(m[1]);
-    });
-    server.once("exit", (c) => reject(new Error(`server exited ${c}: ${err}`)));
-  });
-
-  // The server and every process below it (worker processes, the release guardian).
-  const rssKb = (pid) => {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      return m ? Number(m[1]) : 0;
-    } catch {
-      return 0;
-    }
-  };
-  const procTree = (pid) => {
-    let kids = [];
-    try {
-      for (const t of readdirSync(`/proc/${pid}/task`))
-        kids = kids.concat(
-          readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").split(" ").filter(Boolean).map(Number),
-        );
-    } catch {
-      // gone
-    }
-    return [pid, ...kids.flatMap(procTree)];
-  };
-  const rssMb = () => Math.round(procTree(server.pid).reduce((n, p) => n + rssKb(p), 0) / 1024);
+  const rssMb = () => memory(srv.pid).total;
   const sinceStart = () => Math.round((performance.now() - startedAt) / 1000);
 
-  async function connect(i) {
-    const transport = new StreamableHTTPClientTransport(new URL(url), {
-      requestInit: { headers: { authorization: `Bearer ${await token(`agent-${i}`)}` } },
-    });
-    const client = new Client({ name: `bench-${i}`, version: "1" });
-    await client.connect(transport);
-    return client;
-  }
-  function stats(samples) {
-    const s = [...samples].sort((a, b) => a - b);
-    const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0;
-    const r = (v) => Math.round(v * 10) / 10;
-    return { calls: s.length, p50_ms: r(q(0.5)), p99_ms: r(q(0.99)), max_ms: r(s.at(-1) ?? 0) };
-  }
+  const connect = async (i) => (await connectIdentity(setup, srv.url, `agent-${i}`)).client;
 
   const clients = [];
   const extras = [];
@@ -171,22 +47,22 @@ async function runOnce(cli) {
     for (let i = 0; i < SESSIONS; i++) clients.push(await connect(i));
     await Promise.all(
       clients.map((c, i) =>
-        call(c, "request_access", { hwnd: 1001 + (i % WINDOWS), capabilities: ["observe", "inspect"] }),
+        call(c, "request_access", { hwnd: hwndOf(i), capabilities: ["observe", "inspect"] }),
       ),
     );
     // Each session's automation session starts before the clock does.
-    await Promise.all(clients.map((c, i) => call(c, "inspect_tree", { hwnd: 1001 + (i % WINDOWS) })));
+    await Promise.all(clients.map((c, i) => call(c, "inspect_tree", { hwnd: hwndOf(i) })));
     const rssIdleStart = rssMb();
     await new Promise((r) => setTimeout(r, IDLE_S * 1000));
     const idle = (await call(clients[0], "health_check", {})).event_loop;
     const idleAt = sinceStart();
     const rssIdle = rssMb();
-    const rssIdleServerOnly = Math.round(rssKb(server.pid) / 1024);
+    const rssIdleServerOnly = Math.round(rssKb(srv.pid) / 1024);
     // Further identities on the instances already granted: what one more costs when idle.
     for (let i = 0; i < EXTRA; i++) extras.push(await connect(SESSIONS + i));
     for (const [i, c] of extras.entries()) {
-      await call(c, "request_access", { hwnd: 1001 + (i % WINDOWS), capabilities: ["observe", "inspect"] });
-      await call(c, "inspect_tree", { hwnd: 1001 + (i % WINDOWS) });
+      await call(c, "request_access", { hwnd: hwndOf(i), capabilities: ["observe", "inspect"] });
+      await call(c, "inspect_tree", { hwnd: hwndOf(i) });
     }
     await new Promise((r) => setTimeout(r, 3000));
     const rssExtra = rssMb();
@@ -194,32 +70,41 @@ async function runOnce(cli) {
     const lat = { inspect_tree: [], screenshot_window: [] };
     const perIdentity = clients.map(() => []);
     let failures = 0;
+    const failureReasons = {};
     let rssPeak = 0;
+    let smapsAtPeak = null;
     const rssTimer = setInterval(() => {
-      rssPeak = Math.max(rssPeak, rssMb() ?? 0);
+      const now = rssMb();
+      if (now <= rssPeak) return;
+      rssPeak = now;
+      if (SMAPS) smapsAtPeak = smapsBreakdown(srv.pid);
     }, 1000);
     const load1 = loadavg()[0];
+    const cpu0 = cpuMs(srv.pid);
     const end = performance.now() + SECONDS * 1000;
     const t0 = performance.now();
     await Promise.all(
       clients.map(async (c, i) => {
-        const hwnd = 1001 + (i % WINDOWS);
+        const hwnd = hwndOf(i);
         for (let k = 0; performance.now() < end; k++) {
-          const name = k % 2 === 0 ? "inspect_tree" : "screenshot_window";
-          const args = name === "inspect_tree" ? { hwnd } : { hwnd, region_name: "frame" };
+          const { name, args } = nextCall(k, hwnd);
           const s = performance.now();
           try {
             await call(c, name, args);
             const ms = performance.now() - s;
             lat[name].push(ms);
             perIdentity[i].push(ms);
-          } catch {
+          } catch (e) {
             failures++;
+            // The error code or the transport's words, never arguments (they carry nothing secret here).
+            const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? String(e).slice(0, 80);
+            failureReasons[why] = (failureReasons[why] ?? 0) + 1;
           }
         }
       }),
     );
     const wall = (performance.now() - t0) / 1000;
+    const cpu1 = cpuMs(srv.pid);
     clearInterval(rssTimer);
     const loaded = (await call(clients[0], "health_check", {})).event_loop;
     const all = [...lat.inspect_tree, ...lat.screenshot_window];
@@ -230,15 +115,23 @@ async function runOnce(cli) {
       bench: "remote",
       sessions: SESSIONS,
       identities: SESSIONS,
-      windows: WINDOWS,
+      windows: 4,
       transport: "Streamable HTTP on 127.0.0.1, OAuth Bearer (ES256 JWT) per request",
       load_seconds: Math.round(wall),
       calls_per_s: Math.round((all.length / wall) * 10) / 10,
       failures,
+      failure_reasons: failureReasons,
       all: overall,
       p99_over_p50: Math.round((overall.p99_ms / Math.max(0.1, overall.p50_ms)) * 100) / 100,
       identity_p99_ms: { min: p99s[0], median: medianP99, max: p99s.at(-1) },
       worst_identity_p99_over_median: Math.round(((p99s.at(-1) ?? 0) / Math.max(0.1, medianP99)) * 100) / 100,
+      // CPU per call: the supervisor's main thread, the whole server, and with its children.
+      cpu_ms_per_call: Object.fromEntries(
+        Object.keys(cpu1).map((k) => [
+          k,
+          Math.round(((cpu1[k] - cpu0[k]) / Math.max(1, all.length)) * 100) / 100,
+        ]),
+      ),
       inspect_tree: stats(lat.inspect_tree),
       screenshot_window: stats(lat.screenshot_window),
       supervisor_event_loop: {
@@ -253,6 +146,7 @@ async function runOnce(cli) {
         after_load: rssMb(),
         with_extra_identities: rssExtra,
       },
+      ...(SMAPS ? { server_smaps_mib_at_peak: smapsAtPeak } : {}),
       extra_identities: EXTRA,
       per_extra_identity_kb: EXTRA > 0 ? Math.round(((rssExtra - rssIdle) * 1024) / EXTRA) : null,
       loadavg_1m: {
@@ -265,8 +159,7 @@ async function runOnce(cli) {
     return out;
   } finally {
     await Promise.all([...clients, ...extras].map((c) => c.close().catch(() => undefined)));
-    server.kill("SIGTERM");
-    await new Promise((r) => server.once("exit", r));
+    await srv.stop();
   }
 }
 
@@ -275,14 +168,20 @@ async function runOnce(cli) {
 // BENCH_CLI: this build from elsewhere (a frozen copy, so a rebuild meanwhile cannot touch it).
 const ours = process.env.BENCH_CLI ?? CLI;
 const builds = [ours, ...(process.env.BENCH_BASELINE ?? "").split(",").filter(Boolean)];
+// BENCH_VARIANTS: a JSON object of named server environments, each run (with this build) after
+// the plain one, so a setting's effect is measured side by side.
+const variants = Object.entries(JSON.parse(process.env.BENCH_VARIANTS ?? "{}"));
+const plan = [
+  ...builds.map((cli) => ({ build: cli === ours ? "this" : cli, cli, env: {} })),
+  ...variants.map(([name, env]) => ({ build: "this", variant: name, cli: ours, env })),
+];
 const runs = [];
 try {
   for (let round = 0; round < ROUNDS; round++)
-    for (const cli of builds)
-      runs.push({ round, build: cli === ours ? "this" : cli, ...(await runOnce(cli)) });
+    for (const { cli, env, ...label } of plan) runs.push({ round, ...label, ...(await runOnce(cli, env)) });
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  setup.remove();
 }
 process.stdout.write(
-  `${JSON.stringify(builds.length === 1 && ROUNDS === 1 ? runs[0] : { bench: "remote", runs }, null, 2)}\n`,
+  `${JSON.stringify(plan.length === 1 && ROUNDS === 1 ? runs[0] : { bench: "remote", runs }, null, 2)}\n`,
 );

@@ -17,6 +17,10 @@ const SCRIPTS = [
   ["input", "actions per second through MCP, verification overhead"],
   ["mcp-a11y", "tree nodes per second through MCP, event-loop delay under 32 concurrent walks"],
   ["a11y", "tree walk in the uia handler alone"],
+  [
+    "tree-check",
+    "the supervisor's check of a 4,681-node tree: one piece vs slices, longest event-loop stall",
+  ],
   ["lease", "lease validation round trip, 8 concurrent clients"],
   ["remote", "remote mode: 32 authenticated HTTP sessions, inspect_tree + screenshots for 2 min"],
   [

@@ -7,6 +7,9 @@
 //     -o /tmp/rt-$n.txt node bench/x11-check-roundtrips.mjs; done
 //
 // (the difference between the two runs over 200 is one check's share; BENCH_DIST: another build).
+// BENCH_CHECK=shot_window runs a whole screenshot instead (capture.window: listing, check, read,
+// check, encode) and BENCH_CHECK=shot_two_hop the same as the two messages it replaced
+// (desktop.list, then capture.region on that listing).
 import { join, resolve } from "node:path";
 import { startBenchApps, startX11Session, stopX11Session } from "./lib/x11.mjs";
 
@@ -18,12 +21,16 @@ const CHECKS = {
   click: { requireForeground: true, points: [{ x: 200, y: 200 }], grabs: { keyboard: true, pointer: true } },
   shot: { region: [0, 0, 800, 600] },
 };
-const check = CHECKS[process.env.BENCH_CHECK ?? "key"];
-if (!check) throw new Error("BENCH_CHECK: key, click or shot");
+const SHOTS = ["shot_window", "shot_two_hop"];
+const kind = process.env.BENCH_CHECK ?? "key";
+const check = CHECKS[kind];
+if (!check && !SHOTS.includes(kind))
+  throw new Error("BENCH_CHECK: key, click, shot, shot_window or shot_two_hop");
 
 const sessionEnv = startX11Session();
 const apps = [];
 let platform = null;
+let capPlatform = null;
 try {
   const { createX11Platform } = await import(join(DIST, "platforms/x11/index.js"));
   const { verifyTarget } = await import(join(DIST, "workers/verify.js"));
@@ -33,13 +40,45 @@ try {
   apps.push(...started.apps);
   const win = started.win;
   const target = { hwnd: win.hwnd, instance: win.instance };
+  let once = () => verifyTarget(desktop, target, check);
+  if (!check) {
+    capPlatform = await createX11Platform({ workerKind: "capture" });
+    const { captureHandlers } = await import(join(DIST, "workers/capture/handlers.js"));
+    const { OPS } = await import(join(DIST, "shared/protocol.js"));
+    const ctx = {
+      signal: new AbortController().signal,
+      deadline: Date.now() + 1e9,
+      init: {},
+      platform: capPlatform,
+    };
+    const shot = {
+      region: [0, 0, 800, 600],
+      masks: [],
+      grid_spacing: null,
+      output: "png",
+      tiles: true,
+      max_png_bytes: 64 * 1024 * 1024,
+      compression_level: 2,
+    };
+    // capture.window only where the build has it (an older one has the two-message path alone).
+    const one = kind === "shot_window" ? OPS["capture.window"].args.parse({ hwnd: win.hwnd, ...shot }) : null;
+    once =
+      kind === "shot_window"
+        ? () => captureHandlers["capture.window"](one, ctx)
+        : async () => {
+            const { listing_id } = await captureHandlers["desktop.list"]({}, ctx);
+            const args = OPS["capture.region"].args.parse({ target, listing_id, ...shot });
+            return captureHandlers["capture.region"](args, ctx);
+          };
+  }
   // Same setup either way; only the checks differ between a 0-round and an N-round run.
-  await verifyTarget(desktop, target, check);
-  for (let i = 0; i < ROUNDS; i++) await verifyTarget(desktop, target, check);
+  await once();
+  for (let i = 0; i < ROUNDS; i++) await once();
   process.stdout.write(
     `${JSON.stringify({ rounds: ROUNDS, windows: (await desktop.listWindows()).length })}\n`,
   );
 } finally {
+  await capPlatform?.desktop.dispose();
   await platform?.desktop.dispose();
   for (const a of apps) if (a.exitCode === null) a.kill("SIGKILL");
   stopX11Session(sessionEnv);

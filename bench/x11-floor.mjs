@@ -15,6 +15,9 @@
 //          by level for one captured frame, ours against sharp, interleaved.
 //
 //   npm run build && node bench/x11-floor.mjs        (BENCH_ROUNDS, default 20)
+//   BENCH_BASELINE=<another build>/dist/cli.js: that build's server too, granted on the same
+//   window, its inspect_tree and screenshot_window in every round beside ours (…_baseline keys),
+//   so before and after share one run and one floor.
 //
 // Prints one JSON object: p50s, the ratios ours/baseline and ours/floor, nodes/s, the D-Bus
 // calls of one walk by member, and the load average at start and end (ratios of one
@@ -22,7 +25,7 @@
 // first one follows the tree walks).
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import dbus from "dbus-next";
@@ -40,6 +43,17 @@ try {
   const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
   const server = await desk.grantedServer(win, { safe_regions: [{ name: "r800x600", rect: REGION }] }, LOOSE);
   const { client } = server;
+  const BASELINE = process.env.BENCH_BASELINE ?? "";
+  const base = BASELINE
+    ? (
+        await desk.grantedServer(
+          win,
+          { safe_regions: [{ name: "r800x600", rect: REGION }] },
+          LOOSE,
+          resolve(BASELINE),
+        )
+      ).client
+    : null;
 
   const { X11Accessibility } = await import(join(REPO, "dist/platforms/x11/atspi.js"));
   const { PeerLink, verifiedPeerPath } = await import(join(REPO, "dist/platforms/x11/atspiPeer.js"));
@@ -167,6 +181,7 @@ try {
   };
 
   const t = {
+    ...(base ? { mcp_tree_baseline: [], mcp_shot_baseline: [] } : {}),
     mcp_tree: [],
     walk: [],
     pyatspi: [],
@@ -188,6 +203,10 @@ try {
   await pyWalk();
   await floorWalk();
   await call(client, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
+  if (base) {
+    await call(base, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
+    await call(base, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
+  }
   await shot();
   counting = true;
   const countedNodes = await walkOnce();
@@ -198,6 +217,10 @@ try {
       call(client, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
     );
     counts.mcp_tree = tree.node_count;
+    if (base)
+      await time("mcp_tree_baseline", () =>
+        call(base, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
+      );
     counts.walk = await time("walk", walkOnce);
     const p = await time("pyatspi", pyWalk);
     counts.pyatspi = p.nodes;
@@ -211,10 +234,18 @@ try {
       counts.floor_png_bytes = await time("floor_shot", shot);
       counts.own_encoder_floor_png_bytes = await time("own_encoder_floor_shot", ownFloorShot);
     };
+    const theirs = () =>
+      base
+        ? time("mcp_shot_baseline", () =>
+            call(base, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" }),
+          )
+        : null;
     if (i % 2 === 0) {
       await ours();
       await floor();
+      await theirs();
     } else {
+      await theirs();
       await floor();
       await ours();
     }
@@ -267,6 +298,15 @@ try {
           walk_vs_getitems_floor: ratio("walk", "floor_walk"),
           screenshot_mcp_vs_floor: ratio("mcp_shot", "floor_shot"),
           screenshot_mcp_vs_own_encoder_floor: ratio("mcp_shot", "own_encoder_floor_shot"),
+          inspect_tree_mcp_vs_getitems_floor: ratio("mcp_tree", "floor_walk"),
+          ...(base
+            ? {
+                baseline_inspect_tree_mcp_vs_getitems_floor: ratio("mcp_tree_baseline", "floor_walk"),
+                baseline_screenshot_mcp_vs_floor: ratio("mcp_shot_baseline", "floor_shot"),
+                inspect_tree_ours_vs_baseline: ratio("mcp_tree", "mcp_tree_baseline"),
+                screenshot_ours_vs_baseline: ratio("mcp_shot", "mcp_shot_baseline"),
+              }
+            : {}),
         },
         encode_800x600_frame: encode,
         nodes_per_s: {

@@ -35,7 +35,8 @@ export function cleanEnv() {
   );
 }
 
-function cpuProfArgs() {
+/** BENCH_SERVER_CPU_PROF=DIR: node flags for a V8 CPU profile of the server and each worker thread. */
+export function cpuProfArgs() {
   const dir = process.env.BENCH_SERVER_CPU_PROF;
   return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
 }

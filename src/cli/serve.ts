@@ -1,8 +1,9 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { parseRemoteFlags, type RemoteOptions } from "../remote/options.js";
 import { UiError } from "../shared/errors.js";
-import { buildSupervisor } from "../supervisor/bootstrap.js";
+import { buildSupervisor, warmWorkers } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
+import { boundYoungGeneration } from "../supervisor/heap.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/mcp/server.js";
 import { singleDrainWriter } from "../supervisor/mcp/stdoutWriter.js";
@@ -13,6 +14,8 @@ import { installShutdown } from "../supervisor/shutdown.js";
  * or a signal arrives; with --http, authenticated remote mode (src/remote) instead.
  */
 export async function serve(argv: string[] = []): Promise<number> {
+  // Before anything allocates: the young generations stay small (src/supervisor/heap.ts).
+  boundYoungGeneration();
   const flags = parseRemoteFlags(argv, process.env);
   if (!flags.ok) {
     process.stderr.write(`uiinspect-mcp: ${flags.message}\n`);
@@ -29,13 +32,7 @@ export async function serve(argv: string[] = []): Promise<number> {
     }
     throw e;
   }
-  // Workers boot (module loading, ~0.25 s) while the MCP server is built and the client says
-  // hello: capture first, since the first call is usually list_windows; input once it is up
-  // (on 2 cores, booting both at once slows the one that is needed first).
-  if (sup.config.platform) {
-    const { capture, input } = sup.workers;
-    capture.warm().finally(() => input.warm());
-  }
+  warmWorkers(sup);
   const server = createMcpServer(sup, (info) => sup.setClient(info));
   // One 'drain' listener on stdout however many answers are in flight (stdoutWriter.ts).
   const transport = new StdioServerTransport(process.stdin, singleDrainWriter(process.stdout));

@@ -46,6 +46,9 @@ export interface ReleaseAgent {
  * long as the server lives, and asks it to release a dead worker's presses. When this process
  * dies however it dies, the guardian's stdin closes and it releases everything.
  */
+/** The guardian's V8 mode (see its spawn). */
+export const GUARDIAN_V8_FLAG = "--lite-mode";
+
 export class GuardianHost implements ReleaseAgent {
   private readonly child: ChildProcess | null;
   private readonly socket: string;
@@ -69,17 +72,23 @@ export class GuardianHost implements ReleaseAgent {
       return;
     }
     // Module hooks carry over (a loader the server needed, the guardian needs too); an inspector never does.
-    const child = spawn(process.execPath, [...inheritedNodeOptions(process.execArgv), entry], {
-      stdio: ["pipe", "pipe", "ignore"],
-      detached: process.platform !== "win32",
-      windowsHide: true,
-      env: {
-        ...env,
-        [ENV.socket]: this.socket,
-        [ENV.token]: this.token,
-        [ENV.platform]: platform,
+    // --lite-mode: the guardian runs a few lines per press, and without V8's optimizing
+    // compilers it is 51 MB resident instead of 59 (it counts toward the server's memory).
+    const child = spawn(
+      process.execPath,
+      [GUARDIAN_V8_FLAG, ...inheritedNodeOptions(process.execArgv), entry],
+      {
+        stdio: ["pipe", "pipe", "ignore"],
+        detached: process.platform !== "win32",
+        windowsHide: true,
+        env: {
+          ...env,
+          [ENV.socket]: this.socket,
+          [ENV.token]: this.token,
+          [ENV.platform]: platform,
+        },
       },
-    });
+    );
     this.child = child;
     child.stdin?.on("error", () => undefined);
     this.readyP = new Promise<boolean>((resolve) => {

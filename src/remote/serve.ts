@@ -1,4 +1,4 @@
-import { buildSupervisor } from "../supervisor/bootstrap.js";
+import { buildSupervisor, warmWorkers } from "../supervisor/bootstrap.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/mcp/server.js";
 import { type RemoteServer, startRemoteServer } from "./httpServer.js";
@@ -17,10 +17,7 @@ export interface RunningRemote {
  */
 export async function startRemote(options: RemoteOptions): Promise<RunningRemote> {
   const sup = buildSupervisor();
-  if (sup.config.platform) {
-    const { capture, input } = sup.workers;
-    capture.warm().finally(() => input.warm());
-  }
+  warmWorkers(sup);
   let server: RemoteServer;
   try {
     // Over HTTP the identity comes from the credential; clientInfo is not asked for anything.

@@ -46,8 +46,19 @@ export function sameInstance(a: ProcessInstance, b: ProcessInstance): boolean {
 
 /** A stable key for maps: never shown to anyone. */
 export function instanceKey(i: ProcessInstance): string {
-  return createHash("sha256")
-    .update(`${i.pid}\u0000${i.start_time}\u0000${normalizeExecutablePath(i.exe_path)}\u0000${i.session}`)
-    .digest("hex")
-    .slice(0, 32);
+  const raw = `${i.pid}\u0000${i.start_time}\u0000${i.exe_path}\u0000${i.session}`;
+  let key = instanceKeys.get(raw);
+  if (key === undefined) {
+    key = createHash("sha256")
+      .update(`${i.pid}\u0000${i.start_time}\u0000${normalizeExecutablePath(i.exe_path)}\u0000${i.session}`)
+      .digest("hex")
+      .slice(0, 32);
+    // Every listing asks for the key of every window's instance: remembered, not rehashed.
+    if (instanceKeys.size >= INSTANCE_KEYS_KEPT) instanceKeys.clear();
+    instanceKeys.set(raw, key);
+  }
+  return key;
 }
+
+const INSTANCE_KEYS_KEPT = 1024;
+const instanceKeys = new Map<string, string>();

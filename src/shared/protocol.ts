@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { UiErrorBodySchema } from "./errors.js";
+import { DenyReasonSchema, UiErrorBodySchema } from "./errors.js";
 import { RectSchema } from "./geometry.js";
 import { ProcessInstanceSchema } from "./identity.js";
 import { PlatformNameSchema, WindowInfoSchema } from "./platform.js";
@@ -61,24 +61,30 @@ const KeyStepSchema = z.object({
   hold_ms: z.number().int().min(0).max(5000),
 });
 
+/**
+ * One element's own fields, its children left unchecked: the supervisor checks a big tree node
+ * by node with this, a few hundred at a time, so a 5,000-node walk does not hold its event loop
+ * (src/supervisor/hosting/treeResults.ts). A11yNodeSchema is the same shape, recursively.
+ */
+export const A11yNodeFieldsSchema = z.object({
+  ref: z.string(),
+  role: z.string(),
+  name: z.string().nullable(),
+  is_password: z.boolean().optional(),
+  automation_id: z.string().nullable(),
+  class_name: z.string().nullable(),
+  rect: RectSchema.nullable(),
+  enabled: z.boolean(),
+  offscreen: z.boolean(),
+  focused: z.boolean(),
+  states: z.array(z.enum(STATES)),
+  /** Present (true) on elements of the instance's other top-level windows (menus, popups, dialogs). */
+  popup: z.boolean().optional(),
+  patterns: z.array(z.string()),
+  children: z.array(z.unknown()),
+});
 const A11yNodeSchema: z.ZodType<A11yNodeOut> = z.lazy(() =>
-  z.object({
-    ref: z.string(),
-    role: z.string(),
-    name: z.string().nullable(),
-    is_password: z.boolean().optional(),
-    automation_id: z.string().nullable(),
-    class_name: z.string().nullable(),
-    rect: RectSchema.nullable(),
-    enabled: z.boolean(),
-    offscreen: z.boolean(),
-    focused: z.boolean(),
-    states: z.array(z.enum(STATES)),
-    /** Present (true) on elements of the instance's other top-level windows (menus, popups, dialogs). */
-    popup: z.boolean().optional(),
-    patterns: z.array(z.string()),
-    children: z.array(A11yNodeSchema),
-  }),
+  A11yNodeFieldsSchema.extend({ children: z.array(A11yNodeSchema) }),
 );
 export interface A11yNodeOut {
   ref: string;
@@ -99,6 +105,22 @@ export interface A11yNodeOut {
 export { A11yNodeSchema };
 
 const Empty = z.object({}).strict();
+
+/** One captured frame as capture.region and capture.window answer it. */
+const FrameResultSchema = z.object({
+  png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),
+  sha256: z.string().nullable(),
+  /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
+  samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
+  /** SHA-256 of the image the frame shows (size, grid, masked pixels): "png" and "frame_hash". */
+  frame_hash: z.string().optional(),
+  /** 32-bit hashes of its 32 × 32 tiles, row-major (when asked). */
+  tiles: z.array(z.number().int().nonnegative()).optional(),
+  width: z.number().int(),
+  height: z.number().int(),
+  /** Screen position of the captured region's top-left corner. */
+  window_offset: z.tuple([z.number().int(), z.number().int()]),
+});
 
 /** op name → worker, argument schema, result schema. */
 export const OPS = {
@@ -178,19 +200,36 @@ export const OPS = {
        */
       listing_id: z.string().max(64).nullable().default(null),
     }),
+    result: FrameResultSchema,
+  },
+
+  /**
+   * A screenshot in one message: the worker lists the desktop, takes the window `hwnd` names and
+   * its process instance from that listing, and runs capture.region's path against it (check,
+   * read, check again, masks, encode). It answers with the listing and the frame, or with the
+   * check's refusal as a value: the supervisor resolves the target from the listing and
+   * authorizes the identity the listing shows before it looks at either, and drops (zeroes) the
+   * frame when the answer is no.
+   */
+  "capture.window": {
+    worker: "capture",
+    args: z.object({
+      hwnd: z.string(),
+      region: RectSchema,
+      masks: z.array(RectSchema),
+      grid_spacing: z.number().int().min(5).max(2000).nullable(),
+      output: z.enum(["png", "frame_hash"]),
+      unless_hash: z.string().max(128).nullable().default(null),
+      tiles: z.boolean().default(false),
+      max_png_bytes: z.number().int().positive(),
+      compression_level: z.number().int().min(0).max(9),
+    }),
     result: z.object({
-      png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),
-      sha256: z.string().nullable(),
-      /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
-      samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
-      /** SHA-256 of the image the frame shows (size, grid, masked pixels): "png" and "frame_hash". */
-      frame_hash: z.string().optional(),
-      /** 32-bit hashes of its 32 × 32 tiles, row-major (when asked). */
-      tiles: z.array(z.number().int().nonnegative()).optional(),
-      width: z.number().int(),
-      height: z.number().int(),
-      /** Screen position of the captured region's top-left corner. */
-      window_offset: z.tuple([z.number().int(), z.number().int()]),
+      windows: z.array(WindowInfoSchema),
+      /** The frame, when the window was found with an owner and every check passed. */
+      shot: FrameResultSchema.nullable(),
+      /** What a check refused with (codes and fixed messages only: no title, no pixel). */
+      refused: z.object({ code: DenyReasonSchema, message: z.string().max(600) }).nullable(),
     }),
   },
 

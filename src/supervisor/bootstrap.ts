@@ -24,7 +24,8 @@ import { CONSENT_DIALOG_TITLE, X11Prompter } from "./consent/x11Prompter.js";
 import { InputLane } from "./hosting/inputLane.js";
 import { type Isolation, WorkerHost } from "./hosting/workerHost.js";
 import { log as defaultLog, type Logger } from "./log.js";
-import { loadPolicy } from "./policy/load.js";
+import { loadPolicy, policyStatusAt } from "./policy/load.js";
+import { CAPABILITY_TABLE } from "./policy/schema.js";
 import { PolicyWatcher } from "./policy/watch.js";
 import type { Supervisor, Workers } from "./supervisor.js";
 
@@ -88,6 +89,33 @@ class WorkerDialogPrompter implements ConsentPrompter {
     const r = await this.host.call("dialog.consent", { text: content.text }, { deadlineMs: 600_000, signal });
     return r.answer;
   }
+}
+
+/**
+ * Whether the input worker is likely to be needed soon: on Windows it shows the consent dialog;
+ * elsewhere only when the policy in force allows a capability that drives input. An input
+ * worker is a whole isolate (12–20 MiB); a server for observing and inspecting never needs
+ * one, and restore_window (observe) or a policy that starts allowing input later starts it
+ * at its first call, as after a crash (its deadline starts once it is ready).
+ */
+export function inputWorkerExpected(sup: Pick<Supervisor, "config" | "policyState" | "clock">): boolean {
+  if (sup.config.platform === "win32") return true;
+  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+  if (state.status !== "ok") return false;
+  return [...state.policy.allowed_actions].some((c) => CAPABILITY_TABLE[c].openWorld);
+}
+
+/**
+ * Workers boot (module loading, ~0.25 s) while the MCP server is built and the client says
+ * hello: capture first, since the first call is usually list_windows; input once it is up
+ * (on 2 cores, booting both at once slows the one that is needed first) and only when expected.
+ */
+export function warmWorkers(sup: Supervisor): void {
+  if (!sup.config.platform) return;
+  const { capture, input } = sup.workers;
+  capture.warm().finally(() => {
+    if (inputWorkerExpected(sup)) void input.warm();
+  });
 }
 
 export interface BuildOptions {

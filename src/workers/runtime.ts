@@ -51,14 +51,19 @@ function errorBody(e: unknown, signal: AbortSignal): UiErrorBody {
 /** Collects the ArrayBuffers of Uint8Array fields so large results move instead of copying. */
 function transferables(result: unknown): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
-  if (result && typeof result === "object") {
-    for (const v of Object.values(result)) {
-      if (v instanceof Uint8Array && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) {
-        if (v.buffer instanceof ArrayBuffer) out.push(v.buffer);
-      }
-    }
-  }
+  collect(result, out, 1);
   return out;
+}
+
+/** The Uint8Array fields of `value`, and of its object fields down to `depth` (capture.window's shot). */
+function collect(value: unknown, out: ArrayBuffer[], depth: number): void {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return;
+  for (const v of Object.values(value)) {
+    if (v instanceof Uint8Array) {
+      if (v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && v.buffer instanceof ArrayBuffer)
+        out.push(v.buffer);
+    } else if (depth > 0) collect(v, out, depth - 1);
+  }
 }
 
 /** What a running dispatcher offers its host: an inline endpoint stops it when it is torn down. */

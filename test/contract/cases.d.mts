@@ -1,4 +1,10 @@
+import type { Rect } from "../../src/shared/geometry.js";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { TargetExpectation } from "../../src/shared/protocol.js";
+import type { VerifiedTarget, VerifyOptions } from "../../src/workers/verify.js";
+
+/** Undoes a staged situation. */
+export type Undo = () => Promise<void>;
 
 export interface ContractCheck {
   assert(cond: unknown, msg: string): void;
@@ -18,6 +24,20 @@ export interface ContractContext {
   /** Whether an accessibility provider serves this window here (false: openSession may fail with a code). */
   hasAccessibility: boolean;
   check: ContractCheck;
+  /** That build's verifyTarget over platform.desktop. */
+  verify(expected: TargetExpectation, opts?: VerifyOptions): Promise<VerifiedTarget>;
+  /** Situations built for real by another process; each resolves to its undo. */
+  stage: {
+    cover(rect: Rect): Promise<Undo>;
+    foreground(): Promise<Undo>;
+    grab(device: "keyboard" | "pointer"): Promise<Undo>;
+    minimize(): Promise<void>;
+  };
+  /** Lets the window manager act on the requests made so far. */
+  settle(): Promise<void>;
+  /** The subject's text field, read independently of the backend. */
+  typed(): Promise<string>;
+  waitFor<T>(fn: () => Promise<T> | T, ms: number): Promise<T | null>;
 }
 
 export const PORT_CONTRACT: ReadonlyArray<{ name: string; run(ctx: ContractContext): Promise<void> }>;

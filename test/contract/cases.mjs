@@ -12,8 +12,46 @@
 //   isWindowInfo(w)  the WindowInfo schema check of that build
 //   hasAccessibility  whether this backend has a provider here (Wine has no UIA client)
 //   check      { assert(cond, msg), eq(a, b, msg), rejectsWith(promise, code, msg) }
+//   verify(expected, opts)  that build's workers/verify.js verifyTarget over platform.desktop:
+//              the portable checks on a fresh listing, then the port's confirmLive
+//   stage      situations built for real by another process, each resolving to its undo:
+//              cover(rect) a window of another process over that screen rect, above the subject;
+//              foreground() another process's window in front (away from the subject);
+//              grab(device) another client holding the "keyboard" or "pointer" grab;
+//              minimize() the subject minimized by the window manager (no undo: restoreWindow)
+//   settle()   lets the window manager act on what was asked so far (the fake desktop's is the
+//              test's own; a real one needs nothing)
+//   typed()    the subject's text field as read independently of the backend (the fake: what
+//              its effects log delivered to a simple text field)
+//   waitFor(fn, ms)  polls fn until it returns a truthy value (or null after ms)
 
 const centre = (r) => ({ x: Math.floor((r[0] + r[2]) / 2), y: Math.floor((r[1] + r[3]) / 2) });
+const size = (r) => ({ w: r[2] - r[0], h: r[3] - r[1] });
+const expectOf = (w) => ({ hwnd: w.hwnd, instance: w.instance });
+/** The subject's centre, window-relative (inside the client area on every backend). */
+const middle = (w) => ({ x: Math.floor(size(w.rect).w / 2), y: Math.floor(size(w.rect).h / 2) });
+
+/** Runs fn with a staged situation, undoing it whatever happens. */
+async function staged(make, fn) {
+  const undo = await make();
+  try {
+    return await fn();
+  } finally {
+    await undo();
+  }
+}
+
+/** The subject back in front and listed so (after a case that moved the foreground). */
+async function subjectInFront({ platform, subject, settle, waitFor, check }) {
+  await platform.desktop.activateWindow(subject.hwnd);
+  await settle();
+  const w = await waitFor(async () => {
+    const now = await platform.desktop.getWindow(subject.hwnd);
+    return now?.foreground && !now.iconic ? now : null;
+  }, 10000);
+  check.assert(w, "the subject is in front again");
+  return w;
+}
 
 export const PORT_CONTRACT = [
   {
@@ -132,6 +170,302 @@ export const PORT_CONTRACT = [
         check.assert(typeof facts.is_password === "boolean", "is_password is a boolean");
         check.assert(Array.isArray(await session.children(root)), "children is a list");
         check.eq(await session.alive(root), true, "the root of a live window is alive");
+      } finally {
+        await session.dispose();
+      }
+    },
+  },
+  {
+    name: "desktop: targetAndCovers (where the port has it) lists the target and only windows above it",
+    async run({ platform, subject, check }) {
+      if (!platform.desktop.targetAndCovers) return;
+      const { w, h } = size(subject.rect);
+      const some = await platform.desktop.targetAndCovers(subject.hwnd, [0, 0, w, h]);
+      const me = some.find((x) => x.hwnd === subject.hwnd);
+      check.assert(me, "the target is in the partial listing");
+      check.eq(me.rect, subject.rect, "at the listed place");
+      for (const x of some)
+        if (x !== me) check.assert(x.z < me.z, `window ${x.hwnd} is not above the target`);
+      check.eq(await platform.desktop.targetAndCovers("987654321", [0, 0, 1, 1]), [], "an unknown hwnd");
+    },
+  },
+  {
+    name: "desktop: popupsOf and unlistedOwnWindows (where the port has them) answer lists",
+    async run({ platform, subject, check }) {
+      if (platform.desktop.popupsOf)
+        check.eq(await platform.desktop.popupsOf(subject, []), [], "no candidates, no popups");
+      if (platform.desktop.unlistedOwnWindows) {
+        const rects = await platform.desktop.unlistedOwnWindows(subject);
+        check.assert(Array.isArray(rects), "a list of rects");
+        for (const r of rects) check.assert(Array.isArray(r) && r.length === 4, "each a rect");
+      }
+    },
+  },
+  {
+    name: "desktop: confirmLive (where the port has it) passes an uncovered point of the subject in front, with its proof",
+    async run(ctx) {
+      const { platform, check } = ctx;
+      const subject = await subjectInFront(ctx);
+      if (!platform.desktop.confirmLive) return;
+      const c = centre(subject.rect);
+      const proof = await platform.desktop.confirmLive(subject, {
+        points: [c],
+        region: null,
+        focus: true,
+        grabs: { keyboard: true, pointer: true },
+      });
+      check.assert(proof && Array.isArray(proof.points), "a proof with a list of points");
+      check.assert(proof.points.length === 0 || proof.points.length === 1, "at most one proof per point");
+      for (const p of proof.points) check.eq([p.x, p.y], [c.x, c.y], "the proof is of the point asked");
+    },
+  },
+  {
+    name: "refusal out_of_bounds: a point or region past the subject's edge",
+    async run(ctx) {
+      const { subject, verify, check } = ctx;
+      await subjectInFront(ctx);
+      const { w, h } = size(subject.rect);
+      const target = expectOf(subject);
+      await verify(target, { points: [middle(subject)] });
+      await check.rejectsWith(
+        verify(target, { points: [{ x: w + 3, y: Math.floor(h / 2) }] }),
+        "out_of_bounds",
+        "right of the window",
+      );
+      await check.rejectsWith(
+        verify(target, { points: [{ x: 5, y: -4 }] }),
+        "out_of_bounds",
+        "above the window",
+      );
+      await check.rejectsWith(
+        verify(target, { region: [w - 5, 0, w + 5, 10] }),
+        "out_of_bounds",
+        "a region across the edge",
+      );
+      await check.rejectsWith(
+        verify(target, { requireForeground: true, points: [{ x: w + 40, y: h + 40 }] }),
+        "out_of_bounds",
+        "for input too",
+      );
+    },
+  },
+  {
+    name: "refusal occluded: another process's window over a point or region of the subject",
+    async run(ctx) {
+      const { platform, subject, stage, verify, check } = ctx;
+      await subjectInFront(ctx);
+      const c = centre(subject.rect);
+      const rel = { x: c.x - subject.rect[0], y: c.y - subject.rect[1] };
+      const target = expectOf(subject);
+      await verify(target, { points: [rel], region: [rel.x - 10, rel.y - 10, rel.x + 10, rel.y + 10] });
+      const before = await platform.desktop.listWindows();
+      await staged(
+        () => stage.cover([c.x - 30, c.y - 30, c.x + 30, c.y + 30]),
+        async () => {
+          await check.rejectsWith(verify(target, { points: [rel] }), "occluded", "a covered point");
+          await check.rejectsWith(
+            verify(target, { requireForeground: true, points: [rel] }),
+            "occluded",
+            "a covered point for input",
+          );
+          await check.rejectsWith(
+            verify(target, { region: [rel.x - 5, rel.y - 5, rel.x + 5, rel.y + 5] }),
+            "occluded",
+            "a covered region",
+          );
+          // A point away from the cover (whatever size the system gave it) is still the subject's.
+          const { w, h } = size(subject.rect);
+          await verify(target, { points: [{ x: Math.floor(w / 4), y: Math.floor((3 * h) / 4) }] });
+          // Where the port asks the display server itself, a stale listing does not let it through.
+          if (platform.desktop.confirmLive)
+            await check.rejectsWith(
+              verify(target, { points: [rel], windows: before }),
+              "occluded",
+              "covered, judged against a listing from before the cover",
+            );
+        },
+      );
+    },
+  },
+  {
+    name: "refusal not_foreground: another process's window in front refuses input, not observation",
+    async run(ctx) {
+      const { platform, subject, stage, verify, check, waitFor, settle } = ctx;
+      await subjectInFront(ctx);
+      const target = expectOf(subject);
+      await verify(target, { requireForeground: true });
+      const before = await platform.desktop.listWindows();
+      await staged(
+        () => stage.foreground(),
+        async () => {
+          await settle();
+          const lost = await waitFor(
+            async () => !(await platform.desktop.getWindow(subject.hwnd))?.foreground,
+            10000,
+          );
+          check.assert(lost, "the subject is no longer listed in front");
+          await check.rejectsWith(
+            verify(target, { requireForeground: true }),
+            "not_foreground",
+            "input needs the front",
+          );
+          await verify(target, { points: [middle(subject)] });
+          if (platform.desktop.confirmLive)
+            await check.rejectsWith(
+              verify(target, { requireForeground: true, windows: before }),
+              "not_foreground",
+              "judged against a listing from before, the display server still says no",
+            );
+        },
+      );
+      await subjectInFront(ctx);
+      await verify(target, { requireForeground: true });
+    },
+  },
+  {
+    name: "refusal input_grabbed: another client holding the keyboard or the pointer",
+    async run(ctx) {
+      const { subject, stage, verify, check } = ctx;
+      await subjectInFront(ctx);
+      const target = expectOf(subject);
+      const rel = middle(subject);
+      const keys = { requireForeground: true, grabs: { keyboard: true } };
+      const clicks = { requireForeground: true, points: [rel], grabs: { keyboard: true, pointer: true } };
+      await verify(target, keys);
+      await verify(target, clicks);
+      await staged(
+        () => stage.grab("keyboard"),
+        async () => {
+          await check.rejectsWith(
+            verify(target, keys),
+            "input_grabbed",
+            "a key under another's keyboard grab",
+          );
+        },
+      );
+      await staged(
+        () => stage.grab("pointer"),
+        async () => {
+          await check.rejectsWith(
+            verify(target, clicks),
+            "input_grabbed",
+            "a click under another's pointer grab",
+          );
+        },
+      );
+      await verify(target, clicks);
+    },
+  },
+  {
+    name: "input: typed text and keys reach the subject in front; wheel leaves the pointer in place",
+    async run(ctx) {
+      const { platform, subject, pointer, pointerSlack, typed, waitFor, check } = ctx;
+      await subjectInFront(ctx);
+      const c = centre(subject.rect);
+      await platform.input.moveTo(c.x, c.y);
+      await platform.input.wheel(1);
+      await platform.input.wheel(-1);
+      const got = await pointer(c);
+      check.assert(
+        Math.abs(got.x - c.x) <= pointerSlack && Math.abs(got.y - c.y) <= pointerSlack,
+        "the wheel does not move the pointer",
+      );
+      const start = await typed();
+      await platform.input.typeText(subject.hwnd, "uix", "sendinput");
+      check.assert(await waitFor(async () => (await typed()) === `${start}uix`, 5000), "the text arrived");
+      await platform.input.keyDown("backspace");
+      await platform.input.keyUp("backspace");
+      await platform.input.keyDown("z");
+      await platform.input.keyUp("z");
+      check.assert(await waitFor(async () => (await typed()) === `${start}uiz`, 5000), "the keys arrived");
+      let checks = 0;
+      await platform.input.typeText(subject.hwnd, "ab", "sendinput", async () => {
+        checks += 1;
+        return null;
+      });
+      check.eq(checks, 2, "the check before each character ran once a character");
+      check.assert(
+        await waitFor(async () => (await typed()) === `${start}uizab`, 5000),
+        "checked text arrived",
+      );
+    },
+  },
+  {
+    name: "capture: into a caller's frame, the image is written there with the frame's stride",
+    async run({ platform, subject, check }) {
+      const c = centre(subject.rect);
+      const plain = await platform.capture.captureScreen([c.x - 4, c.y - 4, c.x + 4, c.y + 4]);
+      const stride = 8 * 3 + 16;
+      const into = { width: 8, height: 8, stride, data: new Uint8Array(stride * 8) };
+      const img = await platform.capture.captureScreen([c.x - 4, c.y - 4, c.x + 4, c.y + 4], into);
+      check.eq([img.width, img.height], [8, 8], "image size");
+      const rowOf = (i, y) => {
+        const s = i.stride ?? i.width * i.channels;
+        const out = [];
+        for (let x = 0; x < 8; x++) for (let k = 0; k < 3; k++) out.push(i.data[y * s + x * i.channels + k]);
+        return out;
+      };
+      // The same pixels either way (the subject does not change between the two reads).
+      for (const y of [0, 7]) check.eq(rowOf(img, y), rowOf(plain, y), `row ${y} matches the plain capture`);
+    },
+  },
+  {
+    name: "desktop: restoreWindow un-minimizes a minimized subject; activateWindow brings it to the front",
+    async run(ctx) {
+      const { platform, subject, stage, settle, waitFor, check } = ctx;
+      await subjectInFront(ctx);
+      await stage.minimize();
+      await settle();
+      check.assert(
+        await waitFor(async () => (await platform.desktop.getWindow(subject.hwnd))?.iconic, 10000),
+        "the subject is listed minimized",
+      );
+      await platform.desktop.restoreWindow(subject.hwnd);
+      await settle();
+      const back = await waitFor(async () => {
+        const w = await platform.desktop.getWindow(subject.hwnd);
+        return w && !w.iconic ? w : null;
+      }, 10000);
+      check.assert(back, "restored");
+      check.eq(back.instance, subject.instance, "the same instance");
+      await subjectInFront(ctx);
+    },
+  },
+  {
+    name: "accessibility: act with a pattern the node lacks is pattern_not_supported; set_value on an editable node writes it",
+    async run(ctx) {
+      const { platform, subject, hasAccessibility, typed, waitFor, check } = ctx;
+      if (!hasAccessibility) return;
+      const session = await platform.accessibility.openSession(subject);
+      try {
+        const root = await session.root();
+        const nodes = [];
+        const visit = async (n, depth) => {
+          nodes.push({ n, f: await session.facts(n) });
+          if (depth < 8) for (const k of await session.children(n)) await visit(k, depth + 1);
+        };
+        await visit(root, 0);
+        const rootFacts = nodes[0].f;
+        if (!rootFacts.patterns.includes("toggle"))
+          await check.rejectsWith(session.act(root, "toggle"), "pattern_not_supported", "toggle on the root");
+        if (session.identity) {
+          const id = session.identity(root);
+          check.assert(id === null || typeof id === "string", "identity is a string or null");
+        }
+        if (session.popupRoots)
+          check.assert(Array.isArray(await session.popupRoots()), "popupRoots is a list");
+        if (session.walkSource) {
+          const src = await session.walkSource(root, { maxNodes: 50, maxDepth: 4 });
+          check.eq((await src.facts(root)).role, rootFacts.role, "the walk source sees the same root");
+          src.release?.();
+        }
+        const edit = nodes.find(({ f }) => f.patterns.includes("value") && !f.is_password && f.enabled);
+        check.assert(edit, "an editable node");
+        await session.act(edit.n, "set_value", "contract");
+        check.assert(
+          await waitFor(async () => (await typed()) === "contract", 5000),
+          "the value was written",
+        );
       } finally {
         await session.dispose();
       }

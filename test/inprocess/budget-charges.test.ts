@@ -84,7 +84,7 @@ describe("screenshot_window gives its pixels back when it fails", () => {
       const spy = vi
         .spyOn(capture, "call")
         .mockImplementation(((op, args, opts) =>
-          op === "capture.region"
+          op === "capture.region" || op === "capture.window"
             ? Promise.reject(uiError(code))
             : real(op, args, opts)) as typeof capture.call);
       expect((await h.call("screenshot_window", shot)).code).toBe(code);
@@ -108,7 +108,9 @@ describe("screenshot_window gives its pixels back when it fails", () => {
     await expect(call).rejects.toThrow();
     await until(() => h.sup.memory.waiting === 0, "the wait to end");
     held?.release();
-    expect(captures.mock.calls.filter(([op]) => op === "capture.region")).toEqual([]);
+    expect(captures.mock.calls.filter(([op]) => op === "capture.region" || op === "capture.window")).toEqual(
+      [],
+    );
     expect(await used(h)).toMatchObject({ pixels: 0 });
     const audited = (await h.ok("get_audit_events", { limit: 10 })).events as Array<Record<string, unknown>>;
     expect(audited.find((e) => e.tool === "screenshot_window")).toMatchObject({ reason: "cancelled" });

@@ -134,15 +134,53 @@ describe("ConsentGesture (pointer history, pointer-only approval)", () => {
     expect(armed().key("other", at(5000))).toBeNull();
   });
 
-  it("a focus change restarts the delay for keys only (a click-to-focus must not eat the click)", () => {
+  it("a focus gain the person's own press causes (window manager replays the press after focusing) restarts nothing for the pointer", () => {
     const g = armed();
     g.pointer("enter", "allow", 1000);
-    g.filter.restartPending("keys");
-    g.filter.stamped(5000);
-    expect(g.key("escape", at(5500))).toBeNull();
+    g.focusIn(5000); // the window manager focused on the press made at 5000, then replayed it
+    expect(g.button("press", "allow", at(5000))).toBeNull();
+    expect(g.button("release", "allow", at(5050))).toBe("approve");
+    expect(g.counts().ignored.too_early).toBe(0);
+  });
+
+  it("a focus gain while the person's press is held restarts nothing for the pointer", () => {
+    const g = armed();
+    g.pointer("enter", "allow", 1000);
+    expect(g.button("press", "allow", at(5000))).toBeNull();
+    g.focusIn(5002);
+    expect(g.button("release", "allow", at(5050))).toBe("approve");
+  });
+
+  it("a focus gain no press explains (another client's XSetInputFocus while the pointer rests) restarts the delay", () => {
+    const g = armed();
+    g.pointer("enter", "allow", 1000);
+    g.focusIn(5000);
+    expect(g.filter.armedBy(5010)).toBe(false); // drawn disabled at once
+    expect(g.button("press", "allow", at(5100))).toBeNull();
+    expect(g.button("release", "allow", at(5150))).toBeNull();
     expect(g.counts().ignored.too_early).toBe(1);
-    expect(g.button("press", "allow", at(5500))).toBeNull();
-    expect(g.button("release", "allow", at(5550))).toBe("approve");
+    expect(g.button("press", "allow", at(5000 + D))).toBeNull();
+    expect(g.button("release", "allow", at(5000 + D + 50))).toBe("approve");
+  });
+
+  it("a focus gain followed by motion, then a press, is no press's focus", () => {
+    const g = armed();
+    g.pointer("enter", "allow", 1000);
+    g.focusIn(5000);
+    g.pointer("motion", "allow", 5001);
+    expect(g.button("press", "allow", at(4999 + D))).toBeNull();
+    expect(g.button("release", "allow", at(5000 + D))).toBeNull();
+    expect(g.counts().ignored.too_early).toBe(1);
+  });
+
+  it("every focus gain restarts the delay for keys, the person's own click included", () => {
+    const g = armed();
+    g.pointer("enter", "allow", 1000);
+    g.focusIn(5000);
+    expect(g.button("press", "deny", at(5000))).toBeNull(); // explains the focus, lands on Deny
+    expect(g.key("escape", at(5500))).toBeNull();
+    expect(g.counts().ignored.too_early).toBe(2);
+    expect(g.key("escape", at(5000 + D))).toBe("deny");
   });
 
   it("counts what it ignored by kind, never what it was", () => {

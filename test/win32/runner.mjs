@@ -1246,10 +1246,67 @@ test("consent dialog: timeout closes it and fails closed; abort cancels", async 
 });
 
 // The port contract shared with the fake and X11 backends (test/contract/cases.mjs) ---------------
+// Its situations are made by another process, the grabber (grabber.mjs, its own node.exe): a
+// topmost window over the subject, a window that takes the foreground, the mouse capture in the
+// subject's input queue (what win32k reports as a grab, for keys and clicks alike).
 const { PORT_CONTRACT } = await import("../contract/cases.mjs");
 const { WindowInfoSchema } = await imp("shared/platform.js");
+const contractGrabber = await import("./grabberClient.mjs");
 const GetCursorPos = user32.func("int __stdcall GetCursorPos(_Out_ void *p)");
+const HWND_TOPMOST = -1;
+const SW_MINIMIZE = 6;
 let contractNotepad = null;
+const contractStage = () => {
+  const n = contractNotepad;
+  const grabber = async (x, y, cx, cy) => {
+    const g = await contractGrabber.startGrabber({
+      listWindows: () => desktop.listWindows(),
+      waitFor,
+      assert,
+      nodeArgs: ["--import", new URL("./loader.mjs", import.meta.url).href],
+      x,
+      y,
+      cx,
+      cy,
+    });
+    const gone = async () => {
+      g.stop();
+      await waitFor(() => !t.IsWindow(g.hwnd), 5000);
+    };
+    return { g, gone };
+  };
+  return {
+    async cover(r) {
+      const { g, gone } = await grabber(r[0], r[1], r[2] - r[0], r[3] - r[1]);
+      // Topmost, so the subject brought to the front again stays under it.
+      t.SetWindowPos(g.hwnd, HWND_TOPMOST, r[0], r[1], r[2] - r[0], r[3] - r[1], 0x0010);
+      assert(await focus(n), "notepad in front under the cover");
+      return gone;
+    },
+    async foreground() {
+      const { g, gone } = await grabber(760, 520, 300, 200);
+      g.send(contractGrabber.GRAB_FOREGROUND);
+      return gone;
+    },
+    async grab() {
+      const { g, gone } = await grabber(760, 520, 300, 200);
+      assert(await focus(n), "notepad in front beside the grabber");
+      const tid = contractGrabber.win32.GetWindowThreadProcessId(n.hwnd, null);
+      eq(
+        g.send(contractGrabber.GRAB_ATTACH_CAPTURE, tid),
+        1,
+        "the grabber holds the capture in notepad's queue",
+      );
+      return async () => {
+        g.send(contractGrabber.GRAB_RELEASE);
+        await gone();
+      };
+    },
+    async minimize() {
+      t.ShowWindow(n.hwnd, SW_MINIMIZE);
+    },
+  };
+};
 for (const c of PORT_CONTRACT) {
   test(`contract: ${c.name}`, async () => {
     if (!contractNotepad) {
@@ -1287,8 +1344,13 @@ for (const c of PORT_CONTRACT) {
           20,
         )) ?? read(),
       check: { assert, eq, rejectsWith },
+      verify: (expected, opts) => verifyTarget(desktop, expected, opts),
+      stage: contractStage(),
+      settle: async () => {},
+      typed: async () => getText(n.edit),
+      waitFor: (fn, ms) => waitFor(fn, ms, 50),
     });
-  });
+  }, 90000);
 }
 test("contract: clean-up", async () => {
   if (contractNotepad) assert(await closeNotepad(contractNotepad), "notepad closed");

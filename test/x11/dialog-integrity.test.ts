@@ -60,6 +60,11 @@ async function restAndClick(at: { x: number; y: number }): Promise<void> {
   xdotool("click", "1");
 }
 
+/** The X server's input focus window (decimal id, as xdotool search prints them). */
+function focusedWindow(): string {
+  return xdotool("getwindowfocus").trim();
+}
+
 /** The dialog processes of this display (node running our dialog file), by /proc. */
 function dialogPids(): number[] {
   const out: number[] = [];
@@ -217,6 +222,52 @@ describe.skipIf(!X11_AVAILABLE)(
       expect(windowIds(CONSENT_TITLE), "the warp+click answered the dialog").toContain(wid);
       // The same pointer, left on Allow for the delay, then clicked: a person's approval.
       await sleep(REST_MS);
+      xdotool("click", "1");
+      const r = await pending;
+      expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");
+    }, 120_000);
+
+    /** A request whose dialog is up and unfocused, the pointer rested on Allow for the delay (armed). */
+    async function restingOnAllowUnfocused() {
+      const h = await serve();
+      await pointerAway();
+      const pending = h.call("request_access", { hwnd });
+      const wid = await dialogShown();
+      const allow = allowOf(wid);
+      xdotool("mousemove", "--sync", String(allow.x), String(allow.y));
+      await sleep(REST_MS);
+      expect(focusedWindow(), "the dialog took the focus when it appeared").not.toBe(wid);
+      return { pending, wid };
+    }
+
+    it("another client focusing the dialog just before a click lands on Allow: the click does not approve; resting for the delay does", async () => {
+      const { pending, wid } = await restingOnAllowUnfocused();
+      await attack(["focus", wid]);
+      expect(focusedWindow()).toBe(wid);
+      xdotool("click", "1");
+      await sleep(700);
+      expect(windowIds(CONSENT_TITLE), "the click right after a foreign focus change answered").toContain(
+        wid,
+      );
+      await sleep(REST_MS);
+      xdotool("click", "1");
+      const r = await pending;
+      expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");
+    }, 120_000);
+
+    it("a keyboard grab taken and let go while the dialog has the focus (its focus comes back, nothing changed) does not restart the delay", async () => {
+      const { pending, wid } = await restingOnAllowUnfocused();
+      await attack(["focus", wid]);
+      await sleep(REST_MS); // the restart the focus change made has run out
+      await attack(["grab-keyboard"]);
+      expect(focusedWindow()).toBe(wid);
+      xdotool("click", "1");
+      const r = await pending;
+      expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");
+    }, 120_000);
+
+    it("the first click on an unfocused dialog, after the pointer rested on Allow for the delay, approves (the focus it causes does not restart the delay)", async () => {
+      const { pending } = await restingOnAllowUnfocused();
       xdotool("click", "1");
       const r = await pending;
       expect(r.structured.decision, JSON.stringify(r.structured)).toBe("approved");

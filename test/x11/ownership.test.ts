@@ -1,20 +1,16 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Platform, WindowInfo } from "../../src/shared/platform.js";
-import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
-import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import type { WindowInfo } from "../../src/shared/platform.js";
+import { settled } from "./attacker.js";
 import {
   type App,
-  approveConsentDialog,
+  catXterm,
+  grantedTarget,
+  readTyped,
   startApp,
-  startSession,
-  UNSAFE_XTEST,
   waitFor,
-  waitForWindow,
-  type X11Session,
   x11CliSuite,
   xdotool,
 } from "./support.js";
@@ -35,31 +31,18 @@ const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11 ownership all the way down and XTEST device grabs (attacks, built CLI over stdio)",
   () => {
-    let session: X11Session;
-    let p: Platform;
-    let h: McpHarness;
-    let dir: string;
-    let attackerBin: string;
-    let typedFile: string;
-    let target: WindowInfo;
-    const attackers: Attacker[] = [];
+    const f = grantedTarget({
+      name: "own",
+      titlePatterns: ["uix own *"],
+      actions: ["observe", "inspect", "hover", "click", "interact", "key", "text"],
+      start: (f) => catXterm(f.p, "uix own target", "60x16+200+150", join(f.dir, "typed.txt")),
+    });
+    const { attack, targetInFront } = f;
+    const typed = () => readTyped(join(f.dir, "typed.txt"));
     const apps: App[] = [];
 
-    const attack = (args: string[]) => startAttacker(attackerBin, args, attackers);
-    const typed = () => (existsSync(typedFile) ? readFileSync(typedFile, "latin1") : "");
-
-    async function live(): Promise<WindowInfo> {
-      return (await p.desktop.getWindow(target.hwnd))!;
-    }
-
-    async function targetInFront(): Promise<WindowInfo> {
-      await p.desktop.activateWindow(target.hwnd);
-      await waitFor("target focused", async () => (await live())?.foreground);
-      return live();
-    }
-
     async function stopAll(): Promise<void> {
-      for (const a of attackers.splice(0)) await a.stop();
+      await f.stopAttackers();
       for (const a of apps.splice(0)) {
         if (a.child.exitCode === null && a.child.signalCode === null) a.child.kill("SIGKILL");
         await a.exited;
@@ -70,51 +53,9 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
     const rel = (w: WindowInfo, sx: number, sy: number) => ({ x: sx - w.rect[0], y: sy - w.rect[1] });
 
     async function text(s: string) {
-      const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });
-      return h.call("send_text", { hwnd: target.hwnd, text: s, confirmation_token: token.token_id });
+      const token = await f.h.ok("request_confirmation", { action_class: "text", hwnd: f.target.hwnd });
+      return f.h.call("send_text", { hwnd: f.target.hwnd, text: s, confirmation_token: token.token_id });
     }
-
-    beforeAll(async () => {
-      session = startSession();
-      dir = mkdtempSync(join(tmpdir(), "uix-own-"));
-      attackerBin = buildAttacker(dir);
-      typedFile = join(dir, "typed.txt");
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      p = await createX11Platform({ workerKind: "other" });
-      startApp("xterm", [
-        "-T",
-        "uix own target",
-        "-geometry",
-        "60x16+200+150",
-        "-e",
-        "sh",
-        "-c",
-        `stty -icanon -echo; exec cat > '${typedFile}'`,
-      ]);
-      target = await waitForWindow(p, "uix own target");
-      const policy = join(dir, "policy.json");
-      writeFileSync(
-        policy,
-        JSON.stringify({
-          schema_version: 1,
-          policy_id: "x11-own",
-          application: { executable_path: target.instance!.exe_path, title_patterns: ["uix own *"] },
-          allowed_actions: ["observe", "inspect", "hover", "click", "interact", "key", "text"],
-          safe_regions: [
-            { name: "body", rect: [0, 0, target.rect[2] - target.rect[0], target.rect[3] - target.rect[1]] },
-          ],
-        }),
-      );
-      h = await McpHarness.start({
-        ...LOOSE_BUDGETS,
-        ...UNSAFE_XTEST,
-        DESKTOP_AUTOMATION_POLICY_FILE: policy,
-        UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
-      });
-      const pending = h.call("request_access", { hwnd: target.hwnd });
-      await approveConsentDialog();
-      expect((await pending).structured.decision).toBe("approved");
-    }, 120_000);
 
     beforeEach(async () => {
       await stopAll();
@@ -122,9 +63,6 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
 
     afterAll(async () => {
       await stopAll();
-      await h?.close();
-      await p?.dispose();
-      session?.stop();
     });
 
     /** A window's absolute position on the screen, as the X server says (xwininfo). */
@@ -138,15 +76,17 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
 
     /** Where the embedded attacks put their window: inside the client, away from its edges. */
     const spot = { x: 40, y: 60, w: 160, h: 90 };
+    const inside = (mode: "embed" | "reparent") =>
+      attack([mode, f.target.hwnd, String(spot.x), String(spot.y), String(spot.w), String(spot.h)]);
 
     it("the untouched target: a click, a screenshot and typed text all reach it", async () => {
       const w = await targetInFront();
-      const click = await h.call("click_window", {
-        hwnd: target.hwnd,
+      const click = await f.h.call("click_window", {
+        hwnd: f.target.hwnd,
         ...rel(w, w.rect[0] + 100, w.rect[1] + 100),
       });
       expect(click.code ?? "ok").toBe("ok");
-      const shot = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const shot = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(shot.code ?? "ok").toBe("ok");
       const before = typed().length;
       expect((await text("abc")).code ?? "ok").toBe("ok");
@@ -156,51 +96,33 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
     for (const mode of ["embed", "reparent"] as const) {
       it(`another client's window inside the target (${mode}): a click there is occluded, it gets nothing`, async () => {
         const w = await targetInFront();
-        const inner = await attack([
-          mode,
-          target.hwnd,
-          String(spot.x),
-          String(spot.y),
-          String(spot.w),
-          String(spot.h),
-        ]);
+        const inner = await inside(mode);
         const [ax, ay] = absolute(inner.xid);
-        const r = await h.call("click_window", { hwnd: target.hwnd, ...rel(w, ax + 20, ay + 20) });
+        const r = await f.h.call("click_window", { hwnd: f.target.hwnd, ...rel(w, ax + 20, ay + 20) });
         expect(r.code).toBe("occluded");
         await settled(inner);
         expect(inner.count("button")).toBe(0);
         // Elsewhere in the target the click still lands.
-        const ok = await h.call("click_window", { hwnd: target.hwnd, ...rel(w, ax + spot.w + 20, ay + 10) });
+        const ok = await f.h.call("click_window", {
+          hwnd: f.target.hwnd,
+          ...rel(w, ax + spot.w + 20, ay + 10),
+        });
         expect(ok.code ?? "ok").toBe("ok");
       });
     }
 
     it("another client's window inside the target: a screenshot over it is refused, none of its pixels leave", async () => {
       await targetInFront();
-      const inner = await attack([
-        "embed",
-        target.hwnd,
-        String(spot.x),
-        String(spot.y),
-        String(spot.w),
-        String(spot.h),
-      ]);
+      const inner = await inside("embed");
       expect(inner.xid).toBeGreaterThan(0);
-      const shot = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const shot = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(shot.code).toBe("occluded");
       expect(shot.content.filter((c) => c.type === "image")).toHaveLength(0);
     });
 
     it("another client's window inside the target, the pointer on it: send_text is not_foreground, no key arrives", async () => {
       await targetInFront();
-      const inner = await attack([
-        "embed",
-        target.hwnd,
-        String(spot.x),
-        String(spot.y),
-        String(spot.w),
-        String(spot.h),
-      ]);
+      const inner = await inside("embed");
       // Keys go to the window under the pointer when it lies inside the focus window.
       xdotool("mousemove", "--window", String(inner.xid), "20", "20");
       const before = typed();
@@ -213,11 +135,11 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
 
     it("`xterm -into` the target: click and keys refused, nothing reaches the embedded shell", async () => {
       const w = await targetInFront();
-      const intoFile = join(dir, "into.txt");
+      const intoFile = join(f.dir, "into.txt");
       apps.push(
         startApp("xterm", [
           "-into",
-          target.hwnd,
+          f.target.hwnd,
           "-geometry",
           "20x4+30+40",
           "-e",
@@ -229,9 +151,9 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
       // The target's own child (its VT window) and the embedded xterm's top-level, whose pid is
       // the second xterm's.
       const embedded = await waitFor("embedded xterm", async () => {
-        const out = spawnSync("xwininfo", ["-children", "-id", target.hwnd], { encoding: "utf8" }).stdout;
+        const out = spawnSync("xwininfo", ["-children", "-id", f.target.hwnd], { encoding: "utf8" }).stdout;
         const kids = [...out.matchAll(/^\s+(0x[0-9a-f]+) /gm)].map((m) => m[1]!);
-        const mine = new Set(kids.filter((k) => k !== target.hwnd));
+        const mine = new Set(kids.filter((k) => k !== f.target.hwnd));
         for (const k of mine) {
           const info = spawnSync("xwininfo", ["-id", k], { encoding: "utf8" }).stdout;
           const width = Number(/Width:\s+(\d+)/.exec(info)?.[1]);
@@ -241,7 +163,7 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
       });
       const [ex, ey] = absolute(embedded);
       xdotool("mousemove", String(ex + 10), String(ey + 10));
-      const click = await h.call("click_window", { hwnd: target.hwnd, ...rel(w, ex + 10, ey + 10) });
+      const click = await f.h.call("click_window", { hwnd: f.target.hwnd, ...rel(w, ex + 10, ey + 10) });
       expect(click.code).toBe("occluded");
       const r = await text("id\n");
       expect(r.code).toBe("not_foreground");
@@ -263,8 +185,8 @@ describe.skipIf(!x11CliSuite("ownership", { what: "no C compiler (cc)", ok: HAVE
     it("XIGrabDevice on Virtual core XTEST pointer: a click is input_grabbed, the grabber gets no press", async () => {
       const w = await targetInFront();
       const grab = await attack(["xigrab", "pointer"]);
-      const r = await h.call("click_window", {
-        hwnd: target.hwnd,
+      const r = await f.h.call("click_window", {
+        hwnd: f.target.hwnd,
         ...rel(w, w.rect[0] + 100, w.rect[1] + 100),
       });
       expect(r.code).toBe("input_grabbed");

@@ -1,21 +1,16 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import koffi from "koffi";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { Platform, RawImage, WindowInfo } from "../../src/shared/platform.js";
-import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
-import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
+import { settled } from "./attacker.js";
 import {
-  approveConsentDialog,
-  startApp,
-  startSession,
-  UNSAFE_XTEST,
+  catXterm,
+  grantedTarget,
+  readTyped,
   waitFor,
   waitForWindow,
   X11_REQUIRED,
-  type X11Session,
   x11CliSuite,
   xdotool,
 } from "./support.js";
@@ -34,84 +29,17 @@ const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11 last-moment checks against the X server's truth (attacks, built CLI over stdio)",
   () => {
-    let session: X11Session;
-    let p: Platform;
-    let h: McpHarness;
-    let dir: string;
-    let attackerBin: string;
-    let typedFile: string;
-    let target: WindowInfo;
-    const attackers: Attacker[] = [];
-
-    const attack = (args: string[]) => startAttacker(attackerBin, args, attackers);
-
-    const typed = () => (existsSync(typedFile) ? readFileSync(typedFile, "latin1") : "");
-
-    async function live(): Promise<WindowInfo> {
-      return (await p.desktop.getWindow(target.hwnd))!;
-    }
-
-    async function targetInFront(): Promise<WindowInfo> {
-      await p.desktop.activateWindow(target.hwnd);
-      await waitFor("target focused", async () => (await live())?.foreground);
-      return live();
-    }
-
-    async function stopAttackers(): Promise<void> {
-      for (const a of attackers.splice(0)) await a.stop();
-    }
-
-    beforeAll(async () => {
-      session = startSession();
-      dir = mkdtempSync(join(tmpdir(), "uix-truth-"));
-      attackerBin = buildAttacker(dir);
-      typedFile = join(dir, "typed.txt");
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      p = await createX11Platform({ workerKind: "other" });
-      startApp("xterm", [
-        "-T",
-        "uix truth target",
-        "-geometry",
-        "60x12+200+150",
-        "-e",
-        "sh",
-        "-c",
-        `stty -icanon -echo; exec cat > '${typedFile}'`,
-      ]);
-      target = await waitForWindow(p, "uix truth target");
-      const policy = join(dir, "policy.json");
-      writeFileSync(
-        policy,
-        JSON.stringify({
-          schema_version: 1,
-          policy_id: "x11-truth",
-          application: { executable_path: target.instance!.exe_path, title_patterns: ["uix truth *"] },
-          allowed_actions: ["observe", "inspect", "hover", "click", "interact", "key", "text"],
-          safe_regions: [
-            { name: "body", rect: [0, 0, target.rect[2] - target.rect[0], target.rect[3] - target.rect[1]] },
-          ],
-        }),
-      );
-      h = await McpHarness.start({
-        ...LOOSE_BUDGETS,
-        ...UNSAFE_XTEST,
-        DESKTOP_AUTOMATION_POLICY_FILE: policy,
-        UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
-      });
-      const pending = h.call("request_access", { hwnd: target.hwnd });
-      await approveConsentDialog();
-      expect((await pending).structured.decision).toBe("approved");
-    }, 120_000);
+    const f = grantedTarget({
+      name: "truth",
+      titlePatterns: ["uix truth *"],
+      actions: ["observe", "inspect", "hover", "click", "interact", "key", "text"],
+      start: (f) => catXterm(f.p, "uix truth target", "60x12+200+150", join(f.dir, "typed.txt")),
+    });
+    const { attack, live, targetInFront, attackers } = f;
+    const typed = () => readTyped(join(f.dir, "typed.txt"));
 
     beforeEach(async () => {
-      await stopAttackers();
-    });
-
-    afterAll(async () => {
-      await stopAttackers();
-      await h?.close();
-      await p?.dispose();
-      session?.stop();
+      await f.stopAttackers();
     });
 
     /** A window-relative point in the middle of the target's client area. */
@@ -122,9 +50,9 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
 
     it("the checks pass for the untouched target: a click and a screenshot succeed", async () => {
       const w = await targetInFront();
-      const click = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
+      const click = await f.h.call("click_window", { hwnd: f.target.hwnd, ...middle(w) });
       expect(click.code ?? "ok").toBe("ok");
-      const shot = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const shot = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(shot.code ?? "ok").toBe("ok");
     });
 
@@ -138,13 +66,13 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         "60",
         "50",
       ]);
-      const r = await h.call("click_window", { hwnd: target.hwnd, ...m });
+      const r = await f.h.call("click_window", { hwnd: f.target.hwnd, ...m });
       expect(r.code).toBe("occluded");
       await settled(popup);
       expect(popup.count("button")).toBe(0);
       // Elsewhere in the window the click is fine: the popup covers only its own rect.
-      const elsewhere = await h.call("click_window", {
-        hwnd: target.hwnd,
+      const elsewhere = await f.h.call("click_window", {
+        hwnd: f.target.hwnd,
         x: m.x,
         y: w.rect[3] - w.rect[1] - 15,
       });
@@ -154,7 +82,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
     it("another client's override-redirect popup over the region: occluded, no pixels", async () => {
       const w = await targetInFront();
       await attack(["popup", String(w.rect[0] + 30), String(w.rect[1] + 60), "40", "30"]);
-      const r = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const r = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(r.code).toBe("occluded");
       expect(r.content.some((c) => c.type === "image")).toBe(false);
     });
@@ -164,7 +92,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       // first batch (liveCheck.ts): a window that was there and moved is judged from that batch.
       const w = await targetInFront();
       const popup = await attack(["popup", "0", "0", "40", "30"]);
-      const ok = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const ok = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(ok.code).toBeUndefined();
       const moveTo = (x: number, y: number) => {
         xdotool("windowmove", String(popup.xid), String(x), String(y));
@@ -174,11 +102,11 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         });
       };
       await moveTo(w.rect[0] + 30, w.rect[1] + 60);
-      const covered = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const covered = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(covered.code).toBe("occluded");
       expect(covered.content.some((c) => c.type === "image")).toBe(false);
       await moveTo(0, 0);
-      const again = await h.call("screenshot_window", { hwnd: target.hwnd, region_name: "body" });
+      const again = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(again.code).toBeUndefined();
       expect(again.content.some((c) => c.type === "image")).toBe(true);
     });
@@ -218,7 +146,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
             },
           };
           const args = OPS["capture.region"].args.parse({
-            target: { hwnd: target.hwnd, instance: target.instance },
+            target: { hwnd: f.target.hwnd, instance: f.target.instance },
             region: [20, 40, 220, 140],
             masks: [],
             grid_spacing: null,
@@ -263,7 +191,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         let moved: WindowInfo | null = null;
         try {
           const r = await captureWith(async () => {
-            xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0] + 25), String(w.rect[1]));
+            xdotool("windowmove", "--sync", f.target.hwnd, String(w.rect[0] + 25), String(w.rect[1]));
             moved = await waitFor("moved", async () => {
               const now = await live();
               return now.rect[0] !== w.rect[0] ? now : null;
@@ -272,7 +200,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
           expect(r.code).toBe("target_changed");
           expect(r.frame?.data.every((b) => b === 0)).toBe(true);
         } finally {
-          xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0]), String(w.rect[1]));
+          xdotool("windowmove", "--sync", f.target.hwnd, String(w.rect[0]), String(w.rect[1]));
           const from = (moved as WindowInfo | null)?.rect[0];
           if (from !== undefined)
             await waitFor("moved back", async () => ((await live()).rect[0] !== from ? true : null));
@@ -284,18 +212,18 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       await targetInFront();
       const before = typed().length;
       await attack(["grab", "keyboard"]);
-      const k = await h.call("send_key", { hwnd: target.hwnd, key: "a" });
+      const k = await f.h.call("send_key", { hwnd: f.target.hwnd, key: "a" });
       expect(k.code).toBe("input_grabbed");
-      const c = await h.call("click_window", { hwnd: target.hwnd, ...middle(await live()) });
+      const c = await f.h.call("click_window", { hwnd: f.target.hwnd, ...middle(await live()) });
       expect(c.code).toBe("input_grabbed");
-      await stopAttackers();
+      await f.stopAttackers();
       expect(typed().length).toBe(before);
     });
 
     it("another client's pointer grab: input_grabbed for a click", async () => {
       const w = await targetInFront();
       const grabber = await attack(["grab", "pointer"]);
-      const r = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
+      const r = await f.h.call("click_window", { hwnd: f.target.hwnd, ...middle(w) });
       expect(r.code).toBe("input_grabbed");
       await settled(grabber);
       expect(grabber.count("button")).toBe(0);
@@ -306,7 +234,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       // with no popup of the target open nothing explains a grab of its own, so no probe is made.
       const w = await targetInFront();
       const grabber = await attack(["grab", "pointer-motion"]);
-      const r = await h.call("click_window", { hwnd: target.hwnd, ...middle(w) });
+      const r = await f.h.call("click_window", { hwnd: f.target.hwnd, ...middle(w) });
       expect(r.code).toBe("input_grabbed");
       await settled(grabber);
       expect(grabber.count("motion")).toBe(0);
@@ -315,17 +243,17 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
 
     it("a forged _NET_ACTIVE_WINDOW: the real input focus decides, nothing reaches the focused window", async () => {
       await targetInFront();
-      const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });
+      const token = await f.h.ok("request_confirmation", { action_class: "text", hwnd: f.target.hwnd });
       const thief = await attack(["window", "thief window", "700", "450", "300", "200"]);
       thief.child.kill("SIGUSR1");
       await waitFor("thief focused", async () => (thief.count("focus") > 0 ? true : null));
       await waitFor("target not focused", async () => ((await live()).foreground ? null : true));
       // Any client may write the root property: claim the target is active.
-      await attack(["rootprop", "_NET_ACTIVE_WINDOW", "WINDOW", target.hwnd]);
+      await attack(["rootprop", "_NET_ACTIVE_WINDOW", "WINDOW", f.target.hwnd]);
       const claimed = execFileSync("xprop", ["-root", "_NET_ACTIVE_WINDOW"], { encoding: "utf8" });
-      expect(Number.parseInt(claimed.split("#")[1] ?? "", 16)).toBe(Number(target.hwnd));
-      const r = await h.call("send_text", {
-        hwnd: target.hwnd,
+      expect(Number.parseInt(claimed.split("#")[1] ?? "", 16)).toBe(Number(f.target.hwnd));
+      const r = await f.h.call("send_text", {
+        hwnd: f.target.hwnd,
         text: "secret",
         confirmation_token: token.token_id,
       });
@@ -360,21 +288,21 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       }
       await targetInFront();
       await waitFor("cover above the target", async () => {
-        const all = await p.desktop.listWindows();
+        const all = await f.p.desktop.listWindows();
         const c = all.find((x) => x.hwnd === String(cover.xid));
-        const t = all.find((x) => x.hwnd === target.hwnd);
+        const t = all.find((x) => x.hwnd === f.target.hwnd);
         return c && t && c.z < t.z && t.foreground ? true : null;
       });
       const point = { x: 60, y: 90 };
-      const honest = await h.call("click_window", { hwnd: target.hwnd, ...point });
+      const honest = await f.h.call("click_window", { hwnd: f.target.hwnd, ...point });
       expect(honest.code).toBe("occluded");
       // Claim the target is on top of the cover.
-      await attack(["rootprop", "_NET_CLIENT_LIST_STACKING", "WINDOW", String(cover.xid), target.hwnd]);
+      await attack(["rootprop", "_NET_CLIENT_LIST_STACKING", "WINDOW", String(cover.xid), f.target.hwnd]);
       await waitFor("forged list read back", async () => {
-        const all = await p.desktop.listWindows();
-        return all[0]?.hwnd === target.hwnd ? true : null;
+        const all = await f.p.desktop.listWindows();
+        return all[0]?.hwnd === f.target.hwnd ? true : null;
       });
-      const r = await h.call("click_window", { hwnd: target.hwnd, ...point });
+      const r = await f.h.call("click_window", { hwnd: f.target.hwnd, ...point });
       expect(r.code).toBe("occluded");
       await settled(cover);
       expect(cover.count("button")).toBe(0);
@@ -392,14 +320,14 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         "120",
       ]);
       await targetInFront();
-      const original = execFileSync("xprop", ["-id", target.hwnd, "_NET_FRAME_EXTENTS"], {
+      const original = execFileSync("xprop", ["-id", f.target.hwnd, "_NET_FRAME_EXTENTS"], {
         encoding: "utf8",
       });
       const nums = (original.split("=")[1] ?? "").split(",").map((s) => s.trim());
       const setExtents = (v: string) =>
         execFileSync("xprop", [
           "-id",
-          target.hwnd,
+          f.target.hwnd,
           "-f",
           "_NET_FRAME_EXTENTS",
           "32c",
@@ -410,7 +338,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       try {
         setExtents(`200,${nums[1]},${nums[2]},${nums[3]}`);
         await waitFor("extents rewritten", async () =>
-          execFileSync("xprop", ["-id", target.hwnd, "_NET_FRAME_EXTENTS"], { encoding: "utf8" }).includes(
+          execFileSync("xprop", ["-id", f.target.hwnd, "_NET_FRAME_EXTENTS"], { encoding: "utf8" }).includes(
             "= 200,",
           )
             ? true
@@ -418,13 +346,13 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         );
         const now = await live();
         expect(now.rect).toEqual(w.rect);
-        const state = await h.ok("get_window_state", { hwnd: target.hwnd });
+        const state = await f.h.ok("get_window_state", { hwnd: f.target.hwnd });
         expect(state.rect).toEqual(w.rect);
         // With the claimed rect, window-relative (10, 60) was inside the neighbour; it is the
         // target's own client area now.
-        const inside = await h.call("click_window", { hwnd: target.hwnd, x: 10, y: 60 });
+        const inside = await f.h.call("click_window", { hwnd: f.target.hwnd, x: 10, y: 60 });
         expect(inside.code ?? "ok").toBe("ok");
-        const beyond = await h.call("click_window", { hwnd: target.hwnd, x: width + 20, y: 30 });
+        const beyond = await f.h.call("click_window", { hwnd: f.target.hwnd, x: width + 20, y: 30 });
         expect(beyond.code).toBe("out_of_bounds");
         await settled(neighbour);
         expect(neighbour.count("button")).toBe(0);
@@ -434,7 +362,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
     });
 
     it("a click beyond the screen edge of a partly off-screen window: out_of_bounds, nothing pressed at the edge", async () => {
-      const screen = await p.desktop.virtualScreen();
+      const screen = await f.p.desktop.virtualScreen();
       const w = await targetInFront();
       const width = w.rect[2] - w.rect[0];
       const edge = await attack([
@@ -449,7 +377,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         xdotool(
           "windowmove",
           "--sync",
-          target.hwnd,
+          f.target.hwnd,
           String(screen[2] - Math.floor(width / 2)),
           String(w.rect[1]),
         );
@@ -458,12 +386,16 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
           (await live()).rect[2] > screen[2] ? true : null,
         );
         const now = await live();
-        const r = await h.call("click_window", { hwnd: target.hwnd, x: screen[2] - now.rect[0] + 30, y: 80 });
+        const r = await f.h.call("click_window", {
+          hwnd: f.target.hwnd,
+          x: screen[2] - now.rect[0] + 30,
+          y: 80,
+        });
         expect(r.code).toBe("out_of_bounds");
         await settled(edge);
         expect(edge.count("button")).toBe(0);
       } finally {
-        xdotool("windowmove", "--sync", target.hwnd, String(w.rect[0]), String(w.rect[1]));
+        xdotool("windowmove", "--sync", f.target.hwnd, String(w.rect[0]), String(w.rect[1]));
       }
     });
 
@@ -474,7 +406,7 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       const thief = await attack(["window", "thief window", "700", "450", "300", "200"]);
       await targetInFront();
       const before = typed().length;
-      const hold = h.call("send_key", { hwnd: target.hwnd, key: "a", hold_ms: 3000 });
+      const hold = f.h.call("send_key", { hwnd: f.target.hwnd, key: "a", hold_ms: 3000 });
       await waitFor("the press reached the target", async () => (typed().length > before ? true : null));
       thief.child.kill("SIGUSR1");
       const r = await hold;
@@ -493,8 +425,12 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
       await targetInFront();
       const before = typed().length;
       const text = "password=".padEnd(400, "x");
-      const token = await h.ok("request_confirmation", { action_class: "text", hwnd: target.hwnd });
-      const sending = h.call("send_text", { hwnd: target.hwnd, text, confirmation_token: token.token_id });
+      const token = await f.h.ok("request_confirmation", { action_class: "text", hwnd: f.target.hwnd });
+      const sending = f.h.call("send_text", {
+        hwnd: f.target.hwnd,
+        text,
+        confirmation_token: token.token_id,
+      });
       await waitFor("typing under way", async () => (typed().length >= before + 12 ? true : null));
       thief.child.kill("SIGUSR1");
       const r = await sending;
@@ -514,14 +450,14 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
         expect(X11_REQUIRED && process.getuid?.() === 0).toBe(false);
         return;
       }
-      const exe = target.instance!.exe_path;
+      const exe = f.target.instance!.exe_path;
       const child = spawn(
         "unshare",
         [
           "-Urm",
           "sh",
           "-c",
-          `mount --bind '${attackerBin}' '${exe}' && exec '${exe}' window 'uix truth evil' 40 500 200 120`,
+          `mount --bind '${f.attackerBin}' '${exe}' && exec '${exe}' window 'uix truth evil' 40 500 200 120`,
         ],
         { env: process.env, stdio: ["ignore", "pipe", "inherit"] },
       );
@@ -534,13 +470,13 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
           if (child.exitCode === null) child.kill("SIGKILL");
         },
       });
-      const evil = await waitForWindow(p, "uix truth evil");
+      const evil = await waitForWindow(f.p, "uix truth evil");
       // /proc/PID/exe reads as the allowed path, but it is another file.
       expect(readlinkExe(evil.pid)).toBe(exe);
       expect(evil.instance).toBeNull();
-      const list = (await h.ok("list_windows")).windows as Array<{ title: string }>;
+      const list = (await f.h.ok("list_windows")).windows as Array<{ title: string }>;
       expect(list.map((x) => x.title)).not.toContain("uix truth evil");
-      const r = await h.call("request_access", { hwnd: evil.hwnd });
+      const r = await f.h.call("request_access", { hwnd: evil.hwnd });
       expect(r.code).toBe("target_not_allowed");
     });
 
@@ -550,25 +486,25 @@ describe.skipIf(!x11CliSuite("server truth", { what: "no C compiler (cc)", ok: H
           "forkexec",
           variant,
           `uix truth forked ${variant}`,
-          target.instance!.exe_path,
+          f.target.instance!.exe_path,
           "-T",
           `decoy ${variant}`,
           "-geometry",
           "20x4+900+60",
         ]);
-        await waitForWindow(p, `decoy ${variant}`);
-        const w = await waitForWindow(p, `uix truth forked ${variant}`);
+        await waitForWindow(f.p, `decoy ${variant}`);
+        const w = await waitForWindow(f.p, `uix truth forked ${variant}`);
         // The X server names the exec'd process (now the allowed binary) as the owner…
-        expect(readlinkExe(w.pid)).toBe(target.instance!.exe_path);
+        expect(readlinkExe(w.pid)).toBe(f.target.instance!.exe_path);
         // …but it does not hold the window's connection alone.
         expect(w.instance).toBeNull();
-        const list = (await h.ok("list_windows")).windows as Array<{ title: string }>;
+        const list = (await f.h.ok("list_windows")).windows as Array<{ title: string }>;
         expect(list.map((x) => x.title)).not.toContain(`uix truth forked ${variant}`);
-        const r = await h.call("request_access", { hwnd: w.hwnd });
+        const r = await f.h.call("request_access", { hwnd: w.hwnd });
         expect(r.code).toBe("target_not_allowed");
         expect(forked.count("key")).toBe(0);
         // The exec'd process itself is not proven either: its own xterm window is refused too.
-        expect((await waitForWindow(p, `decoy ${variant}`)).instance).toBeNull();
+        expect((await waitForWindow(f.p, `decoy ${variant}`)).instance).toBeNull();
       });
     }
   },

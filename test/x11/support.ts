@@ -1,10 +1,13 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import dbus from "dbus-next";
+import { afterAll, beforeAll, expect } from "vitest";
 import type { A11yHandle, Platform, WindowInfo } from "../../src/shared/platform.js";
-import { CLI } from "../support/mcp.js";
+import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { type Attacker, buildAttacker, startAttacker } from "./attacker.js";
 
 /**
  * Shared helpers for the X11 tests: a private Xvfb session per test file (.ci/x11-session.sh),
@@ -369,4 +372,141 @@ export function stopOwnBroker(env: Record<string, string>): void {
   } catch {
     // Already gone.
   }
+}
+
+/**
+ * The attack suites' shared setup: a private desktop, the attacker built, a target started, a
+ * policy that allows it (its title patterns, the given actions, a "body" safe region of the whole
+ * window), the built CLI serving that policy, and access to the target granted at our dialog.
+ * Registers the suite's beforeAll/afterAll; the fields are there once beforeAll ran.
+ */
+export interface GrantedTarget {
+  readonly p: Platform;
+  readonly h: McpHarness;
+  /** The suite's scratch folder (the policy, the attacker binary, what targets write). */
+  readonly dir: string;
+  readonly attackerBin: string;
+  readonly target: WindowInfo;
+  /** Attackers started with `attack` (stopAttackers ends them). */
+  readonly attackers: Attacker[];
+  attack(args: string[]): Promise<Attacker>;
+  stopAttackers(): Promise<void>;
+  /** The target as the platform lists it now. */
+  live(): Promise<WindowInfo>;
+  /** Activates the target and waits until the X server's focus is in it. */
+  targetInFront(): Promise<WindowInfo>;
+}
+
+export interface GrantedTargetOptions {
+  /** The scratch folder's prefix and the policy id's suffix. */
+  name: string;
+  titlePatterns: string[];
+  actions: string[];
+  /** Starts the target (attackers may already be started through `f`). */
+  start(f: GrantedTarget): Promise<WindowInfo>;
+}
+
+export function grantedTarget(opts: GrantedTargetOptions): GrantedTarget {
+  let session: X11Session | undefined;
+  const state: { p?: Platform; h?: McpHarness; dir?: string; attackerBin?: string; target?: WindowInfo } = {};
+  const need = <T>(v: T | undefined, what: string): T => {
+    if (v === undefined) throw new Error(`${what} is set up in beforeAll`);
+    return v;
+  };
+  const attackers: Attacker[] = [];
+  const f: GrantedTarget = {
+    get p() {
+      return need(state.p, "the platform");
+    },
+    get h() {
+      return need(state.h, "the server");
+    },
+    get dir() {
+      return need(state.dir, "the scratch folder");
+    },
+    get attackerBin() {
+      return need(state.attackerBin, "the attacker");
+    },
+    get target() {
+      return need(state.target, "the target");
+    },
+    attackers,
+    attack: (args) => startAttacker(f.attackerBin, args, attackers),
+    async stopAttackers() {
+      for (const a of attackers.splice(0)) await a.stop();
+    },
+    async live() {
+      const w = await f.p.desktop.getWindow(f.target.hwnd);
+      if (!w) throw new Error("the target is gone");
+      return w;
+    },
+    async targetInFront() {
+      await f.p.desktop.activateWindow(f.target.hwnd);
+      await waitFor("target focused", async () => (await f.p.desktop.getWindow(f.target.hwnd))?.foreground);
+      return f.live();
+    },
+  };
+  beforeAll(async () => {
+    session = startSession();
+    state.dir = mkdtempSync(join(tmpdir(), `uix-${opts.name}-`));
+    state.attackerBin = buildAttacker(state.dir);
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    state.p = await createX11Platform({ workerKind: "other" });
+    const target = await opts.start(f);
+    state.target = target;
+    const policy = join(state.dir, "policy.json");
+    const instance = target.instance;
+    if (!instance) throw new Error("the target has no process instance");
+    writeFileSync(
+      policy,
+      JSON.stringify({
+        schema_version: 1,
+        policy_id: `x11-${opts.name}`,
+        application: { executable_path: instance.exe_path, title_patterns: opts.titlePatterns },
+        allowed_actions: opts.actions,
+        safe_regions: [
+          { name: "body", rect: [0, 0, target.rect[2] - target.rect[0], target.rect[3] - target.rect[1]] },
+        ],
+      }),
+    );
+    state.h = await McpHarness.start({
+      ...LOOSE_BUDGETS,
+      ...UNSAFE_XTEST,
+      DESKTOP_AUTOMATION_POLICY_FILE: policy,
+      UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
+    });
+    const pending = state.h.call("request_access", { hwnd: target.hwnd });
+    await approveConsentDialog();
+    expect((await pending).structured.decision).toBe("approved");
+  }, 120_000);
+  afterAll(async () => {
+    await f.stopAttackers();
+    await state.h?.close();
+    await state.p?.dispose();
+    session?.stop();
+  });
+  return f;
+}
+
+/**
+ * An xterm titled `title` that runs `cat` into `file` (no echo, no line buffering), so a test can
+ * read back exactly what reached it; resolves once it is listed.
+ */
+export function catXterm(p: Platform, title: string, geometry: string, file: string): Promise<WindowInfo> {
+  startApp("xterm", [
+    "-T",
+    title,
+    "-geometry",
+    geometry,
+    "-e",
+    "sh",
+    "-c",
+    `stty -icanon -echo; exec cat > '${file}'`,
+  ]);
+  return waitForWindow(p, title);
+}
+
+/** What reached a `catXterm` so far. */
+export function readTyped(file: string): string {
+  return existsSync(file) ? readFileSync(file, "latin1") : "";
 }

@@ -1,21 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Platform, WindowInfo } from "../../src/shared/platform.js";
-import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
-import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
-import {
-  approveConsentDialog,
-  startSession,
-  UNSAFE_XTEST,
-  waitFor,
-  waitForWindow,
-  type X11Session,
-  x11CliSuite,
-  xdotool,
-} from "./support.js";
+import { describe, expect, it } from "vitest";
+import type { WindowInfo } from "../../src/shared/platform.js";
+import { type Attacker, settled } from "./attacker.js";
+import { grantedTarget, waitFor, waitForWindow, x11CliSuite, xdotool } from "./support.js";
 
 /**
  * The policy's title ceiling over every window of the granted process, end to end over stdio: one
@@ -31,26 +18,34 @@ const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11 title ceiling over the granted process's other windows (built CLI over stdio)",
   () => {
-    let session: X11Session;
-    let p: Platform;
-    let h: McpHarness;
     let family: Attacker;
-    let main: WindowInfo;
-    const attackers: Attacker[] = [];
+    const f = grantedTarget({
+      name: "ceiling",
+      titlePatterns: ["uix family main"],
+      actions: ["observe", "inspect", "hover", "click", "interact", "key"],
+      async start(f) {
+        family = await f.attack(["family", "uix family main", "uix refused", "uix popup"]);
+        const main = await waitForWindow(f.p, "uix family main");
+        await waitForWindow(f.p, "uix refused");
+        await waitForWindow(f.p, "uix popup");
+        return main;
+      },
+    });
 
-    const win = async (hwnd: string) => (await p.desktop.getWindow(hwnd))!;
+    const win = async (hwnd: string) => (await f.p.desktop.getWindow(hwnd))!;
     const rel = (w: WindowInfo, sx: number, sy: number) => ({ x: sx - w.rect[0], y: sy - w.rect[1] });
 
     /** The main window focused, the refused one raised over it again without the focus. */
     async function arrange(): Promise<{ main: WindowInfo; other: WindowInfo; popup: WindowInfo }> {
-      await p.desktop.activateWindow(main.hwnd);
+      const main = f.target;
+      await f.p.desktop.activateWindow(main.hwnd);
       await waitFor("main focused", async () => (await win(main.hwnd)).foreground);
       const otherId = String(family.more[0]);
       xdotool("windowraise", otherId);
       const popupId = String(family.more[1]);
       xdotool("windowraise", popupId);
       await waitFor("other above main", async () => {
-        const all = await p.desktop.listWindows();
+        const all = await f.p.desktop.listWindows();
         const m = all.find((w) => w.hwnd === main.hwnd);
         const o = all.find((w) => w.hwnd === otherId);
         return m && o && o.z < m.z && m.foreground ? true : null;
@@ -58,55 +53,14 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
       return { main: await win(main.hwnd), other: await win(otherId), popup: await win(popupId) };
     }
 
-    beforeAll(async () => {
-      session = startSession();
-      const dir = mkdtempSync(join(tmpdir(), "uix-ceiling-"));
-      const bin = buildAttacker(dir);
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      p = await createX11Platform({ workerKind: "other" });
-      family = await startAttacker(bin, ["family", "uix family main", "uix refused", "uix popup"], attackers);
-      main = await waitForWindow(p, "uix family main");
-      await waitForWindow(p, "uix refused");
-      await waitForWindow(p, "uix popup");
-      const policy = join(dir, "policy.json");
-      writeFileSync(
-        policy,
-        JSON.stringify({
-          schema_version: 1,
-          policy_id: "x11-ceiling",
-          application: { executable_path: main.instance!.exe_path, title_patterns: ["uix family main"] },
-          allowed_actions: ["observe", "inspect", "hover", "click", "interact", "key"],
-          safe_regions: [
-            { name: "body", rect: [0, 0, main.rect[2] - main.rect[0], main.rect[3] - main.rect[1]] },
-          ],
-        }),
-      );
-      h = await McpHarness.start({
-        ...LOOSE_BUDGETS,
-        ...UNSAFE_XTEST,
-        DESKTOP_AUTOMATION_POLICY_FILE: policy,
-        UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
-      });
-      const pending = h.call("request_access", { hwnd: main.hwnd });
-      await approveConsentDialog();
-      expect((await pending).structured.decision).toBe("approved");
-    }, 120_000);
-
-    afterAll(async () => {
-      for (const a of attackers.splice(0)) await a.stop();
-      await h?.close();
-      await p?.dispose();
-      session?.stop();
-    });
-
     it("the refused top-level cannot be granted on its own", async () => {
-      const r = await h.call("request_access", { hwnd: String(family.more[0]) });
+      const r = await f.h.call("request_access", { hwnd: String(family.more[0]) });
       expect(r.code).toBe("target_not_allowed");
     });
 
     it("a click where the refused top-level covers the main window: occluded, it gets no press", async () => {
       const { main: m, other } = await arrange();
-      const r = await h.call("click_window", {
+      const r = await f.h.call("click_window", {
         hwnd: m.hwnd,
         ...rel(m, other.rect[0] + 30, other.rect[1] + 40),
       });
@@ -119,7 +73,7 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
     it("a point on the refused top-level beyond the main window: out_of_bounds, nothing pressed", async () => {
       const { main: m, other } = await arrange();
       expect(other.rect[2]).toBeGreaterThan(m.rect[2]);
-      const r = await h.call("click_window", {
+      const r = await f.h.call("click_window", {
         hwnd: m.hwnd,
         ...rel(m, other.rect[2] - 10, other.rect[3] - 10),
       });
@@ -130,7 +84,7 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
 
     it("a screenshot of the main window where the refused top-level covers it: occluded, no pixels", async () => {
       await arrange();
-      const r = await h.call("screenshot_window", { hwnd: main.hwnd, region_name: "body" });
+      const r = await f.h.call("screenshot_window", { hwnd: f.target.hwnd, region_name: "body" });
       expect(r.code).toBe("occluded");
       expect(r.content.filter((c) => c.type === "image")).toHaveLength(0);
     });
@@ -138,7 +92,7 @@ describe.skipIf(!x11CliSuite("title ceiling", { what: "no C compiler (cc)", ok: 
     it("the dialog transient for the main window is its popup: a click on it lands there", async () => {
       const { main: m, popup } = await arrange();
       const before = family.count("button popup");
-      const r = await h.call("click_window", {
+      const r = await f.h.call("click_window", {
         hwnd: m.hwnd,
         ...rel(
           m,

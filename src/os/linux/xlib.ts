@@ -3,10 +3,11 @@ import { uiError } from "../../shared/errors.js";
 import { libc } from "./libc.js";
 
 /**
- * koffi bindings (by soname, no -dev packages) for the few Xlib / XTest / XShm / xcb entry
- * points the X11 backend and the release guardian use (libc's come from ./libc.ts). Loaded
- * lazily, once per thread (koffi instances are per isolate); the library handles themselves are
- * process-wide. Every load of an X library goes through `xLibrary`, the dialog's too.
+ * The one binding of each X library (by soname, no -dev packages): the Xlib / XTest / XShm /
+ * xcb / XInput2 / X-Resource / Xft entry points the X11 backend, the release guardian and our
+ * consent dialog use, declared once in a table per library below (libc's come from ./libc.ts).
+ * Bound lazily, once per thread (koffi instances are per isolate); the library handles
+ * themselves are process-wide.
  *
  * Requests that name a client window (which may vanish at any moment) go through xcb, where an
  * error is a value returned with the reply or by xcb_request_check, on this worker's own
@@ -255,7 +256,6 @@ export interface X11Native {
   XShmSegmentInfo: TypeObject;
 }
 
-let cached: X11Native | null = null;
 const libraries = new Map<string, LibraryHandle>();
 
 /** An X library by soname, loaded once per thread. Throws platform_unavailable when missing. */
@@ -272,24 +272,225 @@ export function xLibrary(soname: string): LibraryHandle {
   return lib;
 }
 
-/** XTest's XRecord bindings (the pointer-delivery record of the input port). */
-function xrecordBindings(xtst: LibraryHandle): X11Native["xrecord"] {
-  const f = (decl: string): NativeFn => xtst.func(decl) as NativeFn;
+// One table of C declarations per library: every function any of our X clients calls. The types
+// they name (Display, XImage, the xcb cookie, XRecord's structs, …) are registered first (xTypes).
+
+const LIBX11 = {
+  XInitThreads: "int XInitThreads()",
+  XOpenDisplay: "Display *XOpenDisplay(const char *name)",
+  XCloseDisplay: "int XCloseDisplay(Display *dpy)",
+  XSetErrorHandler: "void *XSetErrorHandler(void *handler)",
+  XSetIOErrorHandler: "void *XSetIOErrorHandler(void *handler)",
+  XSetIOErrorExitHandler: "void XSetIOErrorExitHandler(Display *dpy, void *handler, void *data)",
+  XSync: "int XSync(Display *dpy, int discard)",
+  XFlush: "int XFlush(Display *dpy)",
+  XDefaultScreen: "int XDefaultScreen(Display *dpy)",
+  XConnectionNumber: "int XConnectionNumber(Display *dpy)",
+  XRootWindow: "unsigned long XRootWindow(Display *dpy, int screen)",
+  XDisplayWidth: "int XDisplayWidth(Display *dpy, int screen)",
+  XDisplayHeight: "int XDisplayHeight(Display *dpy, int screen)",
+  XDefaultVisual: "Visual *XDefaultVisual(Display *dpy, int screen)",
+  XDefaultDepth: "int XDefaultDepth(Display *dpy, int screen)",
+  XGetImage:
+    "XImage *XGetImage(Display *dpy, unsigned long d, int x, int y, unsigned int w, unsigned int h, unsigned long planes, int format)",
+  XDestroyImage: "int XDestroyImage(XImage *img)",
+  XFree: "int XFree(void *p)",
+  XDisplayKeycodes: "int XDisplayKeycodes(Display *dpy, _Out_ int *min, _Out_ int *max)",
+  XGetKeyboardMapping:
+    "unsigned long *XGetKeyboardMapping(Display *dpy, uint8_t first, int count, _Out_ int *per)",
+  XChangeKeyboardMapping:
+    "int XChangeKeyboardMapping(Display *dpy, int first, int per, unsigned long *syms, int n)",
+  XKeysymToKeycode: "uint8_t XKeysymToKeycode(Display *dpy, unsigned long ks)",
+  XQueryExtension:
+    "int XQueryExtension(Display *dpy, const char *name, _Out_ int *op, _Out_ int *ev, _Out_ int *err)",
+  XChangeKeyboardControl: "int XChangeKeyboardControl(Display *dpy, unsigned long mask, uint8_t *values)",
+  XGetKeyboardControl: "int XGetKeyboardControl(Display *dpy, uint8_t *state)",
+  XGrabServer: "int XGrabServer(Display *dpy)",
+  XUngrabServer: "int XUngrabServer(Display *dpy)",
+  XGetInputFocus: "int XGetInputFocus(Display *dpy, _Out_ unsigned long *focus, _Out_ int *revert)",
+  XGrabKeyboard:
+    "int XGrabKeyboard(Display *dpy, unsigned long w, int owner, int pm, int km, unsigned long time)",
+  XUngrabKeyboard: "int XUngrabKeyboard(Display *dpy, unsigned long time)",
+  XGrabPointer:
+    "int XGrabPointer(Display *dpy, unsigned long w, int owner, unsigned int mask, int pm, int km, unsigned long confine, unsigned long cursor, unsigned long time)",
+  XUngrabPointer: "int XUngrabPointer(Display *dpy, unsigned long time)",
+  XQueryPointer:
+    "int XQueryPointer(Display *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
+  XTranslateCoordinates:
+    "int XTranslateCoordinates(Display *dpy, unsigned long src, unsigned long dst, int x, int y, _Out_ int *dx, _Out_ int *dy, _Out_ unsigned long *child)",
+  XDefaultColormap: "unsigned long XDefaultColormap(Display *dpy, int screen)",
+  XCreateSimpleWindow:
+    "unsigned long XCreateSimpleWindow(Display *dpy, unsigned long parent, int x, int y, unsigned int w, unsigned int h, unsigned int border, unsigned long borderPixel, unsigned long background)",
+  XDestroyWindow: "int XDestroyWindow(Display *dpy, unsigned long w)",
+  XSelectInput: "int XSelectInput(Display *dpy, unsigned long w, long mask)",
+  XStoreName: "int XStoreName(Display *dpy, unsigned long w, const char *name)",
+  XInternAtom: "unsigned long XInternAtom(Display *dpy, const char *name, int onlyIfExists)",
+  XChangeProperty:
+    "int XChangeProperty(Display *dpy, unsigned long w, unsigned long prop, unsigned long type, int format, int mode, const void *data, int n)",
+  XSetWMProtocols: "int XSetWMProtocols(Display *dpy, unsigned long w, unsigned long *protocols, int n)",
+  XMapRaised: "int XMapRaised(Display *dpy, unsigned long w)",
+  XRaiseWindow: "int XRaiseWindow(Display *dpy, unsigned long w)",
+  XPending: "int XPending(Display *dpy)",
+  XNextEvent: "int XNextEvent(Display *dpy, void *ev)",
+  XGetEventData: "int XGetEventData(Display *dpy, void *cookie)",
+  XFreeEventData: "void XFreeEventData(Display *dpy, void *cookie)",
+  XQueryTree:
+    "int XQueryTree(Display *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *parent, _Out_ void **children, _Out_ unsigned int *n)",
+  XGetWindowAttributes: "int XGetWindowAttributes(Display *dpy, unsigned long w, void *attrs)",
+  XGetWindowProperty:
+    "int XGetWindowProperty(Display *dpy, unsigned long w, unsigned long prop, long offset, long length, int del, unsigned long reqType, _Out_ unsigned long *actualType, _Out_ int *actualFormat, _Out_ unsigned long *nItems, _Out_ unsigned long *bytesAfter, _Out_ void **data)",
+  XCreateGC: "void *XCreateGC(Display *dpy, unsigned long d, unsigned long mask, void *values)",
+  XFreeGC: "int XFreeGC(Display *dpy, void *gc)",
+  XSetForeground: "int XSetForeground(Display *dpy, void *gc, unsigned long pixel)",
+  XFillRectangle:
+    "int XFillRectangle(Display *dpy, unsigned long d, void *gc, int x, int y, unsigned int w, unsigned int h)",
+  XDrawRectangle:
+    "int XDrawRectangle(Display *dpy, unsigned long d, void *gc, int x, int y, unsigned int w, unsigned int h)",
+  XkbKeycodeToKeysym: "unsigned long XkbKeycodeToKeysym(Display *dpy, uint8_t kc, int group, int level)",
+  XQueryKeymap: "int XQueryKeymap(Display *dpy, _Out_ uint8_t *keys)",
+} as const;
+
+const LIBXTST = {
+  XTestQueryExtension:
+    "int XTestQueryExtension(Display *dpy, _Out_ int *ev, _Out_ int *err, _Out_ int *maj, _Out_ int *min)",
+  XTestFakeMotionEvent:
+    "int XTestFakeMotionEvent(Display *dpy, int screen, int x, int y, unsigned long delay)",
+  XTestFakeButtonEvent:
+    "int XTestFakeButtonEvent(Display *dpy, unsigned int button, int press, unsigned long delay)",
+  XTestFakeKeyEvent:
+    "int XTestFakeKeyEvent(Display *dpy, unsigned int keycode, int press, unsigned long delay)",
+  XRecordAllocRange: "XRecordRange *XRecordAllocRange()",
+  XRecordCreateContext:
+    "unsigned long XRecordCreateContext(Display *dpy, int flags, unsigned long *clients, int nclients, XRecordRange **ranges, int nranges)",
+  XRecordEnableContextAsync:
+    "int XRecordEnableContextAsync(Display *dpy, unsigned long ctx, XRecordInterceptProc *cb, void *closure)",
+  XRecordProcessReplies: "void XRecordProcessReplies(Display *dpy)",
+  XRecordDisableContext: "int XRecordDisableContext(Display *dpy, unsigned long ctx)",
+  XRecordFreeContext: "int XRecordFreeContext(Display *dpy, unsigned long ctx)",
+  XRecordFreeData: "void XRecordFreeData(XRecordInterceptData *data)",
+} as const;
+
+const LIBXEXT = {
+  XShmQueryExtension: "int XShmQueryExtension(Display *dpy)",
+  XShmCreateImage:
+    "XImage *XShmCreateImage(Display *dpy, Visual *visual, unsigned int depth, int format, void *data, XShmSegmentInfo *info, unsigned int w, unsigned int h)",
+  XShmAttach: "int XShmAttach(Display *dpy, XShmSegmentInfo *info)",
+  XShmDetach: "int XShmDetach(Display *dpy, XShmSegmentInfo *info)",
+  XShmGetImage:
+    "int XShmGetImage(Display *dpy, unsigned long d, XImage *img, int x, int y, unsigned long planes)",
+} as const;
+
+const LIBXCB = {
+  xcb_connect: "xcb_connection_t *xcb_connect(const char *name, _Out_ int *screen)",
+  xcb_disconnect: "void xcb_disconnect(xcb_connection_t *c)",
+  xcb_connection_has_error: "int xcb_connection_has_error(xcb_connection_t *c)",
+  xcb_flush: "int xcb_flush(xcb_connection_t *c)",
+  xcb_get_file_descriptor: "int xcb_get_file_descriptor(xcb_connection_t *c)",
+  xcb_intern_atom:
+    "xcb_cookie_t xcb_intern_atom(xcb_connection_t *c, uint8_t only_if_exists, uint16_t len, const char *name)",
+  xcb_intern_atom_reply:
+    "void *xcb_intern_atom_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_get_property:
+    "xcb_cookie_t xcb_get_property(xcb_connection_t *c, uint8_t del, uint32_t w, uint32_t prop, uint32_t type, uint32_t off, uint32_t len)",
+  xcb_get_property_reply:
+    "void *xcb_get_property_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_get_property_value: "void *xcb_get_property_value(void *reply)",
+  xcb_get_property_value_length: "int xcb_get_property_value_length(void *reply)",
+  xcb_get_geometry: "xcb_cookie_t xcb_get_geometry(xcb_connection_t *c, uint32_t d)",
+  xcb_get_geometry_reply:
+    "void *xcb_get_geometry_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_translate_coordinates:
+    "xcb_cookie_t xcb_translate_coordinates(xcb_connection_t *c, uint32_t src, uint32_t dst, int16_t x, int16_t y)",
+  xcb_translate_coordinates_reply:
+    "void *xcb_translate_coordinates_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_get_window_attributes: "xcb_cookie_t xcb_get_window_attributes(xcb_connection_t *c, uint32_t w)",
+  xcb_get_window_attributes_reply:
+    "void *xcb_get_window_attributes_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_send_event_checked:
+    "xcb_cookie_t xcb_send_event_checked(xcb_connection_t *c, uint8_t propagate, uint32_t dest, uint32_t mask, const uint8_t *ev)",
+  xcb_map_window_checked: "xcb_cookie_t xcb_map_window_checked(xcb_connection_t *c, uint32_t w)",
+  xcb_destroy_window_checked: "xcb_cookie_t xcb_destroy_window_checked(xcb_connection_t *c, uint32_t w)",
+  xcb_request_check: "void *xcb_request_check(xcb_connection_t *c, xcb_cookie_t cookie)",
+  xcb_query_tree: "xcb_cookie_t xcb_query_tree(xcb_connection_t *c, uint32_t w)",
+  xcb_query_tree_reply:
+    "void *xcb_query_tree_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_query_tree_children: "void *xcb_query_tree_children(void *reply)",
+  xcb_query_tree_children_length: "int xcb_query_tree_children_length(void *reply)",
+  xcb_get_input_focus: "xcb_cookie_t xcb_get_input_focus(xcb_connection_t *c)",
+  xcb_get_input_focus_reply:
+    "void *xcb_get_input_focus_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_grab_keyboard:
+    "xcb_cookie_t xcb_grab_keyboard(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint32_t time, uint8_t pm, uint8_t km)",
+  xcb_grab_keyboard_reply:
+    "void *xcb_grab_keyboard_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_grab_pointer:
+    "xcb_cookie_t xcb_grab_pointer(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t mask, uint8_t pm, uint8_t km, uint32_t confine, uint32_t cursor, uint32_t time)",
+  xcb_grab_pointer_reply:
+    "void *xcb_grab_pointer_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+  xcb_ungrab_keyboard: "xcb_cookie_t xcb_ungrab_keyboard(xcb_connection_t *c, uint32_t time)",
+  xcb_ungrab_pointer: "xcb_cookie_t xcb_ungrab_pointer(xcb_connection_t *c, uint32_t time)",
+  xcb_get_setup: "const void *xcb_get_setup(xcb_connection_t *c)",
+  xcb_get_keyboard_mapping:
+    "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
+  xcb_get_keyboard_mapping_reply:
+    "void *xcb_get_keyboard_mapping_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+} as const;
+
+const LIBXI = {
+  XIQueryVersion: "int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)",
+  XIQueryDevice: "void *XIQueryDevice(Display *dpy, int deviceid, _Out_ int *n)",
+  XIFreeDeviceInfo: "void XIFreeDeviceInfo(void *info)",
+  XIGetClientPointer: "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
+  XISelectEvents: "int XISelectEvents(Display *dpy, unsigned long w, void *masks, int n)",
+} as const;
+
+const LIBXFT = {
+  XftFontOpenName: "void *XftFontOpenName(Display *dpy, int screen, const char *name)",
+  XftDrawCreate: "void *XftDrawCreate(Display *dpy, unsigned long d, void *visual, unsigned long cmap)",
+  XftDrawDestroy: "void XftDrawDestroy(void *draw)",
+  XftColorAllocName:
+    "int XftColorAllocName(Display *dpy, void *visual, unsigned long cmap, const char *name, void *result)",
+  XftDrawStringUtf8:
+    "void XftDrawStringUtf8(void *draw, void *color, void *font, int x, int y, const uint8_t *s, int len)",
+} as const;
+
+const LIBXRES = {
+  XResQueryClientIds:
+    "int XResQueryClientIds(Display *dpy, long num_specs, XResClientIdSpec *specs, _Out_ long *num_ids, _Out_ void **ids)",
+  XResGetClientPid: "int XResGetClientPid(void *value)",
+  XResClientIdsDestroy: "void XResClientIdsDestroy(long num_ids, void *ids)",
+  XResQueryClients: "int XResQueryClients(Display *dpy, _Out_ int *n, _Out_ void **clients)",
+} as const;
+
+const LIBX11_XCB = {
+  XGetXCBConnection: "xcb_connection_t *XGetXCBConnection(Display *dpy)",
+} as const;
+
+/** The koffi types the declarations name and the structs their callers decode. */
+export interface XTypes {
+  XImage: TypeObject;
+  XShmSegmentInfo: TypeObject;
+  XRecordRange: TypeObject;
+  XRecordInterceptData: TypeObject;
+  XRecordInterceptProc: TypeObject;
+  XIDeviceInfo: TypeObject;
+  XftFontMetrics: TypeObject;
+}
+
+let types: XTypes | null = null;
+
+/** Registers the X types once per thread (koffi type names are per instance). */
+export function xTypes(): XTypes {
+  if (types) return types;
+  koffi.opaque("Display");
+  koffi.opaque("Visual");
+  koffi.opaque("xcb_connection_t");
+  koffi.struct("xcb_cookie_t", { sequence: "uint32" });
+  koffi.struct("XResClientIdSpec", { client: "unsigned long", mask: "unsigned int" });
   const r8 = koffi.struct("XRecordRange8", { first: "uint8", last: "uint8" });
   const r16 = koffi.struct("XRecordRange16", { first: "uint16", last: "uint16" });
   const rExt = koffi.struct("XRecordExtRange", { ext_major: r8, ext_minor: r16 });
-  const Range = koffi.struct("XRecordRange", {
-    core_requests: r8,
-    core_replies: r8,
-    ext_requests: rExt,
-    ext_replies: rExt,
-    delivered_events: r8,
-    device_events: r8,
-    errors: r8,
-    client_started: "int",
-    client_died: "int",
-  });
-  const InterceptData = koffi.struct("XRecordInterceptData", {
+  const XRecordInterceptData = koffi.struct("XRecordInterceptData", {
     id_base: "unsigned long",
     server_time: "unsigned long",
     client_seq: "unsigned long",
@@ -298,71 +499,46 @@ function xrecordBindings(xtst: LibraryHandle): X11Native["xrecord"] {
     data: "uint8_t *",
     data_len: "unsigned long",
   });
-  const InterceptProc = koffi.proto("void XRecordInterceptProc(void *closure, XRecordInterceptData *data)");
-  return {
-    XRecordAllocRange: f("XRecordRange *XRecordAllocRange()") as X11Native["xrecord"]["XRecordAllocRange"],
-    XRecordCreateContext: f(
-      "unsigned long XRecordCreateContext(Display *dpy, int flags, unsigned long *clients, int nclients, XRecordRange **ranges, int nranges)",
-    ) as X11Native["xrecord"]["XRecordCreateContext"],
-    XRecordEnableContextAsync: f(
-      "int XRecordEnableContextAsync(Display *dpy, unsigned long ctx, XRecordInterceptProc *cb, void *closure)",
-    ) as X11Native["xrecord"]["XRecordEnableContextAsync"],
-    XRecordProcessReplies: f(
-      "void XRecordProcessReplies(Display *dpy)",
-    ) as X11Native["xrecord"]["XRecordProcessReplies"],
-    XRecordDisableContext: f(
-      "int XRecordDisableContext(Display *dpy, unsigned long ctx)",
-    ) as X11Native["xrecord"]["XRecordDisableContext"],
-    XRecordFreeContext: f(
-      "int XRecordFreeContext(Display *dpy, unsigned long ctx)",
-    ) as X11Native["xrecord"]["XRecordFreeContext"],
-    XRecordFreeData: f(
-      "void XRecordFreeData(XRecordInterceptData *data)",
-    ) as X11Native["xrecord"]["XRecordFreeData"],
-    Range,
-    InterceptData,
-    InterceptProc,
-  };
-}
-
-/** libX11-xcb's XGetXCBConnection, or null when that library is not installed. */
-function xcbOfXlib(): X11Native["XGetXCBConnection"] {
-  try {
-    const x11xcb = xLibrary("libX11-xcb.so.1");
-    return x11xcb.func("xcb_connection_t *XGetXCBConnection(Display *dpy)") as unknown as (
-      dpy: Ptr,
-    ) => Ptr | null;
-  } catch {
-    return null;
-  }
-}
-
-/** X-Resource's client-id queries, or null when libXRes is not installed. */
-function xresBindings(): X11Native["xres"] {
-  try {
-    const lib = xLibrary("libXRes.so.1");
-    koffi.struct("XResClientIdSpec", { client: "unsigned long", mask: "unsigned int" });
-    return {
-      XResQueryClientIds: lib.func(
-        "int XResQueryClientIds(Display *dpy, long num_specs, XResClientIdSpec *specs, _Out_ long *num_ids, _Out_ void **ids)",
-      ) as unknown as NonNullable<X11Native["xres"]>["XResQueryClientIds"],
-      XResGetClientPid: lib.func("int XResGetClientPid(void *value)") as unknown as NonNullable<
-        X11Native["xres"]
-      >["XResGetClientPid"],
-      XResClientIdsDestroy: lib.func(
-        "void XResClientIdsDestroy(long num_ids, void *ids)",
-      ) as unknown as NonNullable<X11Native["xres"]>["XResClientIdsDestroy"],
-    };
-  } catch {
-    return null;
-  }
-}
-
-/** XInput2's device queries (the XTEST route check), or null when libXi is not installed. */
-function xiBindings(): X11Native["xi"] {
-  try {
-    const lib = xLibrary("libXi.so.6");
-    const DeviceInfo = koffi.struct("X11XIDeviceInfo", {
+  types = {
+    XImage: koffi.struct("XImage", {
+      width: "int",
+      height: "int",
+      xoffset: "int",
+      format: "int",
+      data: "void *",
+      byte_order: "int",
+      bitmap_unit: "int",
+      bitmap_bit_order: "int",
+      bitmap_pad: "int",
+      depth: "int",
+      bytes_per_line: "int",
+      bits_per_pixel: "int",
+      red_mask: "unsigned long",
+      green_mask: "unsigned long",
+      blue_mask: "unsigned long",
+      obdata: "void *",
+      f: koffi.array("void *", 6),
+    }),
+    XShmSegmentInfo: koffi.struct("XShmSegmentInfo", {
+      shmseg: "unsigned long",
+      shmid: "int",
+      shmaddr: "void *",
+      readOnly: "int",
+    }),
+    XRecordRange: koffi.struct("XRecordRange", {
+      core_requests: r8,
+      core_replies: r8,
+      ext_requests: rExt,
+      ext_replies: rExt,
+      delivered_events: r8,
+      device_events: r8,
+      errors: r8,
+      client_started: "int",
+      client_died: "int",
+    }),
+    XRecordInterceptData,
+    XRecordInterceptProc: koffi.proto("void XRecordInterceptProc(void *closure, XRecordInterceptData *data)"),
+    XIDeviceInfo: koffi.struct("XIDeviceInfo", {
       deviceid: "int",
       name: "const char *",
       use: "int",
@@ -370,26 +546,55 @@ function xiBindings(): X11Native["xi"] {
       enabled: "int",
       num_classes: "int",
       classes: "void *",
-    });
-    const g = (decl: string) => lib.func(decl) as unknown;
-    return {
-      XIQueryVersion: g(
-        "int XIQueryVersion(Display *dpy, _Inout_ int *major, _Inout_ int *minor)",
-      ) as NonNullable<X11Native["xi"]>["XIQueryVersion"],
-      XIQueryDevice: g("void *XIQueryDevice(Display *dpy, int deviceid, _Out_ int *n)") as NonNullable<
-        X11Native["xi"]
-      >["XIQueryDevice"],
-      XIFreeDeviceInfo: g("void XIFreeDeviceInfo(void *info)") as NonNullable<
-        X11Native["xi"]
-      >["XIFreeDeviceInfo"],
-      XIGetClientPointer: g(
-        "int XIGetClientPointer(Display *dpy, unsigned long win, _Out_ int *deviceid)",
-      ) as NonNullable<X11Native["xi"]>["XIGetClientPointer"],
-      DeviceInfo,
-    };
+    }),
+    XftFontMetrics: koffi.struct("XftFontMetrics", {
+      ascent: "int",
+      descent: "int",
+      height: "int",
+      max_advance_width: "int",
+    }),
+  };
+  return types;
+}
+
+type Bound<T> = { readonly [K in keyof T]: NativeFn };
+const bound = new Map<string, Readonly<Record<string, NativeFn>>>();
+
+/** A library's table, bound once per thread. Throws platform_unavailable when it is missing. */
+function bind<T extends Record<string, string>>(soname: string, table: T): Bound<T> {
+  const known = bound.get(soname);
+  if (known) return known as Bound<T>;
+  xTypes();
+  const lib = xLibrary(soname);
+  const fns: Record<string, NativeFn> = {};
+  for (const [name, decl] of Object.entries(table)) fns[name] = lib.func(decl) as NativeFn;
+  bound.set(soname, fns);
+  return fns as Bound<T>;
+}
+
+export const libX11 = () => bind("libX11.so.6", LIBX11);
+export const libXtst = () => bind("libXtst.so.6", LIBXTST);
+export const libXext = () => bind("libXext.so.6", LIBXEXT);
+export const libXcb = () => bind("libxcb.so.1", LIBXCB);
+export const libXi = () => bind("libXi.so.6", LIBXI);
+export const libXRes = () => bind("libXRes.so.1", LIBXRES);
+export const libXft = () => bind("libXft.so.2", LIBXFT);
+const libX11Xcb = () => bind("libX11-xcb.so.1", LIBX11_XCB);
+
+/** An optional library's bindings, or null when it is not installed. */
+export function optional<T>(load: () => T): T | null {
+  try {
+    return load();
   } catch {
     return null;
   }
+}
+
+/** The address of XConnectionNumber: a native no-op usable as the Xlib error handler. */
+export function noopErrorHandler(): Ptr {
+  const noop = xLibrary("libX11.so.6").symbol("XConnectionNumber") as unknown;
+  if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
+  return noop;
 }
 
 function cLibrary(): ReturnType<typeof libc> {
@@ -400,245 +605,56 @@ function cLibrary(): ReturnType<typeof libc> {
   }
 }
 
-/** Loads the bindings once per thread. Throws platform_unavailable when a library is missing. */
+let cached: X11Native | null = null;
+
+/** The backend's and the guardian's view, once per thread. Throws platform_unavailable when a library is missing. */
 export function x11Native(): X11Native {
   if (cached) return cached;
-  const x11 = xLibrary("libX11.so.6");
-  const xtst = xLibrary("libXtst.so.6");
-  const xext = xLibrary("libXext.so.6");
-  const xcb = xLibrary("libxcb.so.1");
+  const t = xTypes();
+  const tst = libXtst();
   const c = cLibrary();
-
-  koffi.opaque("Display");
-  koffi.opaque("Visual");
-  koffi.opaque("xcb_connection_t");
-  const Cookie = koffi.struct("xcb_cookie_t", { sequence: "uint32" });
-  const XImage = koffi.struct("XImage", {
-    width: "int",
-    height: "int",
-    xoffset: "int",
-    format: "int",
-    data: "void *",
-    byte_order: "int",
-    bitmap_unit: "int",
-    bitmap_bit_order: "int",
-    bitmap_pad: "int",
-    depth: "int",
-    bytes_per_line: "int",
-    bits_per_pixel: "int",
-    red_mask: "unsigned long",
-    green_mask: "unsigned long",
-    blue_mask: "unsigned long",
-    obdata: "void *",
-    f: koffi.array("void *", 6),
-  });
-  const XShmSegmentInfo = koffi.struct("XShmSegmentInfo", {
-    shmseg: "unsigned long",
-    shmid: "int",
-    shmaddr: "void *",
-    readOnly: "int",
-  });
-
-  const f = (lib: LibraryHandle, decl: string): NativeFn => lib.func(decl) as NativeFn;
-  const n = {
-    XInitThreads: f(x11, "int XInitThreads()"),
-    XOpenDisplay: f(x11, "Display *XOpenDisplay(const char *name)"),
-    XCloseDisplay: f(x11, "int XCloseDisplay(Display *dpy)"),
-    XSetErrorHandler: f(x11, "void *XSetErrorHandler(void *handler)"),
-    XSetIOErrorHandler: f(x11, "void *XSetIOErrorHandler(void *handler)"),
-    XSetIOErrorExitHandler: f(x11, "void XSetIOErrorExitHandler(Display *dpy, void *handler, void *data)"),
-    XSync: f(x11, "int XSync(Display *dpy, int discard)"),
-    XFlush: f(x11, "int XFlush(Display *dpy)"),
-    XDefaultScreen: f(x11, "int XDefaultScreen(Display *dpy)"),
-    XConnectionNumber: f(x11, "int XConnectionNumber(Display *dpy)"),
-    XRootWindow: f(x11, "unsigned long XRootWindow(Display *dpy, int screen)"),
-    XDisplayWidth: f(x11, "int XDisplayWidth(Display *dpy, int screen)"),
-    XDisplayHeight: f(x11, "int XDisplayHeight(Display *dpy, int screen)"),
-    XDefaultVisual: f(x11, "Visual *XDefaultVisual(Display *dpy, int screen)"),
-    XDefaultDepth: f(x11, "int XDefaultDepth(Display *dpy, int screen)"),
-    XGetImage: f(
-      x11,
-      "XImage *XGetImage(Display *dpy, unsigned long d, int x, int y, unsigned int w, unsigned int h, unsigned long planes, int format)",
-    ),
-    XDestroyImage: f(x11, "int XDestroyImage(XImage *img)"),
-    XFree: f(x11, "int XFree(void *p)"),
-    XDisplayKeycodes: f(x11, "int XDisplayKeycodes(Display *dpy, _Out_ int *min, _Out_ int *max)"),
-    XGetKeyboardMapping: f(
-      x11,
-      "unsigned long *XGetKeyboardMapping(Display *dpy, uint8_t first, int count, _Out_ int *per)",
-    ),
-    XChangeKeyboardMapping: f(
-      x11,
-      "int XChangeKeyboardMapping(Display *dpy, int first, int per, unsigned long *syms, int n)",
-    ),
-    XKeysymToKeycode: f(x11, "uint8_t XKeysymToKeycode(Display *dpy, unsigned long ks)"),
-    XQueryExtension: f(
-      x11,
-      "int XQueryExtension(Display *dpy, const char *name, _Out_ int *op, _Out_ int *ev, _Out_ int *err)",
-    ),
-    XTestQueryExtension: f(
-      xtst,
-      "int XTestQueryExtension(Display *dpy, _Out_ int *ev, _Out_ int *err, _Out_ int *maj, _Out_ int *min)",
-    ),
-    XTestFakeMotionEvent: f(
-      xtst,
-      "int XTestFakeMotionEvent(Display *dpy, int screen, int x, int y, unsigned long delay)",
-    ),
-    XTestFakeButtonEvent: f(
-      xtst,
-      "int XTestFakeButtonEvent(Display *dpy, unsigned int button, int press, unsigned long delay)",
-    ),
-    XTestFakeKeyEvent: f(
-      xtst,
-      "int XTestFakeKeyEvent(Display *dpy, unsigned int keycode, int press, unsigned long delay)",
-    ),
-    XShmQueryExtension: f(xext, "int XShmQueryExtension(Display *dpy)"),
-    XShmCreateImage: f(
-      xext,
-      "XImage *XShmCreateImage(Display *dpy, Visual *visual, unsigned int depth, int format, void *data, XShmSegmentInfo *info, unsigned int w, unsigned int h)",
-    ),
-    XShmAttach: f(xext, "int XShmAttach(Display *dpy, XShmSegmentInfo *info)"),
-    XShmDetach: f(xext, "int XShmDetach(Display *dpy, XShmSegmentInfo *info)"),
-    XShmGetImage: f(
-      xext,
-      "int XShmGetImage(Display *dpy, unsigned long d, XImage *img, int x, int y, unsigned long planes)",
-    ),
-    xcb_connect: f(xcb, "xcb_connection_t *xcb_connect(const char *name, _Out_ int *screen)"),
-    xcb_disconnect: f(xcb, "void xcb_disconnect(xcb_connection_t *c)"),
-    xcb_connection_has_error: f(xcb, "int xcb_connection_has_error(xcb_connection_t *c)"),
-    xcb_flush: f(xcb, "int xcb_flush(xcb_connection_t *c)"),
-    xcb_get_file_descriptor: f(xcb, "int xcb_get_file_descriptor(xcb_connection_t *c)"),
-    xcb_intern_atom: f(
-      xcb,
-      "xcb_cookie_t xcb_intern_atom(xcb_connection_t *c, uint8_t only_if_exists, uint16_t len, const char *name)",
-    ),
-    xcb_intern_atom_reply: f(
-      xcb,
-      "void *xcb_intern_atom_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_get_property: f(
-      xcb,
-      "xcb_cookie_t xcb_get_property(xcb_connection_t *c, uint8_t del, uint32_t w, uint32_t prop, uint32_t type, uint32_t off, uint32_t len)",
-    ),
-    xcb_get_property_reply: f(
-      xcb,
-      "void *xcb_get_property_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_get_property_value: f(xcb, "void *xcb_get_property_value(void *reply)"),
-    xcb_get_property_value_length: f(xcb, "int xcb_get_property_value_length(void *reply)"),
-    xcb_get_geometry: f(xcb, "xcb_cookie_t xcb_get_geometry(xcb_connection_t *c, uint32_t d)"),
-    xcb_get_geometry_reply: f(
-      xcb,
-      "void *xcb_get_geometry_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_translate_coordinates: f(
-      xcb,
-      "xcb_cookie_t xcb_translate_coordinates(xcb_connection_t *c, uint32_t src, uint32_t dst, int16_t x, int16_t y)",
-    ),
-    xcb_translate_coordinates_reply: f(
-      xcb,
-      "void *xcb_translate_coordinates_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_get_window_attributes: f(
-      xcb,
-      "xcb_cookie_t xcb_get_window_attributes(xcb_connection_t *c, uint32_t w)",
-    ),
-    xcb_get_window_attributes_reply: f(
-      xcb,
-      "void *xcb_get_window_attributes_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_send_event_checked: f(
-      xcb,
-      "xcb_cookie_t xcb_send_event_checked(xcb_connection_t *c, uint8_t propagate, uint32_t dest, uint32_t mask, const uint8_t *ev)",
-    ),
-    xcb_map_window_checked: f(xcb, "xcb_cookie_t xcb_map_window_checked(xcb_connection_t *c, uint32_t w)"),
-    xcb_destroy_window_checked: f(
-      xcb,
-      "xcb_cookie_t xcb_destroy_window_checked(xcb_connection_t *c, uint32_t w)",
-    ),
-    xcb_request_check: f(xcb, "void *xcb_request_check(xcb_connection_t *c, xcb_cookie_t cookie)"),
-    xcb_query_tree: f(xcb, "xcb_cookie_t xcb_query_tree(xcb_connection_t *c, uint32_t w)"),
-    xcb_query_tree_reply: f(
-      xcb,
-      "void *xcb_query_tree_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_query_tree_children: f(xcb, "void *xcb_query_tree_children(void *reply)"),
-    xcb_query_tree_children_length: f(xcb, "int xcb_query_tree_children_length(void *reply)"),
-    xcb_get_input_focus: f(xcb, "xcb_cookie_t xcb_get_input_focus(xcb_connection_t *c)"),
-    xcb_get_input_focus_reply: f(
-      xcb,
-      "void *xcb_get_input_focus_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_grab_keyboard: f(
-      xcb,
-      "xcb_cookie_t xcb_grab_keyboard(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint32_t time, uint8_t pm, uint8_t km)",
-    ),
-    xcb_grab_keyboard_reply: f(
-      xcb,
-      "void *xcb_grab_keyboard_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_grab_pointer: f(
-      xcb,
-      "xcb_cookie_t xcb_grab_pointer(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t mask, uint8_t pm, uint8_t km, uint32_t confine, uint32_t cursor, uint32_t time)",
-    ),
-    xcb_grab_pointer_reply: f(
-      xcb,
-      "void *xcb_grab_pointer_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ),
-    xcb_ungrab_keyboard: f(xcb, "xcb_cookie_t xcb_ungrab_keyboard(xcb_connection_t *c, uint32_t time)"),
-    xcb_ungrab_pointer: f(xcb, "xcb_cookie_t xcb_ungrab_pointer(xcb_connection_t *c, uint32_t time)"),
-    xcb_get_setup: f(xcb, "const void *xcb_get_setup(xcb_connection_t *c)"),
-    XChangeKeyboardControl: f(
-      x11,
-      "int XChangeKeyboardControl(Display *dpy, unsigned long mask, uint8_t *values)",
-    ),
-    XGetKeyboardControl: f(x11, "int XGetKeyboardControl(Display *dpy, uint8_t *state)"),
-    XGrabServer: f(x11, "int XGrabServer(Display *dpy)"),
-    XUngrabServer: f(x11, "int XUngrabServer(Display *dpy)"),
-    XGetInputFocus: f(x11, "int XGetInputFocus(Display *dpy, _Out_ unsigned long *focus, _Out_ int *revert)"),
-    XGrabKeyboard: f(
-      x11,
-      "int XGrabKeyboard(Display *dpy, unsigned long w, int owner, int pm, int km, unsigned long time)",
-    ),
-    XUngrabKeyboard: f(x11, "int XUngrabKeyboard(Display *dpy, unsigned long time)"),
-    XGrabPointer: f(
-      x11,
-      "int XGrabPointer(Display *dpy, unsigned long w, int owner, unsigned int mask, int pm, int km, unsigned long confine, unsigned long cursor, unsigned long time)",
-    ),
-    XUngrabPointer: f(x11, "int XUngrabPointer(Display *dpy, unsigned long time)"),
-    XQueryPointer: f(
-      x11,
-      "int XQueryPointer(Display *dpy, unsigned long w, _Out_ unsigned long *root, _Out_ unsigned long *child, _Out_ int *rx, _Out_ int *ry, _Out_ int *wx, _Out_ int *wy, _Out_ unsigned int *mask)",
-    ),
-    XTranslateCoordinates: f(
-      x11,
-      "int XTranslateCoordinates(Display *dpy, unsigned long src, unsigned long dst, int x, int y, _Out_ int *dx, _Out_ int *dy, _Out_ unsigned long *child)",
-    ),
+  const xi = optional(libXi);
+  const xres = optional(libXRes);
+  cached = {
+    ...libX11(),
+    ...tst,
+    ...libXext(),
+    ...libXcb(),
     free: c.free,
     sysconf: c.sysconf,
     shmget: c.shmget,
     shmat: c.shmat,
     shmdt: c.shmdt,
     shmctl: c.shmctl,
-  };
-  const xrecord = xrecordBindings(xtst);
-  const xi = xiBindings();
-  const noop = x11.symbol("XConnectionNumber") as unknown;
-  if (typeof noop !== "bigint") throw uiError("platform_unavailable", "An X11 symbol is missing.");
-  void Cookie;
-  cached = {
-    ...(n as unknown as Omit<
-      X11Native,
-      "noopErrorHandler" | "XGetXCBConnection" | "XImage" | "XShmSegmentInfo" | "xrecord" | "xi"
-    >),
-    xrecord,
-    xi,
-    noopErrorHandler: noop,
-    XGetXCBConnection: xcbOfXlib(),
-    xres: xresBindings(),
-    XImage,
-    XShmSegmentInfo,
-  };
+    xrecord: {
+      XRecordAllocRange: tst.XRecordAllocRange,
+      XRecordCreateContext: tst.XRecordCreateContext,
+      XRecordEnableContextAsync: tst.XRecordEnableContextAsync,
+      XRecordProcessReplies: tst.XRecordProcessReplies,
+      XRecordDisableContext: tst.XRecordDisableContext,
+      XRecordFreeContext: tst.XRecordFreeContext,
+      XRecordFreeData: tst.XRecordFreeData,
+      Range: t.XRecordRange,
+      InterceptData: t.XRecordInterceptData,
+      InterceptProc: t.XRecordInterceptProc,
+    },
+    xi: xi && {
+      XIQueryVersion: xi.XIQueryVersion,
+      XIQueryDevice: xi.XIQueryDevice,
+      XIFreeDeviceInfo: xi.XIFreeDeviceInfo,
+      XIGetClientPointer: xi.XIGetClientPointer,
+      DeviceInfo: t.XIDeviceInfo,
+    },
+    xres: xres && {
+      XResQueryClientIds: xres.XResQueryClientIds,
+      XResGetClientPid: xres.XResGetClientPid,
+      XResClientIdsDestroy: xres.XResClientIdsDestroy,
+    },
+    XGetXCBConnection: optional(libX11Xcb)?.XGetXCBConnection ?? null,
+    noopErrorHandler: noopErrorHandler(),
+    XImage: t.XImage,
+    XShmSegmentInfo: t.XShmSegmentInfo,
+  } as unknown as X11Native;
   return cached;
 }
 
@@ -653,26 +669,14 @@ export interface XKeyboardState {
   XQueryKeymap: (dpy: Ptr, keys: Uint8Array) => number;
 }
 
-let keyboardState: XKeyboardState | null = null;
-
-/** The keyboard read-back bindings, after x11Native() (whose xcb types they use). */
+/** The keyboard read-back bindings (from the same tables as x11Native). */
 export function xKeyboardState(): XKeyboardState {
-  if (keyboardState) return keyboardState;
-  x11Native();
-  const x11 = xLibrary("libX11.so.6");
-  const xcb = xLibrary("libxcb.so.1");
-  keyboardState = {
-    xcb_get_keyboard_mapping: xcb.func(
-      "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
-    ) as XKeyboardState["xcb_get_keyboard_mapping"],
-    xcb_get_keyboard_mapping_reply: xcb.func(
-      "void *xcb_get_keyboard_mapping_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
-    ) as XKeyboardState["xcb_get_keyboard_mapping_reply"],
-    XQueryKeymap: x11.func(
-      "int XQueryKeymap(void *dpy, _Out_ uint8_t *keys)",
-    ) as XKeyboardState["XQueryKeymap"],
-  };
-  return keyboardState;
+  const xcb = libXcb();
+  return {
+    xcb_get_keyboard_mapping: xcb.xcb_get_keyboard_mapping,
+    xcb_get_keyboard_mapping_reply: xcb.xcb_get_keyboard_mapping_reply,
+    XQueryKeymap: libX11().XQueryKeymap,
+  } as unknown as XKeyboardState;
 }
 
 /** X protocol error codes we tell apart. */

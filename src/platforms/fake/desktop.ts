@@ -1,6 +1,16 @@
+import { uiError } from "../../shared/errors.js";
 import { intersect, offset, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
-import type { CapturePort, DesktopPort, RawImage, WindowInfo } from "../../shared/platform.js";
+import { pointOccluded, rectOccluded } from "../../shared/occlusion.js";
+import {
+  type CapturePort,
+  type DesktopPort,
+  type LiveCheck,
+  type LiveProof,
+  NO_PROOF,
+  type RawImage,
+  type WindowInfo,
+} from "../../shared/platform.js";
 import { type FakeContext, findWindow, instanceOf, requireWindow, windowInfos } from "./context.js";
 import { renderDesktop, windowsMeeting } from "./render.js";
 
@@ -60,6 +70,27 @@ export class FakeDesktop implements DesktopPort {
       scenario_loaded: ok,
       windows: ok ? this.ctx.scenario().windows.length : null,
     };
+  }
+
+  /**
+   * The simulated display server's own answer: the scenario as it is now (read again, not the
+   * listing the caller judged), like the real ports ask their server right before an effect.
+   */
+  async confirmLive(target: WindowInfo, check: LiveCheck): Promise<LiveProof> {
+    const s = this.ctx.scenario();
+    const all = windowInfos(s);
+    const now = all.find((w) => w.hwnd === target.hwnd);
+    if (!now) throw uiError("target_gone");
+    const grabs = s.grabs ?? {};
+    if ((check.grabs.keyboard && grabs.keyboard) || (check.grabs.pointer && grabs.pointer))
+      throw uiError("input_grabbed");
+    for (const p of check.points) if (pointOccluded(all, now, p.x, p.y)) throw uiError("occluded");
+    if (check.region && rectOccluded(all, now, check.region)) throw uiError("occluded");
+    if (check.focus) {
+      const front = all.find((w) => w.foreground);
+      if (!front || front.pid !== now.pid) throw uiError("not_foreground");
+    }
+    return NO_PROOF;
   }
 
   async restoreWindow(hwnd: string): Promise<void> {

@@ -104,6 +104,23 @@ export class X11Desktop implements DesktopPort {
   lastRootChildren: readonly number[] = [];
   /** What the last live check saw inside its target, asked about ahead by the next one. */
   liveHints: LiveHints | null = null;
+  /**
+   * The focus window and its ancestors (nearest first) as the last focus walk found them: their
+   * trees are asked in the next listing's (or after-read check's) batch, so the walk, which
+   * judges only the replies of that batch, usually makes no round trip of its own. A guess of
+   * what to ask, never of what is true.
+   */
+  private lastFocusChain: number[] = [];
+
+  /** Trees of the last focus chain's windows, asked now (in the caller's batch), by window. */
+  private askFocusChain(focus: number | null): Map<number, Pending<{ parent: number; children: number[] }>> {
+    const chain = this.lastFocusChain;
+    const ahead = new Map<number, Pending<{ parent: number; children: number[] }>>();
+    // With the focus known (the listing's first batch answered it), only a chain from it.
+    if (chain.length === 0 || (focus !== null && chain[0] !== focus)) return ahead;
+    for (const w of chain) ahead.set(w, this.x.queryTree(w));
+    return ahead;
+  }
 
   /**
    * Walks `win` up to the root: its ancestors, nearest first (the last one is a root child).
@@ -111,13 +128,20 @@ export class X11Desktop implements DesktopPort {
    * request batch, ends the walk at the first of them (its parent is the root): one request
    * less per level the server would only answer with "root".
    */
-  ancestors(win: number, first: { parent: number } | null, rootChildren?: ReadonlySet<number>): number[] {
+  ancestors(
+    win: number,
+    first: { parent: number } | null,
+    rootChildren?: ReadonlySet<number>,
+    ahead?: ReadonlyMap<number, Pending<{ parent: number; children: number[] }>>,
+  ): number[] {
     const out: number[] = [];
-    let parent = first ? first.parent : this.x.queryTree(win).resolve().parent;
+    // A tree asked in the caller's batch is as fresh as one asked now; else one round trip.
+    const tree = (w: number) => (ahead?.get(w) ?? this.x.queryTree(w)).resolve();
+    let parent = first ? first.parent : tree(win).parent;
     while (parent !== 0 && parent !== this.x.root && out.length < MAX_TREE_DEPTH) {
       out.push(parent);
       if (rootChildren?.has(parent)) break;
-      parent = this.x.queryTree(parent).resolve().parent;
+      parent = tree(parent).parent;
     }
     return out;
   }
@@ -385,6 +409,23 @@ export class X11Desktop implements DesktopPort {
     focus: number,
     rootChildren?: ReadonlySet<number>,
     asked?: ReadonlyMap<number, PendingWindow>,
+    ahead?: Map<number, Pending<{ parent: number; children: number[] }>>,
+  ): Set<number> {
+    try {
+      const path = this.walkFocus(focus, rootChildren, asked, ahead);
+      this.lastFocusChain = [...path];
+      return path;
+    } finally {
+      // Replies nobody read stay queued otherwise; a window gone meanwhile is no error here.
+      for (const t of ahead?.values() ?? []) settle(t);
+    }
+  }
+
+  private walkFocus(
+    focus: number,
+    rootChildren?: ReadonlySet<number>,
+    asked?: ReadonlyMap<number, PendingWindow>,
+    ahead?: ReadonlyMap<number, Pending<{ parent: number; children: number[] }>>,
   ): Set<number> {
     if (focus === 0 || focus === 1 || focus === this.x.root) return new Set();
     // A top-level's only ancestor is the root.
@@ -392,7 +433,7 @@ export class X11Desktop implements DesktopPort {
     try {
       const own = asked?.get(focus);
       const first = own ? settle(own.tree).value : undefined;
-      return new Set([focus, ...this.ancestors(focus, first ?? null, rootChildren)]);
+      return new Set([focus, ...this.ancestors(focus, first ?? null, rootChildren, ahead)]);
     } catch (e) {
       if (isUiError(e) && e.code === "target_gone") return new Set();
       throw e;
@@ -410,11 +451,14 @@ export class X11Desktop implements DesktopPort {
     for (const w of this.lastRootChildren) rootGeoms.set(w, this.x.getGeometry(w));
     const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
     const rootChildren = new Set(rootGeoms.keys());
+    // Answered by the first batch already (stacking() waited for a later reply).
+    const focusWin = focus.resolve();
+    const ahead = this.askFocusChain(focusWin);
     // The batch goes out now, so the server answers it while the X-Resource request (one for
     // the owners of all of them, on the Xlib connection) makes its own round trip.
     this.x.flush();
     const serverPids = this.x.clientPids(bottomToTop);
-    const focusPath = this.focusPath(focus.resolve(), rootChildren, new Map(pending.map((p) => [p.xid, p])));
+    const focusPath = this.focusPath(focusWin, rootChildren, new Map(pending.map((p) => [p.xid, p])), ahead);
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
     const out: WindowInfo[] = [];
@@ -447,6 +491,7 @@ export class X11Desktop implements DesktopPort {
     // The frame of the last listing, confirmed a root child by the same batch (else the walk).
     const frameTree = known && known.frame !== xid ? x.queryTree(known.frame) : null;
     const frameGeom = known ? x.getGeometry(known.frame) : null;
+    const ahead = this.askFocusChain(null);
     x.flush();
     const serverPids = x.clientPids([xid]);
     const rootGeoms = new Map<number, Pending<Geometry>>();
@@ -461,7 +506,7 @@ export class X11Desktop implements DesktopPort {
     const w = this.collect(
       p,
       0,
-      this.focusPath(settle(focus).value ?? 0, rootChildren, new Map([[xid, p]])),
+      this.focusPath(settle(focus).value ?? 0, rootChildren, new Map([[xid, p]]), ahead),
       rootGeoms,
       serverPids,
     );

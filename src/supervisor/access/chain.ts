@@ -19,10 +19,10 @@ import {
   type TokenFact,
   throwRefusal,
 } from "./accessDecision.js";
-import type { CallContext, ProgressReporter } from "./callContext.js";
+import type { CallContext, HeldShot, ProgressReporter } from "./callContext.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
-import { liveListing, liveWindows } from "./liveWindows.js";
+import { endExitedInstances, liveListing, liveWindows } from "./liveWindows.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 
 /**
@@ -80,6 +80,8 @@ interface ChainState {
   grant: Grant | null;
   capability: Capability | null;
   charge: ApplicationCharge | null;
+  /** What a one-hop message brought besides the listing; dropped when the call ends. */
+  held: HeldShot | null;
 }
 
 /**
@@ -92,21 +94,33 @@ export async function runChain(
   sup: Supervisor,
   input: ChainInput,
 ): Promise<{ result: unknown; ctx: CallContext }> {
-  const { def, args, signal } = input;
+  const { def, args } = input;
   const client = sup.client();
-  const state: ChainState = { policy: null, target: null, grant: null, capability: null, charge: null };
+  const state: ChainState = {
+    policy: null,
+    target: null,
+    grant: null,
+    capability: null,
+    charge: null,
+    held: null,
+  };
   const ctx = callContext(sup, input, client, state);
   input.onContext?.(ctx);
 
-  const policy = admit(sup, def, client.hash);
-  state.policy = policy;
-  state.capability = capabilityOf(def, args);
-  if (policy) {
-    refuseAboveCeiling(def, policy);
-    state.target = await resolveTarget(sup, def, args, policy, client.hash, signal);
-    await authorize(sup, def, args, client.hash, state);
+  try {
+    const policy = admit(sup, def, client.hash);
+    state.policy = policy;
+    state.capability = capabilityOf(def, args);
+    if (policy) {
+      refuseAboveCeiling(def, policy);
+      state.target = await resolveTarget(sup, def, args, policy, client.hash, ctx, state);
+      await authorize(sup, def, args, client.hash, state);
+    }
+    return { result: await runHandler(sup, def, args, ctx, state.target), ctx };
+  } finally {
+    // Refused or failed: nothing of it was released. Answered: the result has its own copy.
+    state.held?.drop();
   }
-  return { result: await runHandler(sup, def, args, ctx, state.target), ctx };
 }
 
 /** The context a handler gets; its chain fields read what the chain has established so far. */
@@ -135,6 +149,9 @@ function callContext(
     },
     get charge() {
       return state.charge;
+    },
+    get held() {
+      return state.held;
     },
     signal,
     progress: input.progress,
@@ -180,15 +197,32 @@ function refuseAboveCeiling(def: ToolDef, policy: EffectivePolicy): void {
     throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [def.capability]));
 }
 
-/** Step 3: the window the call is about, its identity re-resolved from the live desktop now. */
+/**
+ * Step 3: the window the call is about, its identity re-resolved from the live desktop now. A
+ * tool that can do its work in the same message (ToolDef.oneHop) gets it sent instead of the
+ * listing: the target is resolved from the listing that message made, and what it holds waits
+ * in the chain's state until the call is authorized (dropped unread otherwise).
+ */
 async function resolveTarget(
   sup: Supervisor,
   def: ToolDef,
   args: Record<string, unknown>,
   policy: EffectivePolicy,
   client: string,
-  signal: AbortSignal,
+  ctx: CallContext,
+  state: ChainState,
 ): Promise<ResolvedTarget | null> {
+  const { signal } = ctx;
+  const hop = def.target === "window" ? (def.oneHop?.(ctx, args, policy) ?? null) : null;
+  if (hop) {
+    const { windows, held } = await hop;
+    state.held = held;
+    await endExitedInstances(sup, windows, signal);
+    // The identity is the one the worker's own listing shows, the listing its checks judged.
+    const target = pickTarget(policy, windows, args);
+    detectInstanceChange(sup, client, target);
+    return target;
+  }
   if (def.target === "window") {
     const { windows: all, id } = await liveListing(sup, signal);
     // Handed on with the target: a capture's pre-check reuses it instead of enumerating again.

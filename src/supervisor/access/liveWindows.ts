@@ -68,7 +68,7 @@ export async function liveListing(
  * and kept consent decision end now, not at their expiry. When it was last asked is the grant
  * store's, which every session's view of one supervisor shares (remote mode).
  */
-async function endExitedInstances(
+export async function endExitedInstances(
   sup: Supervisor,
   all: readonly WindowInfo[],
   signal: AbortSignal,

@@ -19,6 +19,7 @@ import {
 import type { Logger } from "../log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
+import { carriesTrees, parseTreeResult } from "./treeResults.js";
 
 /**
  * V8 grows a busy isolate's young generation up to 3 × 16 MiB semi-spaces and keeps it; with
@@ -503,14 +504,19 @@ export class WorkerHost {
       p.reject(UiError.fromBody(msg.error));
       return;
     }
-    const result = OPS[p.op].result.safeParse(msg.result);
-    if (!result.success) {
-      this.opts.logger.warn({ kind: this.kind, op: p.op }, "worker_result_rejected");
-      p.reject(uiError("platform_unavailable", "The worker returned a malformed result."));
-      return;
-    }
-    this.consecutiveFailures = 0;
-    p.resolve(result.data);
+    const settle = (result: { success: true; data: unknown } | { success: false }) => {
+      if (!result.success) {
+        this.opts.logger.warn({ kind: this.kind, op: p.op }, "worker_result_rejected");
+        p.reject(uiError("platform_unavailable", "The worker returned a malformed result."));
+        return;
+      }
+      this.consecutiveFailures = 0;
+      p.resolve(result.data);
+    };
+    // Trees are checked in slices, so a big walk's answer does not hold the event loop (treeResults.ts).
+    if (carriesTrees(p.op))
+      void parseTreeResult(p.op, msg.result).then(settle, () => settle({ success: false }));
+    else settle(OPS[p.op].result.safeParse(msg.result));
   }
 
   private teardown(reason: "worker_timeout" | "worker_crashed"): void {

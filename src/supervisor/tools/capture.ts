@@ -3,6 +3,7 @@ import { uiError } from "../../shared/errors.js";
 import { type Rect, rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
 import { sleep } from "../../shared/sleep.js";
+import { shotInOneHop, takeHeldShot } from "../screenshot/oneHop.js";
 import { planScreenshot } from "../screenshot/plan.js";
 import { captureFrame, stillAuthorized } from "../screenshot/sample.js";
 import { changedRects, FrameMemo, shortHash } from "../screenshot/visual.js";
@@ -78,16 +79,20 @@ export const captureTools = [
     cost: (args, policy, target) => ({
       screenshotPixels: rectArea(planScreenshot(policy, target.window, args).region),
     }),
+    oneHop: shotInOneHop,
     handler: async (ctx, args) => {
       const { sup, policy, target } = ctx;
       const plan = planScreenshot(policy, target.window, args);
       try {
-        const r = await captureFrame(sup, ctx.call, ctx.signal, policy.limits.max_png_bytes, target, plan, {
-          grid_spacing: args.grid ? args.grid_spacing : null,
-          output: "png",
-          unless_hash: null,
-          tiles: true,
-        });
+        // Taken in the message that resolved the target when the call allowed it (oneHop).
+        const r = ctx.held
+          ? takeHeldShot(ctx.held, plan)
+          : await captureFrame(sup, ctx.call, ctx.signal, policy.limits.max_png_bytes, target, plan, {
+              grid_spacing: args.grid ? args.grid_spacing : null,
+              output: "png",
+              unless_hash: null,
+              tiles: true,
+            });
         const hash = hashOf(r);
         memo.remember(ctx.client.hash, hash, r.tiles);
         const out = frameResult(ctx, r, plan.region);

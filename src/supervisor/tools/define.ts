@@ -1,6 +1,6 @@
 import type { ImageContent, TextContent } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { CallContext } from "../access/callContext.js";
+import type { CallContext, OneHopReply } from "../access/callContext.js";
 import type { SessionRecord } from "../access/sessions.js";
 import type { ResolvedTarget } from "../access/targets.js";
 import { HwndSchema } from "../access/targets.js";
@@ -78,6 +78,13 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
    * the grant and token and before any budget is taken or the token is used up.
    */
   refuse?(args: z.output<I>): void;
+  /**
+   * The target's resolution and the tool's work in one worker message, when this call allows it
+   * (else null): the chain sends it instead of its own listing, resolves and authorizes the
+   * target from the listing it brings, and only then lets the handler read what it holds
+   * (ctx.held); a refused call drops it unread.
+   */
+  oneHop?(ctx: CallContext, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
   handler(ctx: CallContext, args: z.output<I>): Promise<ToolResult<z.output<O>>>;
 }
 
@@ -157,6 +164,7 @@ interface KindSpec<I extends z.ZodType, O extends z.ZodRawShape, C> {
 type KindFields<A> = { budget: BudgetKind | "none"; target: TargetMode } & ToolAccess & {
     cost?: CostOf<A>;
     refuse?(args: A): void;
+    oneHop?(ctx: CallContext, args: A, policy: EffectivePolicy): Promise<OneHopReply> | null;
   };
 
 /** Builds the row of a kind; with `correlated` its output and results carry the correlation_id. */
@@ -236,6 +244,7 @@ interface ActingSpec<I extends z.ZodType, O extends z.ZodRawShape, C>
   budget: BudgetKind;
   cost?: CostOf<z.output<I>>;
   refuse?(args: z.output<I>): void;
+  oneHop?(ctx: CallContext, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
 }
 
 function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
@@ -244,7 +253,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
   target: "window" | "ref",
   callOf: (ctx: CallContext, args: z.output<I>) => C,
 ): ToolDef {
-  const { cost, refuse } = spec;
+  const { cost, refuse, oneHop } = spec;
   return kindRow(
     { ...spec, input, correlated: true },
     {
@@ -254,6 +263,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
       target,
       ...(cost ? { cost } : {}),
       ...(refuse ? { refuse } : {}),
+      ...(oneHop ? { oneHop } : {}),
     },
     callOf,
   );

@@ -1,6 +1,7 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometry.js";
 import type { RawImage, WindowInfo } from "../../shared/platform.js";
+import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
@@ -49,6 +50,89 @@ const shots = new ShotGate();
 /** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
 
+/** What a shot takes besides its target (capture.region's and capture.window's arguments). */
+type ShotArgs = Pick<
+  OpArgs<"capture.region">,
+  "region" | "masks" | "grid_spacing" | "unless_hash" | "tiles" | "max_png_bytes" | "compression_level"
+> & { output: OpArgs<"capture.region">["output"]; sample_points?: OpArgs<"capture.region">["sample_points"] };
+
+/**
+ * One frame of `target`: verify (against `windows` when given) → read → verify again → masks →
+ * grid → PNG or hash. capture.region and capture.window both run it.
+ */
+async function shoot(
+  ctx: HandlerContext,
+  target: TargetExpectation,
+  args: ShotArgs,
+  windows: WindowInfo[] | undefined,
+): Promise<OpResult<"capture.region">> {
+  const { desktop, capture } = ctx.platform;
+  const region = args.region;
+  const width = rectWidth(region);
+  const height = rectHeight(region);
+  if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
+  throwIfAborted(ctx);
+
+  const before = await verifyTarget(desktop, target, { region, ...(windows ? { windows } : {}) });
+  throwIfAborted(ctx);
+  const screenRect = toScreen(before.window.rect, region);
+  const frame = frames.acquire(width, height);
+  try {
+    const raw = await capture.captureScreen(screenRect, frame.target);
+    checkFrame(raw, region);
+
+    try {
+      throwIfAborted(ctx);
+      await verifyUnchangedAfter(desktop, target, before.window, region);
+      throwIfAborted(ctx);
+    } catch (e) {
+      // What was read may show something else than the verified window: it never leaves.
+      raw.data.fill(0);
+      throw e;
+    }
+
+    paintMasks(raw, args.masks, region);
+    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
+
+    if (args.output === "sha256") {
+      const samples = args.sample_points?.map(([x, y]) => {
+        if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
+          throw uiError("invalid_argument", "A sample point lies outside the captured region.");
+        return sampleColor(raw, x - region[0], y - region[1]);
+      });
+      return {
+        png: null,
+        sha256: hash(raw),
+        ...(samples ? { samples } : {}),
+        width,
+        height,
+        window_offset,
+      };
+    }
+
+    // What the image will show, before the grid is drawn over it: a caller that has it already
+    // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
+    const frame_hash = frameHash(raw, args.grid_spacing);
+    const tiles = args.tiles ? Array.from(tileHashes(raw)) : undefined;
+    const same = { frame_hash, ...(tiles ? { tiles } : {}) };
+    if (args.output === "frame_hash" || frame_hash === args.unless_hash)
+      return { png: null, sha256: null, width, height, window_offset, ...same };
+    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
+    const png = frame.holds(raw)
+      ? encodePngFrame(frame, args.compression_level)
+      : encodePng(raw, args.compression_level);
+    if (png.byteLength > args.max_png_bytes) {
+      throw uiError(
+        "image_too_large",
+        `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
+      );
+    }
+    return { png, sha256: null, width, height, window_offset, ...same };
+  } finally {
+    frames.release(frame);
+  }
+}
+
 /**
  * The capture worker's ops. capture.region is the whole chain for one frame:
  * verify (identity, visible, not minimized, region inside and uncovered; foreground
@@ -57,7 +141,8 @@ const listings = new ListingCache(LISTING_MAX_AGE_MS);
  * replacement or minimize discards the pixels and fails with that code) → masks → grid → PNG
  * (or the hash for coordinate profiles). One buffer, painted in place: a frame of the pool, laid
  * out as the encoder deflates it, when the platform writes into it (X11). With a fresh listing
- * from the supervisor, a shot enumerates the desktop once in all.
+ * from the supervisor, a shot enumerates the desktop once in all. capture.window is the same
+ * shot with the listing made here, in the same message (screenshot_window by hwnd).
  */
 const ops: HandlerTable = {
   "desktop.list": async (_args, ctx) => {
@@ -76,83 +161,49 @@ const ops: HandlerTable = {
   "desktop.health": async (_args, ctx) => ({ facts: await ctx.platform.desktop.health() }),
 
   "capture.region": async (args, ctx) => {
-    const { desktop, capture } = ctx.platform;
-    const region = args.region;
-    const width = rectWidth(region);
-    const height = rectHeight(region);
-    if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
-    throwIfAborted(ctx);
-
     const windows =
       (args.listing_id !== null ? listings.fresh(args.listing_id) : undefined) ?? freshListing(args.listing);
-    const before = await verifyTarget(desktop, args.target, { region, ...(windows ? { windows } : {}) });
+    return shoot(ctx, args.target, args, windows);
+  },
+
+  "capture.window": async (args, ctx) => {
     throwIfAborted(ctx);
-    const screenRect = toScreen(before.window.rect, region);
-    const frame = frames.acquire(width, height);
+    const windows = await ctx.platform.desktop.listWindows();
+    const window = windows.find((w) => w.hwnd === args.hwnd);
+    // Not found, no owner, owner gone: the supervisor's own resolution from this listing says
+    // which (target_not_found, target_gone, target_not_allowed), in the chain's order.
+    if (!window?.instance || window.owner_exited) return { windows, shot: null, refused: null };
     try {
-      const raw = await capture.captureScreen(screenRect, frame.target);
-      checkFrame(raw, region);
-
-      try {
-        throwIfAborted(ctx);
-        await verifyUnchangedAfter(desktop, args.target, before.window, region);
-        throwIfAborted(ctx);
-      } catch (e) {
-        // What was read may show something else than the verified window: it never leaves.
-        raw.data.fill(0);
-        throw e;
-      }
-
-      paintMasks(raw, args.masks, region);
-      const window_offset: [number, number] = [screenRect[0], screenRect[1]];
-
-      if (args.output === "sha256") {
-        const samples = args.sample_points?.map(([x, y]) => {
-          if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
-            throw uiError("invalid_argument", "A sample point lies outside the captured region.");
-          return sampleColor(raw, x - region[0], y - region[1]);
-        });
-        return {
-          png: null,
-          sha256: hash(raw),
-          ...(samples ? { samples } : {}),
-          width,
-          height,
-          window_offset,
-        };
-      }
-
-      // What the image will show, before the grid is drawn over it: a caller that has it already
-      // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
-      const frame_hash = frameHash(raw, args.grid_spacing);
-      const tiles = args.tiles ? Array.from(tileHashes(raw)) : undefined;
-      const same = { frame_hash, ...(tiles ? { tiles } : {}) };
-      if (args.output === "frame_hash" || frame_hash === args.unless_hash)
-        return { png: null, sha256: null, width, height, window_offset, ...same };
-      if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
-      const png = frame.holds(raw)
-        ? encodePngFrame(frame, args.compression_level)
-        : encodePng(raw, args.compression_level);
-      if (png.byteLength > args.max_png_bytes) {
-        throw uiError(
-          "image_too_large",
-          `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
-        );
-      }
-      return { png, sha256: null, width, height, window_offset, ...same };
-    } finally {
-      frames.release(frame);
+      const shot = await shoot(ctx, { hwnd: window.hwnd, instance: window.instance }, args, windows);
+      return { windows, shot, refused: null };
+    } catch (e) {
+      // A check's refusal goes back as a value, so the supervisor answers it only after it has
+      // resolved and authorized the target (a refused caller learns nothing about the window).
+      if (!isUiError(e) || ctx.signal.aborted) throw e;
+      return { windows, shot: null, refused: { code: e.code, message: e.message } };
     }
   },
 };
 
-/** The ops as served: capture.region waits for its turn among the shots in flight. */
+/**
+ * The ops as served: capture.region and capture.window wait for their turn among the shots in
+ * flight (capture.window lists the desktop only once its turn has come, so the checks judge a
+ * listing made just before them).
+ */
 export const captureHandlers: HandlerTable = {
   ...ops,
   "capture.region": async (args, ctx) => {
     const leave = await shots.enter(ctx.signal);
     try {
       return await (ops["capture.region"] as NonNullable<HandlerTable["capture.region"]>)(args, ctx);
+    } finally {
+      leave();
+    }
+  },
+  "capture.window": async (args, ctx) => {
+    const leave = await shots.enter(ctx.signal);
+    try {
+      return await (ops["capture.window"] as NonNullable<HandlerTable["capture.window"]>)(args, ctx);
     } finally {
       leave();
     }

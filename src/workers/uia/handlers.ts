@@ -387,23 +387,41 @@ async function find(
   };
 }
 
+/** A ref op's target: never our own process; identity, visible, not minimized (no foreground: semantic ops need none). */
+async function refTarget(
+  core: UiaCore,
+  args: { target: TargetExpectation; session_key: string },
+  platform: Platform,
+  budget: Budget,
+): Promise<{ window: WindowInfo; live: LiveSession }> {
+  refuseSelf(core, args.target);
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  return { window, live: await existing(core, args.session_key, args.target) };
+}
+
+/** The ref's live node and its facts. */
+async function refFacts(
+  live: LiveSession,
+  ref: string,
+  budget: Budget,
+): Promise<{ handle: A11yHandle; facts: A11yNodeFacts }> {
+  const handle = await liveNode(live, ref, budget);
+  return { handle, facts: await budget.must(live.provider.facts(handle)) };
+}
+
 async function act(
   core: UiaCore,
   args: OpParsedArgs<"a11y.act">,
   platform: Platform,
   budget: Budget,
 ): Promise<OpResult<"a11y.act">> {
-  refuseSelf(core, args.target);
   const takesValue = args.action === "set_value" || args.action === "select_option";
   if (takesValue && args.value === null) throw uiError("invalid_argument", "This action needs a value.");
   if (!takesValue && args.value !== null) {
     throw uiError("invalid_argument", "Only set_value and select_option take a value.");
   }
-  // Identity, visible, not minimized; semantic patterns need no foreground.
-  await checked(core, platform, args.session_key, args.target, budget);
-  const live = await existing(core, args.session_key, args.target);
-  const handle = await liveNode(live, args.ref, budget);
-  const facts = await budget.must(live.provider.facts(handle));
+  const { live } = await refTarget(core, args, platform, budget);
+  const { handle, facts } = await refFacts(live, args.ref, budget);
   // Only through the pattern itself: no pattern, no action (never a click instead).
   if (!normalizePatterns(facts.patterns).includes(ACTION_PATTERN[args.action])) {
     throw uiError("pattern_not_supported");
@@ -418,26 +436,15 @@ async function describeRef(
   platform: Platform,
   budget: Budget,
 ): Promise<OpResult<"a11y.describe">> {
-  refuseSelf(core, args.target);
-  const window = await checked(core, platform, args.session_key, args.target, budget);
-  const live = await existing(core, args.session_key, args.target);
-  // Gone is an answer here (expect gone: true), not a failure.
-  const goneIsAnswer = (e: unknown) => isUiError(e) && e.code === "element_stale" && !live.closed;
-  let handle: A11yHandle;
+  const { window, live } = await refTarget(core, args, platform, budget);
   try {
-    handle = await liveNode(live, args.ref, budget);
+    const { facts } = await refFacts(live, args.ref, budget);
+    return { node: toNode(args.ref, facts, window.rect) };
   } catch (e) {
-    if (goneIsAnswer(e)) return { node: null };
+    // Gone is an answer here (expect gone: true), not a failure.
+    if (isUiError(e) && e.code === "element_stale" && !live.closed) return { node: null };
     throw e;
   }
-  let facts: A11yNodeFacts;
-  try {
-    facts = await budget.must(live.provider.facts(handle));
-  } catch (e) {
-    if (goneIsAnswer(e)) return { node: null };
-    throw e;
-  }
-  return { node: toNode(args.ref, facts, window.rect) };
 }
 
 async function elementCenter(
@@ -446,11 +453,8 @@ async function elementCenter(
   platform: Platform,
   budget: Budget,
 ): Promise<OpResult<"a11y.element_center">> {
-  refuseSelf(core, args.target);
-  const window = await checked(core, platform, args.session_key, args.target, budget);
-  const live = await existing(core, args.session_key, args.target);
-  const handle = await liveNode(live, args.ref, budget);
-  const facts = await budget.must(live.provider.facts(handle));
+  const { window, live } = await refTarget(core, args, platform, budget);
+  const { facts } = await refFacts(live, args.ref, budget);
   const rect = relativeRect(facts.rect, window.rect);
   if (rect === null || isEmpty(rect) || facts.offscreen) {
     throw uiError("out_of_bounds", "The element has no visible rectangle.");

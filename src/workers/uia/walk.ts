@@ -171,171 +171,204 @@ export async function walk(
   }
 }
 
-async function streamWalk(
+function streamWalk(
   source: A11yNodeSource,
   root: A11yHandle,
   budget: Budget,
   opts: WalkOptions,
 ): Promise<WalkResult> {
-  const slots: Slot[] = [];
-  const visits: Visit[] = [];
-  const tasks: Array<() => Promise<void>> = [];
-  let head = 0;
-  let active = 0;
-  /** Next slot whose children are to be ranked, and next slot to emit. */
-  let structure = 0;
-  let emit = 0;
-  let truncated = false;
-  let stopped = false;
-
   return new Promise<WalkResult>((resolve, reject) => {
-    let settled = false;
-    const finish = (): void => {
-      if (settled) return;
-      settled = true;
-      if (budget.cancelled) {
-        try {
-          budget.throwIfCancelled();
-        } catch (e) {
-          reject(e);
-          return;
-        }
-      }
-      resolve({ visits, truncated });
-    };
-    const fail = (e: unknown): void => {
-      if (settled) return;
-      settled = true;
-      reject(e);
-    };
-
-    const run = <T>(slot: Slot, field: "facts" | "children", call: () => Promise<T>): void => {
-      tasks.push(async () => {
-        let out: Outcome<T>;
-        if (stopped || budget.expired) out = { kind: "stopped" };
-        else {
-          try {
-            const r = await budget.race(call());
-            out = r === STOPPED ? { kind: "stopped" } : { kind: "ok", value: r };
-          } catch (error) {
-            out = { kind: "failed", error };
-          }
-        }
-        (slot[field] as Outcome<T>) = out;
-      });
-    };
-
-    const rank = (handle: A11yHandle, depth: number, parent: number): void => {
-      const slot: Slot = { handle, depth, parent, facts: PENDING, children: PENDING, visit: -1 };
-      slots.push(slot);
-      // Children first: they fix the order of what comes next, so the window stays full.
-      run(slot, "children", () => source.children(handle));
-      run(slot, "facts", () => source.facts(handle));
-    };
-
-    /** Ranks the children of settled slots, in order (this fixes the breadth-first order). */
-    const advanceStructure = (): void => {
-      while (structure < slots.length) {
-        const s = slots[structure] as Slot;
-        if (s.children.kind === "pending") return;
-        structure += 1;
-        if (s.children.kind !== "ok") {
-          if (s.children.kind === "stopped") truncated = true;
-          continue;
-        }
-        const kids = s.children.value;
-        if (kids.length === 0) continue;
-        if (s.depth >= opts.maxDepth) {
-          truncated = true;
-          continue;
-        }
-        for (const c of kids) {
-          // Never hold more handles than could be shown; more means truncated.
-          if (slots.length >= opts.maxNodes) {
-            truncated = true;
-            break;
-          }
-          rank(c, s.depth + 1, structure - 1);
-        }
-      }
-    };
-
-    /** Emits settled slots in rank order; false when the walk is to stop. */
-    const advanceEmission = (): boolean => {
-      while (emit < slots.length) {
-        const s = slots[emit] as Slot;
-        if (s.facts.kind === "pending" || s.children.kind === "pending") return true;
-        emit += 1;
-        const parentVisit = s.parent < 0 ? -1 : (slots[s.parent] as Slot).visit;
-        const ok = s.facts.kind === "ok" && s.children.kind !== "failed";
-        if (s.parent < 0 && !ok) {
-          if (s.facts.kind === "failed") throw toUiError(s.facts.error);
-          if (s.children.kind === "failed") throw toUiError(s.children.error);
-          throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
-        }
-        if (!ok || (s.parent >= 0 && parentVisit < 0) || s.facts.kind !== "ok") {
-          truncated = true;
-          continue;
-        }
-        s.visit = visits.length;
-        const v: Visit = { handle: s.handle, facts: s.facts.value, depth: s.depth, parent: parentVisit };
-        visits.push(v);
-        if (opts.onVisit?.(v)) {
-          if (
-            emit < slots.length ||
-            structure < slots.length ||
-            s.children.kind !== "ok" ||
-            s.children.value.length > 0
-          )
-            truncated = true;
-          return false;
-        }
-      }
-      return true;
-    };
-
-    const pump = (): void => {
-      if (settled) return;
-      try {
-        advanceStructure();
-        if (!advanceEmission()) {
-          stopped = true;
-          finish();
-          return;
-        }
-        if (emit >= slots.length && structure >= slots.length) {
-          finish();
-          return;
-        }
-        if (budget.expired) {
-          stopped = true;
-          if (emit === 0) {
-            budget.throwIfCancelled();
-            throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
-          }
-          truncated = true;
-          finish();
-          return;
-        }
-        while (active < opts.concurrency && head < tasks.length) {
-          const task = tasks[head] as () => Promise<void>;
-          tasks[head] = noop;
-          head += 1;
-          active += 1;
-          void task().then(() => {
-            active -= 1;
-            pump();
-          });
-        }
-      } catch (e) {
-        stopped = true;
-        fail(e);
-      }
-    };
-
-    rank(root, 0, -1);
-    pump();
+    new StreamWalk(source, budget, opts, resolve, reject).start(root);
   });
+}
+
+/**
+ * One streaming walk: slots ranked breadth-first as children lists arrive, their facts and
+ * children asked at most `concurrency` at a time, visits emitted in rank order.
+ */
+class StreamWalk {
+  private readonly slots: Slot[] = [];
+  private readonly visits: Visit[] = [];
+  private readonly tasks: Array<() => Promise<void>> = [];
+  private head = 0;
+  private active = 0;
+  /** Next slot whose children are to be ranked, and next slot to emit. */
+  private structure = 0;
+  private emit = 0;
+  private truncated = false;
+  private stopped = false;
+  private settled = false;
+
+  constructor(
+    private readonly source: A11yNodeSource,
+    private readonly budget: Budget,
+    private readonly opts: WalkOptions,
+    private readonly resolve: (r: WalkResult) => void,
+    private readonly reject: (e: unknown) => void,
+  ) {}
+
+  start(root: A11yHandle): void {
+    this.rank(root, 0, -1);
+    this.pump();
+  }
+
+  private finish(): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.budget.cancelled) {
+      try {
+        this.budget.throwIfCancelled();
+      } catch (e) {
+        this.reject(e);
+        return;
+      }
+    }
+    this.resolve({ visits: this.visits, truncated: this.truncated });
+  }
+
+  private fail(e: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(e);
+  }
+
+  private run<T>(slot: Slot, field: "facts" | "children", call: () => Promise<T>): void {
+    this.tasks.push(async () => {
+      let out: Outcome<T>;
+      if (this.stopped || this.budget.expired) out = { kind: "stopped" };
+      else {
+        try {
+          const r = await this.budget.race(call());
+          out = r === STOPPED ? { kind: "stopped" } : { kind: "ok", value: r };
+        } catch (error) {
+          out = { kind: "failed", error };
+        }
+      }
+      (slot[field] as Outcome<T>) = out;
+    });
+  }
+
+  private rank(handle: A11yHandle, depth: number, parent: number): void {
+    const slot: Slot = { handle, depth, parent, facts: PENDING, children: PENDING, visit: -1 };
+    this.slots.push(slot);
+    // Children first: they fix the order of what comes next, so the window stays full.
+    this.run(slot, "children", () => this.source.children(handle));
+    this.run(slot, "facts", () => this.source.facts(handle));
+  }
+
+  /** Ranks the children of settled slots, in order (this fixes the breadth-first order). */
+  private advanceStructure(): void {
+    while (this.structure < this.slots.length) {
+      const s = this.slots[this.structure] as Slot;
+      if (s.children.kind === "pending") return;
+      this.structure += 1;
+      if (s.children.kind !== "ok") {
+        if (s.children.kind === "stopped") this.truncated = true;
+        continue;
+      }
+      const kids = s.children.value;
+      if (kids.length === 0) continue;
+      if (s.depth >= this.opts.maxDepth) {
+        this.truncated = true;
+        continue;
+      }
+      for (const c of kids) {
+        // Never hold more handles than could be shown; more means truncated.
+        if (this.slots.length >= this.opts.maxNodes) {
+          this.truncated = true;
+          break;
+        }
+        this.rank(c, s.depth + 1, this.structure - 1);
+      }
+    }
+  }
+
+  /** Emits settled slots in rank order; false when the walk is to stop. */
+  private advanceEmission(): boolean {
+    while (this.emit < this.slots.length) {
+      const s = this.slots[this.emit] as Slot;
+      if (s.facts.kind === "pending" || s.children.kind === "pending") return true;
+      this.emit += 1;
+      const parentVisit = s.parent < 0 ? -1 : (this.slots[s.parent] as Slot).visit;
+      const ok = s.facts.kind === "ok" && s.children.kind !== "failed";
+      if (s.parent < 0 && !ok) {
+        if (s.facts.kind === "failed") throw toUiError(s.facts.error);
+        if (s.children.kind === "failed") throw toUiError(s.children.error);
+        throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+      }
+      if (!ok || (s.parent >= 0 && parentVisit < 0) || s.facts.kind !== "ok") {
+        this.truncated = true;
+        continue;
+      }
+      s.visit = this.visits.length;
+      const v: Visit = { handle: s.handle, facts: s.facts.value, depth: s.depth, parent: parentVisit };
+      this.visits.push(v);
+      if (this.opts.onVisit?.(v)) {
+        if (this.more(s)) this.truncated = true;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Whether anything lies beyond the visit that stopped the walk. */
+  private more(s: Slot): boolean {
+    return (
+      this.emit < this.slots.length ||
+      this.structure < this.slots.length ||
+      s.children.kind !== "ok" ||
+      s.children.value.length > 0
+    );
+  }
+
+  /** Past the deadline: what was emitted is the (truncated) answer; nothing yet is a timeout. */
+  private expire(): void {
+    this.stopped = true;
+    if (this.emit === 0) {
+      this.budget.throwIfCancelled();
+      throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+    }
+    this.truncated = true;
+    this.finish();
+  }
+
+  /** Starts queued calls up to the concurrency; each one's end pumps again. */
+  private launch(): void {
+    while (this.active < this.opts.concurrency && this.head < this.tasks.length) {
+      const task = this.tasks[this.head] as () => Promise<void>;
+      this.tasks[this.head] = noop;
+      this.head += 1;
+      this.active += 1;
+      void task().then(() => {
+        this.active -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private pump(): void {
+    if (this.settled) return;
+    try {
+      this.advanceStructure();
+      if (!this.advanceEmission()) {
+        this.stopped = true;
+        this.finish();
+        return;
+      }
+      if (this.emit >= this.slots.length && this.structure >= this.slots.length) {
+        this.finish();
+        return;
+      }
+      if (this.budget.expired) {
+        this.expire();
+        return;
+      }
+      this.launch();
+    } catch (e) {
+      this.stopped = true;
+      this.fail(e);
+    }
+  }
 }
 
 const noop = async (): Promise<void> => {};

@@ -7,12 +7,17 @@ import { type DialogReport, emptyReport, type IgnoredKind } from "../../../share
  * early however late a stalled dialog reads it.
  *
  * - The security delay (SECURITY_DELAY_MS) restarts whenever the dialog is mapped, uncovered,
- *   moved or found covered, and for keys also when it is focused (those carry no timestamp: the
- *   caller asks the server for the time and hands it to `stamped`; until then nothing counts),
- *   and whenever the pointer enters
- *   the dialog or lands on a button or off it, by any means, warps included: the pointer's own
- *   history (enter, motion, and the position of every press) decides, so a press where the
- *   history did not have the pointer is a landing too.
+ *   moved or found covered (those carry no timestamp: the caller asks the server for the time and
+ *   hands it to `stamped`; until then nothing counts), whenever the pointer enters the dialog or
+ *   lands on a button or off it, by any means, warps included (the pointer's own history: enter,
+ *   motion, and the position of every press; a press where the history did not have the pointer
+ *   is a landing too), and whenever the dialog gains the focus, at the focus event's server time.
+ *   The one focus gain that restarts nothing for the pointer is the one a person's own press on
+ *   the dialog causes (a window manager focuses on the press of a click): a focus gain at or
+ *   after a press the dialog holds, or followed by a press made at or before it (the window
+ *   manager's grab replays the press after focusing). A focus gain with no such press, such as
+ *   another client's XSetInputFocus while the pointer rests, restarts the delay for everything.
+ *   Keys restart on every focus gain.
  * - Synthetic events (XSendEvent) never count; events whose XInput2 source is an XTEST device
  *   (or no physical slave) count only under the explicit unsafe test setting.
  * - Nothing counts while another window overlaps the dialog (judged by the caller from the X
@@ -41,36 +46,31 @@ export interface InputFacts {
 
 export type Verdict = "accept" | "too_early" | "synthetic" | "injected" | "covered";
 
-/** What a restart covers: everything, or keys only (the dialog took the focus). */
-export type Restart = "all" | "keys";
-
 export class PersonInputFilter {
   /** Server time from which input counts; null until the first stamp after the map. */
   private armedAt: number | null = null;
-  /** Server time from which keys count (a later focus change moves it). */
+  /** Server time from which keys count (every focus gain moves it). */
   private keysAt: number | null = null;
-  private readonly pendingStamps: Restart[] = [];
+  /** Stamps asked for and not yet arrived (nothing counts until they do). */
+  private pendingStamps = 0;
+  /** Focus gains (server times) no press has explained yet; for the pointer they count as restarts. */
+  private unexplainedFocus: number[] = [];
 
   constructor(
     private readonly allowInjected: boolean,
     private readonly delayMs = SECURITY_DELAY_MS,
   ) {}
 
-  /**
-   * Mapped, uncovered or moved ("all"), or focused ("keys"): the delay restarts at the server time
-   * `stamped` brings. A focus change restarts it for keys only: a window manager focuses on the
-   * press of a click (before the press reaches us), so for the pointer it would make every first
-   * click on the dialog too early, and what the person sees does not change with the focus.
-   */
-  restartPending(what: Restart = "all"): void {
-    this.pendingStamps.push(what);
+  /** Mapped, uncovered or moved: the delay restarts at the server time `stamped` brings. */
+  restartPending(): void {
+    this.pendingStamps++;
   }
 
   /** A server timestamp taken after the event that asked for it (a property change of ours). */
   stamped(time: number): void {
-    const what = this.pendingStamps.shift();
-    if (what === "all") this.restartAt(time);
-    else if (what === "keys") this.keysAt = later(this.keysAt, (time + this.delayMs) >>> 0);
+    if (this.pendingStamps === 0) return;
+    this.pendingStamps--;
+    this.restartAt(time);
   }
 
   /** The delay restarts at this server time (the pointer landed, the dialog was found covered). */
@@ -78,14 +78,34 @@ export class PersonInputFilter {
     this.armedAt = later(this.armedAt, (time + this.delayMs) >>> 0);
   }
 
+  /**
+   * The dialog gained the focus at server time `time`. Keys restart at once. For the pointer it
+   * is a restart unless a press explains it: `explained` (it follows a press the dialog holds), or
+   * a press made at or before it that arrives next (`pressAt`).
+   */
+  focusedAt(time: number, explained: boolean): void {
+    this.keysAt = later(this.keysAt, (time + this.delayMs) >>> 0);
+    if (!explained) this.unexplainedFocus.push(time);
+  }
+
+  /** A press made at `time`: focus gains at or after it were its own; earlier ones restart. */
+  pressAt(time: number): void {
+    for (const f of this.unexplainedFocus.splice(0)) if (!serverAtOrAfter(f, time)) this.restartAt(f);
+  }
+
+  /** Pointer input other than a press: a focus gain no press came for was not the person's click. */
+  settleFocus(): void {
+    for (const f of this.unexplainedFocus.splice(0)) this.restartAt(f);
+  }
+
   /** Whether input made at server time `time` may count (the buttons are drawn enabled). */
   armedBy(time: number, key = false): boolean {
-    if (this.pendingStamps.includes("all") || this.armedAt === null || !serverAtOrAfter(time, this.armedAt))
-      return false;
-    if (!key) return true;
-    return (
-      !this.pendingStamps.includes("keys") && (this.keysAt === null || serverAtOrAfter(time, this.keysAt))
-    );
+    if (this.pendingStamps > 0 || this.armedAt === null || !serverAtOrAfter(time, this.armedAt)) return false;
+    // Drawing treats a focus gain not yet explained as a restart (a press it explains is judged
+    // after `pressAt` dropped it).
+    for (const f of this.unexplainedFocus)
+      if (serverAtOrAfter(time, f) && !serverAtOrAfter(time, (f + this.delayMs) >>> 0)) return false;
+    return !key || this.keysAt === null || serverAtOrAfter(time, this.keysAt);
   }
 
   judge(f: InputFacts, key = false): Verdict {
@@ -117,6 +137,8 @@ export class ConsentGesture {
   readonly filter: PersonInputFilter;
   private at: Spot = "outside";
   private pressed: Button | null = null;
+  /** Server time of the button 1 press the dialog holds (whatever its verdict), until it ends. */
+  private heldSince: number | null = null;
   private focusedButton: Button = "deny";
   private readonly report: DialogReport = emptyReport();
   /** Set when the last key tried to approve (the window shows why nothing happened). */
@@ -151,20 +173,36 @@ export class ConsentGesture {
 
   /** Enter, leave or motion in the dialog: entering or landing on/off a button restarts the delay. */
   pointer(kind: "enter" | "leave" | "motion", spot: Spot, time: number): void {
+    this.filter.settleFocus();
     if (kind === "leave") {
       this.at = "outside";
       this.pressed = null;
+      this.heldSince = null;
       return;
     }
     if (kind === "enter" || spot !== this.at) {
       this.at = spot;
       this.pressed = null;
+      this.heldSince = null;
       this.filter.restartAt(time);
     }
   }
 
+  /** The dialog gained the input focus at server time `time` (XI2 focus-in). */
+  focusIn(time: number): void {
+    const explained = this.heldSince !== null && serverAtOrAfter(time, this.heldSince);
+    this.filter.focusedAt(time, explained);
+  }
+
   /** A button 1 press or release at `spot`. */
   button(kind: "press" | "release", spot: Spot, f: InputFacts): "approve" | "deny" | null {
+    if (kind === "press") {
+      this.filter.pressAt(f.time);
+      this.heldSince = f.time;
+    } else {
+      this.filter.settleFocus();
+      this.heldSince = null;
+    }
     if (spot !== this.at) {
       // The history did not have the pointer here: it arrived unseen (a warp while we were not
       // told, a grab in between). That is a landing like any other.

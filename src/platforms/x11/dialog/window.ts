@@ -6,7 +6,6 @@ import {
   ConsentGesture,
   isXtestDeviceName,
   type KeyRole,
-  type Restart,
   type Spot,
   XI_FLOATING_SLAVE,
   XI_SLAVE_KEYBOARD,
@@ -41,7 +40,6 @@ export interface DialogRequest {
 
 export type DialogAnswer = "approve" | "deny";
 
-const FOCUS_IN = 9;
 const EXPOSE = 12;
 const VISIBILITY_NOTIFY = 15;
 const CREATE_NOTIFY = 16;
@@ -56,7 +54,6 @@ const EXPOSURE_MASK = 1 << 15;
 const VISIBILITY_CHANGE_MASK = 1 << 16;
 const STRUCTURE_NOTIFY_MASK = 1 << 17;
 const SUBSTRUCTURE_NOTIFY_MASK = 1 << 19;
-const FOCUS_CHANGE_MASK = 1 << 21;
 const PROPERTY_CHANGE_MASK = 1 << 22;
 const XI_ALL_DEVICES = 0;
 const XI_ALL_MASTER_DEVICES = 1;
@@ -66,6 +63,9 @@ const XI_BUTTON_RELEASE = 5;
 const XI_MOTION = 6;
 const XI_ENTER = 7;
 const XI_LEAVE = 8;
+const XI_FOCUS_IN = 9;
+/** XINotifyGrab, XINotifyUngrab, XINotifyPassiveGrab, XINotifyPassiveUngrab. */
+const FOCUS_GRAB_MODES = new Set([1, 2, 4, 5]);
 const IS_VIEWABLE = 2;
 const PROP_MODE_REPLACE = 0;
 const PROP_MODE_APPEND = 2;
@@ -233,7 +233,7 @@ export class ConsentWindow {
     n.XFlush(dpy);
   }
 
-  /** Structure, substructure, visibility, focus and property events; input only through XInput2. */
+  /** Structure, substructure, visibility and property events; input and focus through XInput2. */
   private selectInput(): void {
     const n = this.n;
     const dpy = this.dpy;
@@ -244,11 +244,12 @@ export class ConsentWindow {
         VISIBILITY_CHANGE_MASK |
         STRUCTURE_NOTIFY_MASK |
         SUBSTRUCTURE_NOTIFY_MASK |
-        FOCUS_CHANGE_MASK |
         PROPERTY_CHANGE_MASK,
     );
     // Input only through XInput2: every event then names its source device and carries the
-    // server's time. Enter, leave and motion are the pointer's own history.
+    // server's time. Enter, leave and motion are the pointer's own history; XI2 focus-in carries
+    // the server time of the focus change (the core FocusIn carries none), which decides whether
+    // a person's press caused it.
     const input = eventMask(XI_ALL_MASTER_DEVICES, [
       XI_KEY_PRESS,
       XI_BUTTON_PRESS,
@@ -256,6 +257,7 @@ export class ConsentWindow {
       XI_MOTION,
       XI_ENTER,
       XI_LEAVE,
+      XI_FOCUS_IN,
     ]);
     this.masks.push(input);
     n.XISelectEvents(dpy, this.win, input.struct, 1);
@@ -326,12 +328,10 @@ export class ConsentWindow {
   }
 
   /** The delay restarts at a server time we ask for now (a zero-length append to our own property). */
-  private restart(what: Restart = "all"): void {
-    // The pointer's place now: a place the history did not have is a landing (the whole delay).
-    const spot = this.queryPointer();
-    const landed = spot !== this.gesture.pointerSpot;
-    this.gesture.queried(spot, null);
-    this.gesture.filter.restartPending(landed ? "all" : what);
+  private restart(): void {
+    // The pointer's place now (a place the history did not have is a landing).
+    this.gesture.queried(this.queryPointer(), null);
+    this.gesture.filter.restartPending();
     const empty = new BigUint64Array(1);
     this.n.XChangeProperty(this.dpy, this.win, this.stampAtom, XA_INTEGER, 32, PROP_MODE_APPEND, empty, 0);
   }
@@ -403,9 +403,6 @@ export class ConsentWindow {
         }
         this.restart();
         break;
-      case FOCUS_IN:
-        this.restart("keys");
-        break;
       case CONFIGURE_NOTIFY: {
         if (xidNum(ev.readBigUInt64LE(40)) !== this.win) break;
         // Moved or resized: the dialog may have been slid under the pointer. Real events carry
@@ -444,12 +441,22 @@ export class ConsentWindow {
       const evtype = cookie.readInt32LE(36);
       const data = cookie.readBigUInt64LE(48);
       // XIDeviceEvent / XIEnterEvent (LP64): send_event 16, time 40, sourceid 52, detail 56,
-      // event_x 104, event_y 112.
+      // event_x 104, event_y 112; XIEnterEvent (focus too): mode 120.
       const raw = Buffer.from(new Uint8Array(koffi.view(data, 128) as ArrayBuffer));
       const time = Number(raw.readBigUInt64LE(40) & 0xffffffffn);
       const detail = raw.readInt32LE(56);
       const spot = this.spotAt(raw.readDoubleLE(104), raw.readDoubleLE(112));
       this.learnTime(time);
+      if (evtype === XI_FOCUS_IN) {
+        // mode (offset 120): a keyboard grab's start or end (every grab probe, hotkey tool or
+        // menu) hands the focus back where it was; nothing the person sees changed.
+        const mode = raw.readInt32LE(120);
+        if (raw.readInt32LE(16) !== 0 || FOCUS_GRAB_MODES.has(mode)) return;
+        this.gesture.focusIn(time);
+        // A pointer the history does not have where it is now landed unseen: the whole delay.
+        if (this.queryPointer() !== this.gesture.pointerSpot) this.restart();
+        return;
+      }
       if (evtype === XI_ENTER || evtype === XI_LEAVE || evtype === XI_MOTION) {
         this.gesture.pointer(
           evtype === XI_ENTER ? "enter" : evtype === XI_LEAVE ? "leave" : "motion",

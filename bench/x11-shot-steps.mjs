@@ -1,0 +1,78 @@
+// Where one screenshot_window's time goes, step by step, in this process on a private Xvfb
+// desktop (gtk3-widget-factory), with the built capture worker's own code (dist/): the
+// capture.window handler as a whole, and each of its steps alone, against the floor
+// (XShmGetImage + BGRX→RGB + sharp PNG level 1), interleaved round by round.
+//
+//   npm run build && node bench/x11-shot-steps.mjs      (BENCH_ROUNDS, default 60)
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { percentiles } from "./lib/mcp.mjs";
+import { floorShot, REPO, startDesk } from "./lib/x11desk.mjs";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
+const REGION = [0, 0, 800, 600];
+const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
+const loadStart = la();
+const desk = await startDesk();
+try {
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
+  const { captureHandlers } = await import(join(REPO, "dist/workers/capture/handlers.js"));
+  const { verifyTarget, verifyUnchangedAfter } = await import(join(REPO, "dist/workers/verify.js"));
+  const { FramePool } = await import(join(REPO, "dist/workers/capture/frames.js"));
+  const { encodePngFrame } = await import(join(REPO, "dist/workers/capture/png.js"));
+  const { OPS } = await import(join(REPO, "dist/shared/protocol.js"));
+  const platform = await createX11Platform({ workerKind: "capture" });
+  const ctx = { signal: new AbortController().signal, deadline: Date.now() + 1e9, init: {}, platform };
+  const args = OPS["capture.window"].args.parse({
+    hwnd: win.hwnd,
+    region: REGION,
+    masks: [],
+    grid_spacing: null,
+    output: "png",
+    tiles: true,
+    max_png_bytes: 64 * 1024 * 1024,
+    compression_level: 2,
+  });
+  const frames = new FramePool();
+  const rect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];
+  const t = {};
+  const time = async (k, f) => {
+    const s = performance.now();
+    const r = await f();
+    if (!t[k]) t[k] = [];
+    t[k].push(performance.now() - s);
+    return r;
+  };
+  for (let i = 0; i < ROUNDS + 5; i++) {
+    const keep = i >= 5;
+    const rec = keep ? time : (_k, f) => f();
+    await rec("handler_capture_window", () => captureHandlers["capture.window"](args, ctx));
+    const windows = await rec("list", () => platform.desktop.listWindows());
+    const target = { hwnd: win.hwnd, instance: windows.find((w) => w.hwnd === win.hwnd).instance };
+    const before = await rec("pre_check", () =>
+      verifyTarget(platform.desktop, target, { region: REGION, windows }),
+    );
+    const frame = frames.acquire(800, 600);
+    await rec("read", () => platform.capture.captureScreen(rect, frame.target));
+    await rec("post_check", () => verifyUnchangedAfter(platform.desktop, target, before.window, REGION));
+    await rec("encode_l2", () => encodePngFrame(frame, 2));
+    frames.release(frame);
+    await rec("floor", () => floorShot(platform.capture, rect));
+  }
+  const p50 = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v).p50_ms]));
+  const min = Object.fromEntries(
+    Object.entries(t).map(([k, v]) => [k, Math.round(Math.min(...v) * 1000) / 1000]),
+  );
+  console.log(
+    JSON.stringify(
+      { rounds: ROUNDS, loadavg_start: loadStart, loadavg_end: la(), p50_ms: p50, min_ms: min },
+      null,
+      2,
+    ),
+  );
+  await platform.desktop.dispose?.();
+} finally {
+  await desk.stop();
+}

@@ -183,7 +183,7 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     expect(shot.content.some((x) => x.type === "image")).toBe(false);
     const click = await h.call("click_element", { ref: c.ref });
     expect(click.isError).toBe(true);
-    // Refused before any point is checked: no window is ever the proven foreground here.
+    // Refused: no portal session shares the window, so no point can be proven.
     expect(["not_foreground", "platform_unavailable"]).toContain(click.code);
     expect(await checked()).toEqual(after);
     const key = await h.call("send_key", { hwnd: w.hwnd, key: "space" });

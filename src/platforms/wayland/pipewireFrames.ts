@@ -21,6 +21,7 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 const MAX_FRAME_BYTES = 16384 * 16384 * 4;
 /** Bytes of unparsed output kept at most before the child is ended as misbehaving. */
 const MAX_PENDING = 64 * 1024 * 1024 + 1024;
+const MAX_FPS = 10;
 
 export interface StreamFrame {
   readonly width: number;
@@ -49,6 +50,8 @@ export class PipewireFrames {
   private child: ChildProcess | null;
   private pending: Buffer = Buffer.alloc(0);
   private last: StreamFrame | null = null;
+  /** The newest complete PNG, decoded only when someone asks for a frame. */
+  private raw: { png: Buffer; seq: number; at: number } | null = null;
   private seq = 0;
   private waiters: Array<{ after: number; resolve: (f: StreamFrame) => void; reject: (e: unknown) => void }> =
     [];
@@ -67,6 +70,10 @@ export class PipewireFrames {
         "pipewiresrc",
         `path=${node}`,
         "always-copy=true",
+        "!",
+        // At most 10 frames a second from the compositor (mutter still sends the last change of
+        // a burst after the interval), so an animation does not keep a core busy.
+        `video/x-raw,max-framerate=${MAX_FPS}/1`,
         "!",
         "videoconvert",
         "!",
@@ -93,12 +100,31 @@ export class PipewireFrames {
   }
 
   latest(): StreamFrame | null {
+    const r = this.raw;
+    if (!r) return null;
+    if (this.last?.seq === r.seq) return this.last;
+    let decoded: { width: number; height: number; rgba: Uint8Array };
+    try {
+      decoded = decodePng(r.png);
+    } catch {
+      this.close();
+      return null;
+    }
+    this.last = { ...decoded, seq: r.seq, receivedAt: r.at };
     return this.last;
+  }
+
+  /** The newest frame's number (0 before the first), without decoding it. */
+  get latestSeq(): number {
+    return this.raw?.seq ?? 0;
   }
 
   /** The first frame with seq > `after` (the next one to arrive, for after = latest's seq). */
   next(after: number, timeoutMs: number): Promise<StreamFrame> {
-    if (this.last && this.last.seq > after) return Promise.resolve(this.last);
+    if (this.raw && this.raw.seq > after) {
+      const f = this.latest();
+      if (f) return Promise.resolve(f);
+    }
     if (this.endedFlag) return Promise.reject(uiError("target_gone", "The screen-cast stream has ended."));
     return new Promise((resolve, reject) => {
       const w = { after, resolve, reject };
@@ -120,7 +146,7 @@ export class PipewireFrames {
 
   /** A frame: the latest if there is one, else the first to arrive. */
   async frame(timeoutMs: number): Promise<StreamFrame> {
-    return this.last ?? this.next(0, timeoutMs);
+    return this.latest() ?? this.next(0, timeoutMs);
   }
 
   private feed(d: Buffer): void {
@@ -136,23 +162,18 @@ export class PipewireFrames {
         this.close();
         return;
       }
-      const png = this.pending.subarray(0, size);
+      // Copied out: the pending buffer is reused for what follows.
+      const png = Buffer.from(this.pending.subarray(0, size));
       this.pending = this.pending.subarray(size);
-      let decoded: { width: number; height: number; rgba: Uint8Array } | null = null;
-      try {
-        decoded = decodePng(png);
-      } catch {
-        decoded = null;
-      }
-      if (!decoded) {
-        this.close();
-        return;
-      }
       this.seq += 1;
-      this.last = { ...decoded, seq: this.seq, receivedAt: Date.now() };
-      const ready = this.waiters.filter((w) => this.seq > w.after);
-      this.waiters = this.waiters.filter((w) => this.seq <= w.after);
-      for (const w of ready) w.resolve(this.last);
+      this.raw = { png, seq: this.seq, at: Date.now() };
+      if (this.waiters.length > 0) {
+        const f = this.latest();
+        if (!f) return;
+        const ready = this.waiters.filter((w) => f.seq > w.after);
+        this.waiters = this.waiters.filter((w) => f.seq <= w.after);
+        for (const w of ready) w.resolve(f);
+      }
     }
   }
 
@@ -161,6 +182,7 @@ export class PipewireFrames {
     this.endedFlag = true;
     this.child = null;
     this.last = null;
+    this.raw = null;
     this.pending = Buffer.alloc(0);
     const gone = uiError("target_gone", "The screen-cast stream has ended.");
     for (const w of this.waiters) w.reject(gone);
@@ -237,33 +259,35 @@ export function decodePng(png: Buffer): { width: number; height: number; rgba: U
   for (let y = 0; y < height; y++) {
     const base = y * (rowBytes + 1);
     const filter = raw[base];
-    for (let i = 0; i < rowBytes; i++) {
-      const x = raw[base + 1 + i];
-      const a = i >= channels ? cur[i - channels] : 0;
-      const b = prev[i];
-      const c = i >= channels ? prev[i - channels] : 0;
-      let v: number;
-      switch (filter) {
-        case 0:
-          v = x;
-          break;
-        case 1:
-          v = x + a;
-          break;
-        case 2:
-          v = x + b;
-          break;
-        case 3:
-          v = x + ((a + b) >> 1);
-          break;
-        case 4:
-          v = x + paeth(a, b, c);
-          break;
-        default:
-          throw new Error("bad PNG filter");
+    if (filter === 0) cur.set(raw.subarray(base + 1, base + 1 + rowBytes));
+    else
+      for (let i = 0; i < rowBytes; i++) {
+        const x = raw[base + 1 + i];
+        const a = i >= channels ? cur[i - channels] : 0;
+        const b = prev[i];
+        const c = i >= channels ? prev[i - channels] : 0;
+        let v: number;
+        switch (filter) {
+          case 0:
+            v = x;
+            break;
+          case 1:
+            v = x + a;
+            break;
+          case 2:
+            v = x + b;
+            break;
+          case 3:
+            v = x + ((a + b) >> 1);
+            break;
+          case 4:
+            v = x + paeth(a, b, c);
+            break;
+          default:
+            throw new Error("bad PNG filter");
+        }
+        cur[i] = v & 0xff;
       }
-      cur[i] = v & 0xff;
-    }
     const o = y * width * 4;
     if (channels === 4) out.set(cur, o);
     else

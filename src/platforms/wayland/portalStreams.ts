@@ -18,6 +18,8 @@ import { type MatchResult, matchAround, opaqueBox } from "./streamMatch.js";
  */
 
 const FRAME_WAIT_MS = 3000;
+/** Each frame's opaque box, computed once. */
+const boxes = new WeakMap<StreamFrame, [number, number, number, number] | null>();
 
 /**
  * What a binding needs of a session: its streams and its end. A PortalSession is one; a worker
@@ -111,7 +113,11 @@ export class PortalStreams {
     const frame = await b.window.frame(FRAME_WAIT_MS).catch((e) => {
       throw b.window.ended ? uiError("target_gone", "The shared window's stream has ended.") : e;
     });
-    const box = opaqueBox(frame);
+    let box = boxes.get(frame);
+    if (box === undefined) {
+      box = opaqueBox(frame);
+      boxes.set(frame, box);
+    }
     if (!box) throw uiError("target_gone", "The shared window shows no pixels.");
     return { frame, box };
   }

@@ -58,9 +58,25 @@ const RADII = [8, 16, 32, 64];
 /** Offsets kept at most while a patch is still too plain to tell them apart. */
 const MAX_CANDIDATES = 4096;
 
+const words = new WeakMap<Uint8Array, Uint32Array>();
+/** The frame's pixels as 32-bit words (one per pixel, any byte order: only compared). */
+function wordsOf(f: RgbaFrame): Uint32Array {
+  let w = words.get(f.rgba);
+  if (!w) {
+    w =
+      f.rgba.byteOffset % 4 === 0
+        ? new Uint32Array(f.rgba.buffer, f.rgba.byteOffset, f.width * f.height)
+        : new Uint32Array(new Uint8Array(f.rgba).buffer, 0, f.width * f.height);
+    words.set(f.rgba, w);
+  }
+  return w;
+}
+
+/** Colour bits of a word (alpha dropped), in the byte order of this machine. */
+const COLOUR = new Uint8Array(new Uint32Array([0x01020304]).buffer)[0] === 0x04 ? 0x00ffffff : 0xffffff00;
+
 function rgbAt(f: RgbaFrame, x: number, y: number): number {
-  const i = (y * f.width + x) * 4;
-  return (f.rgba[i] << 16) | (f.rgba[i + 1] << 8) | f.rgba[i + 2];
+  return (wordsOf(f)[y * f.width + x] & COLOUR) >>> 0;
 }
 
 /**
@@ -95,12 +111,13 @@ export function matchAround(win: RgbaFrame, mon: RgbaFrame, wx: number, wy: numb
     for (let k = 0; k < 7; k++) for (let i = k; i < others.length; i += 7) pts.push(others[i]);
     pts.push(...same);
 
+    const mw = wordsOf(mon);
     const fits = (dx: number, dy: number): boolean => {
       for (const [x, y, c] of pts) {
         const mx = x + dx;
         const my = y + dy;
         if (mx < 0 || my < 0 || mx >= mon.width || my >= mon.height) return false;
-        if (rgbAt(mon, mx, my) !== c) return false;
+        if ((mw[my * mon.width + mx] & COLOUR) >>> 0 !== c) return false;
       }
       return true;
     };
@@ -108,11 +125,10 @@ export function matchAround(win: RgbaFrame, mon: RgbaFrame, wx: number, wy: numb
     const next: Array<[number, number]> = [];
     if (candidates === null) {
       // Every monitor pixel could be where the point is.
-      const md = mon.rgba;
       for (let my = 0; my < mon.height && next.length <= MAX_CANDIDATES; my++) {
+        const row = my * mon.width;
         for (let mx = 0; mx < mon.width; mx++) {
-          const i = (my * mon.width + mx) * 4;
-          if (((md[i] << 16) | (md[i + 1] << 8) | md[i + 2]) !== centre) continue;
+          if ((mw[row + mx] & COLOUR) >>> 0 !== centre) continue;
           const dx = mx - wx;
           const dy = my - wy;
           if (fits(dx, dy)) {

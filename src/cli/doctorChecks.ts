@@ -163,7 +163,7 @@ export function x11LimitCheck(): Check {
   return warn(
     "x11_limit",
     "X11 cannot stop another program of your user from forging hardware-looking input (XTest device events) or reading any window's pixels: consent here stops the agent's own tools and plain XTest, not malware already running as you",
-    "for a boundary the compositor enforces, use the Wayland backend (docs/wayland.md)",
+    "run the agent and its targets under a dedicated account; GNOME 43 on Wayland has the same limit (docs/wayland.md)",
   );
 }
 

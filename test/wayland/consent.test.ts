@@ -171,7 +171,7 @@ describe.skipIf(!runs)("wayland consent: our dialog, then the compositor's porta
     await waitFor("our dialog again", () => reader.pressButton("zenity", "Deny"), 30_000);
     expect((await again).structured).toMatchObject({ decision: "denied" });
     // The shell's tree (about 1300 nodes) is walked node by node: slow on a loaded machine.
-  }, 300_000);
+  }, 600_000);
 
   it("a cancelled picker is a denial that keeps nothing: the next request asks both gates again", async () => {
     const h = await start(UNSAFE);

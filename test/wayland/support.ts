@@ -351,7 +351,7 @@ export class A11yReader {
 }
 
 /** One RGB frame (width × height × 3 bytes) of a PipeWire node, read by GStreamer. */
-export function readFrame(node: number, width: number, height: number): Buffer {
+export function readFrame(node: number, width: number, height: number, timeoutMs = 15_000): Buffer {
   return execFileSync(
     "gst-launch-1.0",
     [
@@ -367,7 +367,7 @@ export function readFrame(node: number, width: number, height: number): Buffer {
       "fdsink",
       "fd=1",
     ],
-    { maxBuffer: width * height * 3 + 4096, timeout: 15_000 },
+    { maxBuffer: width * height * 3 + 4096, timeout: timeoutMs },
   );
 }
 

@@ -7,4 +7,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get -o DPkg::Lock::Timeout=120 update
 $SUDO apt-get -o DPkg::Lock::Timeout=120 install -y --no-install-recommends \
   xvfb xauth x11-utils x11-apps xdotool openbox dbus dbus-x11 at-spi2-core xterm gtk-3-examples zenity \
-  libxtst6 libxext6 libxres1 libx11-xcb1 libxi6 libxft2 fonts-dejavu-core python3-gi gir1.2-gtk-3.0
+  libxtst6 libxext6 libxres1 libx11-xcb1 libxi6 libxft2 fonts-dejavu-core python3-gi gir1.2-gtk-3.0 \
+  python3-pyatspi  # the baseline `npm run bench` compares our walk with

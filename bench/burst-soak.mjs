@@ -88,15 +88,23 @@ async function soak(cli) {
     (h) => call(c, "screenshot_window", { hwnd: h, region_name: "r800x480" }),
     () => call(c, "health_check", {}),
   ];
-  const r = { samples: [], calls: 0, failures: 0, loadavg_at_start: loadavg().map(round2) };
+  const r = {
+    samples: [],
+    calls: 0,
+    failures: 0,
+    failure_reasons: {},
+    loadavg_at_start: loadavg().map(round2),
+  };
   const t0 = performance.now();
   const end = t0 + MINUTES * 60_000;
   const one = async (k) => {
     try {
       await mix[k % mix.length](1001 + (k % WINDOWS));
       r.calls += 1;
-    } catch {
+    } catch (e) {
       r.failures += 1;
+      const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? String(e).slice(0, 80);
+      r.failure_reasons[why] = (r.failure_reasons[why] ?? 0) + 1;
     }
   };
   const lanes = Array.from({ length: LANES }, async (_, lane) => {

@@ -419,9 +419,11 @@ describe("capture.region", () => {
       writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
       const hook = withHook(() => {});
       expect(await codeOf(capture({ listing: { at: Date.now(), windows } }, hook.platform))).toBe("occluded");
-      // Read on the handed word, then refused by the live check after the read, and wiped.
-      expect(hook.frames).toHaveLength(1);
-      expect(hook.frames[0].data.every((b) => b === 0)).toBe(true);
+      // The platform's live check before the read (the simulated server's confirmLive reads the
+      // scenario afresh) refuses it unread; a port without one reads on the handed word and the
+      // check after the read wipes it. Either way nothing of it is left.
+      expect(hook.frames.length).toBeLessThanOrEqual(1);
+      expect(hook.frames.every((f) => f.data.every((b) => b === 0))).toBe(true);
     });
   });
 });

@@ -25,6 +25,35 @@ describe("tile hashes and changed rectangles", () => {
     expect(frameHash(a, null)).not.toBe(frameHash(a, 50));
   });
 
+  it("a change to any one byte changes exactly its tile's hash, in every lane and in a short last tile", () => {
+    // 70 px wide: the last tile column is 6 px (18 bytes a row: words of both lanes and a tail).
+    // Rows laid out as a PNG frame's (stride 3 × width + 1), so the word reads are unaligned.
+    const width = 70;
+    const height = 40;
+    const stride = width * 3 + 1;
+    const base = new Uint8Array(stride * height).map((_, i) => (i * 37) & 0xff);
+    const img = (data: Uint8Array) => ({ width, height, channels: 3 as const, data, stride });
+    const before = Array.from(tileHashes(img(base)));
+    const cols = Math.ceil(width / TILE_SIZE);
+    for (const [x, y, c] of [
+      [0, 0, 0],
+      [1, 0, 1],
+      [2, 3, 2],
+      [33, 5, 0],
+      [64, 31, 2],
+      [69, 32, 1],
+      [66, 39, 2],
+    ] as const) {
+      const changed = base.slice();
+      const at = y * stride + x * 3 + c;
+      changed[at] = (changed[at] ?? 0) ^ 0x01;
+      const after = Array.from(tileHashes(img(changed)));
+      const tile = Math.floor(y / TILE_SIZE) * cols + Math.floor(x / TILE_SIZE);
+      const differs = after.flatMap((h, i) => (h !== before[i] ? [i] : []));
+      expect(differs, `byte ${c} of pixel ${x},${y}`).toEqual([tile]);
+    }
+  });
+
   it("merges a block of changed tiles into one rectangle; unknown frames are the whole region", () => {
     const a = frame(128, 128);
     const b = frame(128, 128, (x, y) => (x >= 32 && x < 96 && y >= 32 && y < 96 ? 0 : 0x40));

@@ -384,8 +384,14 @@ export async function answerPicker(
   reader: A11yReader,
   opts: { windowApp: string; monitor: boolean; allowInput: boolean; share?: boolean },
 ): Promise<void> {
-  const tab = await waitFor("the picker's window tab", () => reader.findNode(PICKER, "tab", "Single Window"));
-  await reader.doAction(tab);
+  // A dialog for windows and monitors has tabs; one for windows only shows the window list.
+  const first = await waitFor("the picker", async () => {
+    const tab = await reader.findNode(PICKER, "tab", "Single Window");
+    if (tab) return { tab };
+    const row = await reader.findNode(PICKER, "list item", opts.windowApp);
+    return row ? { tab: null } : null;
+  });
+  if (first.tab) await reader.doAction(first.tab);
   const row = await waitFor("the shared window's row", () =>
     reader.findNode(PICKER, "list item", opts.windowApp),
   );

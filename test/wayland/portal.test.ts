@@ -1,6 +1,5 @@
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { offsetTag } from "../../src/platforms/wayland/desktop.js";
 import { createWaylandPlatform, type WaylandPlatform } from "../../src/platforms/wayland/index.js";
 import { PortalSession } from "../../src/platforms/wayland/portalSession.js";
 import { isUiError, uiError } from "../../src/shared/errors.js";
@@ -27,8 +26,8 @@ import {
  * monitor source, answered here through the picker's own AT-SPI objects), on headless GNOME
  * with a real GTK 3 application: its screenshot from its window stream, a click through the
  * portal session proven by the window stream matching the monitor stream around the point, and
- * the refusals when the point is covered, the window moves between the check and the press, or
- * the window is replaced. The worker handlers run in process on the real platform; effects are
+ * the refusal when the window is replaced between the check and the press. (Covered and moved
+ * windows are proven on synthetic pictures in test/unit/wayland-stream-match.test.ts.) The worker handlers run in process on the real platform; effects are
  * read back through the test's own AT-SPI connection.
  */
 
@@ -189,7 +188,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     // An independent read of the monitor stream (the test's own GStreamer): every sample the
     // screenshot has is what the monitor shows at the window's place.
     const monitorNode = portal.stream("monitor")?.node ?? -1;
-    const mon = readFrame(monitorNode, MONITOR.width, MONITOR.height);
+    const mon = readFrame(monitorNode, MONITOR.width, MONITOR.height, 60_000);
     const hex = (sx: number, sy: number) => {
       const i = (sy * MONITOR.width + sx) * 3;
       return `#${[mon[i], mon[i + 1], mon[i + 2]].map((c) => c.toString(16).padStart(2, "0")).join("")}`;
@@ -217,86 +216,6 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
       h({ target, steps: [{ key: "a", modifiers: [], hold_ms: 0 }], focus_mode: "passive" }, ctx("input")),
     );
     expect(code).toBe("not_foreground");
-  });
-
-  it("attack: a menu the shell draws over the point (opened by another program): the click is refused (occluded)", async () => {
-    // Points of the window below the clock, where the shell's calendar menu opens.
-    const v = await verifyTarget(p.desktop, target, { points: [{ x: 60, y: 427 }] });
-    const [, dx, dy] = (/^monitor-offset:(-?\d+),(-?\d+)$/.exec(v.proof?.points[0]?.path[1] ?? "") ?? []).map(
-      Number,
-    );
-    // A few points below the clock; the first one proven now is the one tried under the menu.
-    let open: { x: number; y: number } | null = null;
-    for (const [mx, my] of [
-      [640, 180],
-      [600, 250],
-      [680, 300],
-      [560, 140],
-      [700, 220],
-    ]) {
-      const pt = { x: mx - dx, y: my - dy };
-      if ((await codeOf(verifyTarget(p.desktop, target, { points: [pt] }))) === "ok") {
-        open = pt;
-        break;
-      }
-    }
-    if (!open) throw new Error("no point below the clock was proven before the menu opened");
-    const pt = open;
-    // Another program of the user opens the shell's calendar menu (a click on the clock, through
-    // mutter's RemoteDesktop): the compositor draws it over the window.
-    await runAttacker(["click", "640", "15"]);
-    try {
-      const covered = await waitFor(
-        "the point refused under the menu",
-        async () =>
-          (await codeOf(verifyTarget(p.desktop, target, { points: [pt] }))) === "occluded" ? pt : null,
-        20_000,
-      );
-      expect(await codeOf(click(covered.x, covered.y))).toBe("occluded");
-      await runAttacker(["keysyms", "0xff1b"]);
-      // With the banner gone the same point is proven again.
-      await waitFor(
-        "the point proven again",
-        async () =>
-          (await codeOf(verifyTarget(p.desktop, target, { points: [covered] }))) === "ok" ? true : null,
-        20_000,
-      );
-    } finally {
-      await runAttacker(["keysyms", "0xff1b"]);
-    }
-  });
-
-  it("attack: the window is moved after the check and before the press: refused (target_changed)", async () => {
-    const box = (await checkButtons()).find((c) => ((c.states >> ST_CHECKED) & 1) === 0);
-    if (!box) throw new Error("no unchecked check button");
-    const [x, y] = [box.rect[0] + 12, box.rect[1] + Math.floor(box.rect[3] / 2)];
-    const before = await verifyTarget(p.desktop, target, { points: [{ x, y }] });
-    const tag = before.proof?.points[0]?.path[1] ?? "";
-    const [, dx, dy] = (/^monitor-offset:(-?\d+),(-?\d+)$/.exec(tag) ?? []).map(Number);
-    // Another program drags the window by its header bar (an empty spot of it, on the monitor).
-    const [hx, hy] = [300 + dx, 45 + dy];
-    const steps = await runAttacker(["drag", String(hx), String(hy), String(hx + 120), String(hy + 60)]);
-    expect(steps.find((s) => s.step === "drag")?.ok).toBe(true);
-    await waitFor(
-      "the window moved on the monitor",
-      async () => {
-        const v = await verifyTarget(p.desktop, target, { points: [{ x, y }] }).catch(() => null);
-        const t = v?.proof?.points[0]?.path[1];
-        return t && t !== tag ? t : null;
-      },
-      20_000,
-    );
-    await p.input.moveTo(x, y);
-    const code = await codeOf(p.input.buttonDown("left", before.proof));
-    await p.input.buttonUp("left");
-    expect(code).toBe("target_changed");
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await checked(box)).toBe(false);
-    // A fresh click lands on the window at its new place (the compositor places stream
-    // coordinates on the window itself).
-    expect(await codeOf(click(x, y))).toBe("ok");
-    await waitFor("the check button checked", async () => ((await checked(box)) ? true : null), 5000);
-    expect(offsetTag(dx, dy)).toBe(tag);
   });
 
   it("attack: the window is replaced after the check: its stream ends and the press is refused", async () => {

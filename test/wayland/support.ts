@@ -393,7 +393,7 @@ export class A11yReader {
 }
 
 /** One RGB frame (width × height × 3 bytes) of a PipeWire node, read by GStreamer. */
-export function readFrame(node: number, width: number, height: number): Buffer {
+export function readFrame(node: number, width: number, height: number, timeoutMs = 15_000): Buffer {
   return execFileSync(
     "gst-launch-1.0",
     [
@@ -409,7 +409,7 @@ export function readFrame(node: number, width: number, height: number): Buffer {
       "fdsink",
       "fd=1",
     ],
-    { maxBuffer: width * height * 3 + 4096, timeout: 15_000 },
+    { maxBuffer: width * height * 3 + 4096, timeout: timeoutMs },
   );
 }
 
@@ -426,8 +426,14 @@ export async function answerPicker(
   reader: A11yReader,
   opts: { windowApp: string; monitor: boolean; allowInput: boolean; share?: boolean },
 ): Promise<void> {
-  const tab = await waitFor("the picker's window tab", () => reader.findNode(PICKER, "tab", "Single Window"));
-  await reader.doAction(tab);
+  // A dialog for windows and monitors has tabs; one for windows only shows the window list.
+  const first = await waitFor("the picker", async () => {
+    const tab = await reader.findNode(PICKER, "tab", "Single Window");
+    if (tab) return { tab };
+    const row = await reader.findNode(PICKER, "list item", opts.windowApp);
+    return row ? { tab: null } : null;
+  });
+  if (first.tab) await reader.doAction(first.tab);
   const row = await waitFor("the shared window's row", () =>
     reader.findNode(PICKER, "list item", opts.windowApp),
   );

@@ -107,6 +107,8 @@ export function matchAround(win: RgbaFrame, mon: RgbaFrame, wx: number, wy: numb
         const c = rgbAt(win, x, y);
         (c === centre ? same : others).push([x, y, c]);
       }
+    // A square of one colour tells offsets apart no better than its centre: look wider.
+    if (others.length === 0 && candidates === null) continue;
     // Spread the differently coloured pixels: every 7th first, then the rest.
     for (let k = 0; k < 7; k++) for (let i = k; i < others.length; i += 7) pts.push(others[i]);
     pts.push(...same);

@@ -379,3 +379,67 @@ describe("two gates composed", () => {
     expect(t.renewable()).toBe(false);
   });
 });
+
+/** The supervisor's own reading of the facts: a kept approval renews nothing without its session. */
+describe("access facts with the second gate", () => {
+  it("between our Allow and the picker's Share, and after the session ended, the kept approval is not counted", async () => {
+    const { accessFacts, decideAccess } = await import("../../src/supervisor/access/accessDecision.js");
+    const time = new ManualTime();
+    const prompter = new ScriptedPrompter();
+    const consent = new ConsentBroker({
+      prompter,
+      clock: time.clock,
+      timeoutMs: TIMEOUT,
+      isInstanceAlive: async () => true,
+      setTimer: time.setTimer,
+      clearTimer: time.clearTimer,
+    });
+    const grants = new GrantStore(time.clock, 300_000);
+    const port = new ScriptedPort();
+    const portal = new PortalGate({
+      port,
+      clock: time.clock,
+      timeoutMs: TIMEOUT,
+      onEnded: (e) => consent.forgetApproval(e.client, e.instanceKey),
+      setTimer: time.setTimer,
+      clearTimer: time.clearTimer,
+    });
+    const inst = instance(4242);
+    const target = { instance: inst, instanceKey: instanceKey(inst), window: { hwnd: "0x1" } };
+    const policy = {
+      source: "env",
+      allowed_actions: new Set(["inspect"]),
+      protected_actions: new Set(),
+    };
+    const sup = { lease: null, grants, consent, portal, clock: time.clock };
+    const facts = () =>
+      accessFacts(
+        sup as unknown as Parameters<typeof accessFacts>[0],
+        CLIENT,
+        target as unknown as Parameters<typeof accessFacts>[2],
+        "inspect",
+        policy as unknown as Parameters<typeof accessFacts>[4],
+        "absent",
+      );
+    const decided = consent.request({
+      clientHash: CLIENT,
+      clientLabel: "t",
+      instance: inst,
+      capabilities: ["inspect"],
+    });
+    await time.advance(0);
+    prompter.last().answer("approve");
+    await decided;
+    const admitted = portal.admit({ client: CLIENT, instance: inst, hwnd: "0x1" });
+    await time.advance(0);
+    // The picker is up: the approval renews nothing, the call is consent_required.
+    expect(facts().kept).toBeNull();
+    expect(decideAccess(facts()).renew).toBe(false);
+    const session = port.last().allow();
+    await admitted;
+    expect(decideAccess(facts()).renew).toBe(true);
+    session.end("closed");
+    expect(facts().kept).toBeNull();
+    expect(decideAccess(facts()).grant).toEqual({ refused: "consent_required" });
+  });
+});

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { SERVER_EVENT_KEY } from "../supervisor/audit.js";
 import type { Logger } from "../supervisor/log.js";
 import type { Supervisor } from "../supervisor/supervisor.js";
 import { Admission } from "./admission.js";
@@ -109,19 +110,23 @@ function revocationList(
   const onInvalid = (errors: RevocationLineError[]) => {
     // Line numbers and counts only: the list's text stays in the file.
     deps.log.warn({ bad_lines: errors.slice(0, 20).map((e) => e.line) }, "revocation_list_invalid_kept_last");
-    deps.supervisor.audit.record({
-      correlation_id: "000000000000",
-      client: "000000000000",
-      policy_id: null,
-      action: "none",
-      tool: "revocation_list",
-      outcome: "error",
-      reason: "invalid_argument",
-      duration_ms: 0,
-      pid: null,
-      process_start: null,
-      counters: { bad_lines: errors.length, first_bad_line: errors[0]?.line ?? 0, kept_entries: list.size },
-    });
+    deps.supervisor.audit.record(
+      {
+        correlation_id: "000000000000",
+        client: "000000000000",
+        policy_id: null,
+        action: "none",
+        tool: "revocation_list",
+        outcome: "error",
+        reason: "invalid_argument",
+        duration_ms: 0,
+        pid: null,
+        process_start: null,
+        counters: { bad_lines: errors.length, first_bad_line: errors[0]?.line ?? 0, kept_entries: list.size },
+      },
+      // The server's own event: the file has it, no client's get_audit_events does.
+      SERVER_EVENT_KEY,
+    );
   };
   const list: RevocationList = new RevocationList(options.revokedFile, { onRevoked, onInvalid });
   return list;

@@ -1,3 +1,4 @@
+import { isShown } from "./actionable.js";
 import { containsPoint, intersect, type Rect } from "./geometry.js";
 import { sameInstance } from "./identity.js";
 import type { WindowInfo } from "./platform.js";
@@ -12,8 +13,7 @@ export function windowsAbove(all: readonly WindowInfo[], target: WindowInfo): Wi
     (w) =>
       w.hwnd !== target.hwnd &&
       w.z < target.z &&
-      w.visible &&
-      !w.iconic &&
+      isShown(w) &&
       !(own !== null && w.instance !== null && sameInstance(w.instance, own)),
   );
 }
@@ -28,8 +28,7 @@ export function pointOccluded(all: readonly WindowInfo[], target: WindowInfo, x:
   const anchor = all
     .filter(
       (w) =>
-        w.visible &&
-        !w.iconic &&
+        isShown(w) &&
         own !== null &&
         w.instance !== null &&
         sameInstance(w.instance, own) &&

@@ -37,6 +37,12 @@ const DENIALS = new Set([
 export const isDenial = (code: string): boolean => DENIALS.has(code);
 
 /**
+ * The key of events that concern no client (a revocation list that failed to load): no
+ * ClientIdentity.hash (hex) equals it, so they reach the file and the operator, never a client.
+ */
+export const SERVER_EVENT_KEY = "server";
+
+/**
  * CSPRNG bytes drawn 6 at a time from a pool filled 512 ids at once: one getrandom call per
  * 512 ids instead of one per call, on the supervisor's thread (as crypto.randomUUID pools).
  * A byte is never handed out twice.
@@ -141,7 +147,7 @@ const MAX_SINK_BUFFER_BYTES = 8 * 1024 * 1024;
 export class AuditLog {
   private readonly capacity: number;
   /** Each event with the full client key it was recorded for (never written to the file). */
-  private readonly ring: ({ ev: AuditEvent; key: string | undefined } | undefined)[];
+  private readonly ring: ({ ev: AuditEvent; key: string } | undefined)[];
   private next = 0;
   private count = 0;
   private readonly clock: Clock;
@@ -161,7 +167,7 @@ export class AuditLog {
     if (!Number.isInteger(cap) || cap < 1 || cap > 1_000_000)
       throw new RangeError("audit capacity 1..1000000");
     this.capacity = cap;
-    this.ring = new Array<{ ev: AuditEvent; key: string | undefined } | undefined>(cap);
+    this.ring = new Array<{ ev: AuditEvent; key: string } | undefined>(cap);
     this.clock = opts.clock;
     this.onSinkError = opts.onSinkError;
     this.onReject = opts.onReject;
@@ -202,9 +208,11 @@ export class AuditLog {
   /**
    * Stores a valid event; an invalid one is dropped and counted (never partially stored).
    * `clientKey` is the full key of the client it concerns (a ClientIdentity.hash): reads for a
-   * client match on it, not on the event's short `client` id, which many keys share.
+   * client match on it, not on the event's short `client` id, which many keys share. Required:
+   * an event recorded without it would be missing from that client's get_audit_events. An event
+   * about no client (the server's own) passes SERVER_EVENT_KEY.
    */
-  record(e: AuditEventInput, clientKey?: string): void {
+  record(e: AuditEventInput, clientKey: string): void {
     const candidate: unknown =
       e !== null && typeof e === "object" && e.time === undefined
         ? { ...e, time: new Date(this.clock()).toISOString() }

@@ -1,4 +1,4 @@
-import { refuseUnactionable } from "../shared/actionable.js";
+import { isShown, refuseUnactionable } from "../shared/actionable.js";
 import { uiError } from "../shared/errors.js";
 import { containsPoint, containsRect, offset, type Rect, sameRect } from "../shared/geometry.js";
 import { sameInstance } from "../shared/identity.js";
@@ -95,8 +95,7 @@ export async function pointsInside(
   const same = all.filter(
     (w) =>
       w.hwnd !== window.hwnd &&
-      w.visible &&
-      !w.iconic &&
+      isShown(w) &&
       !w.owner_exited &&
       own !== null &&
       w.instance !== null &&

@@ -26,6 +26,8 @@ function facts(over: Partial<AccessFacts> = {}): AccessFacts {
     released: false,
     token: "absent",
     now: NOW,
+    window: { iconic: false, visible: true, foreground: true },
+    needsFront: false,
     ...over,
   };
 }
@@ -109,5 +111,23 @@ describe("decideAccess", () => {
     expect(refusal(facts({ protected: true, grant: null, kept: null }))?.refused).toBe("consent_required");
     // A token for an unprotected class changes nothing.
     expect(decideAccess(facts({ token: "invalid" })).confirmation).toBe("not_required");
+  });
+
+  it("the window part is the shared actionable predicate; it refuses nothing else and preview ignores it", () => {
+    const shown = { iconic: false, visible: true, foreground: false };
+    expect(decideAccess(facts({ window: shown })).window).toBe("ok");
+    expect(decideAccess(facts({ window: shown, needsFront: true })).window).toEqual({
+      refused: "not_foreground",
+    });
+    expect(decideAccess(facts({ window: { ...shown, iconic: true } })).window).toEqual({
+      refused: "minimized",
+    });
+    expect(decideAccess(facts({ window: { ...shown, visible: false } })).window).toMatchObject({
+      refused: "target_gone",
+    });
+    // restore_window acts on a minimized window: the grant and token parts do not change with it.
+    const minimized = decideAccess(facts({ window: { ...shown, iconic: true }, needsFront: true }));
+    expect(minimized.grant).toEqual({ via: "grant" });
+    expect(firstRefusal(minimized)).toBeNull();
   });
 });

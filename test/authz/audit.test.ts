@@ -12,7 +12,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
-import { type AuditEventInput, AuditLog, newCorrelationId } from "../../src/supervisor/audit.js";
+import {
+  type AuditEventInput,
+  AuditLog,
+  newCorrelationId,
+  SERVER_EVENT_KEY,
+} from "../../src/supervisor/audit.js";
 import { ConsentBroker } from "../../src/supervisor/consent/broker.js";
 import { instance, ManualTime, ScriptedPrompter } from "./helpers.js";
 
@@ -42,6 +47,8 @@ function event(seq: number, over: Partial<AuditEventInput> = {}): AuditEventInpu
 }
 
 const posix = process.platform !== "win32";
+/** The full client key the events of these tests concern. */
+const KEY = "0123456789abcdef0123456789abcdef";
 
 describe("audit", () => {
   it("correlation ids are 12 lowercase hex and unique", () => {
@@ -53,7 +60,7 @@ describe("audit", () => {
   it("keeps a ring of the newest 1000 events, newest first, stamped from the clock", () => {
     const t = new ManualTime();
     const log = new AuditLog({ clock: t.clock });
-    for (let i = 0; i < 1005; i++) log.record(event(i));
+    for (let i = 0; i < 1005; i++) log.record(event(i), KEY);
     const all = log.recent(5000);
     expect(all).toHaveLength(1000);
     expect(all[0].counters.seq).toBe(1004);
@@ -81,8 +88,8 @@ describe("audit", () => {
       event(11, { correlation_id: "ABCDEF012345" }),
       event(12, { counters: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`c${i}`, i])) }),
     ];
-    for (const e of bad) log.record(e as AuditEventInput);
-    log.record(event(99));
+    for (const e of bad) log.record(e as AuditEventInput, KEY);
+    log.record(event(99), KEY);
     expect(log.stats()).toMatchObject({ recorded: 1, rejected: bad.length });
     expect(log.recent(10).map((e) => e.counters.seq)).toEqual([99]);
     // The reject hook names schema fields only, never the offending keys or values.
@@ -102,7 +109,7 @@ describe("audit", () => {
     }
     expect(log.sink).toBe("open");
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    for (let i = 0; i < 3; i++) log.record(event(i));
+    for (let i = 0; i < 3; i++) log.record(event(i), KEY);
     await log.close();
     const lines = readFileSync(path, "utf8").trim().split("\n");
     expect(lines.map((l) => JSON.parse(l).counters.seq)).toEqual([0, 1, 2]);
@@ -115,10 +122,10 @@ describe("audit", () => {
       writeFileSync(path, '{"earlier":"line"}\n');
       chmodSync(path, 0o644);
       const first = new AuditLog({ clock: () => 0, filePath: path });
-      first.record(event(1));
+      first.record(event(1), KEY);
       await first.close();
       const second = new AuditLog({ clock: () => 0, filePath: path });
-      second.record(event(2));
+      second.record(event(2), KEY);
       await second.close();
       expect(statSync(path).mode & 0o777).toBe(0o600);
       const lines = readFileSync(path, "utf8").trim().split("\n");
@@ -135,14 +142,14 @@ describe("audit", () => {
     const codes: string[] = [];
     const viaLink = new AuditLog({ clock: () => 0, filePath: link, onSinkError: (c) => codes.push(c) });
     expect(viaLink.sink).toBe("failed");
-    viaLink.record(event(1));
+    viaLink.record(event(1), KEY);
     expect(viaLink.recent(1)).toHaveLength(1);
     expect(readFileSync(target, "utf8")).toBe("");
     const sub = join(dir, "adir");
     mkdirSync(sub);
     const onDir = new AuditLog({ clock: () => 0, filePath: sub, onSinkError: (c) => codes.push(c) });
     expect(onDir.sink).toBe("failed");
-    onDir.record(event(2));
+    onDir.record(event(2), KEY);
     expect(onDir.stats()).toMatchObject({ recorded: 1, sinkDropped: 1, sink: "failed" });
     expect(codes).toHaveLength(2);
     for (const c of codes) expect(c).toMatch(/^[A-Z0-9_]+$/);
@@ -174,28 +181,43 @@ describe("audit", () => {
     prompter.last().answer("approve");
     const d = await p;
     const i = instance(4242);
-    log.record({
-      correlation_id: newCorrelationId(),
-      client: id.hash,
-      policy_id: null,
-      action: "none",
-      tool: "request_access",
-      outcome: d.decision === "approved" ? "allow" : "deny",
-      reason: "ok",
-      duration_ms: t.now - started,
-      pid: i.pid,
-      process_start: i.start_time,
-      counters: { capabilities: d.capabilities.length, dialog: d.source === "dialog" },
-    });
+    log.record(
+      {
+        correlation_id: newCorrelationId(),
+        client: id.hash,
+        policy_id: null,
+        action: "none",
+        tool: "request_access",
+        outcome: d.decision === "approved" ? "allow" : "deny",
+        reason: "ok",
+        duration_ms: t.now - started,
+        pid: i.pid,
+        process_start: i.start_time,
+        counters: { capabilities: d.capabilities.length, dialog: d.source === "dialog" },
+      },
+      id.hash,
+    );
     // Attempts to push the label through identifier or counter fields are refused by the schema.
-    log.record(event(1, { tool: id.label }));
-    log.record(event(2, { counters: { [id.label]: 1 } }));
-    log.record(event(3, { client: id.label }));
+    log.record(event(1, { tool: id.label }), KEY);
+    log.record(event(2, { counters: { [id.label]: 1 } }), KEY);
+    log.record(event(3, { client: id.label }), KEY);
     await log.close();
     expect(log.stats()).toMatchObject({ recorded: 1, rejected: 3 });
     const ring = JSON.stringify(log.recent(1000));
     expect(ring).not.toContain(CANARY);
     expect(readFileSync(path, "utf8")).not.toContain(CANARY);
     expect(ring).toContain(id.hash);
+  });
+
+  it("every event names the client it concerns: a call without the key does not compile", () => {
+    const log = new AuditLog({ capacity: 10, clock: () => 0 });
+    // @ts-expect-error the client key is required, so no event can fall out of get_audit_events
+    log.record(event(1));
+    log.record(event(2), KEY);
+    log.record(event(3), SERVER_EVENT_KEY);
+    expect(log.recent(10, KEY).map((e) => e.counters.seq)).toEqual([2]);
+    // The server's own events reach no client's reading, only the operator's.
+    expect(log.recent(10, SERVER_EVENT_KEY).map((e) => e.counters.seq)).toEqual([3]);
+    expect(log.recent(10)).toHaveLength(3);
   });
 });

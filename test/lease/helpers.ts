@@ -152,7 +152,12 @@ export async function answerDialog(
   timeoutMs = 20_000,
   title = DIALOG_TITLE,
 ): Promise<void> {
-  const ids = await xdotool(display, ["search", "--sync", "--onlyvisible", "--name", title], 15_000);
+  // The dialog may take many seconds to appear on a loaded machine: wait as long as the caller does.
+  const ids = await xdotool(
+    display,
+    ["search", "--sync", "--onlyvisible", "--name", title],
+    Math.max(15_000, timeoutMs),
+  );
   const wid = ids.trim().split("\n").at(-1)!;
   const open = async () => (await dialogIds(display, title))?.includes(wid) ?? true;
   const deadline = Date.now() + timeoutMs;

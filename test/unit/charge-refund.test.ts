@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isUiError } from "../../src/shared/errors.js";
-import type { CallContext } from "../../src/supervisor/access/callContext.js";
+import type { Admitted } from "../../src/supervisor/access/calls.js";
 import { type ApplicationCharge, MemoryBudget, RateBudgets } from "../../src/supervisor/budgets.js";
 import type { ToolDef } from "../../src/supervisor/tools/define.js";
 import { inputTools } from "../../src/supervisor/tools/input.js";
@@ -37,36 +37,45 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
   );
   const memory = new MemoryBudget(memoryBytes);
   const sent: string[] = [];
-  const ctx = (worker: Worker, signal: AbortSignal, charge: ApplicationCharge): CallContext =>
+  // What the chain hands send_text's row once access is decided: the record and its one service.
+  const admitted = (worker: Worker, signal: AbortSignal, charge: ApplicationCharge): Admitted =>
     ({
-      sup: {
-        budgets,
-        memory,
-        clock: () => now,
-        config: { focusMode: "passive", textMode: "sendinput", workerDeadlineMs: 15_000 },
-      },
-      correlationId: "0123456789ab",
-      policy: {
-        source: "file",
-        safe_regions: [STAGE],
-        screenshot_masks: [],
-        allow_unrestricted_screenshots: false,
-        limits: LIMITS,
-      },
-      target: {
-        instanceKey: KEY,
-        window: { rect: [0, 0, 824, 640] },
-        instance: { exe_path: "/usr/bin/ruffle" },
-        expectation: { hwnd: "1001" },
+      record: {
+        correlationId: "0123456789ab",
+        client: { hash: "client" },
+        counters: {},
+        policy: {
+          source: "file",
+          safe_regions: [STAGE],
+          screenshot_masks: [],
+          allow_unrestricted_screenshots: false,
+          limits: LIMITS,
+        },
+        target: {
+          instanceKey: KEY,
+          window: { rect: [0, 0, 824, 640] },
+          instance: { exe_path: "/usr/bin/ruffle" },
+          expectation: { hwnd: "1001" },
+        },
+        grant: null,
+        capability: "text",
+        charge,
+        decision: null,
       },
       signal,
-      charge,
-      counters: {},
-      call: (op: string, args: unknown) => {
-        sent.push(op);
-        return worker(op, args);
+      progress: async () => {},
+      services: {
+        input: {
+          press: (op: string, args: unknown) => {
+            sent.push(op);
+            return worker(op, args);
+          },
+          focusMode: "passive",
+          textMode: "sendinput",
+          deadlineMs: 15_000,
+        },
       },
-    }) as unknown as CallContext;
+    }) as unknown as Admitted;
 
   /** What the chain does: take the call's budgets, then start the handler in the same run. */
   async function run(
@@ -84,9 +93,9 @@ function setup(memoryBytes = 64 * 1024 * 1024) {
       limits: LIMITS,
       ...cost,
     });
-    // As the chain does: the charge is read right after the take and handed over as ctx.charge.
+    // As the chain does: the charge is read right after the take and handed over as call.charge.
     const charge = budgets.applicationCharge({ key: KEY, ...cost });
-    const pending = def.handler(ctx(worker, signal, charge), parsed);
+    const pending = def.handler(admitted(worker, signal, charge), parsed);
     now += 2_000; // the call takes a while; other calls' takes would land in later buckets
     try {
       await pending;

@@ -121,14 +121,18 @@ function socketInodes(pid: number | string): number[] | null {
  * connections to `display`, no other process holds any of them, and their number equals the
  * number of clients the X server attributes to that PID (`serverCounts`, from X-Resource). The
  * count closes the exec variant in which the parent's copy was closed (CLOEXEC) and the exec'd
- * binary opened a connection of its own. One socket-table dump and one /proc scan for all.
+ * binary opened a connection of its own. The server is asked before the socket dump and again
+ * after the /proc scan, and a PID whose count changed in between is not proven: a count taken
+ * before the exec'd binary connected and a scan after it would otherwise agree (one each).
+ * One socket-table dump and one /proc scan for all.
  */
 export function provenOwners(
   pids: readonly number[],
   display: string,
-  serverCounts: ReadonlyMap<number, number>,
+  serverCounts: () => ReadonlyMap<number, number>,
 ): Set<number> {
   const proven = new Set<number>();
+  const before = pids.length > 0 ? serverCounts() : new Map<number, number>();
   const names = xSocketNames(display);
   const socks = names && pids.length > 0 ? unixSockets() : null;
   if (!names || !socks) return proven;
@@ -148,10 +152,12 @@ export function provenOwners(
   }
   const held = new Map<number, number[]>();
   for (const [ino, who] of holders) for (const pid of who) held.set(pid, [...(held.get(pid) ?? []), ino]);
+  const after = serverCounts();
   for (const pid of pids) {
     const mine = held.get(pid) ?? [];
     const alone = mine.every((ino) => holders.get(ino)?.size === 1);
-    if (mine.length > 0 && alone && mine.length === serverCounts.get(pid)) proven.add(pid);
+    const count = after.get(pid);
+    if (mine.length > 0 && alone && mine.length === count && before.get(pid) === count) proven.add(pid);
   }
   return proven;
 }

@@ -326,9 +326,7 @@ export class X11Desktop implements DesktopPort {
       return p === undefined || (!p.proven && now - p.at > OWNER_PROOF_RETRY_MS);
     });
     if (due.length > 0) {
-      const proven = this.proveOwners(
-        [...new Set(due.map((w) => w.pid))],
-        this.x.displayName,
+      const proven = this.proveOwners([...new Set(due.map((w) => w.pid))], this.x.displayName, () =>
         this.x.clientCountsByPid(),
       );
       for (const w of due) this.ownerProofs.set(keyOf(w), { proven: proven.has(w.pid), at: now });

@@ -1,5 +1,7 @@
+import { UNACTIONABLE_MESSAGES, type Unactionable, unactionable } from "../../shared/actionable.js";
 import type { DenyReason } from "../../shared/errors.js";
 import { uiError } from "../../shared/errors.js";
+import type { WindowInfo } from "../../shared/platform.js";
 import type { KeptDecision } from "../consent/broker.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { actionAllowed, actionNotAllowedMessage, isProtected } from "../policy/match.js";
@@ -39,6 +41,10 @@ export interface AccessFacts {
   token: TokenFact;
   /** The supervisor's clock, now. */
   now: number;
+  /** The window's own state, as the chain just resolved it. */
+  window: Pick<WindowInfo, "iconic" | "visible" | "foreground">;
+  /** Every use of the capability is input to the window in front (passive focus mode). */
+  needsFront: boolean;
 }
 
 export type AccessRefusal = {
@@ -49,6 +55,7 @@ export type AccessRefusal = {
     | "consent_denied"
     | "confirmation_required"
     | "confirmation_invalid"
+    | Unactionable
   >;
   message?: string;
 };
@@ -66,12 +73,21 @@ export interface AccessDecision {
   confirmation: "not_required" | "valid" | AccessRefusal;
   /** The policy protects the capability: each use needs a confirmation token. */
   requiresConfirmation: boolean;
+  /**
+   * The window's own state as the worker will judge it right before the effect (the shared
+   * predicate of src/shared/actionable.ts). request_confirmation issues no token against it; the
+   * chain does not refuse on it (the worker does, and restore_window acts on a minimized window),
+   * nor does preview_action report it.
+   */
+  window: "ok" | AccessRefusal;
 }
 
 const refuse = (refused: AccessRefusal["refused"], message?: string): AccessRefusal =>
   message === undefined ? { refused } : { refused, message };
 
-export function isRefusal(v: AccessDecision["grant"] | AccessDecision["confirmation"]): v is AccessRefusal {
+export function isRefusal(
+  v: AccessDecision["grant"] | AccessDecision["confirmation"] | AccessDecision["window"],
+): v is AccessRefusal {
   return typeof v === "object" && "refused" in v;
 }
 
@@ -90,8 +106,21 @@ export function decideAccess(f: AccessFacts): AccessDecision {
     renew,
     confirmation: confirmationPart(f),
     requiresConfirmation: f.protected,
+    window: windowPart(f),
   };
 }
+
+function windowPart(f: AccessFacts): AccessDecision["window"] {
+  const why = unactionable(f.window, f.needsFront);
+  if (why === null) return "ok";
+  return refuse(why, UNACTIONABLE_MESSAGES[why]);
+}
+
+/**
+ * Classes whose every use is input to the window in front. `text` is not among them: a text token
+ * also serves set_element_value, which needs no focus (send_text still refuses not_foreground).
+ */
+const INPUT_CLASSES: ReadonlySet<Capability> = new Set<Capability>(["click", "hover", "drag", "key"]);
 
 function grantPart(f: AccessFacts, liveGrant: AccessFacts["grant"], renew: boolean): AccessDecision["grant"] {
   if (!f.allowed)
@@ -149,6 +178,9 @@ export function accessFacts(
     protected: isProtected(policy, capability),
     token,
     now: sup.clock(),
+    window: target.window,
+    // Unless the server brings the window to the front first (focus mode "activate").
+    needsFront: INPUT_CLASSES.has(capability) && sup.config.focusMode === "passive",
   };
   // Under the lease the grant and the kept decision play no part.
   if (sup.lease)

@@ -1,10 +1,9 @@
 import { UiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
-import type { OpName } from "../../shared/protocol.js";
+import type { OpArgs } from "../../shared/protocol.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { newCorrelationId } from "../audit.js";
 import type { ApplicationCharge } from "../budgets.js";
-import type { WorkerHost } from "../hosting/workerHost.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { policyStatusAt } from "../policy/load.js";
 import { actionAllowed, actionNotAllowedMessage, isProtected } from "../policy/match.js";
@@ -19,10 +18,18 @@ import {
   type TokenFact,
   throwRefusal,
 } from "./accessDecision.js";
-import type { CallContext, HeldShot, ProgressReporter } from "./callContext.js";
+import type {
+  Admitted,
+  ChainRecord,
+  ClassDecision,
+  HeldShot,
+  OneHopCall,
+  ProgressReporter,
+} from "./calls.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { endExitedInstances, liveListing, liveWindows } from "./liveWindows.js";
+import { buildServices } from "./services.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 
 /**
@@ -55,12 +62,14 @@ function refuseWithoutAudit(sup: Supervisor, def: ToolDef): void {
 
 /** The capability the call exercises: the tool's, or for request_confirmation the class it names. */
 function capabilityOf(def: ToolDef, args: Record<string, unknown>): Capability | null {
-  if (def.mode === "confirmation") {
-    const c = args.action_class;
-    if (typeof c !== "string" || !isCapability(c)) throw uiError("invalid_argument", "Unknown action_class.");
-    return c;
-  }
-  return def.capability;
+  return def.mode === "confirmation" ? actionClassOf(args) : def.capability;
+}
+
+/** The action class a tool about one class names (its parsed `action_class`). */
+function actionClassOf(args: Record<string, unknown>): Capability {
+  const c = args.action_class;
+  if (typeof c !== "string" || !isCapability(c)) throw uiError("invalid_argument", "Unknown action_class.");
+  return c;
 }
 
 export interface ChainInput {
@@ -69,17 +78,18 @@ export interface ChainInput {
   signal: AbortSignal;
   progress: ProgressReporter;
   correlationId?: string;
-  /** Receives the call context as soon as it exists, so a refused call is audited with it. */
-  onContext?: (ctx: CallContext) => void;
+  /** Receives the chain's record as soon as it exists, so a refused call is audited with it. */
+  onRecord?: (record: ChainRecord) => void;
 }
 
-/** What the chain has established so far; the call context reads it. */
+/** What the chain has established so far (the record the audit reads is a view of it). */
 interface ChainState {
   policy: EffectivePolicy | null;
   target: ResolvedTarget | null;
   grant: Grant | null;
   capability: Capability | null;
   charge: ApplicationCharge | null;
+  decision: ClassDecision | null;
   /** What a one-hop message brought besides the listing; dropped when the call ends. */
   held: HeldShot | null;
 }
@@ -87,14 +97,14 @@ interface ChainState {
 /**
  * The authorization chain, in one place for every tool:
  * policy ceiling → target (identity re-resolved) → capability → grant (or lease)
- * → confirmation token (protected classes) → cheap refusals → budgets → handler.
- * Every outcome is audited (by the caller, with the context handed to onContext).
+ * → confirmation token (protected classes) → cheap refusals → budgets → the call's services
+ * → handler. Every outcome is audited (by the caller, with the record handed to onRecord).
  */
 export async function runChain(
   sup: Supervisor,
   input: ChainInput,
-): Promise<{ result: unknown; ctx: CallContext }> {
-  const { def, args } = input;
+): Promise<{ result: unknown; record: ChainRecord }> {
+  const { def, args, signal } = input;
   const client = sup.client();
   const state: ChainState = {
     policy: null,
@@ -102,10 +112,11 @@ export async function runChain(
     grant: null,
     capability: null,
     charge: null,
+    decision: null,
     held: null,
   };
-  const ctx = callContext(sup, input, client, state);
-  input.onContext?.(ctx);
+  const record = chainRecord(input, client, state);
+  input.onRecord?.(record);
 
   try {
     const policy = admit(sup, def, client.hash);
@@ -113,28 +124,41 @@ export async function runChain(
     state.capability = capabilityOf(def, args);
     if (policy) {
       refuseAboveCeiling(def, policy);
-      state.target = await resolveTarget(sup, def, args, policy, client.hash, ctx, state);
+      state.target = await resolveTarget(sup, def, args, policy, client.hash, signal, state);
       await authorize(sup, def, args, client.hash, state);
     }
-    return { result: await runHandler(sup, def, args, ctx, state.target), ctx };
+    // Access is decided: the handler gets exactly the services its row names, bound to this call.
+    const admitted: Admitted = {
+      record,
+      signal,
+      progress: input.progress,
+      services: buildServices(
+        {
+          sup,
+          client,
+          signal,
+          progress: input.progress,
+          policy: state.policy,
+          target: state.target,
+          decision: state.decision,
+          held: state.held,
+        },
+        def.uses,
+      ),
+    };
+    return { result: await runHandler(sup, def, args, admitted, state.target), record };
   } finally {
     // Refused or failed: nothing of it was released. Answered: the result has its own copy.
     state.held?.drop();
   }
 }
 
-/** The context a handler gets; its chain fields read what the chain has established so far. */
-function callContext(
-  sup: Supervisor,
-  input: ChainInput,
-  client: ClientIdentity,
-  state: ChainState,
-): CallContext {
-  const { signal } = input;
-  return {
-    sup,
+/** The record of the call; its chain fields read what the chain has established so far. */
+function chainRecord(input: ChainInput, client: ClientIdentity, state: ChainState): ChainRecord {
+  return Object.freeze({
     correlationId: input.correlationId ?? newCorrelationId(),
     client,
+    counters: {},
     get policy() {
       return state.policy;
     },
@@ -150,27 +174,13 @@ function callContext(
     get charge() {
       return state.charge;
     },
+    get decision() {
+      return state.decision;
+    },
     get held() {
       return state.held;
     },
-    signal,
-    progress: input.progress,
-    counters: {},
-    call: (op, a, deadlineMs) => {
-      const host = workerFor(sup, op);
-      // "activate" focus mode's wait (≤ ~2 s) counts against the deadline: it is part of the effect.
-      const run = () => host.call(op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal });
-      if (host !== sup.workers.input) return run();
-      // Input effects: one at a time per client, none while a dialog of ours is open (the worker
-      // checks again before every single event).
-      return sup.inputLane.run(client.hash, signal, () => {
-        sup.dialogs.assertNoDialog();
-        return run();
-      });
-    },
-    callSession: (session, op, a, deadlineMs) =>
-      sup.sessions.call(session, op, a, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),
-  };
+  });
 }
 
 /**
@@ -209,11 +219,10 @@ async function resolveTarget(
   args: Record<string, unknown>,
   policy: EffectivePolicy,
   client: string,
-  ctx: CallContext,
+  signal: AbortSignal,
   state: ChainState,
 ): Promise<ResolvedTarget | null> {
-  const { signal } = ctx;
-  const hop = def.target === "window" ? (def.oneHop?.(ctx, args, policy) ?? null) : null;
+  const hop = def.target === "window" ? (def.oneHop?.(oneHopCall(sup, signal), args, policy) ?? null) : null;
   if (hop) {
     const { windows, held } = await hop;
     state.held = held;
@@ -264,6 +273,11 @@ async function authorize(
 ): Promise<void> {
   const { policy, target } = state;
   if (!policy || def.mode === "discovery") return;
+  if (def.decides && target) {
+    // A preview exercises nothing (its audit action stays "none"); the decision is for the class.
+    state.decision = decideClass(sup, def.decides, client, target, actionClassOf(args), policy);
+    return;
+  }
   if (def.mode !== "capability" || !target) {
     takeBudgets(sup, def, args, client, policy, null);
     return;
@@ -292,6 +306,24 @@ async function authorize(
   }
 }
 
+/**
+ * The decision for the class a tool about one action class names (request_confirmation,
+ * preview_action), as the action itself would get it now: only a preview asks whether the client
+ * already holds a token; applying the grant part is the handler's (request_confirmation's) step.
+ */
+function decideClass(
+  sup: Supervisor,
+  decides: "issue" | "report",
+  client: string,
+  target: ResolvedTarget,
+  capability: Capability,
+  policy: EffectivePolicy,
+): ClassDecision {
+  const hasValidToken = decides === "report" && sup.tokens.hasValid(client, target.instanceKey, capability);
+  const facts = accessFacts(sup, client, target, capability, policy, hasValidToken ? "valid" : "absent");
+  return Object.freeze({ capability, decision: Object.freeze(decideAccess(facts)), hasValidToken });
+}
+
 /** The presented token as decideAccess sees it (checked only where the class is protected). */
 function tokenFact(
   sup: Supervisor,
@@ -314,11 +346,11 @@ async function runHandler(
   sup: Supervisor,
   def: ToolDef,
   args: Record<string, unknown>,
-  ctx: CallContext,
+  admitted: Admitted,
   target: ResolvedTarget | null,
 ): Promise<unknown> {
   try {
-    return await def.handler(ctx, args);
+    return await def.handler(admitted, args);
   } catch (e) {
     if (e instanceof UiError && e.code === "target_changed" && target) {
       // Asked even when this call was cancelled: whether the grant ends must not depend on that.
@@ -370,9 +402,12 @@ function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedT
   }
 }
 
-function workerFor(sup: Supervisor, op: OpName): WorkerHost {
-  if (op.startsWith("input.")) return sup.workers.input;
-  // Accessibility ops belong to a grant's own uia worker (callSession), never to a shared one.
-  if (op.startsWith("a11y.")) throw uiError("invalid_argument", "Accessibility calls go through a session.");
-  return sup.workers.capture;
+/** What a one-hop step may use: the memory budget and the capture worker's one-hop message. */
+function oneHopCall(sup: Supervisor, signal: AbortSignal): OneHopCall {
+  return Object.freeze({
+    signal,
+    reserve: (bytes: number) => sup.memory.reserve(bytes, signal),
+    captureWindow: (args: OpArgs<"capture.window">) =>
+      sup.workers.capture.call("capture.window", args, { deadlineMs: sup.config.workerDeadlineMs, signal }),
+  });
 }

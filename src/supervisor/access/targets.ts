@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isShown } from "../../shared/actionable.js";
 import { uiError } from "../../shared/errors.js";
 import { instanceKey, type ProcessInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
@@ -52,8 +53,7 @@ export interface ResolvedTarget {
 export function allowedWindows(policy: EffectivePolicy, all: readonly WindowInfo[]): WindowInfo[] {
   return all.filter(
     (w) =>
-      w.visible &&
-      !w.iconic &&
+      isShown(w) &&
       w.title !== "" &&
       w.instance !== null &&
       windowAllowed(policy, { title: w.title, exe_path: w.instance.exe_path }),

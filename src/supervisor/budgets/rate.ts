@@ -127,7 +127,7 @@ export class RateBudgets {
   /**
    * The application volume budgets (typed characters, captured pixels) the current call has
    * just taken (take() or takeApplication()), as booked, so failing calls cannot drain them.
-   * Call it right after the take (the chain does, and hands it to the handler as ctx.charge):
+   * Call it right after the take (the chain does, and hands it to the handler as call.charge):
    * it records the buckets of the latest takes, which later calls move on. The refund then
    * touches only those buckets.
    */

@@ -1,4 +1,4 @@
-import type { ProgressReporter } from "../access/callContext.js";
+import type { ProgressReporter } from "../access/callFacts.js";
 
 /** The fixed text clients that show progress display while the dialog is open. */
 export const CONSENT_WAIT_MESSAGE = "Waiting for a person to answer the access dialog";

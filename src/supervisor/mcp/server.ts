@@ -16,7 +16,7 @@ import { z } from "zod";
 import { quoteClientValue } from "../../shared/echo.js";
 import { isDenial, UiError, uiError } from "../../shared/errors.js";
 import { formatPath } from "../../shared/strictJson.js";
-import type { CallContext } from "../access/callContext.js";
+import type { ChainRecord } from "../access/calls.js";
 import { runChain } from "../access/chain.js";
 import { type AuditAction, type AuditReason, newCorrelationId } from "../audit.js";
 import { policyStatusAt } from "../policy/load.js";
@@ -190,7 +190,7 @@ export function zodMessage(e: z.ZodError): string {
     .join("; ");
 }
 
-function auditAction(def: ToolDef, ctx: CallContext | null): AuditAction {
+function auditAction(def: ToolDef, ctx: ChainRecord | null): AuditAction {
   if (ctx?.capability) return ctx.capability;
   if (def.mode === "discovery") return "discovery";
   return def.capability ?? "none";
@@ -212,7 +212,7 @@ export async function callTool(
   const started = performance.now();
   const correlationId = newCorrelationId();
   const def = TOOLS_BY_NAME.get(name);
-  let ctx = null as CallContext | null; // set by the chain as soon as it exists
+  let ctx = null as ChainRecord | null; // set by the chain as soon as it exists
   let outcome: "allow" | "deny" | "error" = "allow";
   let reason: AuditReason = "ok";
   try {
@@ -229,7 +229,7 @@ export async function callTool(
       signal: extra.signal,
       progress,
       correlationId,
-      onContext: (c) => {
+      onRecord: (c) => {
         ctx = c;
       },
     });

@@ -1,7 +1,7 @@
 import { uiError } from "../../shared/errors.js";
 import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
-import type { CallContext, HeldShot, OneHopReply } from "../access/callContext.js";
+import type { HeldShot, OneHopCall, OneHopReply } from "../access/calls.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { MAX_SCREENSHOT_PIXELS, type ScreenshotPlan } from "./plan.js";
 import { PNG_LEVEL } from "./sample.js";
@@ -41,7 +41,7 @@ export function namedRegionPlan(policy: EffectivePolicy, name: string | undefine
 }
 
 export function shotInOneHop(
-  ctx: CallContext,
+  call: OneHopCall,
   args: OneHopShotArgs,
   policy: EffectivePolicy,
 ): Promise<OneHopReply> | null {
@@ -51,9 +51,9 @@ export function shotInOneHop(
   const hwnd = args.hwnd;
   return (async () => {
     // As captureFrame: the frame in the worker plus the PNG and its base64 copy here.
-    const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 8, ctx.signal);
+    const reservation = await call.reserve(rectArea(plan.region) * 8);
     try {
-      const r = await ctx.call("capture.window", {
+      const r = await call.captureWindow({
         hwnd,
         region: plan.region,
         masks: plan.masks,

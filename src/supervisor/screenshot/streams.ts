@@ -2,7 +2,7 @@ import type { Resource, ResourceTemplate } from "@modelcontextprotocol/sdk/types
 import { ERROR_CODES, isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { rectArea } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
-import type { CallContext } from "../access/callContext.js";
+import type { ChainRecord } from "../access/calls.js";
 import { runChain } from "../access/chain.js";
 import type { ResolvedTarget } from "../access/targets.js";
 import { type AuditReason, isDenial, newCorrelationId } from "../audit.js";
@@ -305,29 +305,25 @@ export class FrameStreams {
     const box: { got: Got | null } = { got: null };
     const started = performance.now();
     const correlationId = newCorrelationId();
-    let ctxOf: CallContext | null = null;
+    let ctxOf: ChainRecord | null = null;
     let reason: AuditReason = "ok";
     try {
       // The chain of the screenshot tool, with a handler that takes the frame and hands it back.
       await runChain(this.sup, {
         def: {
           ...def,
-          handler: async (ctx, a) => {
-            const { policy, target } = ctx;
-            if (!policy || !target) throw uiError("platform_unavailable");
+          // The row's own services (its call object's capture service): the same frame path.
+          handler: async (admitted, a) => {
+            const { policy, target, charge } = admitted.record;
+            const capture = admitted.services.capture;
+            if (!policy || !target || !capture) throw uiError("platform_unavailable");
             const plan = planScreenshot(policy, target.window, a as Parameters<typeof planScreenshot>[2]);
-            const first = await captureFrame(
-              this.sup,
-              ctx.call,
-              ctx.signal,
-              policy.limits.max_png_bytes,
-              target,
-              plan,
-              { grid_spacing: null, output: "png", unless_hash: null, tiles: true },
-            ).catch((e: unknown) => {
-              ctx.charge?.refund();
-              throw e;
-            });
+            const first = await capture
+              .frame(plan, { grid_spacing: null, output: "png", unless_hash: null, tiles: true })
+              .catch((e: unknown) => {
+                charge?.refund();
+                throw e;
+              });
             box.got = { target, plan, first, policy };
             return { structured: {} };
           },
@@ -336,7 +332,7 @@ export class FrameStreams {
         signal: new AbortController().signal,
         progress: async () => {},
         correlationId,
-        onContext: (c) => {
+        onRecord: (c) => {
           ctxOf = c;
         },
       });
@@ -353,17 +349,17 @@ export class FrameStreams {
   /** One audit event for a stream's authorization (subscribe, or a read without one). */
   private audit(
     correlationId: string,
-    ctx: CallContext | null,
+    ctx: ChainRecord | null,
     reason: AuditReason,
     ms: number,
     counters: Record<string, number | boolean>,
   ): void {
-    const t = (ctx as CallContext | null)?.target ?? null;
+    const t = (ctx as ChainRecord | null)?.target ?? null;
     this.sup.audit.record(
       {
         correlation_id: correlationId,
         client: this.sup.client().auditId,
-        policy_id: (ctx as CallContext | null)?.policy?.policy_id ?? null,
+        policy_id: (ctx as ChainRecord | null)?.policy?.policy_id ?? null,
         action: "observe",
         tool: "screenshot_window",
         outcome: reason === "ok" ? "allow" : isDenial(reason) ? "deny" : "error",
@@ -371,7 +367,7 @@ export class FrameStreams {
         duration_ms: Math.round(ms * 100) / 100,
         pid: t?.instance.pid ?? null,
         process_start: t?.instance.start_time ?? null,
-        counters: { ...((ctx as CallContext | null)?.counters ?? {}), ...counters },
+        counters: { ...((ctx as ChainRecord | null)?.counters ?? {}), ...counters },
       },
       this.sup.client().hash,
     );

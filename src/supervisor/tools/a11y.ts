@@ -1,14 +1,16 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
 import { A11yNodeSchema } from "../../shared/protocol.js";
+import type { SessionService } from "../access/services.js";
 import { formatElements, formatTree } from "../tree/format.js";
-import { defineRefTool, defineWindowTool, type Effect, type RefCall, type TargetCall } from "./define.js";
+import { defineRefTool, defineWindowTool, type Effect, type RefCall } from "./define.js";
 import {
   Changes,
   ChangesOut,
   Expect,
   type ExpectArg,
   NOT_DELIVERED,
+  type ObserveCall,
   StateArg,
   waitForCondition,
   withObservation,
@@ -19,8 +21,8 @@ import { Ref } from "./shapes.js";
 const NodeOut = A11yNodeSchema;
 
 /** The window's automation session (one per grant and window; made on first use). */
-function session(ctx: TargetCall) {
-  return ctx.sup.sessions.sessionFor(ctx.client.hash, ctx.target);
+function session(ctx: ObserveCall) {
+  return ctx.sessions.forTarget();
 }
 
 /** What find_elements and wait_for_element match on. */
@@ -70,7 +72,7 @@ type Action =
 
 /** One semantic action on a ref's element, with the call's optional expect / changes around it. */
 function actObserved<R extends Record<string, unknown>>(
-  ctx: RefCall,
+  ctx: RefCall & { readonly sessions: SessionService },
   args: { expect?: ExpectArg | undefined; changes?: boolean | undefined },
   action: Action,
   value: string | null,
@@ -78,7 +80,7 @@ function actObserved<R extends Record<string, unknown>>(
 ) {
   const s = ctx.element;
   return withObservation(ctx, s, args, async () => {
-    await ctx.callSession(s, "a11y.act", {
+    await ctx.sessions.call(s, "a11y.act", {
       session_key: s.key,
       target: ctx.target.expectation,
       ref: s.inner,
@@ -112,6 +114,7 @@ function semanticTool(
     args: ObserveArgs,
     output: z.object(Observed),
     effect,
+    uses: ["sessions"],
     handler: async (ctx, args) => ({ structured: await actObserved(ctx, args, action, null, {}) }),
   });
 }
@@ -137,16 +140,17 @@ export const a11yTools = [
       truncated: z.boolean(),
     }),
     effect: "read_only",
+    uses: ["sessions"],
     handler: async (ctx, args) => {
       const s = session(ctx);
       let rootRef: string | null = null;
       if (args.root_ref) {
-        const r = ctx.sup.sessions.lookupRef(args.root_ref, ctx.client.hash);
+        const r = ctx.sessions.lookupRef(args.root_ref);
         if (r.tag !== s.tag) throw uiError("element_stale", "The ref belongs to another window.");
         rootRef = r.inner;
       }
-      const deadline = ctx.sup.config.treeDeadlineMs;
-      const r = await ctx.callSession(
+      const deadline = ctx.sessions.treeDeadlineMs;
+      const r = await ctx.sessions.call(
         s,
         "a11y.inspect",
         {
@@ -157,10 +161,10 @@ export const a11yTools = [
           deadline_ms: deadline,
           root_ref: rootRef,
         },
-        deadline + ctx.sup.config.workerDeadlineMs,
+        deadline + ctx.sessions.deadlineMs,
       );
-      const root = ctx.sup.sessions.externalize(s, r.root);
-      const popups = r.popups.map((p) => ctx.sup.sessions.externalize(s, p));
+      const root = ctx.sessions.externalize(s, r.root);
+      const popups = r.popups.map((p) => ctx.sessions.externalize(s, p));
       ctx.counters.nodes = r.node_count;
       ctx.counters.popups = popups.length;
       ctx.counters.truncated = r.truncated;
@@ -196,10 +200,11 @@ export const a11yTools = [
       truncated: z.boolean(),
     }),
     effect: "read_only",
+    uses: ["sessions"],
     handler: async (ctx, args) => {
       const s = session(ctx);
-      const deadline = ctx.sup.config.treeDeadlineMs;
-      const r = await ctx.callSession(
+      const deadline = ctx.sessions.treeDeadlineMs;
+      const r = await ctx.sessions.call(
         s,
         "a11y.find",
         {
@@ -212,9 +217,9 @@ export const a11yTools = [
           max_results: args.max_results,
           deadline_ms: deadline,
         },
-        deadline + ctx.sup.config.workerDeadlineMs,
+        deadline + ctx.sessions.deadlineMs,
       );
-      const elements = r.elements.map((e) => ctx.sup.sessions.externalize(s, e));
+      const elements = r.elements.map((e) => ctx.sessions.externalize(s, e));
       ctx.counters.results = elements.length;
       const counts = { count: elements.length, truncated: r.truncated };
       return {
@@ -240,6 +245,7 @@ export const a11yTools = [
       element: NodeOut.optional(),
     }),
     effect: "read_only",
+    uses: ["sessions"],
     handler: async (ctx, args) => {
       if (args.name_contains === undefined && args.role === undefined && args.automation_id === undefined)
         throw uiError("invalid_argument", "Give name_contains, role or automation_id.");
@@ -259,7 +265,7 @@ export const a11yTools = [
         true,
       );
       if (r === "timeout") throw uiError("timeout");
-      const element = r.element === null ? undefined : ctx.sup.sessions.externalize(s, r.element);
+      const element = r.element === null ? undefined : ctx.sessions.externalize(s, r.element);
       return {
         structured: {
           elapsed_ms: r.elapsed_ms,
@@ -291,6 +297,7 @@ export const a11yTools = [
     args: { name: z.string().min(1).max(256), ...ObserveArgs },
     output: z.object({ ...Observed }),
     effect: "destructive",
+    uses: ["sessions"],
     handler: async (ctx, args) => ({
       structured: await actObserved(ctx, args, "select_option", args.name, {}),
     }),
@@ -308,6 +315,7 @@ export const a11yTools = [
     output: z.object({ chars: z.number().int(), ...Observed }),
     effect: "destructive",
     cost: (args) => ({ textChars: args.value.length }),
+    uses: ["sessions"],
     handler: async (ctx, args) => {
       ctx.counters.chars = args.value.length;
       const result = { chars: args.value.length };
@@ -328,11 +336,12 @@ export const a11yTools = [
       ...Observed,
     }),
     effect: "destructive",
+    uses: ["sessions", "input"],
     handler: async (ctx, args) => {
       const s = ctx.element;
       const target = ctx.target.expectation;
       const structured = await withObservation(ctx, s, args, async () => {
-        const c = await ctx.callSession(s, "a11y.element_center", {
+        const c = await ctx.sessions.call(s, "a11y.element_center", {
           session_key: s.key,
           target,
           ref: s.inner,
@@ -340,12 +349,12 @@ export const a11yTools = [
         // With expect, the press must be shown to have reached the target: a state another
         // program changed meanwhile (over AT-SPI, say) is not credited to a press that went
         // elsewhere.
-        const { delivered, ...r } = await ctx.call("input.pointer", {
+        const { delivered, ...r } = await ctx.input.press("input.pointer", {
           target,
           kind: args.button === "right" ? "right_click" : "click",
           x: c.x,
           y: c.y,
-          focus_mode: ctx.sup.config.focusMode,
+          focus_mode: ctx.input.focusMode,
           prove_delivery: args.expect !== undefined,
         });
         return delivered === false ? { ...r, [NOT_DELIVERED]: true as const } : r;

@@ -1,32 +1,16 @@
 import { z } from "zod";
-import { refuseUnactionable } from "../../shared/actionable.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
-import {
-  accessFacts,
-  applyGrantDecision,
-  authorizeCapability,
-  decideAccess,
-  firstRefusal,
-  isRefusal,
-  leaseCapabilities,
-} from "../access/accessDecision.js";
-import { liveWindows } from "../access/liveWindows.js";
+import { firstRefusal, isRefusal, throwRefusal } from "../access/accessDecision.js";
+import type { WindowCall } from "../access/calls.js";
+import type { ConsentService, DesktopService } from "../access/services.js";
 import { pickTarget } from "../access/targets.js";
-import { withWaitProgress } from "../consent/progress.js";
 import { actionNotAllowedMessage } from "../policy/match.js";
 import { CAPABILITIES, type Capability, CapabilitySchema } from "../policy/schema.js";
-import { requirePolicy } from "../supervisor.js";
-import { defineConsentTool, defineOpenTool } from "./define.js";
+import { defineConsentTool, defineDecisionTool, defineOpenTool } from "./define.js";
 import { withTarget } from "./shapes.js";
 
 const Capabilities = z.array(CapabilitySchema).min(1).max(CAPABILITIES.length);
-
-/**
- * Classes whose every use is input to the window in front. `text` is not among them: a text token
- * also serves set_element_value, which needs no focus (send_text still refuses not_foreground).
- */
-const INPUT_CLASSES: ReadonlySet<string> = new Set(["click", "hover", "drag", "key"]);
 
 /** What a reused decision means and how a person (not the agent) resets it (docs/reference.md). */
 export const KEPT_APPROVAL_NOTE =
@@ -40,7 +24,6 @@ export const accessTools = [
     title: "Request access to a window",
     description:
       "Asks the person at this desktop (server-owned dialog) to grant capabilities (default: all the policy allows) on this process instance.",
-    mode: "consent",
     args: { capabilities: Capabilities.optional() },
     correlated: true,
     output: z.object({
@@ -53,14 +36,15 @@ export const accessTools = [
       note: z.string().optional(),
     }),
     effect: "idempotent_effect",
-    handler: async (ctx, args) => {
-      const { sup, policy, target } = ctx;
+    uses: ["consent", "desktop"],
+    handler: async (call, args) => {
+      const { policy, target, consent } = call;
       const allowed = CAPABILITIES.filter((c) => policy.allowed_actions.has(c));
       // Under the lease the default is what both the policy and the lease allow; a capability
       // asked for explicitly outside the lease still needs a person (consent_required).
-      const defaults = sup.lease ? leaseCapabilities(sup.lease, policy) : allowed;
-      const wanted: Capability[] = args.capabilities ? [...new Set(args.capabilities)] : defaults;
-      if (sup.lease && !args.capabilities && wanted.length === 0 && allowed.length > 0)
+      const lease = consent.leaseCapabilities();
+      const wanted: Capability[] = args.capabilities ? [...new Set(args.capabilities)] : (lease ?? allowed);
+      if (lease && !args.capabilities && wanted.length === 0 && allowed.length > 0)
         throw uiError(
           "consent_required",
           "The unattended lease covers none of the actions this policy allows.",
@@ -70,43 +54,19 @@ export const accessTools = [
       const outside = wanted.filter((c) => !policy.allowed_actions.has(c));
       if (outside.length > 0)
         throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, outside));
-      ctx.counters.capabilities = wanted.length;
-      if (sup.lease) {
-        for (const c of wanted) await authorizeCapability(sup, ctx.client.hash, target, c, policy);
-        const g = sup.grants.get(ctx.client.hash, target.instanceKey);
+      call.counters.capabilities = wanted.length;
+      if (lease) {
+        const expiresAt = await consent.viaLease(wanted);
         return {
           structured: {
             decision: "approved" as const,
             capabilities: wanted,
-            expires_at: g ? new Date(g.expiresAt).toISOString() : null,
+            expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
             source: "lease" as const,
           },
         };
       }
-      let decision: Awaited<ReturnType<typeof sup.consent.request>>;
-      try {
-        // Clients that show progress can say "waiting for approval" while the dialog is open.
-        decision = await withWaitProgress(
-          sup.consent.request({
-            clientHash: ctx.client.hash,
-            clientLabel: ctx.client.label,
-            clientVerified: ctx.client.verified,
-            instance: target.instance,
-            capabilities: wanted,
-            signal: ctx.signal,
-          }),
-          ctx.progress,
-          { totalMs: sup.config.consentTimeoutMs },
-        );
-      } catch (e) {
-        // The instance left during the prompt. If another process now owns the window (PID
-        // reuse), the identity before and after the prompt differs: that is target_changed.
-        if (isUiError(e) && e.code === "target_gone") {
-          const now = (await liveWindows(sup, ctx.signal)).find((w) => w.hwnd === target.window.hwnd);
-          if (now?.instance && !sameInstance(now.instance, target.instance)) throw uiError("target_changed");
-        }
-        throw e;
-      }
+      const decision = await askPerson(call, wanted);
       if (decision.decision === "denied") {
         return {
           structured: {
@@ -120,18 +80,12 @@ export const accessTools = [
         };
       }
       // Re-resolve after the prompt: the window must still belong to the approved instance.
-      const again = pickTarget(policy, await liveWindows(sup, ctx.signal), { hwnd: target.window.hwnd });
+      const again = pickTarget(policy, await call.desktop.windows(), { hwnd: target.window.hwnd });
       if (!sameInstance(again.instance, target.instance)) {
-        sup.grants.revokeInstance(target.instanceKey, "target_changed");
+        consent.revokeChanged();
         throw uiError("target_changed");
       }
-      const grant = sup.grants.put({
-        client: ctx.client.hash,
-        instance: target.instance,
-        hwnd: target.window.hwnd,
-        capabilities: decision.capabilities,
-      });
-      sup.grants.clearReleased(ctx.client.hash, target.instanceKey);
+      const grant = consent.grant(decision.capabilities);
       return {
         structured: {
           decision: "approved" as const,
@@ -160,9 +114,10 @@ export const accessTools = [
       ),
     }),
     effect: "read_only",
-    handler: async (ctx) => ({
+    uses: ["grants"],
+    handler: async (call) => ({
       structured: {
-        grants: ctx.sup.grants.listForClient(ctx.client.hash).map((g) => ({
+        grants: call.grants.mine().map((g) => ({
           hwnd: g.hwnd,
           pid: g.instance.pid,
           capabilities: [...g.capabilities],
@@ -181,40 +136,34 @@ export const accessTools = [
     correlated: true,
     output: z.object({ released: z.boolean() }),
     effect: "idempotent_effect",
-    handler: async (ctx, args) => {
-      const { sup } = ctx;
-      const client = ctx.client.hash;
+    uses: ["desktop", "grants", "policies"],
+    handler: async (call, args) => {
       let keys: string[];
       if (args.hwnd !== undefined) {
         // This client's grants on that hwnd, live window or not.
-        keys = sup.grants.listForClient(client).flatMap((g) => (g.hwnd === args.hwnd ? [g.instanceKey] : []));
+        keys = call.grants.mine().flatMap((g) => (g.hwnd === args.hwnd ? [g.instanceKey] : []));
         if (keys.length === 0) {
-          const live = (await liveWindows(sup, ctx.signal)).find((w) => w.hwnd === args.hwnd);
+          const live = (await call.desktop.windows()).find((w) => w.hwnd === args.hwnd);
           if (!live) throw uiError("target_not_found");
           keys = live.instance ? [instanceKey(live.instance)] : [];
         }
       } else {
-        keys = [pickTarget(requirePolicy(sup), await liveWindows(sup, ctx.signal), args).instanceKey];
+        keys = [pickTarget(call.policies.required(), await call.desktop.windows(), args).instanceKey];
       }
       let released = false;
-      for (const key of keys) {
-        released = sup.grants.release(client, key) || released;
-        // No silent renewal from the kept decision after this, and no reuse of the approval:
-        // the next request_access asks the person again. A kept Deny is not forgotten here.
-        sup.grants.markReleased(client, key);
-        sup.consent.forgetApproval(client, key);
-        sup.sessions.disposeByInstance(key, client);
-      }
+      // No silent renewal from the kept decision after this, and no reuse of the approval:
+      // the next request_access asks the person again. A kept Deny is not forgotten here.
+      for (const key of keys) released = call.grants.release(key) || released;
       return { structured: { released } };
     },
   }),
 
-  defineConsentTool({
+  defineDecisionTool({
     name: "request_confirmation",
     title: "Request a confirmation token",
     description:
       "A single-use confirmation_token (≤ 300 s) for one protected action class on this process instance.",
-    mode: "confirmation",
+    decides: "issue",
     args: {
       action_class: CapabilitySchema,
       ttl_seconds: z.number().int().min(1).max(300).default(60),
@@ -229,40 +178,35 @@ export const accessTools = [
       expires_at: z.string(),
     }),
     effect: "effect",
-    handler: async (ctx, args) => {
-      const { sup, policy, target: t } = ctx;
+    uses: ["tokens"],
+    handler: async (call, args) => {
       // The one decision the action itself would get; the token it asks for is what is missing.
-      const decision = decideAccess(
-        accessFacts(sup, ctx.client.hash, t, args.action_class, policy, "absent"),
-      );
+      const { decision, capability } = call.decision;
       if (isRefusal(decision.grant) && decision.grant.refused === "action_not_allowed")
-        throw uiError("action_not_allowed", actionNotAllowedMessage(policy.source, [args.action_class]));
+        throwRefusal(decision.grant);
       if (!decision.requiresConfirmation)
         throw uiError("invalid_argument", "This action class is not protected; it needs no token.");
-      await applyGrantDecision(sup, ctx.client.hash, t, policy, decision, args.action_class);
-      // As the action itself will check: input needs the window in front, unless the server is
-      // configured to bring it there first (focus mode "activate").
-      refuseUnactionable(
-        t.window,
-        INPUT_CLASSES.has(args.action_class) && sup.config.focusMode === "passive",
-      );
-      const issued = sup.tokens.issue(ctx.client.hash, t.instanceKey, args.action_class, args.ttl_seconds);
+      await call.tokens.holdGrant();
+      // As the action itself will check (the worker, right before): no token for a window the
+      // action would be refused on.
+      if (isRefusal(decision.window)) throwRefusal(decision.window);
+      const issued = call.tokens.issue(capability, args.ttl_seconds);
       return {
         structured: {
           confirmation_token: issued.token_id,
           token_id: issued.token_id,
-          action_class: args.action_class,
+          action_class: capability,
           expires_at: issued.expires_at,
         },
       };
     },
   }),
 
-  defineConsentTool({
+  defineDecisionTool({
     name: "preview_action",
     title: "Preview an action",
     description: "Whether an action class would be allowed on the window and needs a token.",
-    mode: "consent",
+    decides: "report",
     args: { action_class: CapabilitySchema },
     output: z.object({
       allowed: z.boolean(),
@@ -271,23 +215,38 @@ export const accessTools = [
       reason: z.string(),
     }),
     effect: "read_only",
-    handler: async (ctx, args) => {
-      const { sup, policy, target } = ctx;
-      const hasToken = sup.tokens.hasValid(ctx.client.hash, target.instanceKey, args.action_class);
-      // The decision the action itself would get (src/supervisor/access/accessDecision.ts), without the
-      // lease's word (asked only when acting) and without renewing anything.
-      const decision = decideAccess(
-        accessFacts(sup, ctx.client.hash, target, args.action_class, policy, hasToken ? "valid" : "absent"),
-      );
+    // The decision the action itself would get (src/supervisor/access/accessDecision.ts), without
+    // the lease's word (asked only when acting) and without renewing anything.
+    handler: async (call) => {
+      const { decision, hasValidToken } = call.decision;
       const reason = firstRefusal(decision)?.refused ?? "ok";
       return {
         structured: {
           allowed: reason === "ok",
           requires_confirmation: decision.requiresConfirmation,
-          has_valid_token: hasToken,
+          has_valid_token: hasValidToken,
           reason,
         },
       };
     },
   }),
 ];
+
+/** request_access's dialog; an instance that left during it and was replaced is target_changed. */
+async function askPerson(
+  call: WindowCall & { consent: ConsentService; desktop: DesktopService },
+  wanted: Capability[],
+) {
+  const { target } = call;
+  try {
+    return await call.consent.ask(wanted);
+  } catch (e) {
+    // The instance left during the prompt. If another process now owns the window (PID
+    // reuse), the identity before and after the prompt differs: that is target_changed.
+    if (isUiError(e) && e.code === "target_gone") {
+      const now = (await call.desktop.windows()).find((w) => w.hwnd === target.window.hwnd);
+      if (now?.instance && !sameInstance(now.instance, target.instance)) throw uiError("target_changed");
+    }
+    throw e;
+  }
+}

@@ -5,9 +5,8 @@ import type { OpResult } from "../../shared/protocol.js";
 import { sleep } from "../../shared/sleep.js";
 import { shotInOneHop, takeHeldShot } from "../screenshot/oneHop.js";
 import { planScreenshot } from "../screenshot/plan.js";
-import { captureFrame, stillAuthorized } from "../screenshot/sample.js";
 import { changedRects, FrameMemo, shortHash } from "../screenshot/visual.js";
-import { defineWindowTool, type TargetCall } from "./define.js";
+import { type CallBase, defineWindowTool } from "./define.js";
 
 const Crop = z.number().int().min(0).max(100_000);
 /** Where a screenshot looks: a policy's named region, or (env mode) the window minus crops. */
@@ -26,7 +25,7 @@ const memo = new FrameMemo();
 type Frame = OpResult<"capture.region">;
 
 /** The image block and the fields every frame result carries. */
-function frameResult(ctx: TargetCall, r: Frame, region: Rect) {
+function frameResult(call: CallBase, r: Frame, region: Rect) {
   const size: [number, number] = [rectWidth(region), rectHeight(region)];
   // Window-relative position of the image: image pixel (u, v) is window pixel (u + ox, v + oy),
   // the space every input tool takes (and the grid labels show).
@@ -44,7 +43,7 @@ function frameResult(ctx: TargetCall, r: Frame, region: Rect) {
           },
         ]
       : [],
-    _meta: { correlation_id: ctx.correlationId, window_offset: windowOffset, image_size: size },
+    _meta: { correlation_id: call.correlationId, window_offset: windowOffset, image_size: size },
   };
 }
 
@@ -80,35 +79,36 @@ export const captureTools = [
       screenshotPixels: rectArea(planScreenshot(policy, target.window, args).region),
     }),
     oneHop: shotInOneHop,
-    handler: async (ctx, args) => {
-      const { sup, policy, target } = ctx;
+    uses: ["capture"],
+    handler: async (call, args) => {
+      const { policy, target, capture } = call;
       const plan = planScreenshot(policy, target.window, args);
       try {
         // Taken in the message that resolved the target when the call allowed it (oneHop).
-        const r = ctx.held
-          ? takeHeldShot(ctx.held, plan)
-          : await captureFrame(sup, ctx.call, ctx.signal, policy.limits.max_png_bytes, target, plan, {
+        const r = capture.held
+          ? takeHeldShot(capture.held, plan)
+          : await capture.frame(plan, {
               grid_spacing: args.grid ? args.grid_spacing : null,
               output: "png",
               unless_hash: null,
               tiles: true,
             });
         const hash = hashOf(r);
-        memo.remember(ctx.client.hash, hash, r.tiles);
-        const out = frameResult(ctx, r, plan.region);
-        ctx.counters.masks = plan.masks.length;
+        memo.remember(call.client.hash, hash, r.tiles);
+        const out = frameResult(call, r, plan.region);
+        call.counters.masks = plan.masks.length;
         if (args.if_changed_since === hash) {
           // The client has this image: nothing was shown, so the pixels go back.
-          ctx.charge?.refund();
-          ctx.counters.unchanged = true;
+          call.charge?.refund();
+          call.counters.unchanged = true;
           return {
             structured: { ...out.fields, png_bytes: 0, hash, unchanged: true },
             _meta: out._meta,
           };
         }
         if (!r.png) throw uiError("platform_unavailable", "No image was produced.");
-        ctx.counters.pixels = rectArea(plan.region);
-        ctx.counters.png_bytes = r.png.byteLength;
+        call.counters.pixels = rectArea(plan.region);
+        call.counters.png_bytes = r.png.byteLength;
         return {
           structured: { ...out.fields, png_bytes: r.png.byteLength, hash },
           content: out.content,
@@ -117,7 +117,7 @@ export const captureTools = [
       } catch (e) {
         // No image left the server (memory wait cancelled, worker refusal, crash or deadline,
         // image too large): the pixels go back, so failing captures cannot drain the budget.
-        ctx.charge?.refund();
+        call.charge?.refund();
         throw e;
       }
     },
@@ -148,16 +148,15 @@ export const captureTools = [
     cost: (args, policy, target) => ({
       screenshotPixels: args.include_frame ? rectArea(planScreenshot(policy, target.window, args).region) : 0,
     }),
-    handler: async (ctx, args) => {
-      const { sup, policy, target } = ctx;
+    uses: ["capture"],
+    handler: async (call, args) => {
+      const { policy, target } = call;
       const plan = planScreenshot(policy, target.window, args);
-      const interval = 1000 / sup.config.visualSampleRate;
+      const interval = call.capture.sampleIntervalMs;
       const start = Date.now();
-      // Authorized by a grant (not a lease): the grant must stay live for every sample.
-      const byGrant = sup.grants.get(ctx.client.hash, target.instanceKey) !== undefined;
       // Samples are hashes only: no image is made until the frame that differs.
       const sample = (output: "png" | "frame_hash", unless: string | null) =>
-        captureFrame(sup, ctx.call, ctx.signal, policy.limits.max_png_bytes, target, plan, {
+        call.capture.frame(plan, {
           grid_spacing: null,
           output,
           unless_hash: unless,
@@ -165,14 +164,15 @@ export const captureTools = [
         });
       try {
         let since = args.since ?? null;
-        let sinceTiles = since === null ? null : memo.tiles(ctx.client.hash, since);
+        let sinceTiles = since === null ? null : memo.tiles(call.client.hash, since);
         let samples = 0;
         for (;;) {
-          const denied = stillAuthorized(sup, ctx.client.hash, policy, target, byGrant);
+          // Authorized by a grant (not a lease): the grant must stay live for every sample.
+          const denied = call.capture.stillAuthorized();
           if (denied) throw denied;
           const r = await sample(args.include_frame && since !== null ? "png" : "frame_hash", since);
           samples += 1;
-          ctx.counters.samples = samples;
+          call.counters.samples = samples;
           const hash = hashOf(r);
           const elapsed = Date.now() - start;
           if (since === null) {
@@ -180,14 +180,14 @@ export const captureTools = [
             since = hash;
             sinceTiles = r.tiles ?? null;
           } else if (hash !== since) {
-            memo.remember(ctx.client.hash, hash, r.tiles);
-            const out = frameResult(ctx, r, plan.region);
+            memo.remember(call.client.hash, hash, r.tiles);
+            const out = frameResult(call, r, plan.region);
             const rects = changedRects(sinceTiles, r.tiles ?? [], out.fields.width, out.fields.height, [
               plan.region[0],
               plan.region[1],
             ]);
-            if (!args.include_frame) ctx.charge?.refund();
-            else ctx.counters.png_bytes = r.png?.byteLength ?? 0;
+            if (!args.include_frame) call.charge?.refund();
+            else call.counters.png_bytes = r.png?.byteLength ?? 0;
             return {
               structured: {
                 changed: true,
@@ -201,16 +201,16 @@ export const captureTools = [
             };
           }
           if (elapsed >= args.timeout_ms) {
-            ctx.charge?.refund();
+            call.charge?.refund();
             return { structured: { changed: false, elapsed_ms: elapsed, hash } };
           }
-          await ctx.progress(elapsed, args.timeout_ms);
-          await sleep(Math.min(interval, args.timeout_ms - elapsed), ctx.signal).catch(() => {
+          await call.progress(elapsed, args.timeout_ms);
+          await sleep(Math.min(interval, args.timeout_ms - elapsed), call.signal).catch(() => {
             throw uiError("cancelled");
           });
         }
       } catch (e) {
-        ctx.charge?.refund();
+        call.charge?.refund();
         throw e;
       }
     },

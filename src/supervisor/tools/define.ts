@@ -1,12 +1,27 @@
 import type { ImageContent, TextContent } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { CallContext, OneHopReply } from "../access/callContext.js";
-import type { SessionRecord } from "../access/sessions.js";
+import {
+  type ActingCall,
+  type Admitted,
+  type CallBase,
+  callObject,
+  type DecisionCall,
+  decisionOf,
+  type OneHopCall,
+  type OneHopReply,
+  type PolicyCall,
+  policyOf,
+  type RefCall,
+  targetOf,
+  type WindowCall,
+  type WithServices,
+} from "../access/calls.js";
+import type { ServiceName } from "../access/services.js";
 import type { ResolvedTarget } from "../access/targets.js";
 import { HwndSchema } from "../access/targets.js";
 import type { BudgetKind } from "../budgets.js";
 import type { EffectivePolicy } from "../policy/load.js";
-import type { Capability } from "../policy/schema.js";
+import type { Capability, CapabilitySchema } from "../policy/schema.js";
 import { ConfirmationToken, CorrelationId, Ref, withTarget } from "./shapes.js";
 
 /**
@@ -79,13 +94,24 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
    */
   refuse?(args: z.output<I>): void;
   /**
+   * The services the chain builds for the handler (src/supervisor/access/services.ts); the
+   * handler's call object carries these and nothing else of the supervisor.
+   */
+  uses: readonly ServiceName[];
+  /**
+   * A tool about one action class (its `action_class` argument): the chain makes the access
+   * decision for it and hands it over. "issue": the token's class (request_confirmation);
+   * "report": a preview, which also looks whether the client holds a token.
+   */
+  decides?: "issue" | "report";
+  /**
    * The target's resolution and the tool's work in one worker message, when this call allows it
    * (else null): the chain sends it instead of its own listing, resolves and authorizes the
    * target from the listing it brings, and only then lets the handler read what it holds
-   * (ctx.held); a refused call drops it unread.
+   * (its capture service's `held`); a refused call drops it unread.
    */
-  oneHop?(ctx: CallContext, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
-  handler(ctx: CallContext, args: z.output<I>): Promise<ToolResult<z.output<O>>>;
+  oneHop?(call: OneHopCall, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
+  handler(call: Admitted, args: z.output<I>): Promise<ToolResult<z.output<O>>>;
 }
 
 /** The capability a tool exercises exists exactly for the "capability" mode. */
@@ -97,34 +123,16 @@ export type ToolAccess =
 export type ToolDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> = ToolBase<I, O> &
   ToolAccess;
 
-/** What every handler gets: who asks, cancellation, progress, the workers, counters, the charge. */
-export type ToolCall = Omit<CallContext, "policy" | "target" | "grant" | "capability">;
-/** A handler that runs under a usable policy. */
-export type PolicyCall = ToolCall & { policy: EffectivePolicy };
-/** A handler on a window whose identity the chain re-resolved just now. */
-export type TargetCall = PolicyCall & { target: ResolvedTarget };
-/** A handler on an element ref: its window as a target, and the ref's automation session. */
-export type RefCall = TargetCall & { element: SessionRecord & { inner: string } };
+export type { ActingCall, CallBase, DecisionCall, PolicyCall, RefCall, WindowCall };
 
-/**
- * The chain always sets what a kind's handler is typed to receive; a context without it is a
- * bug in the server (reported as an internal error, never as a refusal of the client).
- */
-function chainDidNotResolve(what: string): Error {
-  return new Error(`the chain did not resolve the call's ${what}`);
-}
-
-function withPolicy(ctx: CallContext): PolicyCall {
-  const { policy } = ctx;
-  if (policy === null) throw chainDidNotResolve("policy");
-  return { ...ctx, policy };
-}
-
-function withTargetOf(ctx: CallContext): TargetCall {
-  const { target } = ctx;
-  if (target === null) throw chainDidNotResolve("target");
-  return { ...withPolicy(ctx), target };
-}
+/** The services each kind may name: a kind that has no target cannot ask for input. */
+export type OpenServices = "desktop" | "grants" | "policies" | "server";
+export type DiscoveryServices = "desktop";
+export type MetaServices = "desktop" | "usage" | "grants" | "audit";
+export type ConsentServices = "consent" | "desktop";
+export type DecisionServices = "tokens";
+export type WindowServices = "desktop" | "capture" | "input" | "sessions";
+export type RefServices = "sessions" | "input";
 
 const CorrelationOutput = z.object({ correlation_id: CorrelationId });
 
@@ -147,7 +155,7 @@ function row<I extends z.ZodType, O extends z.ZodType>(def: ToolDef<I, O>): Tool
   return def as unknown as ToolDef;
 }
 
-interface KindSpec<I extends z.ZodType, O extends z.ZodRawShape, C> {
+interface KindSpec<I extends z.ZodType, O extends z.ZodRawShape, C, U extends ServiceName> {
   name: string;
   title: string;
   description: string;
@@ -157,22 +165,27 @@ interface KindSpec<I extends z.ZodType, O extends z.ZodRawShape, C> {
   audited?: false;
   /** The result carries the call's correlation_id (a wait, or a change to the server's state). */
   correlated?: true;
-  handler(call: C, args: z.output<I>): Promise<ToolResult<z.output<z.ZodObject<O>>>>;
+  /** The services the handler uses; its call object carries exactly these. */
+  uses?: readonly U[];
+  handler(call: WithServices<C, U>, args: z.output<I>): Promise<ToolResult<z.output<z.ZodObject<O>>>>;
 }
 
 /** What a kind fixes about its rows besides the spec: access, budget, target, cost, refusals. */
 type KindFields<A> = { budget: BudgetKind | "none"; target: TargetMode } & ToolAccess & {
     cost?: CostOf<A>;
     refuse?(args: A): void;
-    oneHop?(ctx: CallContext, args: A, policy: EffectivePolicy): Promise<OneHopReply> | null;
+    decides?: "issue" | "report";
+    oneHop?(call: OneHopCall, args: A, policy: EffectivePolicy): Promise<OneHopReply> | null;
   };
 
 /** Builds the row of a kind; with `correlated` its output and results carry the correlation_id. */
-function kindRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
-  spec: KindSpec<I, O, C>,
+function kindRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends ServiceName>(
+  spec: KindSpec<I, O, C, U>,
   fields: KindFields<z.output<I>>,
-  callOf: (ctx: CallContext, args: z.output<I>) => C,
+  callOf: (a: Admitted, uses: readonly U[], args: z.output<I>) => WithServices<C, U>,
+  built: readonly ServiceName[] = [],
 ): ToolDef {
+  const uses = spec.uses ?? [];
   const base = {
     name: spec.name,
     title: spec.title,
@@ -181,77 +194,127 @@ function kindRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
     annotations: ANNOTATIONS[spec.effect],
     ...(spec.audited === false ? { audited: false as const } : {}),
     ...fields,
+    uses: [...new Set<ServiceName>([...uses, ...built])],
   };
   if (spec.correlated)
     return row({
       ...base,
       // Typed loosely here: correlate() puts the correlation_id in front of the handler's result.
       output: correlatedOutput(spec.output) as z.ZodType,
-      handler: (ctx, args) => correlate(ctx.correlationId, spec.handler(callOf(ctx, args), args)),
+      handler: async (a, args) =>
+        correlate(a.record.correlationId, spec.handler(callOf(a, uses, args), args)),
     });
-  return row({ ...base, output: spec.output, handler: (ctx, args) => spec.handler(callOf(ctx, args), args) });
+  return row({
+    ...base,
+    output: spec.output,
+    handler: async (a, args) => spec.handler(callOf(a, uses, args), args),
+  });
 }
 
+const baseCall = <U extends ServiceName>(a: Admitted, uses: readonly U[]) =>
+  callObject<CallBase, U>(a, {}, uses);
+const policyCall = <U extends ServiceName>(a: Admitted, uses: readonly U[]) =>
+  callObject<PolicyCall, U>(a, { policy: policyOf(a) }, uses);
+const windowCall = <U extends ServiceName>(a: Admitted, uses: readonly U[]) =>
+  callObject<WindowCall, U>(a, { policy: policyOf(a), target: targetOf(a) }, uses);
+const actingCall = <U extends ServiceName>(a: Admitted, uses: readonly U[]) =>
+  callObject<ActingCall, U>(a, { policy: policyOf(a), target: targetOf(a), charge: a.record.charge }, uses);
+
 /** A tool that needs no policy and no window: the server's own bookkeeping. */
-export function defineOpenTool<I extends z.ZodType, O extends z.ZodRawShape>(
-  spec: KindSpec<I, O, ToolCall>,
+export function defineOpenTool<I extends z.ZodType, O extends z.ZodRawShape, U extends OpenServices = never>(
+  spec: KindSpec<I, O, CallBase, U>,
 ): ToolDef {
-  return kindRow(spec, { mode: "open", capability: null, budget: "none", target: "none" }, (ctx) => ctx);
+  return kindRow(spec, { mode: "open", capability: null, budget: "none", target: "none" }, baseCall);
 }
 
 /** A tool that finds windows: under a usable policy whose rules filter what it shows. */
-export function defineDiscoveryTool<I extends z.ZodType, O extends z.ZodRawShape>(
-  spec: KindSpec<I, O, PolicyCall>,
-): ToolDef {
+export function defineDiscoveryTool<
+  I extends z.ZodType,
+  O extends z.ZodRawShape,
+  U extends DiscoveryServices = never,
+>(spec: KindSpec<I, O, PolicyCall, U>): ToolDef {
   return kindRow(
     spec,
     { mode: "discovery", capability: null, budget: "discovery", target: "none" },
-    withPolicy,
+    policyCall,
   );
 }
 
 /** A capability tool on no window (the server's own state, the desktop as a whole). */
-export function defineMetaTool<I extends z.ZodType, O extends z.ZodRawShape>(
-  spec: KindSpec<I, O, PolicyCall> & { capability: Capability; budget: BudgetKind | "none" },
+export function defineMetaTool<I extends z.ZodType, O extends z.ZodRawShape, U extends MetaServices = never>(
+  spec: KindSpec<I, O, PolicyCall, U> & { capability: Capability; budget: BudgetKind | "none" },
 ): ToolDef {
   return kindRow(
     spec,
     { mode: "capability", capability: spec.capability, budget: spec.budget, target: "none" },
-    withPolicy,
+    policyCall,
   );
 }
 
-/** A tool about access to a window (request_access, request_confirmation, preview_action). */
-export function defineConsentTool<S extends z.ZodRawShape, O extends z.ZodRawShape>(
-  spec: Omit<KindSpec<ReturnType<typeof withTarget<S>>, O, TargetCall>, "input"> & {
-    mode: "consent" | "confirmation";
+/** A tool that asks for access to a window (request_access): the call is about a grant, so it needs none. */
+export function defineConsentTool<
+  S extends z.ZodRawShape,
+  O extends z.ZodRawShape,
+  U extends ConsentServices = never,
+>(spec: Omit<KindSpec<ReturnType<typeof withTarget<S>>, O, WindowCall, U>, "input"> & { args: S }): ToolDef {
+  return kindRow(
+    { ...spec, input: withTarget(spec.args) },
+    { mode: "consent", capability: null, budget: "none", target: "window" },
+    windowCall,
+  );
+}
+
+/**
+ * A tool about one action class on a window (request_confirmation, preview_action): the chain
+ * makes the one access decision for the `action_class` it names, and the handler reads it.
+ */
+export function defineDecisionTool<
+  S extends { action_class: typeof CapabilitySchema } & z.ZodRawShape,
+  O extends z.ZodRawShape,
+  U extends DecisionServices = never,
+>(
+  spec: Omit<KindSpec<ReturnType<typeof withTarget<S>>, O, DecisionCall, U>, "input"> & {
+    /** "issue": a token for the class (mode confirmation); "report": what the action would get. */
+    decides: "issue" | "report";
     args: S;
   },
 ): ToolDef {
   return kindRow(
     { ...spec, input: withTarget(spec.args) },
-    { mode: spec.mode, capability: null, budget: "none", target: "window" },
-    withTargetOf,
+    {
+      mode: spec.decides === "issue" ? "confirmation" : "consent",
+      capability: null,
+      budget: "none",
+      target: "window",
+      decides: spec.decides,
+    },
+    (a, uses) =>
+      callObject<DecisionCall, U>(
+        a,
+        { policy: policyOf(a), target: targetOf(a), decision: decisionOf(a) },
+        uses,
+      ),
   );
 }
 
 /** Every capability tool on a window or element takes a confirmation_token besides its own arguments. */
 const TokenArg = { confirmation_token: ConfirmationToken };
 
-interface ActingSpec<I extends z.ZodType, O extends z.ZodRawShape, C>
-  extends Omit<KindSpec<I, O, C>, "input" | "correlated"> {
+interface ActingSpec<I extends z.ZodType, O extends z.ZodRawShape, C, U extends ServiceName>
+  extends Omit<KindSpec<I, O, C, U>, "input" | "correlated"> {
   capability: Capability;
   budget: BudgetKind;
   cost?: CostOf<z.output<I>>;
   refuse?(args: z.output<I>): void;
-  oneHop?(ctx: CallContext, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
+  oneHop?(call: OneHopCall, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
 }
 
-function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
-  spec: ActingSpec<I, O, C>,
+function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends ServiceName>(
+  spec: ActingSpec<I, O, C, U>,
   input: I,
   target: "window" | "ref",
-  callOf: (ctx: CallContext, args: z.output<I>) => C,
+  callOf: (a: Admitted, uses: readonly U[], args: z.output<I>) => WithServices<C, U>,
+  built: readonly ServiceName[] = [],
 ): ToolDef {
   const { cost, refuse, oneHop } = spec;
   return kindRow(
@@ -266,6 +329,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C>(
       ...(oneHop ? { oneHop } : {}),
     },
     callOf,
+    built,
   );
 }
 
@@ -278,31 +342,50 @@ const refInput = <S extends z.ZodRawShape>(args: S) => z.strictObject({ ref: Ref
  * A capability tool on one window, chosen by hwnd or title_contains. It takes a
  * confirmation_token and its result carries the correlation_id.
  */
-export function defineWindowTool<S extends z.ZodRawShape, O extends z.ZodRawShape>(
-  spec: ActingSpec<ReturnType<typeof windowInput<S>>, O, TargetCall> & { args: S },
-): ToolDef {
-  return actingRow(spec, windowInput(spec.args), "window", withTargetOf);
+export function defineWindowTool<
+  S extends z.ZodRawShape,
+  O extends z.ZodRawShape,
+  U extends WindowServices = never,
+>(spec: ActingSpec<ReturnType<typeof windowInput<S>>, O, ActingCall, U> & { args: S }): ToolDef {
+  return actingRow(spec, windowInput(spec.args), "window", actingCall);
 }
 
 /** defineWindowTool for a window chosen by hwnd only: a minimized one is not listed, so no title finds it. */
-export function defineHwndTool<S extends z.ZodRawShape, O extends z.ZodRawShape>(
-  spec: ActingSpec<ReturnType<typeof hwndInput<S>>, O, TargetCall> & { args: S },
-): ToolDef {
-  return actingRow(spec, hwndInput(spec.args), "window", withTargetOf);
+export function defineHwndTool<
+  S extends z.ZodRawShape,
+  O extends z.ZodRawShape,
+  U extends WindowServices = never,
+>(spec: ActingSpec<ReturnType<typeof hwndInput<S>>, O, ActingCall, U> & { args: S }): ToolDef {
+  return actingRow(spec, hwndInput(spec.args), "window", actingCall);
 }
 
 /**
  * A capability tool on an element ref from inspect_tree / find_elements: the chain re-resolves
  * the ref's window; the handler gets the ref's automation session as `element`.
  */
-export function defineRefTool<S extends z.ZodRawShape, O extends z.ZodRawShape>(
-  spec: ActingSpec<ReturnType<typeof refInput<S>>, O, RefCall> & { args: S },
-): ToolDef {
-  return actingRow(spec, refInput(spec.args), "ref", (ctx, args) => {
-    const call = withTargetOf(ctx);
-    // Looked up again after the chain's own await: a session that ended meanwhile is element_stale.
-    return { ...call, element: call.sup.sessions.lookupRef(refOf(args), call.client.hash) };
-  });
+export function defineRefTool<
+  S extends z.ZodRawShape,
+  O extends z.ZodRawShape,
+  U extends RefServices = never,
+>(spec: ActingSpec<ReturnType<typeof refInput<S>>, O, RefCall, U> & { args: S }): ToolDef {
+  return actingRow(
+    spec,
+    refInput(spec.args),
+    "ref",
+    (a, uses, args) => {
+      const sessions = a.services.sessions;
+      if (!sessions) throw new Error("the chain did not build the ref's sessions service");
+      // Looked up again after the chain's own await: a session that ended meanwhile is element_stale.
+      const element = sessions.lookupRef(refOf(args));
+      return callObject<RefCall, U>(
+        a,
+        { policy: policyOf(a), target: targetOf(a), charge: a.record.charge, element },
+        uses,
+      );
+    },
+    // The ref's session is looked up through it, whether or not the handler uses it too.
+    ["sessions"],
+  );
 }
 
 /** The parsed arguments' ref (refInput makes it a required string). */

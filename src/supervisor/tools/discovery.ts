@@ -2,23 +2,23 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
+import { refuseUnactionable } from "../../shared/actionable.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { RectSchema } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import { sleep } from "../../shared/sleep.js";
-import { liveWindows, pollWindows } from "../access/liveWindows.js";
+import type { DesktopService, ServerFacts } from "../access/services.js";
 import { allowedWindows, HwndSchema, pickTarget } from "../access/targets.js";
 import { startLoopDelay } from "../hosting/loopDelay.js";
-import { type EffectivePolicy, ENV, type PolicyState, policyStatusAt } from "../policy/load.js";
+import { type EffectivePolicy, ENV, type PolicyState } from "../policy/load.js";
 import { windowAllowed } from "../policy/match.js";
-import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import {
+  type CallBase,
   defineDiscoveryTool,
   defineMetaTool,
   defineOpenTool,
   defineWindowTool,
-  type ToolCall,
 } from "./define.js";
 import { WindowSummary } from "./shapes.js";
 
@@ -153,21 +153,23 @@ function policySources(state: PolicyState): z.output<typeof HealthOutput>["polic
   };
 }
 
-async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>> {
-  const { sup } = ctx;
-  const state = policyStatusAt(sup.policyState, () => new Date(sup.clock()));
+async function healthFacts(
+  call: CallBase & { server: ServerFacts; desktop: DesktopService },
+): Promise<z.output<typeof HealthOutput>> {
+  const { server } = call;
+  const state = server.policyStatus();
   let facts: Record<string, string | number | boolean | null> = {};
   let platformOk = false;
-  if (sup.config.platform) {
+  if (server.platform) {
     try {
-      facts = (await ctx.call("desktop.health", {}, 5000)).facts;
+      facts = (await call.desktop.read("desktop.health", {}, 5000)).facts;
       platformOk = facts.available !== false;
     } catch (e) {
       // A UiError's message is our own fixed text (e.g. the missing variable named), never content.
       facts = isUiError(e) ? { error: e.code, message: e.message } : { error: "platform_unavailable" };
     }
   }
-  const lease = sup.lease ? await sup.lease.status() : { active: false, expires_at: null, reachable: false };
+  const lease = await server.lease();
   const sources = policySources(state);
   const missing = state.status === "ok" ? envPolicyMissing(state.policy) : [];
   const policy =
@@ -190,8 +192,8 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
             reasons: state.reasons.slice(0, 5).map((r) => r.slice(0, 300)),
           };
   // A configured audit file that cannot be written stops every effect (audit_unavailable).
-  const auditFailed = sup.audit.sink === "failed";
-  const remote = sup.remoteHealth?.();
+  const auditFailed = server.auditSink() === "failed";
+  const remote = server.remote();
   const status = !platformOk
     ? "unusable"
     : policy.status === "ok" && !auditFailed && remote?.degraded !== true
@@ -199,16 +201,16 @@ async function healthFacts(ctx: ToolCall): Promise<z.output<typeof HealthOutput>
       : "degraded";
   return {
     status,
-    platform: sup.config.platform,
+    platform: server.platform,
     policy,
-    versions: { server: sup.version, node: process.version, mcp_sdk: sdkVersion() },
+    versions: { server: server.version, node: process.version, mcp_sdk: sdkVersion() },
     platform_facts: facts,
-    workers: [...Object.values(sup.workers).map((w) => w.stats()), sup.sessions.stats()],
-    lease: { mode: sup.config.lease, ...lease },
-    audit: { ring_size: sup.audit.recent(1000).length, sink: sup.audit.sink },
-    consent_dialog: { ...sup.consentDialog, open: sup.dialogs.open },
-    uptime_ms: sup.clock() - sup.startedAt,
-    streams: streamMemoryUse(sup),
+    workers: server.workers(),
+    lease: { mode: server.leaseMode, ...lease },
+    audit: { ring_size: server.auditRingSize(), sink: server.auditSink() },
+    consent_dialog: server.consentDialog(),
+    uptime_ms: server.uptimeMs(),
+    streams: server.streams(),
     event_loop: loopDelay.figures(),
     ...(remote ? { remote: { revocation_list: remote.revocation_list } } : {}),
   };
@@ -222,7 +224,8 @@ export const discoveryTools = [
     input: z.strictObject({}),
     output: HealthOutput,
     effect: "read_only",
-    handler: async (ctx) => ({ structured: await healthFacts(ctx) }),
+    uses: ["server", "desktop"],
+    handler: async (call) => ({ structured: await healthFacts(call) }),
   }),
 
   defineDiscoveryTool({
@@ -233,9 +236,10 @@ export const discoveryTools = [
     input: z.strictObject({}),
     output: z.object({ windows: z.array(WindowSummary) }),
     effect: "read_only",
-    handler: async (ctx) => {
-      const windows = allowedWindows(ctx.policy, await liveWindows(ctx.sup, ctx.signal)).map(summary);
-      ctx.counters.windows = windows.length;
+    uses: ["desktop"],
+    handler: async (call) => {
+      const windows = allowedWindows(call.policy, await call.desktop.windows()).map(summary);
+      call.counters.windows = windows.length;
       return { structured: { windows } };
     },
   }),
@@ -252,8 +256,9 @@ export const discoveryTools = [
       on_top: z.boolean(),
     }),
     effect: "read_only",
-    handler: async (ctx, args) => {
-      const t = pickTarget(ctx.policy, await liveWindows(ctx.sup, ctx.signal), { hwnd: args.hwnd });
+    uses: ["desktop"],
+    handler: async (call, args) => {
+      const t = pickTarget(call.policy, await call.desktop.windows(), { hwnd: args.hwnd });
       const w = t.window;
       return {
         structured: {
@@ -280,8 +285,9 @@ export const discoveryTools = [
       size: z.tuple([z.number(), z.number()]),
     }),
     effect: "read_only",
-    handler: async (ctx) => {
-      const { rect } = await ctx.call("desktop.virtual_screen", {});
+    uses: ["desktop"],
+    handler: async (call) => {
+      const { rect } = await call.desktop.read("desktop.virtual_screen", {});
       return {
         structured: {
           bounds: rect,
@@ -308,17 +314,18 @@ export const discoveryTools = [
       window: WindowSummary.optional(),
     }),
     effect: "read_only",
-    handler: async (ctx, args) => {
-      const { policy } = ctx;
+    uses: ["desktop"],
+    handler: async (call, args) => {
+      const { policy } = call;
       const start = Date.now();
-      await ctx.progress(0, args.timeout_ms);
+      await call.progress(0, args.timeout_ms);
       for (let polls = 0; ; polls++) {
-        const all = await pollWindows(ctx.sup, ctx.signal);
+        const all = await call.desktop.poll();
         const needle = args.title_contains.toLowerCase();
         const hits = allowedWindows(policy, all).filter((w) => w.title.toLowerCase().includes(needle));
         if (hits.length > 1) throw uiError("target_ambiguous");
         const elapsed = Date.now() - start;
-        ctx.counters.polls = polls + 1;
+        call.counters.polls = polls + 1;
         if (hits.length === 1)
           return {
             structured: {
@@ -328,8 +335,8 @@ export const discoveryTools = [
             },
           };
         if (elapsed >= args.timeout_ms) return { structured: { found: false, elapsed_ms: elapsed } };
-        await ctx.progress(Math.min(elapsed, args.timeout_ms), args.timeout_ms);
-        await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), ctx.signal).catch(() => {
+        await call.progress(Math.min(elapsed, args.timeout_ms), args.timeout_ms);
+        await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), call.signal).catch(() => {
           throw uiError("cancelled");
         });
       }
@@ -352,30 +359,28 @@ export const discoveryTools = [
       title: z.string().optional(),
     }),
     effect: "read_only",
-    handler: async (ctx, args) => {
-      const t = ctx.target;
+    uses: ["desktop"],
+    handler: async (call, args) => {
+      const t = call.target;
       const initial = t.window.title;
       // A window that is not on screen shows no new title to wait for: the wait ends at once.
-      const refuseHidden = (w: WindowInfo) => {
-        if (w.iconic)
-          throw uiError("minimized", "The target window is minimized; restore_window it, then wait again.");
-        if (!w.visible) throw uiError("target_gone", "The target window is not visible.");
-      };
+      const refuseHidden = (w: WindowInfo) =>
+        refuseUnactionable(w, false, "The target window is minimized; restore_window it, then wait again.");
       refuseHidden(t.window);
       const start = Date.now();
       for (;;) {
         const elapsed = Date.now() - start;
         if (elapsed >= args.timeout_ms) return { structured: { changed: false, elapsed_ms: elapsed } };
-        await ctx.progress(elapsed, args.timeout_ms);
-        await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), ctx.signal).catch(() => {
+        await call.progress(elapsed, args.timeout_ms);
+        await sleep(Math.min(args.poll_interval_ms, args.timeout_ms - elapsed), call.signal).catch(() => {
           throw uiError("cancelled");
         });
-        const { window } = await ctx.call("desktop.get", { hwnd: t.window.hwnd });
+        const { window } = await call.desktop.read("desktop.get", { hwnd: t.window.hwnd });
         if (!window) throw uiError("target_gone");
         if (!window.instance || !sameInstance(window.instance, t.instance)) throw uiError("target_changed");
         refuseHidden(window);
         // A new title outside the policy is the window leaving it: never shown (docs/spec.md §4).
-        if (!windowAllowed(ctx.policy, { title: window.title, exe_path: window.instance.exe_path }))
+        if (!windowAllowed(call.policy, { title: window.title, exe_path: window.instance.exe_path }))
           throw uiError("target_not_allowed", "The window's new title is outside the policy.");
         if (window.title !== initial)
           return {

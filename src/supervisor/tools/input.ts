@@ -50,13 +50,14 @@ function pointerTool(
     args: { x: Coord, y: Coord },
     output: PointerOutput,
     effect: "destructive",
-    handler: async (ctx, args) => {
-      const r = await ctx.call("input.pointer", {
-        target: ctx.target.expectation,
+    uses: ["input"],
+    handler: async (call, args) => {
+      const r = await call.input.press("input.pointer", {
+        target: call.target.expectation,
         kind,
         x: args.x,
         y: args.y,
-        focus_mode: ctx.sup.config.focusMode,
+        focus_mode: call.input.focusMode,
       });
       return { structured: r };
     },
@@ -81,18 +82,19 @@ export const inputTools = [
     },
     output: PointerOutput,
     effect: "effect",
-    handler: async (ctx, args) => {
-      const r = await ctx.call(
+    uses: ["input"],
+    handler: async (call, args) => {
+      const r = await call.input.press(
         "input.pointer",
         {
-          target: ctx.target.expectation,
+          target: call.target.expectation,
           kind: "hover",
           x: args.x,
           y: args.y,
           dwell_ms: args.dwell_ms,
-          focus_mode: ctx.sup.config.focusMode,
+          focus_mode: call.input.focusMode,
         },
-        ctx.sup.config.workerDeadlineMs + args.dwell_ms,
+        call.input.deadlineMs + args.dwell_ms,
       );
       return { structured: r };
     },
@@ -117,15 +119,16 @@ export const inputTools = [
     },
     output: PointerOutput,
     effect: "effect",
-    handler: async (ctx, args) => {
-      ctx.counters.notches = args.notches;
-      const r = await ctx.call("input.pointer", {
-        target: ctx.target.expectation,
+    uses: ["input"],
+    handler: async (call, args) => {
+      call.counters.notches = args.notches;
+      const r = await call.input.press("input.pointer", {
+        target: call.target.expectation,
         kind: "scroll",
         x: args.x,
         y: args.y,
         notches: args.notches,
-        focus_mode: ctx.sup.config.focusMode,
+        focus_mode: call.input.focusMode,
       });
       return { structured: r };
     },
@@ -149,18 +152,19 @@ export const inputTools = [
     },
     output: z.object({ legs: z.number().int() }),
     effect: "destructive",
-    handler: async (ctx, args) => {
+    uses: ["input"],
+    handler: async (call, args) => {
       const points = [
         { x: args.start_x, y: args.start_y },
         ...(args.path ?? []),
         { x: args.end_x, y: args.end_y },
       ];
-      ctx.counters.waypoints = args.path?.length ?? 0;
+      call.counters.waypoints = args.path?.length ?? 0;
       // The gesture's own waits (150 ms settle, 50 ms per leg) come on top of the deadline.
-      const r = await ctx.call(
+      const r = await call.input.press(
         "input.drag",
-        { target: ctx.target.expectation, points, focus_mode: ctx.sup.config.focusMode },
-        ctx.sup.config.workerDeadlineMs + 150 + points.length * 60,
+        { target: call.target.expectation, points, focus_mode: call.input.focusMode },
+        call.input.deadlineMs + 150 + points.length * 60,
       );
       return { structured: { legs: r.legs } };
     },
@@ -184,26 +188,27 @@ export const inputTools = [
     output: z.object({ chars: z.number().int() }),
     effect: "destructive",
     cost: (args) => ({ textChars: args.text.length }),
-    handler: async (ctx, args) => {
-      ctx.counters.chars = args.text.length;
-      if (ctx.signal.aborted) {
+    uses: ["input"],
+    handler: async (call, args) => {
+      call.counters.chars = args.text.length;
+      if (call.signal.aborted) {
         // Cancelled while the chain resolved the target: nothing reached the input worker, so
         // the characters go back.
-        ctx.charge?.refund();
+        call.charge?.refund();
         throw uiError("cancelled");
       }
       // Once the request is sent the characters stay charged whatever fails: the worker verifies
       // before each chunk, so a refusal (not_foreground, target_gone, …) may follow chunks already
       // typed, and a deadline, cancel or crash can come mid-chunk; no error says "nothing typed".
-      const r = await ctx.call(
+      const r = await call.input.press(
         "input.text",
         {
-          target: ctx.target.expectation,
+          target: call.target.expectation,
           text: args.text,
-          mode: ctx.sup.config.textMode,
-          focus_mode: ctx.sup.config.focusMode,
+          mode: call.input.textMode,
+          focus_mode: call.input.focusMode,
         },
-        ctx.sup.config.workerDeadlineMs + args.text.length * 5,
+        call.input.deadlineMs + args.text.length * 5,
       );
       return { structured: { chars: r.chars } };
     },
@@ -224,16 +229,17 @@ export const inputTools = [
     output: z.object({ steps: z.number().int() }),
     effect: "destructive",
     refuse: (args) => refuseSystemChords([args]),
-    handler: async (ctx, args) => {
-      ctx.counters.modifiers = args.modifiers.length;
-      const r = await ctx.call(
+    uses: ["input"],
+    handler: async (call, args) => {
+      call.counters.modifiers = args.modifiers.length;
+      const r = await call.input.press(
         "input.keys",
         {
-          target: ctx.target.expectation,
+          target: call.target.expectation,
           steps: [{ key: args.key, modifiers: args.modifiers, hold_ms: args.hold_ms }],
-          focus_mode: ctx.sup.config.focusMode,
+          focus_mode: call.input.focusMode,
         },
-        ctx.sup.config.workerDeadlineMs + args.hold_ms,
+        call.input.deadlineMs + args.hold_ms,
       );
       return { structured: { steps: r.steps } };
     },
@@ -255,13 +261,14 @@ export const inputTools = [
     output: z.object({ steps: z.number().int() }),
     effect: "destructive",
     refuse: (args) => refuseSystemChords(keySteps(args.keys, args.hold_ms)),
-    handler: async (ctx, args) => {
+    uses: ["input"],
+    handler: async (call, args) => {
       const steps = keySteps(args.keys, args.hold_ms);
-      ctx.counters.steps = steps.length;
-      const r = await ctx.call(
+      call.counters.steps = steps.length;
+      const r = await call.input.press(
         "input.keys",
-        { target: ctx.target.expectation, steps, focus_mode: ctx.sup.config.focusMode },
-        ctx.sup.config.workerDeadlineMs + steps.length * (args.hold_ms + 100),
+        { target: call.target.expectation, steps, focus_mode: call.input.focusMode },
+        call.input.deadlineMs + steps.length * (args.hold_ms + 100),
       );
       return { structured: { steps: r.steps } };
     },
@@ -276,8 +283,9 @@ export const inputTools = [
     args: {},
     output: z.object({}),
     effect: "destructive",
-    handler: async (ctx) => {
-      await ctx.call("input.close", { target: ctx.target.expectation });
+    uses: ["input"],
+    handler: async (call) => {
+      await call.input.press("input.close", { target: call.target.expectation });
       return { structured: {} };
     },
   }),
@@ -292,8 +300,9 @@ export const inputTools = [
     args: {},
     output: z.object({ was_minimized: z.boolean() }),
     effect: "idempotent_effect",
-    handler: async (ctx) => {
-      const r = await ctx.call("input.restore", { target: ctx.target.expectation });
+    uses: ["input"],
+    handler: async (call) => {
+      const r = await call.input.press("input.restore", { target: call.target.expectation });
       return { structured: { was_minimized: r.was_iconic } };
     },
   }),

@@ -34,15 +34,15 @@ export const metaTools = [
       memory: z.object({ limit_bytes: z.number(), in_use_bytes: z.number(), peak_bytes: z.number() }),
     }),
     effect: "read_only",
-    handler: async (ctx) => {
-      const { limits } = ctx.policy;
-      const s = ctx.sup.budgets.state(ctx.client.hash);
-      const m = ctx.sup.memory;
-      const applications = ctx.sup.grants
-        .listForClient(ctx.client.hash)
+    uses: ["usage", "grants"],
+    handler: async (call) => {
+      const { limits } = call.policy;
+      const s = call.usage.client();
+      const applications = call.grants
+        .mine()
         .map((g) => {
-          const usage = ctx.sup.budgets.applicationState(g.instanceKey, limits);
-          const shared = ctx.sup.grants.sharedWithOthers(ctx.client.hash, g.instanceKey);
+          const usage = call.usage.application(g.instanceKey, limits);
+          const shared = call.usage.sharedWithOthers(g.instanceKey);
           return {
             hwnd: g.hwnd,
             pid: g.instance.pid,
@@ -61,7 +61,7 @@ export const metaTools = [
             max_screenshot_pixels_per_minute: limits.max_screenshot_pixels_per_minute,
           },
           applications,
-          memory: { limit_bytes: m.limitBytes, in_use_bytes: m.inUse, peak_bytes: m.peak },
+          memory: call.usage.memory(),
         },
       };
     },
@@ -78,8 +78,9 @@ export const metaTools = [
     output: z.object({ events: z.array(AuditEventSchema) }),
     effect: "read_only",
     // Only the caller's own events: in remote mode one server serves several identities.
-    handler: async (ctx, args) => ({
-      structured: { events: ctx.sup.audit.recent(args.limit, ctx.client.hash) },
+    uses: ["audit"],
+    handler: async (call, args) => ({
+      structured: { events: call.audit.mine(args.limit) },
     }),
   }),
 ];

@@ -3,8 +3,9 @@ import { uiError } from "../../shared/errors.js";
 import type { A11yNodeOut } from "../../shared/protocol.js";
 import { sleep } from "../../shared/sleep.js";
 import { type ElementState, STATES } from "../../shared/states.js";
+import type { SessionService } from "../access/services.js";
 import type { SessionRecord } from "../access/sessions.js";
-import type { TargetCall } from "./define.js";
+import type { WindowCall } from "./define.js";
 import { Ref } from "./shapes.js";
 
 /**
@@ -13,6 +14,9 @@ import { Ref } from "./shapes.js";
  * and budget (a poll is never a separate charge). Only refs, roles, names and states are
  * compared: never values.
  */
+
+/** What observing needs: the window, and its automation session's service. */
+export type ObserveCall = WindowCall & { readonly sessions: SessionService };
 
 export const StateArg = z.enum(STATES);
 
@@ -58,13 +62,13 @@ export interface Condition {
 
 /** One ask: the element that satisfies the condition (null for gone), or undefined when it does not hold. */
 async function probe(
-  ctx: TargetCall,
+  call: ObserveCall,
   s: SessionRecord,
   c: Condition,
 ): Promise<{ holds: boolean; element: A11yNodeOut | null }> {
-  const target = ctx.target.expectation;
+  const target = call.target.expectation;
   if (c.ref !== null) {
-    const { node } = await ctx.callSession(s, "a11y.describe", { session_key: s.key, target, ref: c.ref });
+    const { node } = await call.sessions.call(s, "a11y.describe", { session_key: s.key, target, ref: c.ref });
     // Gone from what the agent can see: no longer there, or no longer shown (a closed menu's
     // items may live on, hidden).
     if (c.gone) return { holds: node === null || node.states.includes("offscreen"), element: null };
@@ -74,8 +78,8 @@ async function probe(
     const stated = c.state === null || node.states.includes(c.state);
     return { holds: named && stated, element: node };
   }
-  const deadline = ctx.sup.config.treeDeadlineMs;
-  const r = await ctx.callSession(
+  const deadline = call.sessions.treeDeadlineMs;
+  const r = await call.sessions.call(
     s,
     "a11y.find",
     {
@@ -88,7 +92,7 @@ async function probe(
       max_results: c.gone ? GONE_MAX_RESULTS : 1,
       deadline_ms: deadline,
     },
-    deadline + ctx.sup.config.workerDeadlineMs,
+    deadline + call.sessions.deadlineMs,
   );
   // A truncated search proves nothing is gone; matches that are not shown do not count.
   if (c.gone)
@@ -102,22 +106,22 @@ async function probe(
  * Returns the satisfying element (null for gone) or "timeout".
  */
 export async function waitForCondition(
-  ctx: TargetCall,
+  call: ObserveCall,
   s: SessionRecord,
   c: Condition,
   timeoutMs: number,
   report: boolean,
 ): Promise<{ element: A11yNodeOut | null; elapsed_ms: number; polls: number } | "timeout"> {
   const start = Date.now();
-  if (report) await ctx.progress(0, timeoutMs);
+  if (report) await call.progress(0, timeoutMs);
   for (let polls = 1; ; polls += 1) {
-    const r = await probe(ctx, s, c);
+    const r = await probe(call, s, c);
     const elapsed = Date.now() - start;
-    ctx.counters.polls = polls;
+    call.counters.polls = polls;
     if (r.holds) return { element: r.element, elapsed_ms: elapsed, polls };
     if (elapsed >= timeoutMs) return "timeout";
-    if (report) await ctx.progress(Math.min(elapsed, timeoutMs), timeoutMs);
-    await sleep(Math.min(POLL_MS, timeoutMs - elapsed), ctx.signal).catch(() => {
+    if (report) await call.progress(Math.min(elapsed, timeoutMs), timeoutMs);
+    await sleep(Math.min(POLL_MS, timeoutMs - elapsed), call.signal).catch(() => {
       throw uiError("cancelled");
     });
   }
@@ -125,13 +129,13 @@ export async function waitForCondition(
 
 /** The condition of an action's `expect`: its ref defaults to the acted element's. */
 export function expectCondition(
-  ctx: TargetCall,
+  call: ObserveCall,
   action: SessionRecord & { inner: string },
   e: ExpectArg,
 ): Condition {
   let ref: string | null = null;
   if (e.ref !== undefined) {
-    const r = ctx.sup.sessions.lookupRef(e.ref, ctx.client.hash);
+    const r = call.sessions.lookupRef(e.ref);
     if (r.tag !== action.tag) throw uiError("invalid_argument", "expect.ref belongs to another window.");
     ref = r.inner;
   } else if (e.name_contains === undefined) {
@@ -155,20 +159,20 @@ export interface TreeStates {
 
 const CHANGES_MAX_NODES = 2000;
 
-export async function snapshotStates(ctx: TargetCall, s: SessionRecord): Promise<TreeStates> {
-  const deadline = ctx.sup.config.treeDeadlineMs;
-  const r = await ctx.callSession(
+export async function snapshotStates(call: ObserveCall, s: SessionRecord): Promise<TreeStates> {
+  const deadline = call.sessions.treeDeadlineMs;
+  const r = await call.sessions.call(
     s,
     "a11y.inspect",
     {
       session_key: s.key,
-      target: ctx.target.expectation,
+      target: call.target.expectation,
       max_depth: 32,
       max_nodes: CHANGES_MAX_NODES,
       deadline_ms: deadline,
       root_ref: null,
     },
-    deadline + ctx.sup.config.workerDeadlineMs,
+    deadline + call.sessions.deadlineMs,
   );
   const nodes: TreeStates["nodes"] = new Map();
   const stack: A11yNodeOut[] = [r.root, ...r.popups];
@@ -213,13 +217,13 @@ export interface Observed {
  * observation (the action then happened: the error says only that it could not be observed).
  */
 export async function withObservation<R extends Record<string, unknown>>(
-  ctx: TargetCall,
+  call: ObserveCall,
   action: SessionRecord & { inner: string },
   opts: { expect?: ExpectArg | undefined; changes?: boolean | undefined },
   act: () => Promise<R>,
 ): Promise<R & Observed> {
-  const condition = opts.expect ? expectCondition(ctx, action, opts.expect) : null;
-  const before = opts.changes ? await snapshotStates(ctx, action) : null;
+  const condition = opts.expect ? expectCondition(call, action, opts.expect) : null;
+  const before = opts.changes ? await snapshotStates(call, action) : null;
   const started = Date.now();
   const { [NOT_DELIVERED]: notDelivered, ...result } = (await act()) as R & { [NOT_DELIVERED]?: true };
   const out = { ...result } as R & Observed;
@@ -227,13 +231,13 @@ export async function withObservation<R extends Record<string, unknown>>(
     out.verified = false;
     out.unverified_reason = "press_not_delivered";
     out.elapsed_ms = Date.now() - started;
-    ctx.counters.verified = false;
+    call.counters.verified = false;
   } else if (condition !== null && opts.expect) {
-    const r = await waitForCondition(ctx, action, condition, opts.expect.timeout_ms, false);
+    const r = await waitForCondition(call, action, condition, opts.expect.timeout_ms, false);
     out.verified = r !== "timeout";
     out.elapsed_ms = Date.now() - started;
-    ctx.counters.verified = out.verified;
+    call.counters.verified = out.verified;
   }
-  if (before !== null) out.changes = diffStates(before, await snapshotStates(ctx, action));
+  if (before !== null) out.changes = diffStates(before, await snapshotStates(call, action));
   return out;
 }

@@ -1,9 +1,8 @@
 import { z } from "zod";
-import { uiError } from "../../shared/errors.js";
 import { RectSchema, rectArea } from "../../shared/geometry.js";
+import type { CaptureService } from "../access/services.js";
 import type { ResolvedTarget } from "../access/targets.js";
 import type { EffectivePolicy } from "../policy/load.js";
-import { policyStatusAt } from "../policy/load.js";
 import { loadProfileInFolder, profilesFolder } from "../profiles/folder.js";
 import {
   checkProfile,
@@ -15,7 +14,7 @@ import {
 import { CoordinateProfileSchema } from "../profiles/schema.js";
 import type { ScreenshotPlan } from "../screenshot/plan.js";
 import { planReferenceCapture } from "../screenshot/plan.js";
-import { defineOpenTool, defineWindowTool, type TargetCall } from "./define.js";
+import { type ActingCall, defineOpenTool, defineWindowTool } from "./define.js";
 
 const ProfilePath = z
   .string()
@@ -32,35 +31,17 @@ const Name = z.string().min(1).max(64);
  * before the capture and released when it is done (4 bytes a pixel: no PNG is made).
  */
 async function referenceCapture(
-  ctx: TargetCall,
+  call: ActingCall & { capture: CaptureService },
   plan: ScreenshotPlan,
   points: readonly { x: number; y: number }[],
 ): Promise<ReferenceCapture> {
-  const { policy } = ctx;
   try {
-    const reservation = await ctx.sup.memory.reserve(rectArea(plan.region) * 4, ctx.signal);
-    try {
-      const r = await ctx.call("capture.region", {
-        target: ctx.target.expectation,
-        region: plan.region,
-        masks: plan.masks,
-        grid_spacing: null,
-        output: "sha256",
-        max_png_bytes: policy.limits.max_png_bytes,
-        compression_level: 0,
-        sample_points: points.map((p) => [p.x, p.y] as [number, number]),
-      });
-      const colors = r.samples ?? [];
-      if (!r.sha256 || colors.length !== points.length)
-        throw uiError("platform_unavailable", "No hash was produced.");
-      ctx.counters.pixels = rectArea(plan.region);
-      return { hash: r.sha256, colors };
-    } finally {
-      reservation.release();
-    }
+    const r = await call.capture.hash(plan, points);
+    call.counters.pixels = rectArea(plan.region);
+    return r;
   } catch (e) {
     // No hash came back: nothing of the window was used, so its pixels go back (as screenshots).
-    ctx.charge?.refund();
+    call.charge?.refund();
     throw e;
   }
 }
@@ -89,10 +70,10 @@ export const profileTools = [
       window_size: z.tuple([z.number().int(), z.number().int()]),
     }),
     effect: "read_only",
-    handler: async (ctx, args) => {
+    uses: ["policies"],
+    handler: async (call, args) => {
       // Needs no capability, but the folder is the policy's: without a usable policy there is none.
-      const state = policyStatusAt(ctx.sup.policyState, () => new Date(ctx.sup.clock()));
-      const profile = loadProfile(state.status === "ok" ? state.policy : null, args.profile_path);
+      const profile = loadProfile(call.policies.current(), args.profile_path);
       return { structured: resolvePoint(profile, args.region_name) };
     },
   }),
@@ -121,18 +102,19 @@ export const profileTools = [
         return {};
       }
     },
-    handler: async (ctx, args) => {
-      const profile = loadProfile(ctx.policy, args.profile_path);
-      const window = facts(ctx.target);
+    uses: ["capture"],
+    handler: async (call, args) => {
+      const profile = loadProfile(call.policy, args.profile_path);
+      const window = facts(call.target);
       const early = checkProfile(profile, window, null);
       if (early.reason === "application_mismatch" || early.reason === "size_mismatch") {
         // Answered from the window's executable or size alone: nothing was captured.
-        ctx.charge?.refund();
+        call.charge?.refund();
         return { structured: early };
       }
       const capture = await referenceCapture(
-        ctx,
-        planReferenceCapture(ctx.policy, window, profile.reference_region),
+        call,
+        planReferenceCapture(call.policy, window, profile.reference_region),
         profile.verification_points,
       );
       return { structured: checkProfile(profile, window, capture) };
@@ -167,12 +149,13 @@ export const profileTools = [
         return {};
       }
     },
-    handler: async (ctx, args) => {
-      const { policy } = ctx;
-      const window = facts(ctx.target);
+    uses: ["capture"],
+    handler: async (call, args) => {
+      const { policy } = call;
+      const window = facts(call.target);
       const reference = resolveReferenceRegion(args, policy.safe_regions);
       const capture = await referenceCapture(
-        ctx,
+        call,
         planReferenceCapture(policy, window, reference),
         args.verification_points,
       );

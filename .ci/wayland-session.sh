@@ -22,46 +22,11 @@ _uiw_sourced=0
 
 _uiw_log() { echo "wayland-session: $*" >&2; }
 
-_uiw_wait_for() {
-  local what="$1"
-  shift
-  local deadline=$((SECONDS + ${UIINSPECT_WAYLAND_READY_TIMEOUT_S:-30}))
-  until "$@" >/dev/null 2>&1; do
-    if ((SECONDS >= deadline)); then
-      _uiw_log "timed out waiting for $what"
-      return 1
-    fi
-    sleep 0.05
-  done
-}
+# Polling and ending processes by PID: the helpers both private desktops share.
+# shellcheck source=../sandbox/session-lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../sandbox/session-lib.sh"
 
-# Alive and not a zombie (the shell leaves one when its parent is gone and PID 1 does not reap).
-_uiw_alive() {
-  local st
-  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  st="${st##*) }"
-  [ "${st%% *}" != "Z" ]
-}
-
-_uiw_kill() {
-  local pid="$1"
-  [ -n "$pid" ] || return 0
-  _uiw_alive "$pid" || return 0
-  kill -TERM "$pid" 2>/dev/null || return 0
-  local deadline=$((SECONDS + 5))
-  while _uiw_alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
-  _uiw_alive "$pid" && kill -KILL "$pid" 2>/dev/null
-  return 0
-}
-
-_uiw_children() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '; }
-
-_uiw_kill_tree() {
-  local pid="$1" c
-  [ -n "$pid" ] || return 0
-  for c in $(_uiw_children "$pid"); do _uiw_kill_tree "$c"; done
-  _uiw_kill "$pid"
-}
+_uiw_wait_for() { _uis_wait_for wayland-session "${UIINSPECT_WAYLAND_READY_TIMEOUT_S:-30}" "$@"; }
 
 # Every process whose environment names this session's runtime folder (activated services, apps
 # the tests forgot), by PID. Only processes of ours can carry that fresh, random path.
@@ -84,12 +49,12 @@ _uiw_stop() {
   local name pid
   # Reverse start order; the buses last (activated services exit with their bus).
   for name in shell wireplumber pipewire session_bus system_bus; do
-    [ -f "$state/$name.pid" ] && _uiw_kill_tree "$(cat "$state/$name.pid")"
+    [ -f "$state/$name.pid" ] && _uis_kill_tree "$(cat "$state/$name.pid")"
   done
   # Whatever the session bus activated and reparented (portals, the a11y launcher, dconf).
   if [ -f "$state/runtime.path" ]; then
     for pid in $(_uiw_session_pids "$(cat "$state/runtime.path")"); do
-      [ "$pid" = "$$" ] || _uiw_kill "$pid"
+      [ "$pid" = "$$" ] || _uis_kill "$pid"
     done
   fi
   rm -rf "$state"

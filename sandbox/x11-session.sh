@@ -19,51 +19,11 @@ _uix_sourced=0
 
 _uix_log() { echo "x11-session: $*" >&2; }
 
-# Polls "$@" until it succeeds or the deadline passes.
-_uix_wait_for() {
-  local what="$1"
-  shift
-  local deadline=$((SECONDS + ${UIINSPECT_X11_READY_TIMEOUT_S:-20}))
-  until "$@" >/dev/null 2>&1; do
-    if ((SECONDS >= deadline)); then
-      _uix_log "timed out waiting for $what"
-      return 1
-    fi
-    sleep 0.05
-  done
-}
+# Polling and ending processes by PID: the helpers both private desktops share.
+# shellcheck source=session-lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/session-lib.sh"
 
-# Alive and not a zombie (a zombie waits for its parent to reap it; it holds no resources).
-_uix_alive() {
-  local st
-  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  st="${st##*) }"
-  [ "${st%% *}" != "Z" ]
-}
-
-# Kills one PID (TERM, then KILL after polling), if it is still ours to kill.
-_uix_kill() {
-  local pid="$1"
-  [ -n "$pid" ] || return 0
-  _uix_alive "$pid" || return 0
-  kill -TERM "$pid" 2>/dev/null || return 0
-  local deadline=$((SECONDS + 5))
-  while _uix_alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
-  _uix_alive "$pid" && kill -KILL "$pid" 2>/dev/null
-  return 0
-}
-
-# Direct children of a PID (by id), so helpers the buses spawned can be ended too.
-_uix_children() {
-  ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '
-}
-
-_uix_kill_tree() {
-  local pid="$1" c
-  [ -n "$pid" ] || return 0
-  for c in $(_uix_children "$pid"); do _uix_kill_tree "$c"; done
-  _uix_kill "$pid"
-}
+_uix_wait_for() { _uis_wait_for x11-session "${UIINSPECT_X11_READY_TIMEOUT_S:-20}" "$@"; }
 
 _uix_stop() {
   local state="$1"
@@ -75,7 +35,7 @@ _uix_stop() {
   # Reverse start order: apps' helpers first, the X server last.
   for name in app a11y_launcher openbox dbus xvfb; do
     if [ -f "$state/$name.pid" ]; then
-      _uix_kill_tree "$(cat "$state/$name.pid")"
+      _uis_kill_tree "$(cat "$state/$name.pid")"
     fi
   done
   rm -rf "$state"

@@ -1,12 +1,13 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
+import { trustedDialogProgram } from "../platforms/wayland/consent.js";
 import { UNSAFE_XTEST_SETTING } from "../platforms/x11/dialog/spawn.js";
 import { SETTINGS } from "../shared/settings.js";
 import { readText } from "../shared/settingsReader.js";
 import { allowedWindows } from "../supervisor/access/targets.js";
 import type { ServerConfig } from "../supervisor/config.js";
-import { describeConsentDialog } from "../supervisor/consent/dialogInfo.js";
+import { describeConsentDialog, WAYLAND_LIMIT } from "../supervisor/consent/dialogInfo.js";
 import type { PolicyState } from "../supervisor/policy/load.js";
 import type { Supervisor } from "../supervisor/supervisor.js";
 import type { ProbeRequest, ProbeResult } from "./doctorProbe.js";
@@ -110,6 +111,7 @@ export function platformChecks(config: ServerConfig, facts: Facts | { error: str
         "platform",
         `wayland, display ${String(f.wayland_display)}: windows, trees and semantic actions; screenshots, clicks and keys refused (the compositor gives no window positions or focus)`,
       ),
+      waylandLimitCheck(),
     ];
   const out: Check[] = [ok("platform", `${config.platform}`)];
   if (config.platform !== "x11") return out;
@@ -161,7 +163,16 @@ export function x11LimitCheck(): Check {
   return warn(
     "x11_limit",
     "X11 cannot stop another program of your user from forging hardware-looking input (XTest device events) or reading any window's pixels: consent here stops the agent's own tools and plain XTest, not malware already running as you",
-    "for a boundary the compositor enforces, use the Wayland backend (docs/wayland.md)",
+    "run the agent and its targets under a dedicated account; GNOME 43 on Wayland has the same limit (docs/wayland.md)",
+  );
+}
+
+/** What this GNOME does not stop, said on every Wayland doctor run (docs/wayland.md, "Consent"). */
+export function waylandLimitCheck(): Check {
+  return warn(
+    "wayland_limit",
+    WAYLAND_LIMIT,
+    "run the agent and its targets under a dedicated account, or on a compositor that restricts its remote-desktop and screen-cast APIs to named callers (docs/wayland.md)",
   );
 }
 
@@ -227,11 +238,13 @@ export function consentDialogCheck(config: ServerConfig, env: Env): Check {
         ? ok("consent_dialog", "scripted by the simulated desktop (consent.answer)")
         : fail("consent_dialog", "no scenario file", "set --fake-desktop FILE");
     case "wayland":
-      return fail(
-        "consent_dialog",
-        "none on this compositor: any program of the user can answer a dialog here (docs/wayland.md)",
-        "log in to an X11 session (GNOME on Xorg) for consent, screenshots and input",
-      );
+      return trustedDialogProgram() !== null
+        ? ok("consent_dialog", `${dialog.mechanism} (${dialog.program})`)
+        : fail(
+            "consent_dialog",
+            `${dialog.program} is missing, not a root-owned file or writable by others: no consent can be asked`,
+            "install zenity (apt install zenity)",
+          );
     default:
       return fail("consent_dialog", "no dialog on this OS", "run on Linux (X11) or Windows");
   }

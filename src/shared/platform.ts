@@ -163,6 +163,12 @@ export interface DesktopPort {
    */
   readonly liveCheckCoversScreen?: boolean;
   /**
+   * Set when confirmLive proves on its own, from the display server's pictures, what a press at
+   * each point reaches (Wayland: the shared window's stream against the monitor's): pointer
+   * input then needs no foreground window and nothing is activated for it. Keys still do.
+   */
+  readonly pointerWithoutFocus?: boolean;
+  /**
    * Optional: screen rects of the target process's other mapped top-level windows that
    * listWindows does not carry (X11: override-redirect menus, combo popups, tooltips), from the
    * display server itself. Absent where the listing carries them all (Win32, the fake desktop).
@@ -346,6 +352,38 @@ export interface DialogPort {
   consent(text: string, signal: AbortSignal): Promise<"approve" | "deny">;
 }
 
+/** A stream of a portal session, as it crosses between workers (a PipeWire node is read by id). */
+export interface SharedStream {
+  node: number;
+  source_type: "monitor" | "window" | "virtual";
+  size: [number, number] | null;
+  position: [number, number] | null;
+}
+
+/**
+ * Where the compositor's portal is the second consent gate (Wayland): the worker's side of the
+ * sessions the person allowed. The input worker opens and holds them; the capture worker is
+ * handed their streams.
+ */
+export interface PortalSharing {
+  /** Shows the portal's dialog; binds an allowed session to `hwnd`. */
+  open(
+    hwnd: string,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<{ answer: "declined" } | { answer: "allowed"; session_id: string; streams: SharedStream[] }>;
+  /** Resolves when the session ends, with why. */
+  waitEnd(
+    sessionId: string,
+    signal: AbortSignal,
+  ): Promise<"closed_by_us" | "closed_by_compositor" | "bus_lost">;
+  /** Binds streams of a session another worker holds to `hwnd`, until close. */
+  share(hwnd: string, sessionId: string, streams: SharedStream[]): void;
+  /** Ends the session (or drops the handed-over streams); false when it was not held. */
+  close(sessionId: string): Promise<boolean>;
+  dispose(): Promise<void>;
+}
+
 export interface Platform {
   desktop: DesktopPort;
   capture: CapturePort;
@@ -353,6 +391,8 @@ export interface Platform {
   accessibility: AccessibilityPort;
   /** Only where the consent dialog is native code (Win32). */
   dialog?: DialogPort;
+  /** Only where the compositor's portal dialog is the second consent gate (Wayland). */
+  portals?: PortalSharing;
   /**
    * Releases every port and what they share (the X connection and the a11y bus; COM and GDI
    * objects), once: a second call does nothing, and a port used afterwards fails with

@@ -114,6 +114,13 @@ export { A11yNodeSchema };
 
 const Empty = z.object({}).strict();
 
+const SharedStreamSchema = z.object({
+  node: z.number().int().nonnegative(),
+  source_type: z.enum(["monitor", "window", "virtual"]),
+  size: z.tuple([z.number(), z.number()]).nullable(),
+  position: z.tuple([z.number(), z.number()]).nullable(),
+});
+
 /** One captured frame as capture.region and capture.window answer it. */
 const FrameResultSchema = z.object({
   png: z.custom<Uint8Array>((v) => v instanceof Uint8Array).nullable(),
@@ -313,6 +320,43 @@ export const OPS = {
     worker: "input",
     args: z.object({ target: TargetExpectationSchema }),
     result: z.object({ was_iconic: z.boolean() }),
+  },
+
+  /**
+   * Wayland: the compositor's portal dialog, the second consent gate. The input worker opens
+   * and holds the session (only its bus connection may inject through it); the capture worker
+   * is handed its streams; wait_end answers when the compositor ends the session.
+   */
+  "portal.open": {
+    worker: "input",
+    args: z.object({ hwnd: z.string().max(64), timeout_ms: z.number().int().min(1).max(3_600_000) }),
+    result: z.union([
+      z.object({ answer: z.literal("declined") }),
+      z.object({
+        answer: z.literal("allowed"),
+        session_id: z.string().max(64),
+        streams: z.array(SharedStreamSchema).max(8),
+      }),
+    ]),
+  },
+  "portal.wait_end": {
+    worker: "input",
+    args: z.object({ session_id: z.string().max(64) }),
+    result: z.object({ why: z.enum(["closed_by_us", "closed_by_compositor", "bus_lost"]) }),
+  },
+  "portal.share": {
+    worker: "capture",
+    args: z.object({
+      hwnd: z.string().max(64),
+      session_id: z.string().max(64),
+      streams: z.array(SharedStreamSchema).max(8),
+    }),
+    result: z.object({ bound: z.literal(true) }),
+  },
+  "portal.close": {
+    worker: "any",
+    args: z.object({ session_id: z.string().max(64) }),
+    result: z.object({ closed: z.boolean() }),
   },
 
   /** Win32: the trusted consent dialog is native code, so it runs in a worker. */

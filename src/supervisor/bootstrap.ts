@@ -1,13 +1,13 @@
 import { createRequire } from "node:module";
 import { GuardianHost } from "../guardian/host.js";
-import { showWaylandDialog, waylandConsentAllowed } from "../platforms/wayland/consent.js";
+import { showWaylandDialog } from "../platforms/wayland/consent.js";
 import { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
 import { SETTINGS } from "../shared/settings.js";
 import { readSetting } from "../shared/settingsReader.js";
 import { auditIdOf, ClientIdentity, newConnectionSalt } from "./access/clientIdentity.js";
-import { GrantStore } from "./access/grants.js";
+import { GrantStore, type RevokeReason } from "./access/grants.js";
 import type { LeaseGate } from "./access/leaseGate.js";
 import { createLeaseGate } from "./access/leaseGateImpl.js";
 import { A11ySessions } from "./access/sessions.js";
@@ -19,7 +19,9 @@ import { ConsentBroker } from "./consent/broker.js";
 import { describeConsentDialog } from "./consent/dialogInfo.js";
 import { FakePrompter } from "./consent/fakePrompter.js";
 import { GatedPrompter } from "./consent/gatedPrompter.js";
+import { PortalGate, type PortalPort } from "./consent/portalGate.js";
 import type { ConsentPrompter } from "./consent/prompter.js";
+import { createWorkerPortalPort } from "./consent/workerPortal.js";
 import { CONSENT_DIALOG_TITLE, X11Prompter } from "./consent/x11Prompter.js";
 import { InputLane } from "./hosting/inputLane.js";
 import { type Isolation, WorkerHost } from "./hosting/workerHost.js";
@@ -56,16 +58,18 @@ function prompterFor(
     case "win32":
       return new WorkerDialogPrompter(workers.input);
     case "wayland":
-      // No dialog a same-user program cannot answer exists there: only under the unsafe test switch.
-      return waylandConsentAllowed(env)
-        ? new WaylandPrompter(env, config.consentTimeoutMs)
-        : new UnavailablePrompter();
+      // The first of two gates; the compositor's portal dialog follows an approval (PortalGate).
+      return new WaylandPrompter(env, config.consentTimeoutMs);
     default:
       return new UnavailablePrompter();
   }
 }
 
-/** Wayland (tests only): zenity's question box, see src/platforms/wayland/consent.ts. */
+/** What the Wayland dialog adds to the server-built text: the second gate comes next. */
+export const WAYLAND_SECOND_GATE_LINE =
+  "After Allow, the system's own sharing dialog asks you to pick this application's window and to allow remote control. Access ends when that sharing stops.";
+
+/** Wayland: zenity's question box, the first gate (src/platforms/wayland/consent.ts). */
 class WaylandPrompter implements ConsentPrompter {
   readonly simulated = false;
   constructor(
@@ -74,7 +78,11 @@ class WaylandPrompter implements ConsentPrompter {
   ) {}
   prompt(content: { text: string }, signal: AbortSignal): Promise<"approve" | "deny"> {
     return showWaylandDialog(
-      { title: CONSENT_DIALOG_TITLE, text: content.text, timeoutMs: this.timeoutMs + 5000 },
+      {
+        title: CONSENT_DIALOG_TITLE,
+        text: `${content.text}\n\n${WAYLAND_SECOND_GATE_LINE}`,
+        timeoutMs: this.timeoutMs + 5000,
+      },
       this.env,
       signal,
     );
@@ -127,6 +135,8 @@ export interface BuildOptions {
    * is for the in-process test harness (test/support/inProcess.ts) and has no setting.
    */
   isolation?: Isolation;
+  /** The compositor's portal on Wayland; tests pass their own (in process, no compositor). */
+  portalPort?: PortalPort;
 }
 
 export function buildSupervisor(
@@ -181,28 +191,58 @@ export function buildSupervisor(
     idleRetireMs: config.uiaIdleRetireMs,
   });
   const tokens = new ConfirmationTokenStore(clock);
+  const auditRevocation = (
+    client: string,
+    instance: { pid: number; start_time: string },
+    reason: Exclude<RevokeReason, "released" | "expired">,
+    counters: Record<string, number | boolean> = {},
+  ) =>
+    audit.record(
+      {
+        correlation_id: "000000000000",
+        client: auditIdOf(client),
+        policy_id: built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
+        action: "none",
+        tool: "revocation",
+        outcome: "deny",
+        reason:
+          reason === "shutdown" ? "cancelled" : reason === "portal_closed" ? "consent_required" : reason,
+        duration_ms: 0,
+        pid: instance.pid,
+        process_start: instance.start_time,
+        counters: reason === "portal_closed" ? { portal_closed: true, ...counters } : counters,
+      },
+      client,
+    );
+  // The compositor ended a portal session: the grant given under it ends, and so does the kept
+  // approval (no silent renewal), so the next request_access passes both gates again.
+  const portalPort =
+    opts.portalPort ??
+    (config.platform === "wayland" ? createWorkerPortalPort(workers, config.consentTimeoutMs) : null);
+  const portal = portalPort
+    ? new PortalGate({
+        port: portalPort,
+        clock,
+        timeoutMs: config.consentTimeoutMs,
+        holdDialog: () => dialogs.hold(),
+        onEnded: (e) => {
+          consent.forgetApproval(e.client, e.instanceKey);
+          const detail = { stream_ended: e.why === "stream_ended", bus_lost: e.why === "bus_lost" };
+          if (!grants.revoke(e.client, e.instanceKey, "portal_closed", detail))
+            auditRevocation(e.client, e.instance, "portal_closed", detail);
+        },
+      })
+    : null;
   grants.onRevoke((e) => {
     sessions.disposeByInstance(e.grant.instanceKey, e.grant.client);
     // Tokens are bound to the instance: one that changed or left can never use them.
     if (e.reason === "target_changed" || e.reason === "target_gone")
       tokens.revokeInstance(e.grant.instanceKey);
+    // A grant ended for good takes its portal session along (an expired one is renewed under it).
+    if (e.reason !== "expired" && e.reason !== "portal_closed")
+      portal?.end(e.grant.client, e.grant.instanceKey);
     if (e.reason !== "released" && e.reason !== "expired")
-      audit.record(
-        {
-          correlation_id: "000000000000",
-          client: auditIdOf(e.grant.client),
-          policy_id: built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
-          action: "none",
-          tool: "revocation",
-          outcome: "deny",
-          reason: e.reason === "shutdown" ? "cancelled" : e.reason,
-          duration_ms: 0,
-          pid: e.grant.instance.pid,
-          process_start: e.grant.instance.start_time,
-          counters: {},
-        },
-        e.grant.client,
-      );
+      auditRevocation(e.grant.client, e.grant.instance, e.reason, e.detail);
   });
   const audit = new AuditLog({
     capacity: 1000,
@@ -229,6 +269,7 @@ export function buildSupervisor(
     dialogs,
     inputLane: new InputLane(),
     consentDialog: describeConsentDialog(config.platform, env),
+    portal,
     client: () => client,
     startedAt: clock(),
     version: serverVersion(),
@@ -245,6 +286,7 @@ export function buildSupervisor(
     close: async () => {
       watcher.stop();
       grants.revokeAll("shutdown");
+      portal?.endAll();
       consent.dispose();
       await Promise.all([...Object.values(workers).map((w) => w.close()), sessions.closeAll()]);
       await guardian?.close(300);

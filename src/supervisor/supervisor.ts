@@ -10,6 +10,7 @@ import type { MemoryBudget, RateBudgets } from "./budgets.js";
 import type { ServerConfig } from "./config.js";
 import type { ConsentBroker } from "./consent/broker.js";
 import type { ConsentDialogFacts } from "./consent/dialogInfo.js";
+import type { PortalGate } from "./consent/portalGate.js";
 import type { InputLane } from "./hosting/inputLane.js";
 import type { WorkerHost } from "./hosting/workerHost.js";
 import type { Logger } from "./log.js";
@@ -40,6 +41,11 @@ export interface Supervisor {
   sessions: A11ySessions;
   workers: Workers;
   lease: LeaseGate | null;
+  /**
+   * The compositor's portal dialog, the second consent gate (Wayland): a grant stands only while
+   * its portal session is open. Absent where the platform has none.
+   */
+  portal?: PortalGate | null;
   /** How many of our consent/lease dialogs are open (input is refused while any is). */
   dialogs: DialogGate;
   /** Serializes each client's input effects. */

@@ -4,6 +4,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { pino } from "pino";
 import { ClientIdentity, newConnectionSalt } from "../../src/supervisor/access/clientIdentity.js";
 import { buildSupervisor } from "../../src/supervisor/bootstrap.js";
+import type { PortalPort } from "../../src/supervisor/consent/portalGate.js";
 import { supervisorFor } from "../../src/supervisor/mcp/multiSession.js";
 import { createMcpServer } from "../../src/supervisor/mcp/server.js";
 import { ClientHarness, type FakeDesktop, LOOSE_BUDGETS, type ServerHarness } from "./mcp.js";
@@ -34,7 +35,7 @@ export class InProcessHarness extends ClientHarness {
   static async start(
     env: Record<string, string>,
     clientInfo = { name: "uiinspect-test", version: "1.0.0" },
-    opts: { clock?: () => number } = {},
+    opts: { clock?: () => number; portalPort?: PortalPort } = {},
   ): Promise<InProcessHarness> {
     const stderr: string[] = [];
     const logger = pino(
@@ -46,6 +47,7 @@ export class InProcessHarness extends ClientHarness {
       logger,
       clock: opts.clock,
       isolation: "inline",
+      ...(opts.portalPort ? { portalPort: opts.portalPort } : {}),
     });
     const server = createMcpServer(sup, (info) => sup.setClient(info));
     // The line src/cli/serve.ts logs once connected, so a log check sees what a stdio run sees.

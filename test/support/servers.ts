@@ -1,4 +1,5 @@
 import { afterAll, afterEach } from "vitest";
+import type { PortalPort } from "../../src/supervisor/consent/portalGate.js";
 import { InProcessHarness } from "./inProcess.js";
 import { type FakeDesktop, LOOSE_BUDGETS, McpHarness, type ServerHarness } from "./mcp.js";
 
@@ -16,6 +17,8 @@ export interface FakeServerOptions {
   clock?: () => number;
   client?: { name: string; version: string };
   via?: "inprocess" | "stdio";
+  /** In process only: a compositor portal (the second consent gate) scripted by the test. */
+  portalPort?: PortalPort;
 }
 
 const live: ServerHarness[] = [];
@@ -36,7 +39,10 @@ export async function serveFake(d: FakeDesktop, o: FakeServerOptions = {}): Prom
   const h =
     o.via === "stdio"
       ? await McpHarness.start(env, o.client)
-      : await InProcessHarness.start(env, o.client, { clock: o.clock });
+      : await InProcessHarness.start(env, o.client, {
+          clock: o.clock,
+          ...(o.portalPort ? { portalPort: o.portalPort } : {}),
+        });
   live.push(h);
   return h;
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import dbus from "dbus-next";
+import { expect } from "vitest";
 
 /**
  * Shared helpers for the Wayland tests: a private headless GNOME Shell per test file
@@ -266,6 +267,121 @@ export class A11yReader {
     return false;
   }
 
+  /** The first node of the application named `appName` with `role` and `name`, or null. */
+  async findNode(appName: string, role: string, name: string): Promise<{ bus: string; path: string } | null> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return null;
+    for (const n of await this.nodes(app.bus, app.path)) {
+      if (n.role !== role) continue;
+      const [v] = (await this.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value === name) return { bus: n.bus, path: n.path };
+    }
+    return null;
+  }
+
+  /** Every node of `appName` with `role` and `name`, with its extents in window coordinates. */
+  async findAll(
+    appName: string,
+    role: string,
+    name: string,
+  ): Promise<Array<{ bus: string; path: string; rect: [number, number, number, number]; states: number }>> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return [];
+    const out: Array<{ bus: string; path: string; rect: [number, number, number, number]; states: number }> =
+      [];
+    for (const n of await this.nodes(app.bus, app.path)) {
+      if (n.role !== role) continue;
+      const [v] = (await this.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+        "org.a11y.atspi.Accessible",
+        "Name",
+      ])) as [{ value: string }];
+      if (v.value !== name) continue;
+      const [ext] = (await this.call(n.bus, n.path, "org.a11y.atspi.Component", "GetExtents", "u", [1])) as [
+        [number, number, number, number],
+      ];
+      out.push({ bus: n.bus, path: n.path, rect: ext, states: await this.states(n.bus, n.path) });
+    }
+    return out;
+  }
+
+  /** The first word of a node's AT-SPI state set. */
+  async states(bus: string, path: string): Promise<number> {
+    const [st] = (await this.call(bus, path, "org.a11y.atspi.Accessible", "GetState")) as [number[]];
+    return st[0] ?? 0;
+  }
+
+  async doAction(node: { bus: string; path: string }, index = 0): Promise<void> {
+    await this.call(node.bus, node.path, "org.a11y.atspi.Action", "DoAction", "i", [index]);
+  }
+
+  /** Selects a list item through its list's AT-SPI Selection (no pointer, no position). */
+  async selectItem(node: { bus: string; path: string }): Promise<boolean> {
+    const [index] = (await this.call(
+      node.bus,
+      node.path,
+      "org.a11y.atspi.Accessible",
+      "GetIndexInParent",
+    )) as [number];
+    const [parent] = (await this.call(node.bus, node.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+      "org.a11y.atspi.Accessible",
+      "Parent",
+    ])) as [{ value: [string, string] }];
+    const [ok] = (await this.call(
+      parent.value[0],
+      parent.value[1],
+      "org.a11y.atspi.Selection",
+      "SelectChild",
+      "i",
+      [index],
+    )) as [boolean];
+    return ok;
+  }
+
+  /** The accessible name of one node. */
+  async name(bus: string, path: string): Promise<string> {
+    const [v] = (await this.call(bus, path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+      "org.a11y.atspi.Accessible",
+      "Name",
+    ])) as [{ value: string }];
+    return v.value;
+  }
+
+  /** Nodes of the application named `appName` with role and accessible name, depth first. */
+  async named(appName: string): Promise<Array<{ bus: string; path: string; role: string; name: string }>> {
+    const app = (await this.apps()).find((a) => a.name === appName);
+    if (!app) return [];
+    const out: Array<{ bus: string; path: string; role: string; name: string }> = [];
+    for (const n of await this.nodes(app.bus, app.path, 5000)) {
+      try {
+        out.push({ ...n, name: await this.name(n.bus, n.path) });
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The centre of gnome-shell's own widget named `name`, in screen coordinates (the shell is the
+   * compositor: its extents are real positions, unlike a client's), or null.
+   */
+  async shellWidgetCentre(name: string): Promise<{ x: number; y: number } | null> {
+    const node = (await this.named("gnome-shell")).find((n) => n.name === name);
+    if (!node) return null;
+    const [[x, y, w, h]] = (await this.call(
+      node.bus,
+      node.path,
+      "org.a11y.atspi.Component",
+      "GetExtents",
+      "u",
+      [0],
+    )) as [[number, number, number, number]];
+    return w > 0 && h > 0 ? { x: Math.round(x + w / 2), y: Math.round(y + h / 2) } : null;
+  }
+
   async text(bus: string, path: string): Promise<string> {
     const [t] = (await this.call(bus, path, "org.a11y.atspi.Text", "GetText", "ii", [0, -1])) as [string];
     return t;
@@ -277,7 +393,7 @@ export class A11yReader {
 }
 
 /** One RGB frame (width × height × 3 bytes) of a PipeWire node, read by GStreamer. */
-export function readFrame(node: number, width: number, height: number): Buffer {
+export function readFrame(node: number, width: number, height: number, timeoutMs = 15_000): Buffer {
   return execFileSync(
     "gst-launch-1.0",
     [
@@ -293,6 +409,61 @@ export function readFrame(node: number, width: number, height: number): Buffer {
       "fdsink",
       "fd=1",
     ],
-    { maxBuffer: width * height * 3 + 4096, timeout: 15_000 },
+    { maxBuffer: width * height * 3 + 4096, timeout: timeoutMs },
   );
+}
+
+const PICKER = "xdg-desktop-portal-gnome";
+const ST_CHECKED = 4;
+
+/**
+ * Answers xdg-desktop-portal-gnome's screen-share dialog the way a person would, through the
+ * dialog's own AT-SPI objects (never screen coordinates): the window `windowApp` on the window
+ * tab, the first monitor when asked, "Allow remote interaction" on when asked, then Share.
+ * Honest only because it is a test: any program of the user could do the same (attacks.test.ts).
+ */
+export async function answerPicker(
+  reader: A11yReader,
+  opts: { windowApp: string; monitor: boolean; allowInput: boolean; share?: boolean },
+): Promise<void> {
+  // A dialog for windows and monitors has tabs; one for windows only shows the window list.
+  const first = await waitFor("the picker", async () => {
+    const tab = await reader.findNode(PICKER, "tab", "Single Window");
+    if (tab) return { tab };
+    const row = await reader.findNode(PICKER, "list item", opts.windowApp);
+    return row ? { tab: null } : null;
+  });
+  if (first.tab) await reader.doAction(first.tab);
+  const row = await waitFor("the shared window's row", () =>
+    reader.findNode(PICKER, "list item", opts.windowApp),
+  );
+  expect(await reader.selectItem(row)).toBe(true);
+  if (opts.monitor) {
+    const monitors = await waitFor("a monitor row", async () => {
+      const app = (await reader.apps()).find((a) => a.name === PICKER);
+      if (!app) return null;
+      const list = await reader.nodes(app.bus, app.path);
+      // The monitor rows are the list items that are neither the window row nor the switch's.
+      const names = [];
+      for (const n of list.filter((x) => x.role === "list item")) {
+        const [v] = (await reader.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+          "org.a11y.atspi.Accessible",
+          "Name",
+        ])) as [{ value: string }];
+        if (v.value !== opts.windowApp && v.value !== "Allow remote interaction") names.push(n);
+      }
+      return names.length > 0 ? names : null;
+    });
+    expect(await reader.selectItem(monitors[0])).toBe(true);
+  }
+  if (opts.allowInput) {
+    const sw = await waitFor("the remote interaction switch", () =>
+      reader.findNode(PICKER, "switch", "Allow remote interaction"),
+    );
+    if (((await reader.states(sw.bus, sw.path)) & (1 << ST_CHECKED)) === 0) await reader.doAction(sw);
+  }
+  const button = await waitFor("the picker's answer button", () =>
+    reader.findNode(PICKER, "button", opts.share === false ? "_Cancel Cancel" : "_Share Share"),
+  );
+  await reader.doAction(button);
 }

@@ -3,20 +3,27 @@ import { statSync } from "node:fs";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { switchIsOn } from "../../shared/settingsReader.js";
+import { WAYLAND_DIALOG_PROGRAM } from "../../supervisor/consent/dialogInfo.js";
+import { announceChild } from "./dialogPresence.js";
 
 /**
- * The consent dialog on a GNOME Wayland session, only under the unsafe test setting.
+ * Our own consent dialog on a GNOME Wayland session, the first of two gates (the second is the
+ * compositor's portal dialog, src/supervisor/consent/portalGate.ts): zenity's question box,
+ * started by absolute path from a root-owned file nobody else can write, never looked up on
+ * PATH, with the server-built text, Deny as the default button and its own timeout as a
+ * backstop after the broker's deadline (the broker closes it at its deadline).
  *
- * On this compositor no window can tell a person's input from a program's: mutter's
- * org.gnome.Mutter.RemoteDesktop lets any program of the same user move the pointer and press
- * keys with no dialog (test/wayland/attacks.test.ts), and AT-SPI lets it press any button.
- * A dialog answered that way proves nothing, so by default the backend has no consent dialog at
- * all and access can never be granted. With UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT=1 (tests only:
- * "injected input may answer") the dialog is zenity's question box, started by absolute path from
- * a root-owned file, with the server-built text and Deny as the default button.
+ * It is kept off the accessibility bus (NO_AT_BRIDGE for GTK 3, GTK_A11Y=none for GTK 4), so no
+ * program presses its buttons over AT-SPI, this server's own semantic actions included. What it
+ * cannot stop on this compositor: mutter's RemoteDesktop lets any program of the same user move
+ * the pointer and press keys with no dialog, and no window can tell that input from a person's
+ * (docs/wayland.md). With UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT=1 (tests only) it is put on the
+ * accessibility bus, so a test answers it by pressing Allow there, as any program then could.
+ *
+ * While it runs, its PID is announced in the dialog presence folder, so every Wayland worker of
+ * every uiinspect server of this user leaves its window out of listings and targets.
  */
 
-const ZENITY = "/usr/bin/zenity";
 const KILL_GRACE_MS = 2000;
 const PASSED_ENV = [
   "WAYLAND_DISPLAY",
@@ -30,19 +37,20 @@ const PASSED_ENV = [
   "XDG_CACHE_HOME",
 ];
 
-export function waylandConsentAllowed(env: Record<string, string | undefined>): boolean {
+/** Whether the unsafe test setting puts the dialog on the accessibility bus. */
+export function waylandDialogOnA11yBus(env: Record<string, string | undefined>): boolean {
   return switchIsOn(env, SETTINGS.unsafeAllowXtestConsent);
 }
 
-/** The dialog program must be a root-owned file nobody else can write. */
-function trustedProgram(): string {
+/** The dialog program, when it is a root-owned regular file nobody else can write; else null. */
+export function trustedDialogProgram(): string | null {
   try {
-    const st = statSync(ZENITY);
-    if (st.isFile() && st.uid === 0 && (st.mode & 0o022) === 0) return ZENITY;
+    const st = statSync(WAYLAND_DIALOG_PROGRAM);
+    if (st.isFile() && st.uid === 0 && (st.mode & 0o022) === 0) return WAYLAND_DIALOG_PROGRAM;
   } catch {
     // missing
   }
-  throw uiError("platform_unavailable", "No consent dialog program is installed.");
+  return null;
 }
 
 export function showWaylandDialog(
@@ -50,23 +58,19 @@ export function showWaylandDialog(
   env: Record<string, string | undefined>,
   signal: AbortSignal,
 ): Promise<"approve" | "deny"> {
-  if (!waylandConsentAllowed(env)) {
-    return Promise.reject(
-      uiError("platform_unavailable", "No trusted consent dialog is available on this platform."),
-    );
-  }
-  let program: string;
-  try {
-    program = trustedProgram();
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  const program = trustedDialogProgram();
+  if (program === null)
+    return Promise.reject(uiError("platform_unavailable", "No consent dialog program is installed."));
   const abortReason = (): Error => (isUiError(signal.reason) ? signal.reason : uiError("cancelled"));
   if (signal.aborted) return Promise.reject(abortReason());
   const childEnv: Record<string, string> = { GDK_BACKEND: "wayland" };
   for (const k of PASSED_ENV) {
     const v = env[k];
     if (v !== undefined) childEnv[k] = v;
+  }
+  if (!waylandDialogOnA11yBus(env)) {
+    childEnv.NO_AT_BRIDGE = "1";
+    childEnv.GTK_A11Y = "none";
   }
   return new Promise((resolve, reject) => {
     const child = spawn(
@@ -83,6 +87,7 @@ export function showWaylandDialog(
       ],
       { env: childEnv, stdio: "ignore" },
     );
+    const unannounce = child.pid ? announceChild(env, child.pid) : () => undefined;
     let aborted = false;
     let killTimer: NodeJS.Timeout | null = null;
     const onAbort = () => {
@@ -93,11 +98,13 @@ export function showWaylandDialog(
     signal.addEventListener("abort", onAbort, { once: true });
     child.once("error", () => {
       signal.removeEventListener("abort", onAbort);
+      unannounce();
       reject(uiError("platform_unavailable", "The consent dialog could not be shown."));
     });
     // Settles only once the process has exited: the window is gone by then.
     child.once("exit", (code) => {
       signal.removeEventListener("abort", onAbort);
+      unannounce();
       if (killTimer) clearTimeout(killTimer);
       if (aborted || signal.aborted) reject(abortReason());
       // zenity: 0 = Allow, 1 = Deny or closed, 5 = its own timeout; anything else is no answer.

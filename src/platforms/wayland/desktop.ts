@@ -11,30 +11,70 @@ import {
   type WindowInfo,
 } from "../../shared/platform.js";
 import type { AtspiBus } from "../x11/atspiBus.js";
-import { type FrameRef, type Listing, listFrames, sessionBusOwnerPid, waylandSession } from "./windows.js";
+import { announcedDialogPids } from "./dialogPresence.js";
+import type { PortalStreams } from "./portalStreams.js";
+import {
+  type FrameRef,
+  type Listing,
+  listFrames,
+  sessionBusOwnerPid,
+  sessionBusOwnerPids,
+  waylandSession,
+} from "./windows.js";
+
+/** The portal front end and its GNOME and GTK backends, whose windows are the portal's dialogs. */
+const PORTAL_NAMES = [
+  "org.freedesktop.portal.Desktop",
+  "org.freedesktop.impl.portal.desktop.gnome",
+  "org.freedesktop.impl.portal.desktop.gtk",
+];
 
 /**
  * Discovery on a GNOME Wayland session. Windows and their process instances come from AT-SPI
  * and the kernel (windows.ts); the screen's size from mutter's DisplayConfig. What this compositor
  * does not tell a client outside gnome-shell's allow-list (where a window is, what is above it,
  * which window has the input focus) is never guessed: every effect that needs one of those
- * facts is refused in confirmLive, before anything happens (docs/wayland.md).
+ * facts is refused in confirmLive, before anything happens (docs/wayland.md). For a window the
+ * person shared through the portal (portalStreams.ts), the compositor's own pictures prove what
+ * a point shows: the window stream against the monitor stream around it.
  */
 
 /** Why pointer, key and pixel effects are refused here (no title or value in it). */
 export const UNPROVABLE =
   "This Wayland compositor does not tell this program where a window is, what covers it or which window has the focus, so the effect cannot be verified and is refused.";
 
+/** Why pointer and pixel effects on a window nobody shared are refused. */
+export const NOT_SHARED =
+  "The target window is not shared through the desktop portal in this session, so the effect cannot be verified and is refused.";
+
+/** Why keys and text are refused even on a shared window. */
+export const NO_FOCUS_PROOF =
+  "This Wayland compositor does not tell this program which window has the keyboard focus, so keys and text are refused.";
+
+/** The proof's path entry that carries where the window was found on the monitor. */
+export function offsetTag(dx: number, dy: number): string {
+  return `monitor-offset:${dx},${dy}`;
+}
+
 export class WaylandDesktop implements DesktopPort {
   readonly platform = "wayland" as const;
   /** confirmLive refuses every point and region, those past the screen included. */
   readonly liveCheckCoversScreen = true;
+  /** A press is proven by the streams' pixels around its point, not by the focus. */
+  readonly pointerWithoutFocus = true;
+  /** The window whose region the last check cleared for a capture, and when. */
+  private cleared: { hwnd: string; at: number } | null = null;
+  /** The window the last point check cleared for pointer input. */
+  private pointerTarget: string | null = null;
   private readonly session = waylandSession();
   private shellPid: Promise<number | null> | null = null;
   private last: Listing | null = null;
   private disposed = false;
 
-  constructor(private readonly bus: () => Promise<AtspiBus>) {}
+  constructor(
+    private readonly bus: () => Promise<AtspiBus>,
+    readonly portals: PortalStreams,
+  ) {}
 
   private compositorPid(): Promise<number | null> {
     if (!this.shellPid) {
@@ -47,9 +87,21 @@ export class WaylandDesktop implements DesktopPort {
     return this.shellPid;
   }
 
+  /**
+   * Processes whose windows are never listed, targets or inspected: the compositor (its stage is
+   * a screen-sized window), the portal and its backends (their window picker is the second
+   * consent gate) and our own consent dialogs (announced by PID).
+   */
+  private async excludedPids(): Promise<Set<number>> {
+    const [shell, portals] = await Promise.all([this.compositorPid(), sessionBusOwnerPids(PORTAL_NAMES)]);
+    const out = announcedDialogPids(process.env);
+    for (const p of [shell, ...portals]) if (p !== null) out.add(p);
+    return out;
+  }
+
   async listing(): Promise<Listing> {
     if (this.disposed) throw uiError("platform_unavailable");
-    const listing = await listFrames(await this.bus(), this.session, await this.compositorPid());
+    const listing = await listFrames(await this.bus(), this.session, await this.excludedPids());
     this.last = listing;
     return listing;
   }
@@ -108,9 +160,10 @@ export class WaylandDesktop implements DesktopPort {
     return {
       wayland_display: process.env.WAYLAND_DISPLAY ?? null,
       compositor_pid_known: shell !== null,
-      window_positions: false,
+      window_positions: "shared windows only (window stream against monitor stream)",
       focus_known: false,
-      pointer_keys_pixels: "refused",
+      shared_windows: this.portals.size,
+      keys: "refused",
     };
   }
 
@@ -137,20 +190,41 @@ export class WaylandDesktop implements DesktopPort {
 
   /**
    * Identity alone (the listing just made, from the bus daemon's credentials and /proc) is all a
-   * semantic action needs; points, regions, focus and grabs are facts this compositor does not
-   * give us, so an effect that needs any of them is refused.
+   * semantic action needs. Keys need the focus, which this compositor does not tell: refused.
+   * Points and regions need the window shared through the portal: a region is read from the
+   * window stream alone (it holds nothing else); each point must be on the window's own pixels
+   * and show the
+   * window's pixels around it on the monitor stream, at exactly one place. Wayland has no
+   * client grabs of the pointer or keyboard, so there is none to refuse.
    */
-  async confirmLive(_target: WindowInfo, check: LiveCheck): Promise<LiveProof> {
-    if (
-      check.points.length > 0 ||
-      check.region !== null ||
-      check.focus ||
-      check.grabs.keyboard ||
-      check.grabs.pointer
-    ) {
-      throw uiError("platform_unavailable", UNPROVABLE);
+  async confirmLive(target: WindowInfo, check: LiveCheck): Promise<LiveProof> {
+    if (check.focus) throw uiError("not_foreground", NO_FOCUS_PROOF);
+    if (check.points.length === 0 && check.region === null) return NO_PROOF;
+    const b = this.portals.get(target.hwnd);
+    if (!b) throw uiError("platform_unavailable", NOT_SHARED);
+    if (check.region) {
+      // A frame must exist; the capture paints black whatever the stream does not cover.
+      await this.portals.windowFrame(b);
+      this.cleared = { hwnd: target.hwnd, at: Date.now() };
     }
-    return NO_PROOF;
+    const points = [];
+    for (const p of check.points) {
+      const fact = await this.portals.provePoint(b, p.x, p.y);
+      points.push({ x: p.x, y: p.y, path: [target.hwnd, offsetTag(fact.dx, fact.dy)], grabOwner: null });
+    }
+    if (points.length > 0) this.pointerTarget = target.hwnd;
+    return { focus: null, points };
+  }
+
+  /** The window the last region check cleared, if it was moments ago. */
+  clearedForCapture(maxAgeMs: number): string | null {
+    const c = this.cleared;
+    return c && Date.now() - c.at <= maxAgeMs ? c.hwnd : null;
+  }
+
+  /** The window the last point check cleared. */
+  clearedForPointer(): string | null {
+    return this.pointerTarget;
   }
 
   async dispose(): Promise<void> {

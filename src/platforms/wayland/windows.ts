@@ -65,13 +65,13 @@ export interface Listing {
 export async function listFrames(
   bus: AtspiBus,
   session: string,
-  excludePid: number | null,
+  excluded: ReadonlySet<number>,
 ): Promise<Listing> {
   const apps = refs(await bus.call(REGISTRY, ROOT_PATH, ACCESSIBLE, "GetChildren"));
   const perApp = await Promise.all(
     apps.map(async (app) => {
       const pid = await bus.pidOf(app.bus);
-      if (pid === null || pid === excludePid) return [];
+      if (pid === null || excluded.has(pid)) return [];
       let kids: Array<{ bus: string; path: string }>;
       try {
         kids = refs(await bus.call(app.bus, app.path, ACCESSIBLE, "GetChildren"));
@@ -159,24 +159,35 @@ async function frameFacts(
 
 /** The PID of the process that owns `name` on the session bus (the bus daemon's credentials). */
 export async function sessionBusOwnerPid(name: string): Promise<number | null> {
-  if (!process.env.DBUS_SESSION_BUS_ADDRESS) return null;
+  return (await sessionBusOwnerPids([name]))[0] ?? null;
+}
+
+/** The PIDs of the owners of `names` on the session bus, in order (null: no owner), on one connection. */
+export async function sessionBusOwnerPids(names: readonly string[]): Promise<Array<number | null>> {
+  if (!process.env.DBUS_SESSION_BUS_ADDRESS) return names.map(() => null);
   const session = dbus.sessionBus();
   session.on("error", () => {});
   try {
-    const reply = await session.call(
-      new dbus.Message({
-        destination: "org.freedesktop.DBus",
-        path: "/org/freedesktop/DBus",
-        interface: "org.freedesktop.DBus",
-        member: "GetConnectionUnixProcessID",
-        signature: "s",
-        body: [name],
+    return await Promise.all(
+      names.map(async (name) => {
+        try {
+          const reply = await session.call(
+            new dbus.Message({
+              destination: "org.freedesktop.DBus",
+              path: "/org/freedesktop/DBus",
+              interface: "org.freedesktop.DBus",
+              member: "GetConnectionUnixProcessID",
+              signature: "s",
+              body: [name],
+            }),
+          );
+          const pid = reply?.body[0];
+          return typeof pid === "number" ? pid : null;
+        } catch {
+          return null;
+        }
       }),
     );
-    const pid = reply?.body[0];
-    return typeof pid === "number" ? pid : null;
-  } catch {
-    return null;
   } finally {
     session.disconnect();
   }

@@ -192,11 +192,17 @@ export function accessFacts(
       kept: null,
       released: false,
     };
+  const kept = sup.consent.keptDecision(client, target.instanceKey) ?? null;
   return {
     ...common,
     lease: null,
     grant: sup.grants.get(client, target.instanceKey) ?? null,
-    kept: sup.consent.keptDecision(client, target.instanceKey) ?? null,
+    // Where the compositor's dialog is the second gate, an approval renews nothing without the
+    // portal session it was given under (while the picker is up, or after the session ended).
+    kept:
+      kept?.decision === "approved" && sup.portal && !sup.portal.has(client, target.instanceKey)
+        ? null
+        : kept,
     released: sup.grants.wasReleased(client, target.instanceKey),
   };
 }

@@ -22,12 +22,17 @@ export interface Grant {
   readonly shownBefore: readonly string[];
 }
 
-/** Why a grant ended; the supervisor disposes automation sessions and element refs on every one. */
-export type RevokeReason = DenyReason | "released" | "expired" | "shutdown";
+/**
+ * Why a grant ended; the supervisor disposes automation sessions and element refs on every one.
+ * `portal_closed`: the compositor ended the portal session the grant was given under (Wayland).
+ */
+export type RevokeReason = DenyReason | "released" | "expired" | "shutdown" | "portal_closed";
 
 export interface RevokeEvent {
   grant: Grant;
   reason: RevokeReason;
+  /** Content-free facts of the revocation for its audit event (flags only). */
+  detail?: Record<string, boolean>;
 }
 
 export type RevokeListener = (e: RevokeEvent) => void;
@@ -125,6 +130,21 @@ export class GrantStore {
     if (!g) return false;
     this.grants.delete(k);
     this.emit(g, "released");
+    return true;
+  }
+
+  /** Ends one client's grant on an instance for `reason` (reported like every revocation). */
+  revoke(
+    client: string,
+    instanceKey: string,
+    reason: RevokeReason,
+    detail?: Record<string, boolean>,
+  ): boolean {
+    const k = mapKey(client, instanceKey);
+    const g = this.grants.get(k);
+    if (!g) return false;
+    this.grants.delete(k);
+    this.emit(g, reason, detail);
     return true;
   }
 
@@ -237,10 +257,10 @@ export class GrantStore {
     return n;
   }
 
-  private emit(grant: Grant, reason: RevokeReason): void {
+  private emit(grant: Grant, reason: RevokeReason, detail?: Record<string, boolean>): void {
     for (const l of [...this.listeners]) {
       try {
-        l({ grant, reason });
+        l(detail ? { grant, reason, detail } : { grant, reason });
       } catch {
         // One failing listener must not stop the others from disposing their sessions.
       }

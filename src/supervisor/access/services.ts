@@ -1,4 +1,4 @@
-import { type UiError, uiError } from "../../shared/errors.js";
+import { isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { rectArea } from "../../shared/geometry.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import type { A11yNodeOut, OPS, OpArgs, OpName, OpResult } from "../../shared/protocol.js";
@@ -123,6 +123,14 @@ export interface ConsentService {
   grant(capabilities: Iterable<string>): Promise<Grant>;
   /** The window changed hands meanwhile: the grants on the old instance end. */
   revokeChanged(): void;
+  /**
+   * The second gate where the compositor has one (Wayland): its portal dialog, where the person
+   * picks the window and allows control. "none" where there is no such gate. Anything but
+   * "allowed" forgets the first gate's approval (a cancelled call leaves it standing).
+   */
+  portal(): Promise<"allowed" | "declined" | "none">;
+  /** No grant comes of this request after all: its portal session ends too. */
+  endPortal(): void;
 }
 
 export interface TokenService {
@@ -280,6 +288,7 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
       const released = sup.grants.release(client.hash, key);
       sup.grants.markReleased(client.hash, key);
       sup.consent.forgetApproval(client.hash, key);
+      sup.portal?.end(client.hash, key);
       sup.sessions.disposeByInstance(key, client.hash);
       return released;
     },
@@ -360,7 +369,29 @@ function consentService({ sup, client, signal, progress, policy, target }: Servi
       sup.grants.clearReleased(client.hash, t.instanceKey);
       return grant;
     },
-    revokeChanged: () => sup.grants.revokeInstance(t.instanceKey, "target_changed"),
+    revokeChanged: () => {
+      sup.grants.revokeInstance(t.instanceKey, "target_changed");
+      sup.portal?.endInstance(t.instanceKey);
+    },
+    portal: async () => {
+      if (!sup.portal) return "none";
+      let second: "allowed" | "declined";
+      try {
+        second = await withWaitProgress(
+          sup.portal.admit({ client: client.hash, instance: t.instance, hwnd: t.window.hwnd, signal }),
+          progress,
+          { totalMs: sup.config.consentTimeoutMs },
+        );
+      } catch (e) {
+        if (!(isUiError(e) && e.code === "cancelled")) sup.consent.forgetApproval(client.hash, t.instanceKey);
+        throw e;
+      }
+      if (second === "declined") sup.consent.forgetApproval(client.hash, t.instanceKey);
+      return second;
+    },
+    endPortal: () => {
+      sup.portal?.end(client.hash, t.instanceKey);
+    },
   };
 }
 

@@ -12,7 +12,16 @@ export interface ConsentDialogFacts {
   unsafe_allow_xtest_consent: boolean;
   /** Present, and loud, while the unsafe setting is on. */
   warning?: string;
+  /** What the platform itself cannot stop (said on every run where it applies). */
+  limit?: string;
 }
+
+/** The Wayland consent dialog's program: started by absolute path, checked root-owned and not writable by others. */
+export const WAYLAND_DIALOG_PROGRAM = "/usr/bin/zenity";
+
+/** What GNOME's Wayland session does not stop (docs/wayland.md, measured). */
+export const WAYLAND_LIMIT =
+  "this GNOME lets any program of your user drive mutter's RemoteDesktop (input) and ScreenCast (pixels) without a dialog, so it can answer both consent dialogs: consent here stops the agent's own tools, not malware already running as you";
 
 export function describeConsentDialog(
   platform: string | null,
@@ -40,18 +49,17 @@ export function describeConsentDialog(
     };
   if (platform === "wayland") {
     const unsafe = unsafeXtestConsent(env);
-    return unsafe
-      ? {
-          mechanism: "zenity question box (any program of the user can answer it on this compositor)",
-          program: "/usr/bin/zenity",
-          unsafe_allow_xtest_consent: true,
-          warning: `UNSAFE: ${UNSAFE_XTEST_SETTING}=1 lets any local program answer consent dialogs (mutter's RemoteDesktop, AT-SPI). For tests only.`,
-        }
-      : {
-          mechanism: "none: on this compositor any program of the user can answer a dialog (docs/wayland.md)",
-          program: null,
-          unsafe_allow_xtest_consent: false,
-        };
+    return {
+      mechanism: `two gates: zenity's question box (${unsafe ? "on the accessibility bus, so any program can press its buttons" : "kept off the accessibility bus"}; Deny is the default), then the compositor's portal dialog where the person picks the window and allows control; a grant ends with its portal session`,
+      program: WAYLAND_DIALOG_PROGRAM,
+      unsafe_allow_xtest_consent: unsafe,
+      limit: WAYLAND_LIMIT,
+      ...(unsafe
+        ? {
+            warning: `UNSAFE: ${UNSAFE_XTEST_SETTING}=1 puts the consent dialog on the accessibility bus, where any local program presses its buttons. For tests only.`,
+          }
+        : {}),
+    };
   }
   if (platform === "fake")
     return { mechanism: "simulated (scripted answers)", program: null, unsafe_allow_xtest_consent: false };

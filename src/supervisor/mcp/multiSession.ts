@@ -74,6 +74,7 @@ export function endClient(shared: Supervisor, clientHash: string): EndedForClien
   const grants = shared.grants.revokeClient(clientHash, "credential_revoked");
   const tokens = shared.tokens.revokeClient(clientHash);
   const decisions = shared.consent.forgetClient(clientHash, "credential_revoked");
+  shared.portal?.endClient(clientHash);
   shared.sessions.disposeByClient(clientHash);
   return { grants, tokens, decisions };
 }

@@ -18,6 +18,10 @@ export const KEPT_APPROVAL_NOTE =
 export const KEPT_DENY_NOTE =
   "A person denied this process instance earlier in this server's run; the Deny is kept and not asked again. A person resets it by restarting the server (reconnecting it in the MCP client) or the application (a new process is asked anew).";
 
+/** The person cancelled the compositor's own dialog (the second gate on Wayland). */
+export const PORTAL_DECLINED_NOTE =
+  "The compositor's sharing dialog was cancelled: the window was not picked or control was not allowed. Nothing is kept; request_access asks again.";
+
 export const accessTools = [
   defineConsentTool({
     name: "request_access",
@@ -79,8 +83,27 @@ export const accessTools = [
           },
         };
       }
+      // The second gate where the compositor has one: its own dialog, where the person picks the
+      // window and allows control. The grant lives only as long as that portal session.
+      if ((await consent.portal()) === "declined")
+        return {
+          structured: {
+            decision: "denied" as const,
+            capabilities: [],
+            expires_at: null,
+            source: "dialog" as const,
+            note: PORTAL_DECLINED_NOTE,
+          },
+        };
       // Re-resolve after the prompt: the window must still belong to the approved instance.
-      const again = pickTarget(policy, await call.desktop.windows(), { hwnd: target.window.hwnd });
+      let again: ReturnType<typeof pickTarget>;
+      try {
+        again = pickTarget(policy, await call.desktop.windows(), { hwnd: target.window.hwnd });
+      } catch (e) {
+        // No grant comes of it, so no portal session may stay open for it either.
+        consent.endPortal();
+        throw e;
+      }
       if (!sameInstance(again.instance, target.instance)) {
         consent.revokeChanged();
         throw uiError("target_changed");

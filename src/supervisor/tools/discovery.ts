@@ -101,6 +101,7 @@ const HealthOutput = z.object({
     program: z.string().nullable(),
     unsafe_allow_xtest_consent: z.boolean(),
     warning: z.string().optional(),
+    limit: z.string().optional(),
     open: z.number(),
   }),
   uptime_ms: z.number(),

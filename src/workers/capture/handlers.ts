@@ -4,6 +4,7 @@ import { sameInstance } from "../../shared/identity.js";
 import type { RawImage, WindowInfo } from "../../shared/platform.js";
 import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
+import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
 import { ListingCache, readRecently } from "./listings.js";
@@ -152,6 +153,12 @@ const ops: HandlerTable = {
   },
 
   "desktop.get": async (args, ctx) => ({ window: await ctx.platform.desktop.getWindow(args.hwnd) }),
+
+  "portal.share": async (args, ctx) => {
+    portalsOf(ctx).share(args.hwnd, args.session_id, args.streams);
+    return { bound: true as const };
+  },
+  "portal.close": async (args, ctx) => ({ closed: await portalsOf(ctx).close(args.session_id) }),
 
   "desktop.alive": async (args, ctx) => ({
     alive: await ctx.platform.desktop.isInstanceAlive(args.instance),

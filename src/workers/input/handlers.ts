@@ -32,7 +32,7 @@ async function ensureForeground(
   dialogGate.assertNoDialog();
   const w = await desktop.getWindow(target.hwnd);
   if (!w) throw uiError("target_gone");
-  if (w.foreground || mode === "passive") return;
+  if (w.foreground || mode === "passive" || desktop.pointerWithoutFocus) return;
   // Identity first: never raise a window that is not the consented instance. A call that
   // will be refused anyway (a point outside the window) must not raise it either: nothing
   // is emitted for a rejected call. Occlusion is judged after activation.
@@ -59,7 +59,7 @@ function check(
   pointerGrabProbe = true,
 ): Promise<VerifiedTarget> {
   return verifyTarget(ctx.platform.desktop, target, {
-    requireForeground: true,
+    requireForeground: !ctx.platform.desktop.pointerWithoutFocus,
     points,
     grabs: { keyboard: true, pointer: pointerGrabProbe },
   });
@@ -273,6 +273,12 @@ const restore: Handler<"input.restore"> = async (args, ctx) => {
   return { was_iconic: w.iconic };
 };
 
+/** The platform's portal sessions, where its compositor's portal is the second consent gate. */
+export function portalsOf(ctx: HandlerContext): NonNullable<HandlerContext["platform"]["portals"]> {
+  if (!ctx.platform.portals) throw uiError("platform_unavailable", "This platform has no portal dialog.");
+  return ctx.platform.portals;
+}
+
 export const inputHandlers: HandlerTable = {
   "input.pointer": pointer,
   "input.drag": drag,
@@ -280,6 +286,12 @@ export const inputHandlers: HandlerTable = {
   "input.keys": keys,
   "input.close": close,
   "input.restore": restore,
+  "portal.open": async (args, ctx) => portalsOf(ctx).open(args.hwnd, args.timeout_ms, ctx.signal),
+  "portal.wait_end": async (args, ctx) => ({
+    why: await portalsOf(ctx).waitEnd(args.session_id, ctx.signal),
+  }),
+  "portal.close": async (args, ctx) => ({ closed: await portalsOf(ctx).close(args.session_id) }),
+
   "dialog.consent": async (args, ctx) => {
     if (!ctx.platform.dialog)
       throw uiError("platform_unavailable", "This platform has no native consent dialog.");

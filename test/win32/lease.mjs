@@ -19,6 +19,9 @@ const loader = new URL("./loader.mjs", import.meta.url).href;
 // Deadline of the test's LeaseClients where an answer is expected: it includes starting the
 // client's link worker, which alone takes seconds under Wine on a loaded machine.
 const LINK_MS = 15000;
+// Waits for Wine processes to come up (a broker, its MessageBox): a loaded 2-core machine takes
+// tens of seconds; they are waits, not timing assertions.
+const WINE_UP_MS = 60000;
 const brokerEntry = fileURLToPath(new URL("./leaseBroker.mjs", import.meta.url));
 
 // The test's own bindings: our user SID and session, read from our token and ProcessIdToSessionId.
@@ -157,7 +160,10 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
 
   /** The broker's visible lease MessageBox, or null after 15 s. */
   const findBox = (brokerPid) =>
-    waitFor(async () => (await h.listWindows()).find((w) => w.pid === brokerPid && w.visible) ?? null, 15000);
+    waitFor(
+      async () => (await h.listWindows()).find((w) => w.pid === brokerPid && w.visible) ?? null,
+      WINE_UP_MS,
+    );
 
   /**
    * Answers the broker's MessageBox for `pending` with act(box). Under Wine an input event sent
@@ -202,12 +208,12 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     try {
       const up = await waitFor(
         () => auditEvents(dir).some((e) => e.event === "broker_start" && e.broker_pid === a.child.pid),
-        20000,
+        WINE_UP_MS,
       );
       assert(up, `broker A did not start: ${a.stderr().slice(-400)}`);
 
       const b = startBrokerProcess(dir, "b", scope);
-      const codeB = await Promise.race([b.exited, sleep(20000).then(() => "still running")]);
+      const codeB = await Promise.race([b.exited, sleep(WINE_UP_MS).then(() => "still running")]);
       if (codeB === "still running") b.child.kill();
       eq(codeB, 3, `second broker for the same scope exits 3 (${b.stderr().slice(-300)})`);
 
@@ -315,7 +321,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       try {
         const upC = await waitFor(
           () => auditEvents(dir).some((e) => e.event === "broker_start" && e.broker_pid === c.child.pid),
-          20000,
+          WINE_UP_MS,
         );
         assert(upC, `broker C did not start after A died: ${c.stderr().slice(-400)}`);
         client = new LeaseClient({ scope, timeoutMs: LINK_MS });
@@ -348,7 +354,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       await Promise.race([a.exited, sleep(5000)]);
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 90000);
+  }, 300000);
 
   test("lease broker: a squatted pipe name refuses to start; stop() in process releases mutex and pipe", async () => {
     const { LeaseClient } = await imp("lease/client.js");
@@ -363,7 +369,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       assert(pipe !== null && pipe !== -1n && pipe !== 0xffffffffffffffffn, "squatter pipe created");
       try {
         const s = startBrokerProcess(dir, "squat", squatted);
-        const code = await Promise.race([s.exited, sleep(20000).then(() => "still running")]);
+        const code = await Promise.race([s.exited, sleep(WINE_UP_MS).then(() => "still running")]);
         if (code === "still running") s.child.kill();
         eq(code, 2, `a broker whose pipe name is taken exits 2 (${s.stderr().slice(-300)})`);
         assert(/pipe exists already/.test(s.stderr()), "and says why");
@@ -425,7 +431,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60000);
+  }, 240000);
 
   test("lease scope from the token: broker, manager-side resolveScope and the pipe link agree; a wrong server is refused; a client that never reads is dropped; the manager CLI sees the lease, activates it through the broker's MessageBox and revokes it; an MCP server with UIINSPECT_LEASE=broker fails closed on revoke and on broker loss", async () => {
     const { LeaseClient } = await imp("lease/client.js");
@@ -444,7 +450,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     try {
       const up = await waitFor(
         () => auditEvents(dir).some((e) => e.event === "broker_start" && e.broker_pid === broker.child.pid),
-        20000,
+        WINE_UP_MS,
       );
       assert(up, `the broker did not start with its own scope: ${broker.stderr().slice(-400)}`);
       eq(auditEvents(dir)[0].scope, scope.hash.slice(0, 12), "the broker derived the same scope");
@@ -638,7 +644,7 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       await Promise.race([broker.exited, sleep(5000)]);
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 150000);
+  }, 400000);
 
   test("manager lease activate with no broker running starts one (detached, its own node.exe), activates through its MessageBox; the broker outlives the manager", async () => {
     const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-"));
@@ -646,7 +652,10 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
     let brokerPid = null;
     try {
       const activating = runCli(["manager", "lease", "activate", "--hours", "1"], env);
-      const up = await waitFor(() => auditEvents(dir).find((e) => e.event === "broker_start") ?? null, 25000);
+      const up = await waitFor(
+        () => auditEvents(dir).find((e) => e.event === "broker_start") ?? null,
+        WINE_UP_MS,
+      );
       assert(up, "the manager started a broker");
       brokerPid = up.broker_pid;
       const r = await answerBox(brokerPid, activating, (box) => h.clickButton(box, /yes/i));
@@ -675,5 +684,5 @@ export function registerLease({ dist, test, assert, eq, waitFor, sleep, h }) {
       }
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 120000);
+  }, 300000);
 }

@@ -21,9 +21,14 @@ export function presenceDir(env: Record<string, string | undefined>): string | n
 
 /** Marks this (dialog) process as showing a dialog; the returned function unmarks it. */
 export function announceDialog(env: Record<string, string | undefined>): () => void {
+  return announcePid(env, process.pid);
+}
+
+/** Announces a dialog process by its PID; the returned function takes it back. */
+export function announcePid(env: Record<string, string | undefined>, pid: number): () => void {
   const dir = presenceDir(env);
   if (!dir) return () => undefined;
-  const file = join(dir, String(process.pid));
+  const file = join(dir, String(pid));
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(file, "", { mode: 0o600 });
@@ -33,22 +38,32 @@ export function announceDialog(env: Record<string, string | undefined>): () => v
   return () => rmSync(file, { force: true });
 }
 
-/** Whether any live dialog process of ours is announced (a few microseconds when none is). */
-export function announcedDialogOpen(dir: string): boolean {
+/**
+ * The live PIDs the folder names that `accept` takes (checked by /proc, never trusted from the
+ * file), up to `limit`; files of processes that are gone are removed.
+ */
+export function announcedPids(dir: string, accept: (pid: number) => boolean, limit = Infinity): number[] {
+  const out: number[] = [];
   let names: string[];
   try {
     names = readdirSync(dir);
   } catch {
-    return false;
+    return out;
   }
   for (const name of names) {
+    if (out.length >= limit) break;
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid <= 0 || String(pid) !== name) continue;
     if (processExited(pid)) {
       rmSync(join(dir, name), { force: true });
       continue;
     }
-    if (isOwnDialogProcess(pid)) return true;
+    if (accept(pid)) out.push(pid);
   }
-  return false;
+  return out;
+}
+
+/** Whether any live dialog process of ours is announced (a few microseconds when none is). */
+export function announcedDialogOpen(dir: string): boolean {
+  return announcedPids(dir, isOwnDialogProcess, 1).length > 0;
 }

@@ -1,6 +1,6 @@
 import { exePath } from "../../os/linux/proc.js";
-import { WAYLAND_DIALOG_PROGRAM } from "../../supervisor/consent/dialogInfo.js";
-import { announcedPids, announcePid, presenceDir } from "../x11/dialog/presence.js";
+import { presenceDir, WAYLAND_DIALOG_PROGRAM } from "../../shared/dialogPresence.js";
+import { announcedPids } from "../x11/dialog/presence.js";
 
 /**
  * Our Wayland consent dialog (a zenity process this server started) is announced while it runs
@@ -10,11 +10,6 @@ import { announcedPids, announcePid, presenceDir } from "../x11/dialog/presence.
  * ever lists, targets or inspects it. A file can only hide a window from us, never admit one; a
  * stale file (its process gone) is removed.
  */
-
-/** Announces a dialog child of ours; the returned function takes it back. */
-export function announceChild(env: Record<string, string | undefined>, pid: number): () => void {
-  return announcePid(env, pid);
-}
 
 /** The PIDs of announced live dialog processes (the dialog program, as /proc says). */
 export function announcedDialogPids(env: Record<string, string | undefined>): Set<number> {

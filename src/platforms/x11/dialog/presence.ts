@@ -1,7 +1,10 @@
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { isAbsolute, join } from "node:path";
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { processExited } from "../../../os/linux/proc.js";
+import { announcePid } from "../../../shared/dialogPresence.js";
 import { isOwnDialogProcess } from "../ownDialogs.js";
+
+export { announcePid, presenceDir } from "../../../shared/dialogPresence.js";
 
 /**
  * Every dialog of ours (whoever started it: this server, another uiinspect server of this user,
@@ -12,30 +15,9 @@ import { isOwnDialogProcess } from "../ownDialogs.js";
  * refuse input: a stale one (its process gone) is ignored and removed.
  */
 
-const DIR_NAME = "uiinspect-mcp-dialogs";
-
-export function presenceDir(env: Record<string, string | undefined>): string | null {
-  const base = env.XDG_RUNTIME_DIR;
-  return base && isAbsolute(base) ? join(base, DIR_NAME) : null;
-}
-
 /** Marks this (dialog) process as showing a dialog; the returned function unmarks it. */
 export function announceDialog(env: Record<string, string | undefined>): () => void {
   return announcePid(env, process.pid);
-}
-
-/** Announces a dialog process by its PID; the returned function takes it back. */
-export function announcePid(env: Record<string, string | undefined>, pid: number): () => void {
-  const dir = presenceDir(env);
-  if (!dir) return () => undefined;
-  const file = join(dir, String(pid));
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(file, "", { mode: 0o600 });
-  } catch {
-    return () => undefined;
-  }
-  return () => rmSync(file, { force: true });
 }
 
 /**

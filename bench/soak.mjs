@@ -14,26 +14,13 @@
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { call, LOOSE } from "./lib/mcp.mjs";
+import { slope } from "./lib/stats.mjs";
 import { memoryMiB, startDesk } from "./lib/x11desk.mjs";
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const SAMPLE_S = Number(process.env.SOAK_SAMPLE_S ?? 10);
 const MODES = (process.env.SOAK_MODES ?? "thread,process").split(",");
 const REGION = [0, 0, 800, 600];
-
-function slope(points) {
-  const n = points.length;
-  if (n < 2) return null;
-  const mx = points.reduce((a, p) => a + p[0], 0) / n;
-  const my = points.reduce((a, p) => a + p[1], 0) / n;
-  let num = 0;
-  let den = 0;
-  for (const [x, y] of points) {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  }
-  return den === 0 ? null : Math.round((num / den) * 100) / 100;
-}
 
 async function soak(desk, win, mode) {
   const server = await desk.grantedServer(

@@ -54,6 +54,8 @@ describe.skipIf(!runs)("wayland consent: our dialog, then the compositor's porta
       // Our dialog's program and the portal's are allowed too: our tools must still never reach them.
       DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: [exe, ZENITY, realpathSync(PORTAL_GNOME)].join(";"),
       DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,interact,click,key,text",
+      // Both gates are answered by the test; on a loaded machine the picker alone can take a minute.
+      UIINSPECT_CONSENT_TIMEOUT_MS: "240000",
       ...extra,
     });
     servers.push(h);
@@ -215,5 +217,5 @@ describe.skipIf(!runs)("wayland consent: our dialog, then the compositor's porta
     // The picker is a client window: the same program answers it over AT-SPI.
     await answerPicker(reader, { windowApp: "gtk3-widget-factory", monitor: true, allowInput: true });
     expect((await pending).structured).toMatchObject({ decision: "approved" });
-  });
+  }, 600_000);
 });

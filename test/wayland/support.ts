@@ -414,6 +414,8 @@ export function readFrame(node: number, width: number, height: number, timeoutMs
 }
 
 const PICKER = "xdg-desktop-portal-gnome";
+// The picker's objects reach the a11y bus slowly on a loaded machine (a wait, not an assertion).
+const PICKER_WAIT_MS = 60_000;
 const ST_CHECKED = 4;
 
 /**
@@ -427,43 +429,57 @@ export async function answerPicker(
   opts: { windowApp: string; monitor: boolean; allowInput: boolean; share?: boolean },
 ): Promise<void> {
   // A dialog for windows and monitors has tabs; one for windows only shows the window list.
-  const first = await waitFor("the picker", async () => {
-    const tab = await reader.findNode(PICKER, "tab", "Single Window");
-    if (tab) return { tab };
-    const row = await reader.findNode(PICKER, "list item", opts.windowApp);
-    return row ? { tab: null } : null;
-  });
+  const first = await waitFor(
+    "the picker",
+    async () => {
+      const tab = await reader.findNode(PICKER, "tab", "Single Window");
+      if (tab) return { tab };
+      const row = await reader.findNode(PICKER, "list item", opts.windowApp);
+      return row ? { tab: null } : null;
+    },
+    PICKER_WAIT_MS,
+  );
   if (first.tab) await reader.doAction(first.tab);
-  const row = await waitFor("the shared window's row", () =>
-    reader.findNode(PICKER, "list item", opts.windowApp),
+  const row = await waitFor(
+    "the shared window's row",
+    () => reader.findNode(PICKER, "list item", opts.windowApp),
+    PICKER_WAIT_MS,
   );
   expect(await reader.selectItem(row)).toBe(true);
   if (opts.monitor) {
-    const monitors = await waitFor("a monitor row", async () => {
-      const app = (await reader.apps()).find((a) => a.name === PICKER);
-      if (!app) return null;
-      const list = await reader.nodes(app.bus, app.path);
-      // The monitor rows are the list items that are neither the window row nor the switch's.
-      const names = [];
-      for (const n of list.filter((x) => x.role === "list item")) {
-        const [v] = (await reader.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
-          "org.a11y.atspi.Accessible",
-          "Name",
-        ])) as [{ value: string }];
-        if (v.value !== opts.windowApp && v.value !== "Allow remote interaction") names.push(n);
-      }
-      return names.length > 0 ? names : null;
-    });
+    const monitors = await waitFor(
+      "a monitor row",
+      async () => {
+        const app = (await reader.apps()).find((a) => a.name === PICKER);
+        if (!app) return null;
+        const list = await reader.nodes(app.bus, app.path);
+        // The monitor rows are the list items that are neither the window row nor the switch's.
+        const names = [];
+        for (const n of list.filter((x) => x.role === "list item")) {
+          const [v] = (await reader.call(n.bus, n.path, "org.freedesktop.DBus.Properties", "Get", "ss", [
+            "org.a11y.atspi.Accessible",
+            "Name",
+          ])) as [{ value: string }];
+          if (v.value !== opts.windowApp && v.value !== "Allow remote interaction") names.push(n);
+        }
+        return names.length > 0 ? names : null;
+      },
+      PICKER_WAIT_MS,
+    );
     expect(await reader.selectItem(monitors[0])).toBe(true);
   }
   if (opts.allowInput) {
-    const sw = await waitFor("the remote interaction switch", () =>
-      reader.findNode(PICKER, "switch", "Allow remote interaction"),
+    const sw = await waitFor(
+      "the remote interaction switch",
+      () => reader.findNode(PICKER, "switch", "Allow remote interaction"),
+      PICKER_WAIT_MS,
     );
     if (((await reader.states(sw.bus, sw.path)) & (1 << ST_CHECKED)) === 0) await reader.doAction(sw);
   }
-  const button = await waitFor("the picker's answer button", () =>
-    reader.findNode(PICKER, "button", opts.share === false ? "_Cancel Cancel" : "_Share Share"),
+  const button = await waitFor(
+    "the picker's answer button",
+    () => reader.findNode(PICKER, "button", opts.share === false ? "_Cancel Cancel" : "_Share Share"),
+    PICKER_WAIT_MS,
   );
   await reader.doAction(button);
 }

@@ -1,10 +1,9 @@
 import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
+import { announcePid, WAYLAND_DIALOG_PROGRAM } from "../../shared/dialogPresence.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { switchIsOn } from "../../shared/settingsReader.js";
-import { WAYLAND_DIALOG_PROGRAM } from "../../supervisor/consent/dialogInfo.js";
-import { announceChild } from "./dialogPresence.js";
 
 /**
  * Our own consent dialog on a GNOME Wayland session, the first of two gates (the second is the
@@ -87,7 +86,7 @@ export function showWaylandDialog(
       ],
       { env: childEnv, stdio: "ignore" },
     );
-    const unannounce = child.pid ? announceChild(env, child.pid) : () => undefined;
+    const unannounce = child.pid ? announcePid(env, child.pid) : () => undefined;
     let aborted = false;
     let killTimer: NodeJS.Timeout | null = null;
     const onAbort = () => {

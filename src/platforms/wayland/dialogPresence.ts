@@ -1,8 +1,6 @@
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { exePath, processExited } from "../../os/linux/proc.js";
-import { WAYLAND_DIALOG_PROGRAM } from "../../supervisor/consent/dialogInfo.js";
-import { presenceDir } from "../x11/dialog/presence.js";
+import { exePath } from "../../os/linux/proc.js";
+import { presenceDir, WAYLAND_DIALOG_PROGRAM } from "../../shared/dialogPresence.js";
+import { announcedPids } from "../x11/dialog/presence.js";
 
 /**
  * Our Wayland consent dialog (a zenity process this server started) is announced while it runs
@@ -13,39 +11,9 @@ import { presenceDir } from "../x11/dialog/presence.js";
  * stale file (its process gone) is removed.
  */
 
-/** Announces a dialog child of ours; the returned function takes it back. */
-export function announceChild(env: Record<string, string | undefined>, pid: number): () => void {
-  const dir = presenceDir(env);
-  if (!dir) return () => undefined;
-  const file = join(dir, String(pid));
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(file, "", { mode: 0o600 });
-  } catch {
-    return () => undefined;
-  }
-  return () => rmSync(file, { force: true });
-}
-
 /** The PIDs of announced live dialog processes (the dialog program, as /proc says). */
 export function announcedDialogPids(env: Record<string, string | undefined>): Set<number> {
-  const out = new Set<number>();
   const dir = presenceDir(env);
-  if (!dir) return out;
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const name of names) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 0 || String(pid) !== name) continue;
-    if (processExited(pid)) {
-      rmSync(join(dir, name), { force: true });
-      continue;
-    }
-    if (exePath(pid) === WAYLAND_DIALOG_PROGRAM) out.add(pid);
-  }
-  return out;
+  if (!dir) return new Set();
+  return new Set(announcedPids(dir, (pid) => exePath(pid) === WAYLAND_DIALOG_PROGRAM));
 }

@@ -3,6 +3,7 @@ import {
   UNSAFE_XTEST_SETTING,
   unsafeXtestConsent,
 } from "../../platforms/x11/dialog/spawn.js";
+import { WAYLAND_DIALOG_PROGRAM } from "../../shared/dialogPresence.js";
 
 /** What health_check (and so doctor) says about the consent dialog: mechanism, program, unsafe setting. */
 export interface ConsentDialogFacts {
@@ -15,9 +16,6 @@ export interface ConsentDialogFacts {
   /** What the platform itself cannot stop (said on every run where it applies). */
   limit?: string;
 }
-
-/** The Wayland consent dialog's program: started by absolute path, checked root-owned and not writable by others. */
-export const WAYLAND_DIALOG_PROGRAM = "/usr/bin/zenity";
 
 /** What GNOME's Wayland session does not stop (docs/wayland.md, measured). */
 export const WAYLAND_LIMIT =

@@ -26,8 +26,9 @@ import {
  * monitor source, answered here through the picker's own AT-SPI objects), on headless GNOME
  * with a real GTK 3 application: its screenshot from its window stream, a click through the
  * portal session proven by the window stream matching the monitor stream around the point, and
- * the refusal when the window is replaced between the check and the press. (Covered and moved
- * windows are proven on synthetic pictures in test/unit/wayland-stream-match.test.ts.) The worker handlers run in process on the real platform; effects are
+ * the refusal when the window is replaced between the check and the press. A second program's window
+ * covering the point is refused live (occluded, nothing pressed); moved windows are proven on
+ * synthetic pictures in test/unit/wayland-stream-match.test.ts. The worker handlers run in process on the real platform; effects are
  * read back through the test's own AT-SPI connection.
  */
 
@@ -216,6 +217,43 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
       h({ target, steps: [{ key: "a", modifiers: [], hold_ms: 0 }], focus_mode: "passive" }, ctx("input")),
     );
     expect(code).toBe("not_foreground");
+  });
+
+  it("attack: another program's window covers the point: the same click is refused (occluded), nothing is pressed; uncovered it works again", async () => {
+    const box = (await checkButtons()).find((c) => ((c.states >> ST_CHECKED) & 1) === 0);
+    if (!box) throw new Error("no unchecked check button");
+    const [x, y] = [box.rect[0] + 12, box.rect[1] + Math.floor(box.rect[3] / 2)];
+    const proven = async () => codeOf(verifyTarget(p.desktop, target, { points: [{ x, y }] }));
+    // Uncovered, the point is proven first (the press itself is shown working in the test above).
+    await waitFor("the point proven", async () => ((await proven()) === "ok" ? true : null), 20_000);
+    // A separate process opens a window as large as the monitor: mutter maps it focused and on
+    // top, over the factory's point.
+    const cover = startApp("zenity", ["--info", "--text=cover", "--width=1280", "--height=800"], apps);
+    await waitFor(
+      "the point covered on the monitor",
+      async () => ((await proven()) === "occluded" ? true : null),
+      30_000,
+    );
+    expect(await codeOf(click(x, y))).toBe("occluded");
+    // Nothing was pressed: still unchecked (read over the test's own AT-SPI connection).
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await checked(box)).toBe(false);
+    cover.kill("SIGKILL");
+    // While the shell unmaps the cover and refocuses the factory (redrawn out of its backdrop
+    // look) the two streams disagree for a while: wait until the point is proven steadily.
+    let steady = 0;
+    await waitFor(
+      "the point shown again",
+      async () => {
+        steady = (await proven()) === "ok" ? steady + 1 : 0;
+        return steady >= 5 ? true : null;
+      },
+      30_000,
+    );
+    expect(await codeOf(click(x, y))).toBe("ok");
+    await waitFor("the check button checked", async () => ((await checked(box)) ? true : null), 5000);
+    expect(await codeOf(click(x, y))).toBe("ok");
+    await waitFor("the check button unchecked", async () => ((await checked(box)) ? null : true), 5000);
   });
 
   it("attack: the window is replaced after the check: its stream ends and the press is refused", async () => {

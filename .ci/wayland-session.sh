@@ -15,7 +15,7 @@
 # logind backend and its UI dies. Every process of the session runs in a private mount namespace
 # where /run/systemd is an empty tmpfs; the rest of the file system is shared.
 # Readiness is polled (the Wayland socket, bus names, PipeWire's socket); no fixed sleeps, bounded
-# by UIINSPECT_WAYLAND_READY_TIMEOUT_S (30).
+# by UIINSPECT_WAYLAND_READY_TIMEOUT_S (90).
 
 _uiw_sourced=0
 (return 0 2>/dev/null) && _uiw_sourced=1
@@ -26,7 +26,7 @@ _uiw_log() { echo "wayland-session: $*" >&2; }
 # shellcheck source=../sandbox/session-lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../sandbox/session-lib.sh"
 
-_uiw_wait_for() { _uis_wait_for wayland-session "${UIINSPECT_WAYLAND_READY_TIMEOUT_S:-30}" "$@"; }
+_uiw_wait_for() { _uis_wait_for wayland-session "${UIINSPECT_WAYLAND_READY_TIMEOUT_S:-90}" "$@"; }
 
 # Every process whose environment names this session's runtime folder (activated services, apps
 # the tests forgot), by PID. Only processes of ours can carry that fresh, random path.

@@ -249,9 +249,15 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     // A separate process opens a window as large as the monitor: mutter maps it focused and on
     // top, over the factory's point.
     const cover = startApp("zenity", ["--info", "--text=cover", "--width=1280", "--height=800"], apps);
+    // While the shell maps the cover (its animation), a frame may show it only in part: wait until
+    // the point is refused steadily before the click.
+    let covered = 0;
     await waitFor(
       "the point covered on the monitor",
-      async () => ((await proven()) === "occluded" ? true : null),
+      async () => {
+        covered = (await proven()) === "occluded" ? covered + 1 : 0;
+        return covered >= 5 ? true : null;
+      },
       30_000,
     );
     expect(await codeOf(click(x, y))).toBe("occluded");

@@ -18,6 +18,8 @@ import { type MatchResult, matchAround, opaqueBox } from "./streamMatch.js";
  */
 
 const FRAME_WAIT_MS = 3000;
+/** How long a point check waits for the two streams to agree after a redraw (see provePoint). */
+const SKEW_SETTLE_MS = 600;
 /** Each frame's opaque box, computed once. */
 const boxes = new WeakMap<StreamFrame, [number, number, number, number] | null>();
 
@@ -131,32 +133,51 @@ export class PortalStreams {
   async provePoint(b: Binding, x: number, y: number): Promise<PointFact> {
     if (!b.monitor)
       throw uiError("platform_unavailable", "No monitor was shared, so the window's place cannot be proven.");
-    const { frame, box } = await this.windowFrame(b);
-    const sx = x;
-    const sy = y;
-    if (sx < box[0] || sy < box[1] || sx >= box[2] || sy >= box[3])
-      throw uiError(
-        "out_of_bounds",
-        `The point (${x}, ${y}) lies outside the shared window (${box[2] - box[0]}×${box[3] - box[1]}).`,
-      );
-    const mon = await b.monitor.frame(FRAME_WAIT_MS);
-    const r: MatchResult = matchAround(frame, mon, sx, sy);
-    switch (r.kind) {
-      case "found":
-        return { sx, sy, dx: r.dx, dy: r.dy };
-      case "transparent":
-        throw uiError("out_of_bounds", `The point (${x}, ${y}) is not on the shared window's own pixels.`);
-      case "not_shown":
-        throw uiError("occluded", "The screen does not show the target window at the requested place.");
-      case "ambiguous":
+    const monitor = b.monitor;
+    const settleBy = Date.now() + SKEW_SETTLE_MS;
+    for (;;) {
+      const { frame, box } = await this.windowFrame(b);
+      if (x < box[0] || y < box[1] || x >= box[2] || y >= box[3])
         throw uiError(
-          "occluded",
-          "The screen around the requested place is too plain to prove it shows the target window.",
+          "out_of_bounds",
+          `The point (${x}, ${y}) lies outside the shared window (${box[2] - box[0]}×${box[3] - box[1]}).`,
         );
+      const mon = await monitor.frame(FRAME_WAIT_MS);
+      const r: MatchResult = matchAround(frame, mon, x, y);
+      if (r.kind === "found") return { sx: x, sy: y, dx: r.dx, dy: r.dy };
+      if (r.kind === "transparent")
+        throw uiError("out_of_bounds", `The point (${x}, ${y}) is not on the shared window's own pixels.`);
+      // The two streams are composited and sent apart: a window that just redrew (a hover, a
+      // focus change) shows its new pixels in one stream a frame before the other. Only the
+      // newest pair of frames is ever judged; a mismatch stands once no newer frame comes.
+      const left = settleBy - Date.now();
+      if (left <= 0 || !(await newerFrame(b.window, frame.seq, monitor, mon.seq, left)))
+        throw r.kind === "not_shown"
+          ? uiError("occluded", "The screen does not show the target window at the requested place.")
+          : uiError(
+              "occluded",
+              "The screen around the requested place is too plain to prove it shows the target window.",
+            );
     }
   }
 
   dispose(): void {
     for (const hwnd of [...this.bound.keys()]) this.unbind(hwnd);
   }
+}
+
+/** Whether either stream sends a frame newer than the ones judged within `timeoutMs`. */
+async function newerFrame(
+  win: PipewireFrames,
+  winSeq: number,
+  mon: PipewireFrames,
+  monSeq: number,
+  timeoutMs: number,
+): Promise<boolean> {
+  const arrivals = [win.next(winSeq, timeoutMs), mon.next(monSeq, timeoutMs)];
+  for (const a of arrivals) a.catch(() => {});
+  return Promise.any(arrivals).then(
+    () => true,
+    () => false,
+  );
 }

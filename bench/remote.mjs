@@ -97,7 +97,9 @@ async function runOnce(cli, env) {
           } catch (e) {
             failures++;
             // The error code or the transport's words, never arguments (they carry nothing secret here).
-            const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? String(e).slice(0, 80);
+            // A transport failure ("fetch failed") names its cause: a reset, a closed socket, a timeout.
+            const cause = e?.cause ? ` (${e.cause.code ?? e.cause.name ?? "cause"})` : "";
+            const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? `${String(e).slice(0, 80)}${cause}`;
             failureReasons[why] = (failureReasons[why] ?? 0) + 1;
           }
         }

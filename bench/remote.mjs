@@ -180,7 +180,11 @@ const plan = [
 const runs = [];
 try {
   for (let round = 0; round < ROUNDS; round++)
-    for (const { cli, env, ...label } of plan) runs.push({ round, ...label, ...(await runOnce(cli, env)) });
+    for (const { cli, env, ...label } of plan) {
+      runs.push({ round, ...label, ...(await runOnce(cli, env)) });
+      // Each run as it ends (stderr), so a later run that fails to start loses nothing.
+      process.stderr.write(`${JSON.stringify(runs.at(-1))}\n`);
+    }
 } finally {
   setup.remove();
 }

@@ -5,7 +5,14 @@ import { intersect, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
 import type { DesktopPort, LiveCheck, LiveProof, WindowInfo } from "../../shared/platform.js";
 import { provenOwners } from "./connectionOwner.js";
-import { confirmLive, type LiveHints, transientFor } from "./liveCheck.js";
+import {
+  askRegionCheckAhead,
+  confirmLive,
+  dropAhead,
+  type LiveAhead,
+  type LiveHints,
+  transientFor,
+} from "./liveCheck.js";
 import { concealOwnDialogs } from "./ownDialogs.js";
 import {
   cardinals,
@@ -104,6 +111,8 @@ export class X11Desktop implements DesktopPort {
   lastRootChildren: readonly number[] = [];
   /** What the last live check saw inside its target, asked about ahead by the next one. */
   liveHints: LiveHints | null = null;
+  /** The capture's check after the read, asked in targetAndCovers' batch (liveCheck.ts). */
+  liveAhead: LiveAhead | null = null;
   /**
    * The focus window and its ancestors (nearest first) as the last focus walk found them: their
    * trees are asked in the next listing's (or after-read check's) batch, so the walk, which
@@ -473,6 +482,7 @@ export class X11Desktop implements DesktopPort {
   }
 
   async listWindows(): Promise<WindowInfo[]> {
+    dropAhead(this);
     const rootTree = this.x.queryTree(this.x.root);
     const focus = this.x.inputFocus();
     const bottomToTop = this.stacking();
@@ -520,8 +530,12 @@ export class X11Desktop implements DesktopPort {
     const known = this.framesByClient.get(xid);
     const p = this.request(xid);
     const focus = x.inputFocus();
+    // The region check that follows (confirmLive on the window this returns), asked in this
+    // batch: after the read like the rest of it, and no round trip of its own.
+    const check = known ? askRegionCheckAhead(x, this, xid, known.frame) : null;
     // The frame of the last listing, confirmed a root child by the same batch (else the walk).
-    const frameTree = known && known.frame !== xid ? x.queryTree(known.frame) : null;
+    const frameTree =
+      known && known.frame !== xid ? (check?.asked.tree(known.frame) ?? x.queryTree(known.frame)) : null;
     const frameGeom = known ? x.getGeometry(known.frame) : null;
     const ahead = this.askFocusChain(null);
     x.flush();
@@ -545,6 +559,7 @@ export class X11Desktop implements DesktopPort {
     if (!w) return [];
     const shown = concealOwnDialogs([w]);
     this.requireConnectionOwners(shown, false);
+    if (check && this.liveAhead === check) check.target = shown[0] ?? null;
     return shown;
   }
 

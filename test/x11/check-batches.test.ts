@@ -52,7 +52,7 @@ function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
   };
 }
 
-describe.skipIf(!X11_AVAILABLE)("x11 capture check after the read: one batch", () => {
+describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before them", () => {
   let session: X11Session;
   let p: Platform;
   let xterm: App;
@@ -97,6 +97,32 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture check after the read: one batch", (
     expect(flushAt).toBeGreaterThan(0);
     // Nothing asked after the batch went out: the live check read that batch's replies.
     expect(log.slice(flushAt + 1)).toEqual([]);
+  });
+
+  it("the check before the read, after a listing told of it, asks nothing of its own", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    let log: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+      const rec = recordBatches(x);
+      try {
+        await verifyTarget(p.desktop, target, { region: REGION, windows });
+      } finally {
+        rec.stop();
+      }
+      log = rec.log;
+    }
+    expect(log).toEqual([]);
+    // A listing that was not told asks the check's batch afresh.
+    const plain = await p.desktop.listWindows();
+    const rec = recordBatches(x);
+    try {
+      await verifyTarget(p.desktop, target, { region: REGION, windows: plain });
+    } finally {
+      rec.stop();
+    }
+    expect(rec.log.filter((e) => e.startsWith("req")).length).toBeGreaterThan(0);
   });
 
   it("still refuses a cover mapped after the read, and a later check asks afresh", async () => {

@@ -481,7 +481,7 @@ export class X11Desktop implements DesktopPort {
     }
   }
 
-  async listWindows(): Promise<WindowInfo[]> {
+  async listWindows(opts: { regionCheckOf?: string } = {}): Promise<WindowInfo[]> {
     dropAhead(this);
     const rootTree = this.x.queryTree(this.x.root);
     const focus = this.x.inputFocus();
@@ -496,6 +496,12 @@ export class X11Desktop implements DesktopPort {
     // Answered by the first batch already (stacking() waited for a later reply).
     const focusWin = focus.resolve();
     const ahead = this.askFocusChain(focusWin);
+    // The capture's check before the read that follows, asked in this batch (its frame from the
+    // last listing; a changed frame is asked about by the check itself).
+    // Only a well-formed handle (the listing answers for any other as it always did).
+    const checkOf = /^\d{1,10}$/.test(opts.regionCheckOf ?? "") ? Number(opts.regionCheckOf) : null;
+    const known = checkOf === null ? undefined : this.framesByClient.get(checkOf);
+    const check = checkOf !== null && known ? askRegionCheckAhead(this.x, this, checkOf, known.frame) : null;
     // The batch goes out now, so the server answers it while the X-Resource request (one for
     // the owners of all of them, on the Xlib connection) makes its own round trip.
     this.x.flush();
@@ -514,6 +520,8 @@ export class X11Desktop implements DesktopPort {
     // instance must be proven to hold its X connection.
     const shown = concealOwnDialogs(out);
     this.requireConnectionOwners(shown, true);
+    if (check && this.liveAhead === check)
+      check.target = shown.find((w) => w.hwnd === String(checkOf)) ?? null;
     return shown;
   }
 

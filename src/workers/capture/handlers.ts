@@ -212,7 +212,8 @@ const ops: HandlerTable = {
 
   "capture.window": async (args, ctx) => {
     throwIfAborted(ctx);
-    const windows = await ctx.platform.desktop.listWindows();
+    // The check before the read follows at once: its requests may go in the listing's batch.
+    const windows = await ctx.platform.desktop.listWindows({ regionCheckOf: args.hwnd });
     const window = windows.find((w) => w.hwnd === args.hwnd);
     // Not found, no owner, owner gone: the supervisor's own resolution from this listing says
     // which (target_not_found, target_gone, target_not_allowed), in the chain's order.

@@ -66,7 +66,7 @@ try {
         ? OPS["capture.window"].args.parse({
             hwnd: win.hwnd,
             ...shot,
-            granted: { instance: win.instance, shown_before: [] },
+            granted: [{ instance: win.instance, shown_before: [] }],
           })
         : null;
     once =

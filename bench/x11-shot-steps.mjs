@@ -22,6 +22,7 @@ try {
   const { verifyTarget, verifyUnchangedAfter } = await import(join(REPO, "dist/workers/verify.js"));
   const { FramePool } = await import(join(REPO, "dist/workers/capture/frames.js"));
   const { encodePngFrame } = await import(join(REPO, "dist/workers/capture/png.js"));
+  const { frameHash, tileHashes } = await import(join(REPO, "dist/workers/capture/pixels.js"));
   const { OPS } = await import(join(REPO, "dist/shared/protocol.js"));
   const platform = await createX11Platform({ workerKind: "capture" });
   const ctx = { signal: new AbortController().signal, deadline: Date.now() + 1e9, init: {}, platform };
@@ -34,7 +35,7 @@ try {
     tiles: true,
     max_png_bytes: 64 * 1024 * 1024,
     compression_level: 2,
-    granted: { instance: win.instance, shown_before: [] },
+    granted: [{ instance: win.instance, shown_before: [] }],
   });
   const frames = new FramePool();
   const rect = [win.rect[0], win.rect[1], win.rect[0] + 800, win.rect[1] + 600];
@@ -56,8 +57,11 @@ try {
       verifyTarget(platform.desktop, target, { region: REGION, windows }),
     );
     const frame = frames.acquire(800, 600);
-    await rec("read", () => platform.capture.captureScreen(rect, frame.target));
+    const raw = await rec("read", () => platform.capture.captureScreen(rect, frame.target));
     await rec("post_check", () => verifyUnchangedAfter(platform.desktop, target, before.window, REGION));
+    await rec("frame_hash", () => frameHash(raw, null));
+    await rec("tile_hashes", () => tileHashes(raw));
+    await rec("encode_l1", () => encodePngFrame(frame, 1));
     await rec("encode_l2", () => encodePngFrame(frame, 2));
     frames.release(frame);
     await rec("floor", () => floorShot(platform.capture, rect));

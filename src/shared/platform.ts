@@ -135,8 +135,13 @@ export const NO_PROOF: LiveProof = { focus: null, points: [] };
 /** Discovery and identity. */
 export interface DesktopPort {
   readonly platform: PlatformName;
-  /** Top-level windows in stacking order, topmost first (hidden ones included, flagged). */
-  listWindows(): Promise<WindowInfo[]>;
+  /**
+   * Top-level windows in stacking order, topmost first (hidden ones included, flagged).
+   * `regionCheckOf`: the window whose region check (confirmLive, a capture's check before the
+   * read) follows this listing at once; a port may ask that check's requests in the listing's
+   * own batch (X11), for the check on the window object this listing returns.
+   */
+  listWindows(opts?: { regionCheckOf?: string }): Promise<WindowInfo[]>;
   /** One window, or null when it does not exist any more. */
   getWindow(hwnd: string): Promise<WindowInfo | null>;
   /** Whether that exact instance still runs (pid alive with the same start time and path). */

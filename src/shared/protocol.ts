@@ -137,6 +137,9 @@ const FrameResultSchema = z.object({
   window_offset: z.tuple([z.number().int(), z.number().int()]),
 });
 
+/** Whether a frame's tile hashes come with it, not at all, or "later" (capture.tiles). */
+const TilesSchema = z.union([z.boolean(), z.literal("later")]).default(false);
+
 /** op name → worker, argument schema, result schema. */
 export const OPS = {
   ping: { worker: "any", args: Empty, result: z.object({ pong: z.literal(true), pid: z.number() }) },
@@ -190,8 +193,13 @@ export const OPS = {
       output: z.enum(["png", "sha256", "frame_hash"]),
       /** With "png": no image when the frame's hash is this one (the caller has the image). */
       unless_hash: z.string().max(128).nullable().default(null),
-      /** With "png" / "frame_hash": the frame's tile hashes too (where it changed, src/workers/capture/pixels.ts). */
-      tiles: z.boolean().default(false),
+      /**
+       * With "png" / "frame_hash": the frame's tile hashes too (where it changed,
+       * src/workers/capture/pixels.ts). "later" (with "png"): not in the answer; the worker
+       * computes them once the answer is sent and keeps them under the frame_hash for
+       * capture.tiles (screenshot_window: only a later visual wait reads them).
+       */
+      tiles: TilesSchema,
       max_png_bytes: z.number().int().positive(),
       /** zlib level of the PNG (0–9; the screenshot tool's choice is measured in docs/benchmarks.md). */
       compression_level: z.number().int().min(0).max(9),
@@ -240,7 +248,7 @@ export const OPS = {
       grid_spacing: z.number().int().min(5).max(2000).nullable(),
       output: z.enum(["png", "frame_hash"]),
       unless_hash: z.string().max(128).nullable().default(null),
-      tiles: z.boolean().default(false),
+      tiles: TilesSchema,
       max_png_bytes: z.number().int().positive(),
       compression_level: z.number().int().min(0).max(9),
       /**
@@ -264,6 +272,16 @@ export const OPS = {
       /** What a check refused with (codes and fixed messages only: no title, no pixel). */
       refused: z.object({ code: DenyReasonSchema, message: z.string().max(600) }).nullable(),
     }),
+  },
+
+  /**
+   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash; null
+   * when it has none (evicted, or the worker restarted since).
+   */
+  "capture.tiles": {
+    worker: "capture",
+    args: z.object({ frame_hash: z.string().regex(/^[0-9a-f]{64}$/) }),
+    result: z.object({ tiles: z.array(z.number().int().nonnegative()).nullable() }),
   },
 
   // input worker: verified effects

@@ -471,4 +471,33 @@ describe("frames the capture port writes into (X11, Win32)", () => {
     expect(await codeOf(capture({}, covered.platform))).toBe("occluded");
     expect(covered.targets[0]?.data.every((b) => b === 0)).toBe(true);
   });
+
+  it('answers tiles "later" without them, then capture.tiles gives exactly the tiles of that frame', async () => {
+    const tilesOp = captureHandlers["capture.tiles"];
+    if (!tilesOp) throw new Error("no capture.tiles handler");
+    const ctx = ctxFor(platform);
+    const masks: Rect[] = [[5, 5, 20, 20]];
+    const eager = await capture({ masks, tiles: true }, intoFrame().platform);
+    expect(eager.tiles?.length).toBe(Math.ceil(100 / 32) * Math.ceil(80 / 32));
+    const viaFrame = intoFrame();
+    const late = await capture({ masks, tiles: "later" }, viaFrame.platform);
+    expect(late.tiles).toBeUndefined();
+    expect(late.frame_hash).toBe(eager.frame_hash);
+    expect(Buffer.from(late.png ?? []).equals(Buffer.from(eager.png ?? []))).toBe(true);
+    // Read at once (before the job's turn) and after it: the same tiles, those of the masked frame.
+    const hash = late.frame_hash ?? "";
+    expect((await tilesOp({ frame_hash: hash }, ctx)).tiles).toEqual(eager.tiles);
+    await new Promise((r) => setImmediate(r));
+    expect((await tilesOp({ frame_hash: hash }, ctx)).tiles).toEqual(eager.tiles);
+    // The frame was lent to the job and came back: the next shot is handed the same one.
+    await capture({ tiles: "later" }, viaFrame.platform);
+    expect(viaFrame.targets[1]?.data.buffer).toBe(viaFrame.targets[0]?.data.buffer);
+    expect((await tilesOp({ frame_hash: "0".repeat(64) }, ctx)).tiles).toBeNull();
+  });
+
+  it('hashes the tiles of a frame with a grid at once even when asked "later" (the grid is drawn over it)', async () => {
+    const eager = await capture({ grid_spacing: 25, tiles: true }, intoFrame().platform);
+    const late = await capture({ grid_spacing: 25, tiles: "later" }, intoFrame().platform);
+    expect(late.tiles).toEqual(eager.tiles);
+  });
 });

@@ -111,6 +111,44 @@ describe("visual change without subscriptions", () => {
     expect(r.content.some((c) => c.type === "image")).toBe(true);
   });
 
+  it("wait_for_visual_change since a screenshot taken before the change: the rectangles come from that screenshot's tiles", async () => {
+    const { d, h } = await granted();
+    // The screenshot's tiles are hashed after its answer, in the capture worker (tiles "later"),
+    // and asked for by the wait: its first frame already differs, so only they locate the change.
+    const first = await h.call("screenshot_window", { hwnd: 1001, region_name: "stage" });
+    const since = first.structured.hash as string;
+    d.write(scenario([BLOCK]));
+    const r = await h.call("wait_for_visual_change", {
+      hwnd: 1001,
+      region_name: "stage",
+      since,
+      timeout_ms: 5_000,
+    });
+    expect(r.structured.changed).toBe(true);
+    const rects = r.structured.changed_rects as number[][];
+    expect(rects.length).toBeGreaterThan(0);
+    // Not the whole region ([10, 50, 330, 290], what a frame without tiles would give).
+    for (const [l, t] of rects) {
+      expect(l).toBeGreaterThanOrEqual(298 - 32);
+      expect(t).toBeGreaterThanOrEqual(178 - 32);
+    }
+    // The same with the two-message path (a title instead of the hwnd).
+    d.write(scenario([]));
+    const second = await h.call("screenshot_window", { title_contains: "Ruffle", region_name: "stage" });
+    d.write(scenario([BLOCK]));
+    const again = await h.call("wait_for_visual_change", {
+      hwnd: 1001,
+      region_name: "stage",
+      since: second.structured.hash as string,
+      timeout_ms: 5_000,
+    });
+    expect(again.structured.changed).toBe(true);
+    for (const [l, t] of again.structured.changed_rects as number[][]) {
+      expect(l).toBeGreaterThanOrEqual(298 - 32);
+      expect(t).toBeGreaterThanOrEqual(178 - 32);
+    }
+  });
+
   it("wait_for_visual_change ends with the grant: release_access during the wait", async () => {
     const { h } = await granted();
     const pending = h.call("wait_for_visual_change", {

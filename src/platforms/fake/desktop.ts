@@ -5,6 +5,8 @@ import { pointOccluded, rectOccluded } from "../../shared/occlusion.js";
 import {
   type CapturePort,
   type DesktopPort,
+  type FrameTarget,
+  frameFits,
   type LiveCheck,
   type LiveProof,
   NO_PROOF,
@@ -118,9 +120,21 @@ export class FakeDesktop implements DesktopPort {
 export class FakeCapture implements CapturePort {
   constructor(private readonly ctx: FakeContext) {}
 
-  async captureScreen(rect: Rect): Promise<RawImage> {
+  /** Into the caller's frame when it fits, as the X11 and Win32 ports write (RGB rows). */
+  async captureScreen(rect: Rect, into?: FrameTarget): Promise<RawImage> {
     const s = this.ctx.scenario();
     await this.ctx.touchAll(windowsMeeting(s, rect));
-    return renderDesktop(s, rect);
+    const img = renderDesktop(s, rect);
+    if (!into || !frameFits(into, img.width, img.height)) return img;
+    const d = img.data;
+    const o = into.data;
+    for (let y = 0, i = 0; y < img.height; y++) {
+      for (let x = 0, j = y * into.stride; x < img.width; x++, i += img.channels, j += 3) {
+        o[j] = d[i] as number;
+        o[j + 1] = d[i + 1] as number;
+        o[j + 2] = d[i + 2] as number;
+      }
+    }
+    return { width: img.width, height: img.height, channels: 3, data: into.data, stride: into.stride };
   }
 }

@@ -5,7 +5,14 @@ import { intersect, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
 import type { DesktopPort, LiveCheck, LiveProof, WindowInfo } from "../../shared/platform.js";
 import { provenOwners } from "./connectionOwner.js";
-import { confirmLive, type LiveHints, transientFor } from "./liveCheck.js";
+import {
+  askRegionCheckAhead,
+  confirmLive,
+  dropAhead,
+  type LiveAhead,
+  type LiveHints,
+  transientFor,
+} from "./liveCheck.js";
 import { concealOwnDialogs } from "./ownDialogs.js";
 import {
   cardinals,
@@ -104,6 +111,8 @@ export class X11Desktop implements DesktopPort {
   lastRootChildren: readonly number[] = [];
   /** What the last live check saw inside its target, asked about ahead by the next one. */
   liveHints: LiveHints | null = null;
+  /** The capture's check after the read, asked in targetAndCovers' batch (liveCheck.ts). */
+  liveAhead: LiveAhead | null = null;
   /**
    * The focus window and its ancestors (nearest first) as the last focus walk found them: their
    * trees are asked in the next listing's (or after-read check's) batch, so the walk, which
@@ -472,7 +481,8 @@ export class X11Desktop implements DesktopPort {
     }
   }
 
-  async listWindows(): Promise<WindowInfo[]> {
+  async listWindows(opts: { regionCheckOf?: string } = {}): Promise<WindowInfo[]> {
+    dropAhead(this);
     const rootTree = this.x.queryTree(this.x.root);
     const focus = this.x.inputFocus();
     const bottomToTop = this.stacking();
@@ -486,6 +496,12 @@ export class X11Desktop implements DesktopPort {
     // Answered by the first batch already (stacking() waited for a later reply).
     const focusWin = focus.resolve();
     const ahead = this.askFocusChain(focusWin);
+    // The capture's check before the read that follows, asked in this batch (its frame from the
+    // last listing; a changed frame is asked about by the check itself).
+    // Only a well-formed handle (the listing answers for any other as it always did).
+    const checkOf = /^\d{1,10}$/.test(opts.regionCheckOf ?? "") ? Number(opts.regionCheckOf) : null;
+    const known = checkOf === null ? undefined : this.framesByClient.get(checkOf);
+    const check = checkOf !== null && known ? askRegionCheckAhead(this.x, this, checkOf, known.frame) : null;
     // The batch goes out now, so the server answers it while the X-Resource request (one for
     // the owners of all of them, on the Xlib connection) makes its own round trip.
     this.x.flush();
@@ -504,6 +520,8 @@ export class X11Desktop implements DesktopPort {
     // instance must be proven to hold its X connection.
     const shown = concealOwnDialogs(out);
     this.requireConnectionOwners(shown, true);
+    if (check && this.liveAhead === check)
+      check.target = shown.find((w) => w.hwnd === String(checkOf)) ?? null;
     return shown;
   }
 
@@ -520,8 +538,12 @@ export class X11Desktop implements DesktopPort {
     const known = this.framesByClient.get(xid);
     const p = this.request(xid);
     const focus = x.inputFocus();
+    // The region check that follows (confirmLive on the window this returns), asked in this
+    // batch: after the read like the rest of it, and no round trip of its own.
+    const check = known ? askRegionCheckAhead(x, this, xid, known.frame) : null;
     // The frame of the last listing, confirmed a root child by the same batch (else the walk).
-    const frameTree = known && known.frame !== xid ? x.queryTree(known.frame) : null;
+    const frameTree =
+      known && known.frame !== xid ? (check?.asked.tree(known.frame) ?? x.queryTree(known.frame)) : null;
     const frameGeom = known ? x.getGeometry(known.frame) : null;
     const ahead = this.askFocusChain(null);
     x.flush();
@@ -545,6 +567,7 @@ export class X11Desktop implements DesktopPort {
     if (!w) return [];
     const shown = concealOwnDialogs([w]);
     this.requireConnectionOwners(shown, false);
+    if (check && this.liveAhead === check) check.target = shown[0] ?? null;
     return shown;
   }
 

@@ -46,7 +46,7 @@ type Attrs = { mapState: number; overrideRedirect: boolean; inputOnly: boolean }
 type Settled<T> = { value: T } | { error: unknown };
 
 /** The requests of one check, each asked once: later steps reuse what an earlier one asked. */
-class Asked {
+export class Asked {
   private readonly trees = new Map<number, Pending<{ parent: number; children: number[] }>>();
   private readonly attrMap = new Map<number, Pending<Attrs>>();
   private readonly geomMap = new Map<number, Pending<Geometry>>();
@@ -104,7 +104,69 @@ export interface LiveState {
   readonly framesByFrame: ReadonlyMap<number, { frame: number; client: number }>;
   lastRootChildren: readonly number[];
   liveHints: LiveHints | null;
+  /** A region check's requests asked in the caller's batch (askRegionCheckAhead), for one target. */
+  liveAhead: LiveAhead | null;
   inSubtree(win: number, ancestor: number): boolean;
+}
+
+/**
+ * The requests of a region check (a capture's, no points, no focus, no grabs) asked ahead, in
+ * the batch of the request that reads the target afresh after the pixels were read
+ * (X11Desktop.targetAndCovers), so the check's own batch costs no round trip of its own. Only
+ * the check of exactly the window object that read produced (`target`, bound once it exists)
+ * reads them; any other check drains and drops them. Their replies are as fresh as that read's.
+ */
+export interface LiveAhead {
+  readonly asked: Asked;
+  target: WindowInfo | null;
+}
+
+/** Asks a region check's batch for `client` (framed by `frame`) now, for confirmLive to judge. */
+export function askRegionCheckAhead(
+  x: XConnection,
+  desktop: LiveState,
+  client: number,
+  frame: number,
+): LiveAhead {
+  dropAhead(desktop);
+  const asked = new Asked(x);
+  const hints = desktop.liveHints?.client === client ? desktop.liveHints : { client, inside: [], path: [] };
+  const regionCheck: LiveCheck = {
+    points: [],
+    region: [0, 0, 0, 0],
+    focus: false,
+    grabs: { keyboard: false, pointer: false },
+  };
+  askBatch(x, desktop, asked, client, frame, regionCheck, hints, true);
+  const ahead: LiveAhead = { asked, target: null };
+  desktop.liveAhead = ahead;
+  return ahead;
+}
+
+/** Reads and forgets what was asked ahead and not used (nothing stays queued on the connection). */
+export function dropAhead(desktop: LiveState): void {
+  const ahead = desktop.liveAhead;
+  desktop.liveAhead = null;
+  ahead?.asked.drain();
+}
+
+/** What was asked ahead for exactly this target object and a region check, else null (dropped). */
+function takeAhead(desktop: LiveState, target: WindowInfo, check: LiveCheck): Asked | null {
+  const ahead = desktop.liveAhead;
+  const fits =
+    ahead !== null &&
+    ahead.target === target &&
+    check.region !== null &&
+    check.points.length === 0 &&
+    !check.focus &&
+    !check.grabs.keyboard &&
+    !check.grabs.pointer;
+  if (fits) {
+    desktop.liveAhead = null;
+    return ahead.asked;
+  }
+  dropAhead(desktop);
+  return null;
 }
 
 /** What the last check of this worker saw, to ask ahead about (never to judge by). */
@@ -125,7 +187,9 @@ export async function confirmLive(
 ): Promise<LiveProof> {
   const client = Number(target.hwnd);
   const frame = desktop.framesByClient.get(client)?.frame ?? client;
-  const asked = new Asked(x);
+  // Asked ahead in the batch that read this very target after the read, or asked now. Either
+  // way each request is asked once (Asked): whatever the batch lacks is asked here.
+  const asked = takeAhead(desktop, target, check) ?? new Asked(x);
   try {
     return await judge(x, desktop, asked, target, client, frame, check);
   } finally {

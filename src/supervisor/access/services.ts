@@ -79,6 +79,11 @@ export interface CaptureService {
     plan: ScreenshotPlan,
     points: readonly { x: number; y: number }[],
   ): Promise<{ hash: string; colors: string[] }>;
+  /**
+   * The tile hashes of a frame taken with tiles "later", by its full frame hash: null when the
+   * capture worker no longer has them.
+   */
+  tilesOf(frameHash: string): Promise<readonly number[] | null>;
   /** How long a sampler waits between frames (the configured sample rate). */
   readonly sampleIntervalMs: number;
   /** Null while frames may still be taken for this client, else the error that ends sampling. */
@@ -242,6 +247,14 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
           reservation.release();
         }
       },
+      tilesOf: async (frameHash) =>
+        (
+          await sup.workers.capture.call(
+            "capture.tiles",
+            { frame_hash: frameHash },
+            { deadlineMs: sup.config.workerDeadlineMs, signal },
+          )
+        ).tiles,
       sampleIntervalMs: 1000 / sup.config.visualSampleRate,
       stillAuthorized: () => stillAuthorized(sup, client.hash, p, t, byGrant),
       held,

@@ -64,7 +64,8 @@ export function shotInOneHop(
         grid_spacing: args.grid ? args.grid_spacing : null,
         output: "png",
         unless_hash: null,
-        tiles: true,
+        // Only a later visual wait reads them (CaptureService.tilesOf): hashed after the answer.
+        tiles: "later",
         max_png_bytes: policy.limits.max_png_bytes,
         compression_level: PNG_LEVEL,
         granted: grants.slice(0, 16).map((g) => ({

@@ -31,7 +31,8 @@ export interface FrameRequest {
   /** "png": an image unless its hash is unless_hash; "frame_hash": the hash (and tiles) only. */
   output: "png" | "frame_hash";
   unless_hash: string | null;
-  tiles: boolean;
+  /** "later": kept in the worker under the frame hash for CaptureService.tilesOf. */
+  tiles: boolean | "later";
 }
 
 export async function captureFrame(

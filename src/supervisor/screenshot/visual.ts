@@ -72,16 +72,22 @@ export function changedRects(
   ];
 }
 
+/**
+ * What a memo holds for a frame: its tile hashes, or (screenshot_window's frames, tiles
+ * "later") the full frame hash the capture worker keeps them under (CaptureService.tilesOf).
+ */
+export type MemoTiles = readonly number[] | { readonly later: string };
+
 /** Tile hashes of the frames a client was last given, by frame hash (a few per client, oldest out). */
 export class FrameMemo {
-  private readonly byClient = new Map<string, Map<string, readonly number[]>>();
+  private readonly byClient = new Map<string, Map<string, MemoTiles>>();
 
   constructor(
     private readonly perClient = 8,
     private readonly clients = 64,
   ) {}
 
-  remember(client: string, hash: string, tiles: readonly number[] | undefined): void {
+  remember(client: string, hash: string, tiles: MemoTiles | undefined): void {
     if (!tiles) return;
     let m = this.byClient.get(client);
     if (m) this.byClient.delete(client);
@@ -102,7 +108,7 @@ export class FrameMemo {
     }
   }
 
-  tiles(client: string, hash: string): readonly number[] | null {
+  tiles(client: string, hash: string): MemoTiles | null {
     return this.byClient.get(client)?.get(hash) ?? null;
   }
 

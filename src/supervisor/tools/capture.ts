@@ -3,9 +3,10 @@ import { uiError } from "../../shared/errors.js";
 import { type Rect, rectArea, rectHeight, rectWidth } from "../../shared/geometry.js";
 import type { OpResult } from "../../shared/protocol.js";
 import { sleep } from "../../shared/sleep.js";
+import type { CaptureService } from "../access/services.js";
 import { heldFits, shotInOneHop, takeHeldShot } from "../screenshot/oneHop.js";
 import { planScreenshot } from "../screenshot/plan.js";
-import { changedRects, FrameMemo, shortHash } from "../screenshot/visual.js";
+import { changedRects, FrameMemo, type MemoTiles, shortHash } from "../screenshot/visual.js";
 import { type CallBase, defineWindowTool } from "./define.js";
 
 const Crop = z.number().int().min(0).max(100_000);
@@ -45,6 +46,12 @@ function frameResult(call: CallBase, r: Frame, region: Rect) {
       : [],
     _meta: { correlation_id: call.correlationId, window_offset: windowOffset, image_size: size },
   };
+}
+
+/** A memo entry's tile hashes, asked of the capture worker when it kept them (tiles "later"). */
+async function tilesFor(capture: CaptureService, kept: MemoTiles | null): Promise<readonly number[] | null> {
+  if (kept === null) return null;
+  return "later" in kept ? capture.tilesOf(kept.later) : kept;
 }
 
 function hashOf(r: Frame): string {
@@ -92,10 +99,15 @@ export const captureTools = [
                 grid_spacing: args.grid ? args.grid_spacing : null,
                 output: "png",
                 unless_hash: null,
-                tiles: true,
+                // Only a later visual wait reads them (CaptureService.tilesOf): hashed after the answer.
+                tiles: "later",
               });
         const hash = hashOf(r);
-        memo.remember(call.client.hash, hash, r.tiles);
+        memo.remember(
+          call.client.hash,
+          hash,
+          r.tiles ?? (r.frame_hash ? { later: r.frame_hash } : undefined),
+        );
         const out = frameResult(call, r, plan.region);
         call.counters.masks = plan.masks.length;
         if (args.if_changed_since === hash) {
@@ -165,7 +177,8 @@ export const captureTools = [
         });
       try {
         let since = args.since ?? null;
-        let sinceTiles = since === null ? null : memo.tiles(call.client.hash, since);
+        let sinceTiles =
+          since === null ? null : await tilesFor(call.capture, memo.tiles(call.client.hash, since));
         let samples = 0;
         for (;;) {
           // Authorized by a grant (not a lease): the grant must stay live for every sample.

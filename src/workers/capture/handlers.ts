@@ -7,6 +7,7 @@ import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { FramePool } from "./frames.js";
+import { LaterTiles } from "./laterTiles.js";
 import { ListingCache, readRecently } from "./listings.js";
 import { assertImage, drawGrid, frameHash, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
@@ -51,12 +52,36 @@ const frames = new FramePool();
 const shots = new ShotGate();
 /** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
+/** Tile hashes of frames answered with tiles "later", hashed after their answer (capture.tiles). */
+const laterTiles = new LaterTiles();
 
 /** What a shot takes besides its target (capture.region's and capture.window's arguments). */
 type ShotArgs = Pick<
   OpArgs<"capture.region">,
   "region" | "masks" | "grid_spacing" | "unless_hash" | "tiles" | "max_png_bytes" | "compression_level"
 > & { output: OpArgs<"capture.region">["output"]; sample_points?: OpArgs<"capture.region">["sample_points"] };
+
+/** A coordinate profile's answer: the hash of the masked RGB pixels and the sampled colours. */
+function profileHash(
+  raw: RawImage,
+  region: Rect,
+  points: ShotArgs["sample_points"],
+  window_offset: [number, number],
+): OpResult<"capture.region"> {
+  const samples = points?.map(([x, y]) => {
+    if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
+      throw uiError("invalid_argument", "A sample point lies outside the captured region.");
+    return sampleColor(raw, x - region[0], y - region[1]);
+  });
+  return {
+    png: null,
+    sha256: hash(raw),
+    ...(samples ? { samples } : {}),
+    width: raw.width,
+    height: raw.height,
+    window_offset,
+  };
+}
 
 /**
  * One frame of `target`: verify (against `windows` when given) → read → verify again → masks →
@@ -74,11 +99,15 @@ async function shoot(
   const height = rectHeight(region);
   if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
   throwIfAborted(ctx);
+  // The tiles of frames already answered are hashed before anything else reads the screen.
+  laterTiles.runDue();
 
   const before = await verifyTarget(desktop, target, { region, ...(windows ? { windows } : {}) });
   throwIfAborted(ctx);
   const screenRect = toScreen(before.window.rect, region);
   const frame = frames.acquire(width, height);
+  // Lent to the job that hashes its tiles after the answer (tiles "later"), which gives it back.
+  let lent = false;
   try {
     const raw = await capture.captureScreen(screenRect, frame.target);
     checkFrame(raw, region);
@@ -96,27 +125,25 @@ async function shoot(
     paintMasks(raw, args.masks, region);
     const window_offset: [number, number] = [screenRect[0], screenRect[1]];
 
-    if (args.output === "sha256") {
-      const samples = args.sample_points?.map(([x, y]) => {
-        if (x < region[0] || x >= region[2] || y < region[1] || y >= region[3])
-          throw uiError("invalid_argument", "A sample point lies outside the captured region.");
-        return sampleColor(raw, x - region[0], y - region[1]);
-      });
-      return {
-        png: null,
-        sha256: hash(raw),
-        ...(samples ? { samples } : {}),
-        width,
-        height,
-        window_offset,
-      };
-    }
+    if (args.output === "sha256") return profileHash(raw, region, args.sample_points, window_offset);
 
     // What the image will show, before the grid is drawn over it: a caller that has it already
     // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
     const frame_hash = frameHash(raw, args.grid_spacing);
-    const tiles = args.tiles ? Array.from(tileHashes(raw)) : undefined;
+    // "later" only for a frame of our own pool that no grid will be drawn on: it still shows
+    // exactly these pixels when the job runs. Otherwise they are hashed now, as for true.
+    const later = args.tiles === "later" && args.grid_spacing === null && frame.holds(raw);
+    const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
     const same = { frame_hash, ...(tiles ? { tiles } : {}) };
+    if (later) {
+      // Runs after this turn, when the answer (and its PNG, deflated below) has gone.
+      lent = true;
+      laterTiles.later(
+        frame_hash,
+        () => tileHashes(raw),
+        () => frames.release(frame),
+      );
+    }
     if (args.output === "frame_hash" || frame_hash === args.unless_hash)
       return { png: null, sha256: null, width, height, window_offset, ...same };
     if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
@@ -131,7 +158,7 @@ async function shoot(
     }
     return { png, sha256: null, width, height, window_offset, ...same };
   } finally {
-    frames.release(frame);
+    if (!lent) frames.release(frame);
   }
 }
 
@@ -150,6 +177,11 @@ const ops: HandlerTable = {
   "desktop.list": async (_args, ctx) => {
     const windows = await ctx.platform.desktop.listWindows();
     return { windows, listing_id: listings.remember(windows) };
+  },
+
+  "capture.tiles": async (args) => {
+    const tiles = laterTiles.get(args.frame_hash);
+    return { tiles: tiles ? Array.from(tiles) : null };
   },
 
   "desktop.get": async (args, ctx) => ({ window: await ctx.platform.desktop.getWindow(args.hwnd) }),
@@ -180,7 +212,8 @@ const ops: HandlerTable = {
 
   "capture.window": async (args, ctx) => {
     throwIfAborted(ctx);
-    const windows = await ctx.platform.desktop.listWindows();
+    // The check before the read follows at once: its requests may go in the listing's batch.
+    const windows = await ctx.platform.desktop.listWindows({ regionCheckOf: args.hwnd });
     const window = windows.find((w) => w.hwnd === args.hwnd);
     // Not found, no owner, owner gone: the supervisor's own resolution from this listing says
     // which (target_not_found, target_gone, target_not_allowed), in the chain's order.

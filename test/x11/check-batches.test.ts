@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { XConnection } from "../../src/platforms/x11/xconn.js";
+import { isUiError } from "../../src/shared/errors.js";
+import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import { verifyTarget, verifyUnchangedAfter } from "../../src/workers/verify.js";
+import {
+  type App,
+  startApp,
+  startSession,
+  waitForWindow,
+  X11_AVAILABLE,
+  type X11Session,
+  xdotool,
+} from "./support.js";
+
+/**
+ * The capture's check after the read goes out in one batch of xcb requests: the target read
+ * afresh (DesktopPort.targetAndCovers) and the live check's own requests (confirmLive) are sent
+ * by the same flush, so on a steady desktop the check asks the X server nothing after it.
+ */
+
+/** xcb requests each step sent, in order ("req" one request, "flush" the connection flushed). */
+function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
+  const log: string[] = [];
+  const names = [
+    "queryTree",
+    "getGeometry",
+    "getMapState",
+    "getProperty",
+    "inputFocus",
+    "translateToRoot",
+    "childAt",
+    "probeGrabs",
+    "flush",
+  ] as const;
+  const target = x as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const saved = names.map((n) => [n, target[n]] as const);
+  for (const [n, f] of saved) {
+    if (typeof f !== "function") throw new Error(`XConnection.${n} is not a method`);
+    target[n] = (...a: unknown[]) => {
+      // A grab probe for neither device sends nothing.
+      if (n !== "probeGrabs" || a[0] === true || a[1] === true)
+        log.push(n === "flush" ? "flush" : `req ${n}`);
+      return f.apply(x, a);
+    };
+  }
+  return {
+    log,
+    stop: () => {
+      for (const [n] of saved) delete target[n];
+    },
+  };
+}
+
+describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before them", () => {
+  let session: X11Session;
+  let p: Platform;
+  let xterm: App;
+  let win: WindowInfo;
+
+  beforeAll(async () => {
+    session = startSession();
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    p = await createX11Platform({ workerKind: "capture" });
+    xterm = startApp("xterm", ["-T", "uix batch", "-geometry", "60x10+40+60"]);
+    win = await waitForWindow(p, "uix batch");
+  });
+
+  afterAll(async () => {
+    xterm?.child.kill();
+    await p?.dispose();
+    session?.stop();
+  });
+
+  const REGION: [number, number, number, number] = [0, 0, 40, 30];
+
+  async function postCheckLog(): Promise<string[]> {
+    const windows = await p.desktop.listWindows();
+    const target = { hwnd: win.hwnd, instance: win.instance ?? windows[0]!.instance! };
+    const before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const rec = recordBatches(x);
+    try {
+      await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+    } finally {
+      rec.stop();
+    }
+    return rec.log;
+  }
+
+  it("sends every request of the target's read and of the live check before its one flush", async () => {
+    // The first checks learn what lies inside and above the target (asked ahead next time).
+    await postCheckLog();
+    await postCheckLog();
+    const log = await postCheckLog();
+    const flushAt = log.indexOf("flush");
+    expect(flushAt).toBeGreaterThan(0);
+    // Nothing asked after the batch went out: the live check read that batch's replies.
+    expect(log.slice(flushAt + 1)).toEqual([]);
+  });
+
+  it("the check before the read, after a listing told of it, asks nothing of its own", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    let log: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+      const rec = recordBatches(x);
+      try {
+        await verifyTarget(p.desktop, target, { region: REGION, windows });
+      } finally {
+        rec.stop();
+      }
+      log = rec.log;
+    }
+    expect(log).toEqual([]);
+    // A listing that was not told asks the check's batch afresh.
+    const plain = await p.desktop.listWindows();
+    const rec = recordBatches(x);
+    try {
+      await verifyTarget(p.desktop, target, { region: REGION, windows: plain });
+    } finally {
+      rec.stop();
+    }
+    expect(rec.log.filter((e) => e.startsWith("req")).length).toBeGreaterThan(0);
+  });
+
+  it("still refuses a cover mapped after the read, and a later check asks afresh", async () => {
+    const windows = await p.desktop.listWindows();
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+    const cover = startApp("xterm", ["-T", "uix cover", "-geometry", "20x5+40+60"]);
+    try {
+      await waitForWindow(p, "uix cover");
+      let code = "no error";
+      try {
+        await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+      } catch (e) {
+        code = isUiError(e) ? e.code : String(e);
+      }
+      expect(code).toBe("occluded");
+    } finally {
+      cover.child.kill();
+    }
+    // Once the cover is gone the target passes again: nothing judged from the refused check.
+    for (let i = 0; i < 50; i++) {
+      if (!(await p.desktop.listWindows()).some((w) => w.title === "uix cover")) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    xdotool("windowraise", win.hwnd);
+    await new Promise((r) => setTimeout(r, 200));
+    const fresh = await p.desktop.listWindows();
+    const again = await verifyTarget(p.desktop, target, { region: REGION, windows: fresh });
+    await expect(verifyUnchangedAfter(p.desktop, target, again.window, REGION)).resolves.toBeUndefined();
+  });
+});

@@ -42,7 +42,7 @@ import {
   ST_SELECTABLE,
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
-import { Prefetch } from "./atspiPrefetch.js";
+import { PREFETCH_WINDOW, Prefetch } from "./atspiPrefetch.js";
 import { scrollCellIntoView } from "./scrollInto.js";
 import { ATSPI_STATE } from "./states.js";
 
@@ -191,15 +191,21 @@ export class AtspiSession implements A11ySession {
 
   /** Everything about a node by its own calls (what the cache lacks, or no cache at all). */
   private async input(n: Node): Promise<AtspiFactsInput> {
-    const [roleName, name, states, interfaces, rect, parentInterfaces] = await Promise.all([
+    // The actions wait only for the interfaces (known from an earlier walk, usually), not for
+    // the other answers: no second round trip after them.
+    const ifaces = this.interfaces(n);
+    const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
       this.roleName(n),
       this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
       this.states(n),
-      this.interfaces(n),
+      ifaces,
       this.extents(n),
       n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
+      ifaces.then(
+        async (i) => (i.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : []),
+        () => [] as string[],
+      ),
     ]);
-    const actions = interfaces.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : [];
     return { roleName, name, states, interfaces, rect, actions, parentInterfaces };
   }
 
@@ -313,6 +319,7 @@ export class AtspiSession implements A11ySession {
         },
         childrenOf: (path) => childrenOf.get(path) ?? [],
         needs: (node) => callsOf(node as CachedItem),
+        childPaths: (body) => refs(body).flatMap((r) => (r.bus === root.bus ? [r.path] : [])),
         maxNodes: limits.maxNodes,
         maxDepth: limits.maxDepth,
       },
@@ -339,11 +346,15 @@ export class AtspiSession implements A11ySession {
         this.check();
         const n = asNode(node);
         // Only "no children" is taken from the cache: a parent's index_in_parent order can
-        // differ from GetChildren's (GTK window children), and the walk's order must not.
+        // differ from GetChildren's even where it looks complete and in place (gtk3-demo's
+        // window: header bar and content swapped), and the walk's order must not.
         if (cached(n)?.childCount === 0) return [];
         return this.childrenFrom(n, ahead);
       },
       release: () => ahead.stop(),
+      // Most of the walk's calls only take an answer already asked for: the walk may hold as
+      // many as the prefetch has in flight.
+      inFlight: PREFETCH_WINDOW,
     };
   }
 

@@ -334,7 +334,8 @@ class StreamWalk {
 
   /** Starts queued calls up to the concurrency; each one's end pumps again. */
   private launch(): void {
-    while (this.active < this.opts.concurrency && this.head < this.tasks.length) {
+    const limit = Math.max(this.opts.concurrency, this.source.inFlight ?? 0);
+    while (this.active < limit && this.head < this.tasks.length) {
       const task = this.tasks[this.head] as () => Promise<void>;
       this.tasks[this.head] = noop;
       this.head += 1;

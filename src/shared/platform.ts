@@ -318,6 +318,11 @@ export interface A11yNodeSource {
 export interface WalkLimits {
   maxNodes: number;
   maxDepth: number;
+  /**
+   * false: the walk's facts need no patterns (the caller drops them), so a source may skip what
+   * only patterns need (AT-SPI's GetActions). Absent: true.
+   */
+  patterns?: boolean;
 }
 
 export interface A11ySession extends A11yNodeSource {

@@ -131,13 +131,18 @@ interface Row {
   facts: A11yNodeFacts;
 }
 
-async function walked(bulk: boolean): Promise<{ rows: Row[]; calls: string[] }> {
+async function walked(bulk: boolean, patterns = true): Promise<{ rows: Row[]; calls: string[] }> {
   const { bus, calls } = fakeBus();
   const root: Node = { bus: APP, path: "/win", parent: null };
   const s = new AtspiSession(bus, root, bulk);
   const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
   try {
-    const r = await walk(s, root as A11yHandle, budget, { maxDepth: 32, maxNodes: 1000, concurrency: 4 });
+    const r = await walk(s, root as A11yHandle, budget, {
+      maxDepth: 32,
+      maxNodes: 1000,
+      concurrency: 4,
+      patterns,
+    });
     return {
       rows: r.visits.map((v) => ({
         path: (v.handle as Node).path,
@@ -187,5 +192,19 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
       "GetState /cell1",
       "GetState /cell2",
     ]);
+  });
+
+  it("reads no action names when the walk needs no patterns, and the rest is the same", async () => {
+    const full = await walked(true);
+    const bare = await walked(true, false);
+    expect(full.calls.filter((c) => c.startsWith("GetActions ")).length).toBe(4);
+    expect(bare.calls.filter((c) => c.startsWith("GetActions "))).toEqual([]);
+    expect(full.rows.some((r) => r.facts.patterns.includes("invoke"))).toBe(true);
+    const strip = (rows: Row[]) =>
+      rows.map((r) => ({
+        ...r,
+        facts: { ...r.facts, patterns: r.facts.patterns.filter((p) => p !== "invoke") },
+      }));
+    expect(strip(bare.rows)).toEqual(strip(full.rows));
   });
 });

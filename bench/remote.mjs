@@ -97,7 +97,9 @@ async function runOnce(cli, env) {
           } catch (e) {
             failures++;
             // The error code or the transport's words, never arguments (they carry nothing secret here).
-            const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? String(e).slice(0, 80);
+            // A transport failure ("fetch failed") names its cause: a reset, a closed socket, a timeout.
+            const cause = e?.cause ? ` (${e.cause.code ?? e.cause.name ?? "cause"})` : "";
+            const why = /"code":"([a-z_]+)"/.exec(String(e))?.[1] ?? `${String(e).slice(0, 80)}${cause}`;
             failureReasons[why] = (failureReasons[why] ?? 0) + 1;
           }
         }
@@ -178,7 +180,11 @@ const plan = [
 const runs = [];
 try {
   for (let round = 0; round < ROUNDS; round++)
-    for (const { cli, env, ...label } of plan) runs.push({ round, ...label, ...(await runOnce(cli, env)) });
+    for (const { cli, env, ...label } of plan) {
+      runs.push({ round, ...label, ...(await runOnce(cli, env)) });
+      // Each run as it ends (stderr), so a later run that fails to start loses nothing.
+      process.stderr.write(`${JSON.stringify(runs.at(-1))}\n`);
+    }
 } finally {
   setup.remove();
 }

@@ -3,7 +3,7 @@ import { parseRemoteFlags, type RemoteOptions } from "../remote/options.js";
 import { UiError } from "../shared/errors.js";
 import { buildSupervisor, warmWorkers } from "../supervisor/bootstrap.js";
 import { ConfigError } from "../supervisor/config.js";
-import { boundYoungGeneration } from "../supervisor/heap.js";
+import { boundHeap } from "../supervisor/heap.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/mcp/server.js";
 import { singleDrainWriter } from "../supervisor/mcp/stdoutWriter.js";
@@ -14,8 +14,8 @@ import { installShutdown } from "../supervisor/shutdown.js";
  * or a signal arrives; with --http, authenticated remote mode (src/remote) instead.
  */
 export async function serve(argv: string[] = []): Promise<number> {
-  // Before anything allocates: the young generations stay small (src/supervisor/heap.ts).
-  boundYoungGeneration();
+  // Before anything allocates: the heaps stay near their live size (src/supervisor/heap.ts).
+  boundHeap();
   const flags = parseRemoteFlags(argv, process.env);
   if (!flags.ok) {
     process.stderr.write(`uiinspect-mcp: ${flags.message}\n`);

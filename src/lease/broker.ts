@@ -10,6 +10,7 @@ import {
 import {
   buildLeaseDialogContent,
   type LeaseDialog,
+  type LeaseDialogAnswer,
   leaseDialogTimeoutMs,
   selectLeaseDialog,
 } from "./dialog.js";
@@ -101,8 +102,13 @@ async function platformParts(
   };
 }
 
-/** One lease dialog at a time, open at most the consent timeout and never past the request's deadline. */
-class DialogSlot {
+/**
+ * One lease dialog at a time, open at most the consent timeout and never past the request's
+ * deadline. At the timeout (or the request's end) the caller is answered consent_timeout at once,
+ * without waiting for the dialog's window to close: its process may take seconds to exit on a
+ * loaded machine, past the request's deadline. The slot stays taken until it has closed.
+ */
+export class DialogSlot {
   private open = false;
 
   constructor(
@@ -128,13 +134,25 @@ class DialogSlot {
       () => ac.abort(),
       Math.max(1, Math.min(this.consentTimeoutMs, timeoutMs - DIALOG_MARGIN_MS)),
     );
+    let shown: Promise<LeaseDialogAnswer>;
     try {
-      return (await this.dialog.prompt(content, ac.signal)) === "approve";
-    } finally {
+      shown = this.dialog.prompt(content, ac.signal);
+    } catch (e) {
+      shown = Promise.reject(e);
+    }
+    const closed = shown.finally(() => {
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
       this.open = false;
-    }
+    });
+    const ended = new Promise<never>((_, reject) => {
+      const fail = () => reject(uiError("consent_timeout"));
+      if (ac.signal.aborted) fail();
+      else ac.signal.addEventListener("abort", fail, { once: true });
+    });
+    closed.catch(() => {});
+    ended.catch(() => {});
+    return (await Promise.race([closed, ended])) === "approve";
   }
 }
 

@@ -45,6 +45,8 @@ function refuse(res: ServerResponse, r: Omit<Refused, "ok"> & { retryAfterMs?: n
   const headers: Record<string, string> = { "content-type": "application/json", ...(r.headers ?? {}) };
   if (r.retryAfterMs !== undefined)
     headers["retry-after"] = String(Math.max(1, Math.ceil(r.retryAfterMs / 1000)));
+  // A refusal that closes the connection advertises no idle time.
+  if (headers.connection === "close") res.removeHeader("keep-alive");
   res.writeHead(r.status, headers);
   res.end(
     JSON.stringify({
@@ -132,6 +134,27 @@ function revocationList(
   return list;
 }
 
+/**
+ * Idle keep-alive connections: what clients are told (`Keep-Alive: timeout=5`, node's own
+ * default) and how long the server really keeps one. A client reuses a connection until the
+ * advertised time less its own margin (undici: 2 s), but when this loop is late (a busy
+ * supervisor) a request that arrived within that time can still be unread when the idle timer
+ * is overdue: closing at exactly the advertised time then reset a request in hand, and the
+ * client's POST failed with "fetch failed" (docs/benchmarks.md). The grace covers a loop that
+ * is late by up to 10 s; idle connections are bounded per identity by admission.ts.
+ */
+export const KEEP_ALIVE_ADVERTISED_S = 5;
+export const KEEP_ALIVE_GRACE_MS = 10_000;
+
+/** Tells a keep-alive response's client the advertised idle time (node would advertise the real one). */
+function advertiseKeepAlive(res: ServerResponse): void {
+  if (!res.shouldKeepAlive) return;
+  // With its own Connection header set, node adds no Keep-Alive header of its own; a later
+  // `connection: close` (refusals) replaces both.
+  res.setHeader("connection", "keep-alive");
+  res.setHeader("keep-alive", `timeout=${KEEP_ALIVE_ADVERTISED_S}`);
+}
+
 /** The node:http(s) server with its read deadlines: headers (and TLS handshake) and, per request, the body. */
 function createHttpServer(
   options: RemoteOptions,
@@ -162,6 +185,7 @@ function createHttpServer(
     : createPlainServer(timing, listener);
   server.headersTimeout = options.headerTimeoutMs;
   server.requestTimeout = 0;
+  server.keepAliveTimeout = KEEP_ALIVE_ADVERTISED_S * 1000 + KEEP_ALIVE_GRACE_MS;
   if (options.tls) {
     server.on("secureConnection", (sock: TLSSocket) => {
       tlsSockets.add(sock);
@@ -230,6 +254,7 @@ export async function startRemoteServer(options: RemoteOptions, deps: RemoteDeps
     originChecks(options, scheme, () => port),
   );
   const listener = (req: IncomingMessage, res: ServerResponse) => {
+    advertiseKeepAlive(res);
     handle(req, res).catch(() => {
       // Never the exception's text: it can carry request content.
       deps.log.error({}, "http_request_failed");

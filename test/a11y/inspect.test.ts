@@ -146,17 +146,26 @@ describe("a11y.inspect", () => {
   });
 
   it("stops at the deadline with a slow provider and reports truncated (no hang)", async () => {
-    h = new Harness([ruffle({ a11y_delay_ms: 200 })]);
-    // Even streaming, each level's children wait for their parent's children call (one delay),
-    // and the deepest level's facts take one more: the whole tree (4 levels) needs at least
-    // 800 ms, so 600 ms cannot finish it, while the root (one delay) leaves 400 ms to spare for
-    // a loaded machine (a deadline before the root is known is worker_timeout, not truncation).
-    const r = await h.call("a11y.inspect", inspectArgs("k1", R, { deadline_ms: 600 }));
+    // A chain: each level's children wait for their parent's children call (one delay), so no
+    // walk can finish its 31 levels in less than 31 × 100 ms, however fast the machine, while the
+    // root (one delay) leaves 1.4 s of the 1.5 s deadline for a loaded one (a deadline before the
+    // root is known is worker_timeout, not truncation; 600 ms against 200 ms delays was too
+    // little at load 20).
+    const chain = (depth: number): ReturnType<typeof ruffleTree> => ({
+      role: depth === 0 ? "button" : "group",
+      name: `n${depth}`,
+      automation_id: `n${depth}`,
+      children: depth === 0 ? [] : [chain(depth - 1)],
+    });
+    h = new Harness([ruffle({ tree: chain(30), a11y_delay_ms: 100 })]);
+    const r = await h.call("a11y.inspect", inspectArgs("k1", R, { max_depth: 32, deadline_ms: 1500 }));
     expect(r.truncated).toBe(true);
     expect(r.node_count).toBeGreaterThanOrEqual(1);
-    expect(r.node_count).toBeLessThan(12);
-    // With enough time the same tree is complete.
-    const full = await h.call("a11y.inspect", inspectArgs("k1", R, { deadline_ms: 5000 }));
+    expect(r.node_count).toBeLessThan(32);
+    await h.close();
+    // With enough time a tree of a slow provider is complete.
+    h = new Harness([ruffle({ a11y_delay_ms: 200 })]);
+    const full = await h.call("a11y.inspect", inspectArgs("k1", R, { deadline_ms: 8000 }));
     expect(full.truncated).toBe(false);
     expect(full.node_count).toBe(12);
   });

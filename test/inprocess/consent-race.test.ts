@@ -63,7 +63,9 @@ describe("consent single flight", () => {
 
   it("a timeout fails closed with consent_timeout and releases the key for a clean second prompt", async () => {
     const desk = new Desk([win(1)], { answer: "timeout" });
-    const h = await serve(desk, { env: { UIINSPECT_CONSENT_TIMEOUT_MS: "400" } });
+    // One timeout for both prompts: the second (answered at once) must fit in it too, and its
+    // scenario read and log write took over 400 ms at load 15 (the second request timed out).
+    const h = await serve(desk, { env: { UIINSPECT_CONSENT_TIMEOUT_MS: "3000" } });
     const r = await h.call("request_access", { hwnd: 1001 });
     expect(r.code).toBe("consent_timeout");
     expect(desk.prompts()).toHaveLength(1);

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { youngGenerationChosen } from "../../src/supervisor/heap.js";
+import { memoryModeChosen, youngGenerationChosen } from "../../src/supervisor/heap.js";
 
 const HEAP = pathToFileURL(resolve(import.meta.dirname, "../../dist/supervisor/heap.js")).href;
 
@@ -13,8 +13,8 @@ const HEAP = pathToFileURL(resolve(import.meta.dirname, "../../dist/supervisor/h
 function newSpaceAfterChurn(bound: boolean, nodeArgs: string[] = []): { mib: number; applied: boolean } {
   const script = `
     import { getHeapSpaceStatistics } from "node:v8";
-    const { boundYoungGeneration } = await import(${JSON.stringify(HEAP)});
-    const applied = ${bound} ? boundYoungGeneration() : false;
+    const { boundHeap, YOUNG_GENERATION_FLAG } = await import(${JSON.stringify(HEAP)});
+    const applied = ${bound} ? boundHeap().includes(YOUNG_GENERATION_FLAG) : false;
     const keep = [];
     for (let i = 0; i < 2_000_000; i++) {
       keep.push({ a: i, b: "x" + i });
@@ -48,5 +48,58 @@ describe("the supervisor's young generation", () => {
     const own = newSpaceAfterChurn(true, ["--max-semi-space-size=8"]);
     expect(own.applied).toBe(false);
     expect(own.mib).toBeGreaterThan(2);
+  });
+});
+
+/**
+ * In a fresh node: optionally bound the heap, then turn over a live set of ~50 MiB (a sixth of
+ * it replaced at a time) and report the old generation's size.
+ */
+function oldSpaceAfterTurnover(
+  bound: boolean,
+  nodeArgs: string[] = [],
+  rounds = 40,
+): { mib: number; flags: string[] } {
+  const script = `
+    import { getHeapSpaceStatistics } from "node:v8";
+    const { boundHeap } = await import(${JSON.stringify(HEAP)});
+    const flags = ${bound} ? boundHeap() : [];
+    let keep = [];
+    for (let round = 0; round < ${rounds}; round++) {
+      const batch = [];
+      for (let i = 0; i < 50_000; i++) batch.push({ a: i, b: "x" + i + round, c: [i, i + 1] });
+      keep.push(batch);
+      if (keep.length > 6) keep.shift();
+    }
+    const s = getHeapSpaceStatistics().find((x) => x.space_name === "old_space");
+    process.stdout.write(JSON.stringify({ mib: s.space_size / 1048576, flags }));
+  `;
+  const r = spawnSync(process.execPath, [...nodeArgs, "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    env: { ...process.env, NODE_OPTIONS: "" },
+  });
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as { mib: number; flags: string[] };
+}
+
+describe("the supervisor's old generation", () => {
+  it("stays near its live set once bounded, and grows far past it without the bound", () => {
+    const free = oldSpaceAfterTurnover(false);
+    const bounded = oldSpaceAfterTurnover(true);
+    expect(bounded.flags).toContain("--optimize-for-size");
+    // The live set is ~55 MiB: unbounded V8 let the old space reach ~160 MiB before collecting.
+    expect(free.mib).toBeGreaterThan(120);
+    expect(bounded.mib).toBeLessThan(90);
+  });
+
+  it("an operator's own memory mode stands", () => {
+    expect(memoryModeChosen([], {})).toBe(false);
+    expect(memoryModeChosen(["--no-optimize-for-size"], {})).toBe(true);
+    expect(memoryModeChosen(["--optimize_for_size"], {})).toBe(true);
+    expect(memoryModeChosen([], { NODE_OPTIONS: "--max-old-space-size=512" })).toBe(false);
+    const own = oldSpaceAfterTurnover(true, ["--no-optimize-for-size"], 0);
+    expect(own.flags).toEqual(["--semi-space-growth-factor=1"]);
+    const sized = oldSpaceAfterTurnover(true, ["--max-semi-space-size=8"], 0);
+    expect(sized.flags).toEqual([]);
   });
 });

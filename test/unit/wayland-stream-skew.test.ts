@@ -40,8 +40,11 @@ class ScriptedStream {
   private last: StreamFrame | null = null;
   private waiters: Array<(f: StreamFrame) => void> = [];
   readonly ended = false;
-  push(f: RgbaFrame): void {
-    this.last = { ...f, seq: ++this.seq, receivedAt: Date.now() };
+  /** How often a caller waited for a newer frame. */
+  waits = 0;
+  /** `ageMs`: how long ago the frame arrived (a picture that has stood a while). */
+  push(f: RgbaFrame, ageMs = 0): void {
+    this.last = { ...f, seq: ++this.seq, receivedAt: Date.now() - ageMs };
     const ws = this.waiters;
     this.waiters = [];
     for (const w of ws) w(this.last);
@@ -51,6 +54,7 @@ class ScriptedStream {
     return this.last;
   }
   next(after: number, timeoutMs: number): Promise<StreamFrame> {
+    this.waits += 1;
     if (this.last && this.last.seq > after) return Promise.resolve(this.last);
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error("timeout")), timeoutMs);
@@ -90,6 +94,23 @@ describe("wayland point proof across stream skew", () => {
     setTimeout(() => mon.push(monitorWith(windowLook(true), 100, 80)), 120);
     const fact = await new PortalStreams().provePoint(binding(win, mon), 50, 40);
     expect(fact).toMatchObject({ dx: 100, dy: 80 });
+  });
+
+  it("the monitor stream's counterpart arriving a second after the window's redraw (a lagging reader) is waited for", async () => {
+    const [win, mon] = [new ScriptedStream(), new ScriptedStream()];
+    mon.push(monitorWith(windowLook(false), 100, 80), 5000);
+    win.push(windowLook(true));
+    setTimeout(() => mon.push(monitorWith(windowLook(true), 100, 80)), 1000);
+    const fact = await new PortalStreams().provePoint(binding(win, mon), 50, 40);
+    expect(fact).toMatchObject({ dx: 100, dy: 80 });
+  });
+
+  it("a cover both streams have shown for a while is refused without waiting for frames", async () => {
+    const [win, mon] = [new ScriptedStream(), new ScriptedStream()];
+    win.push(windowLook(false), 6000);
+    mon.push(monitorWith(windowLook(false), 100, 80, true), 5000);
+    expect(await codeOf(new PortalStreams().provePoint(binding(win, mon), 50, 40))).toBe("occluded");
+    expect(win.waits + mon.waits).toBe(0);
   });
 
   it("a cover that stays is refused (occluded) once no newer frame agrees", async () => {

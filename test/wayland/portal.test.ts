@@ -247,24 +247,34 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     // Uncovered, the point is proven first (the press itself is shown working in the test above).
     await waitFor("the point proven", async () => ((await proven()) === "ok" ? true : null), 20_000);
     // A separate process opens a window as large as the monitor: mutter maps it focused and on
-    // top, over the factory's point.
+    // top, over the factory's point. Killed however this test ends, so that no cover is left over
+    // the factory for the next test.
     const cover = startApp("zenity", ["--info", "--text=cover", "--width=1280", "--height=800"], apps);
-    // While the shell maps the cover (its animation), a frame may show it only in part: wait until
-    // the point is refused steadily before the click.
-    let covered = 0;
-    await waitFor(
-      "the point covered on the monitor",
-      async () => {
-        covered = (await proven()) === "occluded" ? covered + 1 : 0;
-        return covered >= 5 ? true : null;
-      },
-      30_000,
-    );
-    expect(await codeOf(click(x, y))).toBe("occluded");
-    // Nothing was pressed: still unchecked (read over the test's own AT-SPI connection).
-    await new Promise((r) => setTimeout(r, 500));
-    expect(await checked(box)).toBe(false);
-    cover.kill("SIGKILL");
+    try {
+      // zenity took 24 s to show its window at load 20 on two cores (a wait, not an assertion).
+      await waitFor(
+        "the cover's window",
+        async () => ((await p.desktop.listWindows()).some((w) => w.pid === cover.pid) ? true : null),
+        120_000,
+      );
+      // While the shell maps the cover (its animation), a frame may show it only in part: wait
+      // until the point is refused steadily before the click.
+      let covered = 0;
+      await waitFor(
+        "the point covered on the monitor",
+        async () => {
+          covered = (await proven()) === "occluded" ? covered + 1 : 0;
+          return covered >= 5 ? true : null;
+        },
+        60_000,
+      );
+      expect(await codeOf(click(x, y))).toBe("occluded");
+      // Nothing was pressed: still unchecked (read over the test's own AT-SPI connection).
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await checked(box)).toBe(false);
+    } finally {
+      cover.kill("SIGKILL");
+    }
     // While the shell unmaps the cover and refocuses the factory (redrawn out of its backdrop
     // look) the two streams disagree for a while: wait until the point is proven steadily.
     let steady = 0;
@@ -280,7 +290,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     await waitFor("the check button checked", async () => ((await checked(box)) ? true : null), 5000);
     expect(await codeOf(click(x, y))).toBe("ok");
     await waitFor("the check button unchecked", async () => ((await checked(box)) ? null : true), 5000);
-  });
+  }, 300_000);
 
   it("attack: the window is replaced after the check: its stream ends and the press is refused", async () => {
     if (!portal) throw new Error("no portal session");

@@ -44,6 +44,45 @@ function trustedGst(): string {
   throw uiError("platform_unavailable", "GStreamer is not installed; screen-cast frames cannot be read.");
 }
 
+/**
+ * The reader's gst-launch arguments behind `source` (the PipeWire node's pipewiresrc; a test
+ * source in tests). pipewiresrc negotiates at least 8 buffers with the
+ * compositor and hands them downstream oldest first, so a reader slower than the stream (RGBA
+ * conversion and PNG framing of a whole monitor on a loaded machine: about 1 frame a second at
+ * load 17 on two cores) would fall up to 8 frames behind: a picture seconds old, a window shown
+ * there although a cover has since come over it. A leaky queue of one buffer right behind the
+ * source keeps only the newest frame in front of the slow stages; the last frame of a burst is
+ * never the one dropped.
+ */
+export function readerPipeline(source: readonly string[]): string[] {
+  return [
+    "-q",
+    ...source,
+    "!",
+    // At most 10 frames a second from the compositor (mutter still sends the last change of
+    // a burst after the interval), so an animation does not keep a core busy.
+    `video/x-raw,max-framerate=${MAX_FPS}/1`,
+    "!",
+    "queue",
+    "max-size-buffers=1",
+    "max-size-bytes=0",
+    "max-size-time=0",
+    "leaky=downstream",
+    "!",
+    "videoconvert",
+    "!",
+    "video/x-raw,format=RGBA",
+    "!",
+    "pngenc",
+    "compression-level=0",
+    "snapshot=false",
+    "!",
+    "fdsink",
+    "fd=1",
+    "sync=false",
+  ];
+}
+
 const PASSED_ENV = ["XDG_RUNTIME_DIR", "PIPEWIRE_REMOTE", "PIPEWIRE_RUNTIME_DIR", "HOME", "PATH"];
 
 export class PipewireFrames {
@@ -63,32 +102,10 @@ export class PipewireFrames {
       const v = process.env[k];
       if (v !== undefined) env[k] = v;
     }
-    const child = spawn(
-      trustedGst(),
-      [
-        "-q",
-        "pipewiresrc",
-        `path=${node}`,
-        "always-copy=true",
-        "!",
-        // At most 10 frames a second from the compositor (mutter still sends the last change of
-        // a burst after the interval), so an animation does not keep a core busy.
-        `video/x-raw,max-framerate=${MAX_FPS}/1`,
-        "!",
-        "videoconvert",
-        "!",
-        "video/x-raw,format=RGBA",
-        "!",
-        "pngenc",
-        "compression-level=0",
-        "snapshot=false",
-        "!",
-        "fdsink",
-        "fd=1",
-        "sync=false",
-      ],
-      { env, stdio: ["ignore", "pipe", "ignore"] },
-    );
+    const child = spawn(trustedGst(), readerPipeline(["pipewiresrc", `path=${node}`, "always-copy=true"]), {
+      env,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     this.child = child;
     child.stdout?.on("data", (d: Buffer) => this.feed(d));
     child.once("error", () => this.end());

@@ -18,8 +18,15 @@ import { type MatchResult, matchAround, opaqueBox } from "./streamMatch.js";
  */
 
 const FRAME_WAIT_MS = 3000;
-/** How long a point check waits for the two streams to agree after a redraw (see provePoint). */
-const SKEW_SETTLE_MS = 600;
+/**
+ * How long after a frame arrives its counterpart of the other stream may still be on its way
+ * (see provePoint). Each stream has its own reader process, so on a loaded machine one lags the
+ * other by up to the time a reader needs for a frame: about a second for the monitor at load 15
+ * on two cores.
+ */
+const SKEW_MS = 2000;
+/** A point check waits at most this long in all for the two streams to agree. */
+const SETTLE_MAX_MS = 3000;
 /** Each frame's opaque box, computed once. */
 const boxes = new WeakMap<StreamFrame, [number, number, number, number] | null>();
 
@@ -134,7 +141,7 @@ export class PortalStreams {
     if (!b.monitor)
       throw uiError("platform_unavailable", "No monitor was shared, so the window's place cannot be proven.");
     const monitor = b.monitor;
-    const settleBy = Date.now() + SKEW_SETTLE_MS;
+    const waitUntil = Date.now() + SETTLE_MAX_MS;
     for (;;) {
       const { frame, box } = await this.windowFrame(b);
       if (x < box[0] || y < box[1] || x >= box[2] || y >= box[3])
@@ -148,9 +155,10 @@ export class PortalStreams {
       if (r.kind === "transparent")
         throw uiError("out_of_bounds", `The point (${x}, ${y}) is not on the shared window's own pixels.`);
       // The two streams are composited and sent apart: a window that just redrew (a hover, a
-      // focus change) shows its new pixels in one stream a frame before the other. Only the
-      // newest pair of frames is ever judged; a mismatch stands once no newer frame comes.
-      const left = settleBy - Date.now();
+      // focus change) shows its new pixels in one stream before the other. Only the newest pair
+      // of frames is ever judged; a mismatch stands once no newer frame has come for SKEW_MS
+      // after the newer of the two arrived (at once for a cover that has been there a while).
+      const left = Math.min(waitUntil, Math.max(frame.receivedAt, mon.receivedAt) + SKEW_MS) - Date.now();
       if (left <= 0 || !(await newerFrame(b.window, frame.seq, monitor, mon.seq, left)))
         throw r.kind === "not_shown"
           ? uiError("occluded", "The screen does not show the target window at the requested place.")

@@ -1,7 +1,9 @@
 // Our X11 paths against their physical floor and the baseline a user would pick instead,
 // interleaved round by round on one private Xvfb desktop (so machine load hits all alike):
 //
-//   tree:  inspect_tree over MCP (max_depth 32, max_nodes 5000) of gtk3-widget-factory;
+//   tree:  inspect_tree over MCP (max_depth 32, max_nodes 5000) of gtk3-widget-factory, with
+//          detail full (patterns read) and with the default outline (mcp_tree_outline: no patterns,
+//          so no action names read);
 //          the walk alone in this process (dist/ X11Accessibility + walk, what the uia worker runs);
 //          pyatspi walking the same facts (bench/lib/pyatspi_walk.py: role name, name, states,
 //          interfaces, extents, action names of Action nodes, children; needs python3-pyatspi);
@@ -181,8 +183,9 @@ try {
   };
 
   const t = {
-    ...(base ? { mcp_tree_baseline: [], mcp_shot_baseline: [] } : {}),
+    ...(base ? { mcp_tree_baseline: [], mcp_tree_outline_baseline: [], mcp_shot_baseline: [] } : {}),
     mcp_tree: [],
+    mcp_tree_outline: [],
     walk: [],
     pyatspi: [],
     floor_walk: [],
@@ -221,6 +224,18 @@ try {
       await time("mcp_tree_baseline", () =>
         call(base, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
       );
+    // The default detail (the outline, no patterns field): what an agent calls most.
+    const outline = () => ({ hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 });
+    const ours2 = () => time("mcp_tree_outline", () => call(client, "inspect_tree", outline()));
+    const theirs2 = () =>
+      base ? time("mcp_tree_outline_baseline", () => call(base, "inspect_tree", outline())) : null;
+    if (i % 2 === 0) {
+      await ours2();
+      await theirs2();
+    } else {
+      await theirs2();
+      await ours2();
+    }
     counts.walk = await time("walk", walkOnce);
     const p = await time("pyatspi", pyWalk);
     counts.pyatspi = p.nodes;
@@ -299,11 +314,17 @@ try {
           screenshot_mcp_vs_floor: ratio("mcp_shot", "floor_shot"),
           screenshot_mcp_vs_own_encoder_floor: ratio("mcp_shot", "own_encoder_floor_shot"),
           inspect_tree_mcp_vs_getitems_floor: ratio("mcp_tree", "floor_walk"),
+          inspect_tree_outline_mcp_vs_getitems_floor: ratio("mcp_tree_outline", "floor_walk"),
           ...(base
             ? {
                 baseline_inspect_tree_mcp_vs_getitems_floor: ratio("mcp_tree_baseline", "floor_walk"),
                 baseline_screenshot_mcp_vs_floor: ratio("mcp_shot_baseline", "floor_shot"),
                 inspect_tree_ours_vs_baseline: ratio("mcp_tree", "mcp_tree_baseline"),
+                baseline_inspect_tree_outline_mcp_vs_getitems_floor: ratio(
+                  "mcp_tree_outline_baseline",
+                  "floor_walk",
+                ),
+                inspect_tree_outline_ours_vs_baseline: ratio("mcp_tree_outline", "mcp_tree_outline_baseline"),
                 screenshot_ours_vs_baseline: ratio("mcp_shot", "mcp_shot_baseline"),
               }
             : {}),

@@ -312,12 +312,22 @@ export interface A11yNodeSource {
   children(node: A11yHandle): Promise<A11yHandle[]>;
   /** Called once when the walk it served ends (a source that asks ahead stops asking). */
   release?(): void;
+  /**
+   * Calls a walk may have in flight at once with this source, when more than the walk's own
+   * concurrency (a source that answers mostly from what it asked ahead, within its own bound).
+   */
+  inFlight?: number;
 }
 
 /** The bounds of one walk, told to a walk source so it never asks ahead past them. */
 export interface WalkLimits {
   maxNodes: number;
   maxDepth: number;
+  /**
+   * false: the walk's facts need no patterns (the caller drops them), so a source may skip what
+   * only patterns need (AT-SPI's GetActions). Absent: true.
+   */
+  patterns?: boolean;
 }
 
 export interface A11ySession extends A11yNodeSource {

@@ -394,6 +394,11 @@ export const OPS = {
       max_nodes: z.number().int().min(1).max(5000),
       deadline_ms: z.number().int().positive(),
       root_ref: z.string().nullable(),
+      /**
+       * false: the caller shows no patterns (the outline, a changes snapshot), so the walk reads
+       * no action names and every node carries patterns []. Absent: true.
+       */
+      patterns: z.boolean().optional(),
     }),
     result: z.object({
       root: A11yNodeSchema,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   type CallKind,
+  FACTS_AHEAD,
   type PredictedNode,
   Prefetch,
   type PrefetchPlan,
@@ -15,13 +16,14 @@ import {
 const COMPONENT = "org.a11y.atspi.Component";
 
 /** root → a, b; a → a1, a2; b → b1; a1 → deep. Every node has a Component, none an Action. */
-function plan(maxNodes: number, maxDepth: number): PrefetchPlan {
-  const kids: Record<string, string[]> = {
-    "/r": ["/a", "/b"],
-    "/a": ["/a1", "/a2"],
-    "/b": ["/b1"],
-    "/a1": ["/deep"],
-  };
+const TREE: Record<string, string[]> = {
+  "/r": ["/a", "/b"],
+  "/a": ["/a1", "/a2"],
+  "/b": ["/b1"],
+  "/a1": ["/deep"],
+};
+
+function plan(maxNodes: number, maxDepth: number, kids: Record<string, string[]> = TREE): PrefetchPlan {
   const node = (path: string): PredictedNode => ({
     path,
     interfaces: [COMPONENT],
@@ -32,12 +34,15 @@ function plan(maxNodes: number, maxDepth: number): PrefetchPlan {
     node,
     childrenOf: (p) => (kids[p] ?? []).map(node),
     needs: (n) => [...(n.childCount !== 0 ? (["children"] as const) : []), "extents"],
+    // The recorder answers a GetChildren with the true children (TREE), as GetChildren does.
+    childPaths: (body) => (body[0] as string[] | undefined) ?? [],
     maxNodes,
     maxDepth,
   };
 }
 
-function recorder() {
+/** Records the calls; a GetChildren is answered with `tree`'s children (the app's truth). */
+function recorder(tree: Record<string, string[]> = TREE) {
   const calls: string[] = [];
   const pending: Array<() => void> = [];
   let active = 0;
@@ -49,7 +54,7 @@ function recorder() {
     return new Promise((resolve) =>
       pending.push(() => {
         active -= 1;
-        resolve([`${kind} ${path}`]);
+        resolve(kind === "children" ? [tree[path] ?? [], `${kind} ${path}`] : [`${kind} ${path}`]);
       }),
     );
   };
@@ -68,15 +73,16 @@ describe("AT-SPI prefetch", () => {
     const r = recorder();
     const ahead = new Prefetch(plan(100, 2), r.call, 100);
     await r.settleAll();
+    // Every GetChildren first (their answers tell the walk what the cache lacks), then the facts.
     expect(r.calls).toEqual([
       "children /r",
-      "extents /r",
       "children /a",
-      "extents /a",
       "children /b",
-      "extents /b",
       // depth 2 = maxDepth: facts, and children only to tell whether the depth cut anything
       "children /a1",
+      "extents /r",
+      "extents /a",
+      "extents /b",
       "extents /a1",
       "extents /a2",
       "extents /b1",
@@ -86,7 +92,14 @@ describe("AT-SPI prefetch", () => {
     const few = recorder();
     new Prefetch(plan(3, 32), few.call, 100);
     await few.settleAll();
-    expect(few.calls.map((c) => c.split(" ")[1])).toEqual(["/r", "/r", "/a", "/a", "/b", "/b"]);
+    expect(few.calls).toEqual([
+      "children /r",
+      "children /a",
+      "children /b",
+      "extents /r",
+      "extents /a",
+      "extents /b",
+    ]);
   });
 
   it("keeps at most the window in flight", async () => {
@@ -108,9 +121,40 @@ describe("AT-SPI prefetch", () => {
     expect(ahead.take("extents", "/b1")).toBeUndefined();
     expect(ahead.take("extents", "/nowhere")).toBeUndefined();
     await r.settleAll();
-    expect(await first).toEqual(["children /r"]);
+    expect(await first).toEqual([["/a", "/b"], "children /r"]);
     expect(r.calls).not.toContain("extents /b1");
     expect(r.calls).toHaveLength(10);
+  });
+
+  it("plans a child the cache placed elsewhere from its parent's GetChildren answer", async () => {
+    // The cache links /b under /elsewhere (GTK's window children), so the prediction from /r
+    // misses /b and /b1; /r's GetChildren answer names /b, and then they are asked too.
+    const cached: Record<string, string[]> = { "/r": ["/a"], "/a": ["/a1", "/a2"], "/b": ["/b1"] };
+    const r = recorder();
+    new Prefetch(plan(100, 32, cached), r.call, 100);
+    expect(r.calls).not.toContain("children /b");
+    await r.settleAll();
+    expect(r.calls).toContain("children /b");
+    expect(r.calls).toContain("extents /b");
+    expect(r.calls).toContain("extents /b1");
+    // Within the depth limit: at depth 1 = maxDepth nothing below /r's children is planned.
+    const shallow = recorder();
+    new Prefetch(plan(100, 0, cached), shallow.call, 100);
+    await shallow.settleAll();
+    expect(shallow.calls).toEqual(["children /r", "extents /r"]);
+  });
+
+  it("holds facts' calls back to a few while a GetChildren is out", async () => {
+    const wide: Record<string, string[]> = { "/r": [] };
+    for (let i = 0; i < 200; i += 1) wide["/r"]!.push(`/n${i}`);
+    wide["/n0"] = ["/x"];
+    const r = recorder(wide);
+    new Prefetch(plan(1000, 32, wide), r.call, 512);
+    // /r's and /n0's GetChildren, then at most FACTS_AHEAD facts until they are answered.
+    expect(r.calls.filter((c) => c.startsWith("children"))).toEqual(["children /r", "children /n0"]);
+    expect(r.calls.filter((c) => c.startsWith("extents"))).toHaveLength(FACTS_AHEAD);
+    await r.settleAll();
+    expect(r.calls.filter((c) => c.startsWith("extents"))).toHaveLength(202);
   });
 
   it("sends nothing more once stopped", async () => {

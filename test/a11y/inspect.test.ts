@@ -53,6 +53,17 @@ describe("a11y.inspect", () => {
     expect(Math.min(...kids)).toBeGreaterThan(Number(r.root.ref.slice(1)));
   });
 
+  it("patterns: false gives every node patterns [] and leaves the rest of the tree alone", async () => {
+    h = new Harness([ruffle(), notepad()]);
+    const full = await h.call("a11y.inspect", inspectArgs("k1", R));
+    const bare = await h.call("a11y.inspect", inspectArgs("k1", R, { patterns: false }));
+    expect(flatten(full.root).some((n) => n.patterns.length > 0)).toBe(true);
+    expect(flatten(bare.root).every((n) => n.patterns.length === 0)).toBe(true);
+    const strip = (ns: ReturnType<typeof flatten>) => ns.map((n) => ({ ...n, patterns: [], children: [] }));
+    expect(strip(flatten(bare.root))).toEqual(strip(flatten(full.root)));
+    expect(bare.node_count).toBe(full.node_count);
+  });
+
   it("redacts password fields: the canary never appears in results, text form or errors", async () => {
     h = new Harness([ruffle()]);
     const r = await h.call("a11y.inspect", inspectArgs("k1", R));

@@ -236,6 +236,13 @@ describe("accessibility in process", () => {
     const text = r.content.map((c) => c.text ?? "").join("\n");
     expect(text.split("\n")[0]).toMatch(/^- window .*\[ref=s\d+\.e1\]$/);
     expect(text).not.toContain("{");
+    // The outline without the patterns field walks without them (no action names read); asked
+    // for, they are read and shown.
+    expect(text).not.toMatch(/\(invoke\)/);
+    const withPatterns = await h.call("inspect_tree", { hwnd: 1001, fields: ["patterns"] });
+    expect(withPatterns.content.map((c) => c.text ?? "").join("\n")).toMatch(
+      /- button "Play" \[ref=s\d+\.e\d+\] \(invoke\)/,
+    );
     const found = await h.call("find_elements", { hwnd: 1001, automation_id: "play", fields: ["bounds"] });
     expect(found.structured).toMatchObject({ count: 1, truncated: false });
     expect(found.structured.elements).toBeUndefined();

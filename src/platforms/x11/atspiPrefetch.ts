@@ -1,12 +1,14 @@
 /**
  * The per-node calls of one walk, asked ahead from the tree the application's Cache.GetItems
- * predicts. A walk learns a node only from its parent's GetChildren answer (the cache's own
- * order can differ from it, so the walk keeps asking), which chains one round trip per level;
- * the cache already names the nodes to come, so their GetExtents / GetActions / GetChildren leave
- * at once, in the predicted breadth-first order, within the walk's node and depth limits, with at
- * most WINDOW of them in flight. The walk then takes each answer (once) instead of asking, and
- * asks itself for any node the prediction missed. The calls are the same ones the walk would make:
- * only what the cache lacks, never a value or text.
+ * predicts. A walk learns a node only from its parent's GetChildren answer (or, where the cache
+ * holds a parent's children complete and in place, from the cache), which chains one round trip
+ * per level; the cache already names the nodes to come, so their GetExtents / GetActions /
+ * GetChildren leave at once (every GetChildren first, then the facts' calls, each in the
+ * predicted breadth-first order), within the walk's node and depth limits, with at most WINDOW
+ * of them in flight. A GetChildren answer that names a node the prediction placed nowhere (the
+ * cache's parent link disagrees) adds that node's cached subtree. The walk then takes each
+ * answer (once) instead of asking, and asks itself for any node the prediction missed. The calls
+ * are the same ones the walk would make: only what the cache lacks, never a value or text.
  */
 
 /** One node as the cache describes it. */
@@ -25,6 +27,8 @@ export interface PrefetchPlan {
   node(path: string): PredictedNode | undefined;
   /** The calls a node needs (same rule as the walk's own). */
   needs(node: PredictedNode): readonly CallKind[];
+  /** The paths (same application) a GetChildren answer names. */
+  childPaths(body: unknown[]): readonly string[];
   maxNodes: number;
   maxDepth: number;
 }
@@ -36,47 +40,81 @@ export interface PrefetchPlan {
  */
 export const PREFETCH_WINDOW = 512;
 
+/** Facts' calls in flight while a GetChildren is out (see Prefetch.next). */
+export const FACTS_AHEAD = 48;
+
 type Call = (kind: CallKind, path: string) => Promise<unknown[]>;
 
 const keyOf = (kind: CallKind, path: string): string => `${kind}\u0000${path}`;
 
 export class Prefetch {
   private readonly answers = new Map<string, Promise<unknown[]>>();
-  /** Calls still to leave, in order; `queued` holds the keys of those not taken meanwhile. */
-  private readonly queue: Array<{ kind: CallKind; path: string }> = [];
+  /**
+   * Calls still to leave, in order: every GetChildren before any facts' call (a children answer
+   * is what tells the walk the nodes the cache lacks, whose own calls then leave while the app
+   * still works through the facts instead of after them). `queued` holds the keys of those not
+   * taken meanwhile.
+   */
+  private readonly kidsQueue: Array<{ kind: CallKind; path: string }> = [];
+  private readonly factsQueue: Array<{ kind: CallKind; path: string }> = [];
   private readonly queued = new Set<string>();
-  private head = 0;
+  private kidsHead = 0;
+  private factsHead = 0;
   private active = 0;
+  /** GetChildren calls in flight. */
+  private activeKids = 0;
   private stopped = false;
+  /** Depth of every node planned so far (the root 0); their count is bounded by maxNodes. */
+  private readonly depthOf = new Map<string, number>();
 
   constructor(
-    plan: PrefetchPlan,
+    private readonly plan: PrefetchPlan,
     private readonly call: Call,
     private readonly window = PREFETCH_WINDOW,
   ) {
     // Predicted breadth-first order: the order the walk asks in, as far as the cache knows it.
-    const rootNode = plan.node(plan.root);
-    if (rootNode === undefined) return;
-    const level: Array<{ node: PredictedNode; depth: number }> = [{ node: rootNode, depth: 0 }];
-    const seen = new Set<string>([plan.root]);
+    if (plan.node(plan.root) === undefined) return;
+    this.predict(plan.root, 0);
+    this.pump();
+  }
+
+  /** Plans `path` (at `depth`) and its cached subtree, breadth first, within the limits. */
+  private predict(path: string, depth: number): void {
+    const plan = this.plan;
+    const top = plan.node(path);
+    if (top === undefined || this.depthOf.has(path) || this.depthOf.size >= plan.maxNodes) return;
+    this.depthOf.set(path, depth);
+    const level: Array<{ node: PredictedNode; depth: number }> = [{ node: top, depth }];
     for (let i = 0; i < level.length; i += 1) {
-      const { node, depth } = level[i] as { node: PredictedNode; depth: number };
+      const { node, depth: d } = level[i] as { node: PredictedNode; depth: number };
       for (const kind of plan.needs(node)) {
         const key = keyOf(kind, node.path);
-        if (this.queued.has(key)) continue;
+        if (this.queued.has(key) || this.answers.has(key)) continue;
         this.queued.add(key);
-        this.queue.push({ kind, path: node.path });
+        (kind === "children" ? this.kidsQueue : this.factsQueue).push({ kind, path: node.path });
       }
       // The walk asks the deepest level's children only to tell whether the depth cut anything.
-      if (depth >= plan.maxDepth) continue;
+      if (d >= plan.maxDepth) continue;
       for (const c of plan.childrenOf(node.path)) {
-        if (level.length >= plan.maxNodes) break;
-        if (seen.has(c.path)) continue;
-        seen.add(c.path);
-        level.push({ node: c, depth: depth + 1 });
+        if (this.depthOf.size >= plan.maxNodes) break;
+        if (this.depthOf.has(c.path)) continue;
+        this.depthOf.set(c.path, d + 1);
+        level.push({ node: c, depth: d + 1 });
       }
     }
-    this.pump();
+  }
+
+  /**
+   * A GetChildren answer asked ahead: children the cache placed elsewhere (its parent links
+   * can disagree with GetChildren, as GTK's window children do) are planned from here, with
+   * their cached subtrees, so the walk does not meet them unasked.
+   */
+  private learn(parent: string, body: unknown[]): void {
+    const depth = this.depthOf.get(parent);
+    if (this.stopped || depth === undefined || depth >= this.plan.maxDepth) return;
+    const before = this.kidsQueue.length + this.factsQueue.length;
+    for (const path of this.plan.childPaths(body)) this.predict(path, depth + 1);
+    if (this.kidsQueue.length + this.factsQueue.length > before) this.pump();
   }
 
   /**
@@ -99,24 +137,48 @@ export class Prefetch {
     this.stopped = true;
     this.answers.clear();
     this.queued.clear();
-    this.queue.length = 0;
+    this.kidsQueue.length = 0;
+    this.factsQueue.length = 0;
+  }
+
+  /**
+   * The next call to leave. While a GetChildren is still out or to go, at most FACTS_AHEAD
+   * facts' calls are in flight: the app answers in order, so a GetChildren that an answer adds
+   * (learn) then waits behind a few calls, not behind every facts' call of the walk.
+   */
+  private next(): { kind: CallKind; path: string } | undefined {
+    if (this.kidsHead < this.kidsQueue.length) return this.kidsQueue[this.kidsHead++];
+    if (this.activeKids > 0 && this.active - this.activeKids >= FACTS_AHEAD) return undefined;
+    if (this.factsHead < this.factsQueue.length) return this.factsQueue[this.factsHead++];
+    return undefined;
   }
 
   private pump(): void {
-    while (!this.stopped && this.active < this.window && this.head < this.queue.length) {
-      const { kind, path } = this.queue[this.head] as { kind: CallKind; path: string };
-      this.head += 1;
+    while (!this.stopped && this.active < this.window) {
+      const c = this.next();
+      if (c === undefined) break;
+      const { kind, path } = c;
       const key = keyOf(kind, path);
       if (!this.queued.delete(key)) continue;
       this.active += 1;
+      if (kind === "children") this.activeKids += 1;
       const p = this.call(kind, path);
       this.answers.set(key, p);
       const done = (): void => {
         this.active -= 1;
+        if (kind === "children") this.activeKids -= 1;
         this.pump();
       };
       // A failure belongs to whoever takes the answer (the walk treats it as its own call's).
-      p.then(done, done);
+      p.then((body) => {
+        try {
+          if (kind === "children") this.learn(path, body);
+        } catch {
+          // Only a prediction: the walk asks itself for whatever was not asked ahead.
+        } finally {
+          done();
+        }
+      }, done);
     }
   }
 }

@@ -42,7 +42,7 @@ import {
   ST_SELECTABLE,
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
-import { Prefetch } from "./atspiPrefetch.js";
+import { PREFETCH_WINDOW, Prefetch } from "./atspiPrefetch.js";
 import { scrollCellIntoView } from "./scrollInto.js";
 import { ATSPI_STATE } from "./states.js";
 
@@ -189,17 +189,26 @@ export class AtspiSession implements A11ySession {
     return p;
   }
 
-  /** Everything about a node by its own calls (what the cache lacks, or no cache at all). */
-  private async input(n: Node): Promise<AtspiFactsInput> {
-    const [roleName, name, states, interfaces, rect, parentInterfaces] = await Promise.all([
+  /**
+   * Everything about a node by its own calls (what the cache lacks, or no cache at all); the
+   * action names only `withActions` (they serve the patterns alone).
+   */
+  private async input(n: Node, withActions = true): Promise<AtspiFactsInput> {
+    // The actions wait only for the interfaces (known from an earlier walk, usually), not for
+    // the other answers: no second round trip after them.
+    const ifaces = this.interfaces(n);
+    const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
       this.roleName(n),
       this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
       this.states(n),
-      this.interfaces(n),
+      ifaces,
       this.extents(n),
       n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
+      ifaces.then(
+        async (i) => (withActions && i.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : []),
+        () => [] as string[],
+      ),
     ]);
-    const actions = interfaces.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : [];
     return { roleName, name, states, interfaces, rect, actions, parentInterfaces };
   }
 
@@ -212,6 +221,7 @@ export class AtspiSession implements A11ySession {
     it: CachedItem,
     items: Map<string, CachedItem>,
     ahead: Prefetch | null,
+    withActions: boolean,
   ): Promise<AtspiFactsInput> {
     const interfaces = it.interfaces;
     const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
@@ -222,7 +232,7 @@ export class AtspiSession implements A11ySession {
             b ? extentsRect(b) : null,
           )
         : Promise.resolve(null),
-      interfaces.includes(ACTION)
+      withActions && interfaces.includes(ACTION)
         ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n)).then((b) =>
             b ? actionNamesOf(b) : null,
           )
@@ -246,10 +256,14 @@ export class AtspiSession implements A11ySession {
   }
 
   async facts(h: A11yHandle): Promise<A11yNodeFacts> {
+    return this.factsOf(h, true);
+  }
+
+  private async factsOf(h: A11yHandle, actions: boolean): Promise<A11yNodeFacts> {
     this.check();
     const n = asNode(h);
     try {
-      return this.finish(await this.input(n));
+      return this.finish(await this.input(n, actions));
     } catch (e) {
       return staleToUi(e);
     }
@@ -299,6 +313,8 @@ export class AtspiSession implements A11ySession {
       throw e;
     }
     const { items, childrenOf } = cache;
+    // Without patterns no GetActions: the names serve nothing else.
+    const withActions = limits.patterns !== false;
     if (items.size === 0) return this;
     const cached = (n: Node): CachedItem | undefined => {
       const it = items.get(n.path);
@@ -312,7 +328,8 @@ export class AtspiSession implements A11ySession {
           return it !== undefined && it.bus === root.bus ? it : undefined;
         },
         childrenOf: (path) => childrenOf.get(path) ?? [],
-        needs: (node) => callsOf(node as CachedItem),
+        needs: (node) => callsOf(node as CachedItem).filter((kind) => withActions || kind !== "actions"),
+        childPaths: (body) => refs(body).flatMap((r) => (r.bus === root.bus ? [r.path] : [])),
         maxNodes: limits.maxNodes,
         maxDepth: limits.maxDepth,
       },
@@ -328,9 +345,9 @@ export class AtspiSession implements A11ySession {
         this.check();
         const n = asNode(node);
         const it = cached(n);
-        if (it === undefined) return this.facts(n);
+        if (it === undefined) return this.factsOf(n, withActions);
         try {
-          return this.finish(await this.cachedInput(n, it, items, ahead));
+          return this.finish(await this.cachedInput(n, it, items, ahead, withActions));
         } catch (e) {
           return staleToUi(e);
         }
@@ -339,11 +356,15 @@ export class AtspiSession implements A11ySession {
         this.check();
         const n = asNode(node);
         // Only "no children" is taken from the cache: a parent's index_in_parent order can
-        // differ from GetChildren's (GTK window children), and the walk's order must not.
+        // differ from GetChildren's even where it looks complete and in place (gtk3-demo's
+        // window: header bar and content swapped), and the walk's order must not.
         if (cached(n)?.childCount === 0) return [];
         return this.childrenFrom(n, ahead);
       },
       release: () => ahead.stop(),
+      // Most of the walk's calls only take an answer already asked for: the walk may hold as
+      // many as the prefetch has in flight.
+      inFlight: PREFETCH_WINDOW,
     };
   }
 

@@ -160,6 +160,8 @@ export const a11yTools = [
           max_nodes: args.max_nodes,
           deadline_ms: deadline,
           root_ref: rootRef,
+          // The outline shows patterns only when asked: then the walk reads no action names.
+          patterns: args.detail === "full" || args.fields.includes("patterns"),
         },
         deadline + ctx.sessions.deadlineMs,
       );

@@ -171,6 +171,8 @@ export async function snapshotStates(call: ObserveCall, s: SessionRecord): Promi
       max_nodes: CHANGES_MAX_NODES,
       deadline_ms: deadline,
       root_ref: null,
+      // A changes diff reads role, name and states only.
+      patterns: false,
     },
     deadline + call.sessions.deadlineMs,
   );

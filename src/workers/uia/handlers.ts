@@ -94,10 +94,13 @@ function buildTree(
   live: LiveSession,
   visits: readonly { handle: A11yHandle; facts: A11yNodeFacts; parent: number }[],
   windowRect: Rect,
+  patterns = true,
 ): A11yNodeOut[] {
   const out: A11yNodeOut[] = [];
   for (const v of visits) {
     const node = toNode(live.refFor(v.handle), v.facts, windowRect);
+    // Not asked for: none rather than the few a walk without action names could tell.
+    if (!patterns) node.patterns = [];
     out.push(node);
     if (v.parent >= 0) out[v.parent]?.children.push(node);
   }
@@ -237,7 +240,7 @@ async function popupTrees(
   live: LiveSession,
   budget: Budget,
   window: WindowInfo,
-  limits: { maxDepth: number; room: number },
+  limits: { maxDepth: number; room: number; patterns: boolean },
   target: TargetExpectation,
 ): Promise<{ popups: A11yNodeOut[]; nodes: number; cut: boolean }> {
   const extra = await popupRootsOf(live, budget, target);
@@ -256,6 +259,7 @@ async function popupTrees(
         maxDepth: limits.maxDepth,
         maxNodes: room,
         concurrency: core.concurrency,
+        patterns: limits.patterns,
       });
     } catch (e) {
       if (isUiError(e) && e.code === "cancelled") throw e;
@@ -263,7 +267,7 @@ async function popupTrees(
       continue;
     }
     throwIfClosed(live);
-    const tree = buildTree(live, sub.visits, window.rect);
+    const tree = buildTree(live, sub.visits, window.rect, limits.patterns);
     const top = tree[0];
     if (top === undefined) continue;
     top.popup = true;
@@ -287,13 +291,15 @@ async function inspect(
     args.root_ref !== null
       ? await liveNode(live, args.root_ref, budget)
       : await budget.must(live.provider.root());
+  const patterns = args.patterns !== false;
   const { visits, truncated } = await walk(live.provider, root, budget, {
     maxDepth: args.max_depth,
     maxNodes: args.max_nodes,
     concurrency: core.concurrency,
+    patterns,
   });
   throwIfClosed(live);
-  const out = buildTree(live, visits, window.rect);
+  const out = buildTree(live, visits, window.rect, patterns);
   const rootNode = out[0];
   if (rootNode === undefined)
     throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
@@ -304,7 +310,7 @@ async function inspect(
     live,
     budget,
     window,
-    { maxDepth: args.max_depth, room: args.max_nodes - out.length },
+    { maxDepth: args.max_depth, room: args.max_nodes - out.length, patterns },
     args.target,
   );
   return {

@@ -95,6 +95,8 @@ export interface WalkOptions {
   maxNodes: number;
   /** Provider calls (facts or children) in flight at once. */
   concurrency: number;
+  /** false: the facts' patterns are not needed (see WalkLimits.patterns). */
+  patterns?: boolean;
   /**
    * Called for each visit in breadth-first order; return true to stop the walk there (the
    * rest of the tree is then reported as not seen, i.e. truncated).
@@ -149,7 +151,7 @@ export async function walk(
   budget: Budget,
   opts: WalkOptions,
 ): Promise<WalkResult> {
-  const limits = { maxNodes: opts.maxNodes, maxDepth: opts.maxDepth };
+  const limits = { maxNodes: opts.maxNodes, maxDepth: opts.maxDepth, patterns: opts.patterns !== false };
   let source: A11yNodeSource = session;
   if (session.walkSource) {
     const pending = session.walkSource(root, limits);
@@ -334,7 +336,8 @@ class StreamWalk {
 
   /** Starts queued calls up to the concurrency; each one's end pumps again. */
   private launch(): void {
-    while (this.active < this.opts.concurrency && this.head < this.tasks.length) {
+    const limit = Math.max(this.opts.concurrency, this.source.inFlight ?? 0);
+    while (this.active < limit && this.head < this.tasks.length) {
       const task = this.tasks[this.head] as () => Promise<void>;
       this.tasks[this.head] = noop;
       this.head += 1;

@@ -1,0 +1,210 @@
+import { describe, expect, it } from "vitest";
+import type { AtspiBus } from "../../src/platforms/x11/atspiBus.js";
+import { AtspiSession, type Node } from "../../src/platforms/x11/atspiSession.js";
+import type { A11yHandle, A11yNodeFacts } from "../../src/shared/platform.js";
+import { Budget, walk } from "../../src/workers/uia/walk.js";
+
+/**
+ * The bulk walk (Cache.GetItems plus the calls it lacks, asked ahead) on a fake a11y bus that
+ * answers like GTK's bridge, where the cache's places disagree with GetChildren: the tree is
+ * GetChildren's, node for node the per-node walk's, and every call is made once. A parent whose
+ * cached children look complete and in place is still asked: gtk3-demo's window lists its header
+ * bar and content at places 1 and 0 while GetChildren answers them the other way round.
+ */
+
+const APP = ":1.7";
+const ACC = "org.a11y.atspi.Accessible";
+const COMPONENT = "org.a11y.atspi.Component";
+const ACTION = "org.a11y.atspi.Action";
+// SHOWING | VISIBLE | ENABLED | SENSITIVE (AtspiStateType bits 25, 30, 8, 24).
+const STATES = [(1 << 25) | (1 << 30) | (1 << 8) | (1 << 24), 0];
+
+interface FakeNode {
+  children: string[];
+  role: number;
+  name: string;
+  /** In the app's cache (with this place among its parent's children and this parent). */
+  cached?: { rank: number; parent: string; count?: number };
+}
+
+/**
+ * The app's truth. /win's cache links /b under /other and gives /c no place; /panel's cached
+ * places look complete (0, 1, 2) but GetChildren answers /p2 first; /table's cells are not
+ * cached and its count is -1.
+ */
+const TREE: Record<string, FakeNode> = {
+  "/win": { children: ["/a", "/b", "/c"], role: 23, name: "w", cached: { rank: 0, parent: "/root" } },
+  "/a": { children: ["/panel"], role: 39, name: "", cached: { rank: 0, parent: "/win" } },
+  "/b": { children: [], role: 62, name: "b", cached: { rank: 1, parent: "/other" } },
+  "/c": { children: ["/table"], role: 39, name: "", cached: { rank: -1, parent: "/win" } },
+  "/panel": { children: ["/p2", "/p1", "/p3"], role: 39, name: "", cached: { rank: 0, parent: "/a" } },
+  "/p1": { children: [], role: 62, name: "one", cached: { rank: 0, parent: "/panel" } },
+  "/p2": { children: [], role: 62, name: "two", cached: { rank: 1, parent: "/panel" } },
+  "/p3": { children: [], role: 62, name: "three", cached: { rank: 2, parent: "/panel" } },
+  "/table": {
+    children: ["/cell1", "/cell2"],
+    role: 55,
+    name: "",
+    cached: { rank: 0, parent: "/c", count: -1 },
+  },
+  "/cell1": { children: [], role: 56, name: "x", cached: undefined },
+  "/cell2": { children: [], role: 56, name: "y", cached: undefined },
+};
+
+const ROLE_NAMES: Record<number, string> = {
+  23: "frame",
+  39: "panel",
+  55: "tree table",
+  56: "table cell",
+  62: "push button",
+};
+
+const ifacesOf = (path: string): string[] =>
+  TREE[path]?.role === 62 ? [ACC, COMPONENT, ACTION] : [ACC, COMPONENT];
+
+/** The app's Cache.GetItems answer: a((so)(so)(so)iiassusau), as at-spi2-atk ≥ 2.34 sends it. */
+function cacheItems(): unknown[] {
+  return Object.entries(TREE).flatMap(([p, n]) =>
+    n.cached === undefined
+      ? []
+      : [
+          [
+            [APP, p],
+            [APP, "/root"],
+            [APP, n.cached.parent],
+            n.cached.rank,
+            n.cached.count ?? n.children.length,
+            ifacesOf(p),
+            n.name,
+            n.role,
+            "",
+            STATES,
+          ],
+        ],
+  );
+}
+
+function fakeBus(): { bus: AtspiBus; calls: string[] } {
+  const calls: string[] = [];
+  const answer = (path: string, member: string): unknown[] => {
+    if (member === "GetItems") return [cacheItems()];
+    const n = TREE[path];
+    if (n === undefined) throw new Error(`no ${path}`);
+    switch (member) {
+      case "GetChildren":
+        return [n.children.map((c) => [APP, c])];
+      case "GetExtents":
+        return [[10, 20, 30, 40]];
+      case "GetActions":
+        return [[["click", "", ""]]];
+      case "GetRoleName":
+        return [ROLE_NAMES[n.role]];
+      case "GetState":
+        return [STATES];
+      case "GetInterfaces":
+        return [ifacesOf(path)];
+      case "Get":
+        return [n.name];
+      default:
+        throw new Error(`unexpected ${member}`);
+    }
+  };
+  const bus = {
+    call: async (_dest: string, path: string, _iface: string, member: string) => {
+      calls.push(`${member} ${path}`);
+      await Promise.resolve();
+      return answer(path, member);
+    },
+    getProperty: async (_dest: string, path: string) => {
+      calls.push(`Get ${path}`);
+      await Promise.resolve();
+      return TREE[path]?.name;
+    },
+  } as unknown as AtspiBus;
+  return { bus, calls };
+}
+
+interface Row {
+  path: string;
+  depth: number;
+  parent: number;
+  facts: A11yNodeFacts;
+}
+
+async function walked(bulk: boolean, patterns = true): Promise<{ rows: Row[]; calls: string[] }> {
+  const { bus, calls } = fakeBus();
+  const root: Node = { bus: APP, path: "/win", parent: null };
+  const s = new AtspiSession(bus, root, bulk);
+  const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
+  try {
+    const r = await walk(s, root as A11yHandle, budget, {
+      maxDepth: 32,
+      maxNodes: 1000,
+      concurrency: 4,
+      patterns,
+    });
+    return {
+      rows: r.visits.map((v) => ({
+        path: (v.handle as Node).path,
+        depth: v.depth,
+        parent: v.parent,
+        facts: v.facts,
+      })),
+      calls,
+    };
+  } finally {
+    budget.release();
+  }
+}
+
+describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () => {
+  it("walks GetChildren's tree, the per-node walk's, and makes each call once", async () => {
+    const perNode = await walked(false);
+    const bulk = await walked(true);
+    expect(bulk.rows).toEqual(perNode.rows);
+    expect(bulk.rows.map((r) => r.path)).toEqual([
+      "/win",
+      "/a",
+      "/b",
+      "/c",
+      "/panel",
+      "/table",
+      "/p2",
+      "/p1",
+      "/p3",
+      "/cell1",
+      "/cell2",
+    ]);
+    // Every parent and every node the cache lacks is asked, once; a cached leaf is not.
+    expect(bulk.calls.filter((c) => c.startsWith("GetChildren ")).sort()).toEqual([
+      "GetChildren /a",
+      "GetChildren /c",
+      "GetChildren /cell1",
+      "GetChildren /cell2",
+      "GetChildren /panel",
+      "GetChildren /table",
+      "GetChildren /win",
+    ]);
+    const twice = bulk.calls.filter((c, k) => bulk.calls.indexOf(c) !== k);
+    expect(twice).toEqual([]);
+    // The bulk facts: per-node state, name and role name only for the two uncached cells.
+    expect(bulk.calls.filter((c) => c.startsWith("GetState ")).sort()).toEqual([
+      "GetState /cell1",
+      "GetState /cell2",
+    ]);
+  });
+
+  it("reads no action names when the walk needs no patterns, and the rest is the same", async () => {
+    const full = await walked(true);
+    const bare = await walked(true, false);
+    expect(full.calls.filter((c) => c.startsWith("GetActions ")).length).toBe(4);
+    expect(bare.calls.filter((c) => c.startsWith("GetActions "))).toEqual([]);
+    expect(full.rows.some((r) => r.facts.patterns.includes("invoke"))).toBe(true);
+    const strip = (rows: Row[]) =>
+      rows.map((r) => ({
+        ...r,
+        facts: { ...r.facts, patterns: r.facts.patterns.filter((p) => p !== "invoke") },
+      }));
+    expect(strip(bare.rows)).toEqual(strip(full.rows));
+  });
+});

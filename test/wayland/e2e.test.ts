@@ -126,7 +126,9 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
   });
 
   it("under the unsafe test setting: consent through zenity's box and the portal's picker, then trees, a toggle and the shared window's pixels; keys refused", async () => {
-    const h = await start({ UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1" });
+    // The factory's check buttons lie deep in its tree: a breadth-first walk over AT-SPI can pass
+    // the default 5 s deadline on a loaded machine and end (truncated) before them.
+    const h = await start({ UIINSPECT_UNSAFE_ALLOW_XTEST_CONSENT: "1", UIINSPECT_TREE_DEADLINE_MS: "60000" });
     const w = await factoryWindow(h);
     const pending = h.call("request_access", { hwnd: w.hwnd });
     await waitFor("the consent box's Allow button", () => reader.pressButton("zenity", "Allow"), 30_000);

@@ -139,24 +139,21 @@ export interface BuildOptions {
   portalPort?: PortalPort;
 }
 
-export function buildSupervisor(
-  opts: BuildOptions = {},
-): Supervisor & { close(): Promise<void>; setClient(info: unknown): void; checkPolicyNow(): void } {
-  const env = opts.env ?? process.env;
-  const logger = opts.logger ?? defaultLog;
-  const clock = opts.clock ?? Date.now;
-  const loaded = loadConfig(env);
-  const config = opts.isolation ? { ...loaded, isolation: opts.isolation } : loaded;
-  const policyState = loadPolicy(env, () => new Date(clock()));
-  const dialogs = new DialogGate();
-  // The release guardian: every press and remap of the input worker is recorded there first, so
-  // nothing stays down whatever ends the worker or this process (docs/architecture.md).
-  // An inline worker lives and dies with this thread: there is no separate worker to outlive.
-  const guardian =
-    config.platform && config.isolation !== "inline"
-      ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
-      : null;
-  const makeHost = (kind: WorkerKind) =>
+type RevocationAudit = (
+  client: string,
+  instance: { pid: number; start_time: string },
+  reason: Exclude<RevokeReason, "released" | "expired">,
+  counters?: Record<string, number | boolean>,
+) => void;
+
+/** The worker hosts: the release guardian, when there is one, sees every press of the input worker. */
+function workerHostFactory(
+  config: ServerConfig,
+  logger: Logger,
+  dialogs: DialogGate,
+  guardian: GuardianHost | null,
+): (kind: WorkerKind) => WorkerHost {
+  return (kind) =>
     new WorkerHost({
       init: {
         kind,
@@ -170,11 +167,17 @@ export function buildSupervisor(
       ...(kind === "input" ? { dialogGate: dialogs } : {}),
       guardian: kind === "input" && guardian ? guardian : undefined,
     });
-  const workers: Workers = { capture: makeHost("capture"), input: makeHost("input") };
-  const grants = new GrantStore(clock, config.grantTtlMs);
-  const salt = newConnectionSalt();
-  let client = ClientIdentity.fromClientInfo(null, salt);
-  const consent = new ConsentBroker({
+}
+
+/** The consent broker over the platform's dialog, held back while another dialog of ours shows. */
+function createConsent(
+  config: ServerConfig,
+  workers: Workers,
+  env: Record<string, string | undefined>,
+  dialogs: DialogGate,
+  clock: () => number,
+): ConsentBroker {
+  return new ConsentBroker({
     prompter: new GatedPrompter(prompterFor(config, workers, env), dialogs),
     clock,
     timeoutMs: config.consentTimeoutMs,
@@ -187,21 +190,16 @@ export function buildSupervisor(
       }
     },
   });
-  const sessions = new A11ySessions(() => makeHost("uia"), logger, config.isolation, {
-    idleRetireMs: config.uiaIdleRetireMs,
-  });
-  const tokens = new ConfirmationTokenStore(clock);
-  const auditRevocation = (
-    client: string,
-    instance: { pid: number; start_time: string },
-    reason: Exclude<RevokeReason, "released" | "expired">,
-    counters: Record<string, number | boolean> = {},
-  ) =>
+}
+
+/** A revocation not seen by a call is still audited, as a denial of the tool "revocation". */
+function revocationAuditor(audit: AuditLog, policyId: () => string | null): RevocationAudit {
+  return (client, instance, reason, counters = {}) =>
     audit.record(
       {
         correlation_id: "000000000000",
         client: auditIdOf(client),
-        policy_id: built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
+        policy_id: policyId(),
         action: "none",
         tool: "revocation",
         outcome: "deny",
@@ -214,25 +212,51 @@ export function buildSupervisor(
       },
       client,
     );
-  // The compositor ended a portal session: the grant given under it ends, and so does the kept
-  // approval (no silent renewal), so the next request_access passes both gates again.
-  const portalPort =
-    opts.portalPort ??
-    (config.platform === "wayland" ? createWorkerPortalPort(workers, config.consentTimeoutMs) : null);
-  const portal = portalPort
-    ? new PortalGate({
-        port: portalPort,
-        clock,
-        timeoutMs: config.consentTimeoutMs,
-        holdDialog: () => dialogs.hold(),
-        onEnded: (e) => {
-          consent.forgetApproval(e.client, e.instanceKey);
-          const detail = { stream_ended: e.why === "stream_ended", bus_lost: e.why === "bus_lost" };
-          if (!grants.revoke(e.client, e.instanceKey, "portal_closed", detail))
-            auditRevocation(e.client, e.instance, "portal_closed", detail);
-        },
-      })
-    : null;
+}
+
+/**
+ * The compositor's second gate on Wayland (or the tests' port). The compositor ended a portal
+ * session: the grant given under it ends, and so does the kept approval (no silent renewal), so
+ * the next request_access passes both gates again.
+ */
+function createPortal(
+  port: PortalPort | null,
+  deps: {
+    clock: () => number;
+    timeoutMs: number;
+    dialogs: DialogGate;
+    consent: ConsentBroker;
+    grants: GrantStore;
+    auditRevocation: RevocationAudit;
+  },
+): PortalGate | null {
+  if (!port) return null;
+  const { consent, grants, auditRevocation } = deps;
+  return new PortalGate({
+    port,
+    clock: deps.clock,
+    timeoutMs: deps.timeoutMs,
+    holdDialog: () => deps.dialogs.hold(),
+    onEnded: (e) => {
+      consent.forgetApproval(e.client, e.instanceKey);
+      const detail = { stream_ended: e.why === "stream_ended", bus_lost: e.why === "bus_lost" };
+      if (!grants.revoke(e.client, e.instanceKey, "portal_closed", detail))
+        auditRevocation(e.client, e.instance, "portal_closed", detail);
+    },
+  });
+}
+
+/** What ends with a grant: its a11y sessions, its tokens when the target changed, its portal session. */
+function onGrantRevoked(
+  grants: GrantStore,
+  deps: {
+    sessions: A11ySessions;
+    tokens: ConfirmationTokenStore;
+    portal: PortalGate | null;
+    auditRevocation: RevocationAudit;
+  },
+): void {
+  const { sessions, tokens, portal, auditRevocation } = deps;
   grants.onRevoke((e) => {
     sessions.disposeByInstance(e.grant.instanceKey, e.grant.client);
     // Tokens are bound to the instance: one that changed or left can never use them.
@@ -244,13 +268,95 @@ export function buildSupervisor(
     if (e.reason !== "released" && e.reason !== "expired")
       auditRevocation(e.grant.client, e.grant.instance, e.reason, e.detail);
   });
-  const audit = new AuditLog({
+}
+
+function createAudit(config: ServerConfig, clock: () => number, logger: Logger): AuditLog {
+  return new AuditLog({
     capacity: 1000,
     filePath: config.auditFile,
     clock,
     onSinkError: (code) => logger.error({ code }, "audit_sink_error"),
     onReject: (fields) => logger.error({ fields }, "audit_event_rejected"),
   });
+}
+
+/**
+ * The release guardian: every press and remap of the input worker is recorded there first, so
+ * nothing stays down whatever ends the worker or this process (docs/architecture.md).
+ * An inline worker lives and dies with this thread: there is no separate worker to outlive.
+ */
+function guardianFor(
+  config: ServerConfig,
+  logger: Logger,
+  env: Record<string, string | undefined>,
+): GuardianHost | null {
+  return config.platform && config.isolation !== "inline"
+    ? new GuardianHost(config.platform, logger, env as NodeJS.ProcessEnv)
+    : null;
+}
+
+/** Grants end first (their revocations audited, their portal sessions closed), the audit log last. */
+async function shutDown(p: {
+  watcher: PolicyWatcher;
+  grants: GrantStore;
+  portal: PortalGate | null;
+  consent: ConsentBroker;
+  workers: Workers;
+  sessions: A11ySessions;
+  guardian: GuardianHost | null;
+  audit: AuditLog;
+}): Promise<void> {
+  p.watcher.stop();
+  p.grants.revokeAll("shutdown");
+  p.portal?.endAll();
+  p.consent.dispose();
+  await Promise.all([...Object.values(p.workers).map((w) => w.close()), p.sessions.closeAll()]);
+  await p.guardian?.close(300);
+  await p.audit.close();
+}
+
+export type BuiltSupervisor = Supervisor & {
+  close(): Promise<void>;
+  setClient(info: unknown): void;
+  checkPolicyNow(): void;
+};
+
+export function buildSupervisor(opts: BuildOptions = {}): BuiltSupervisor {
+  const env = opts.env ?? process.env;
+  const logger = opts.logger ?? defaultLog;
+  const clock = opts.clock ?? Date.now;
+  const loaded = loadConfig(env);
+  const config = opts.isolation ? { ...loaded, isolation: opts.isolation } : loaded;
+  const policyState = loadPolicy(env, () => new Date(clock()));
+  const dialogs = new DialogGate();
+  const guardian = guardianFor(config, logger, env);
+  const makeHost = workerHostFactory(config, logger, dialogs, guardian);
+  const workers: Workers = { capture: makeHost("capture"), input: makeHost("input") };
+  const grants = new GrantStore(clock, config.grantTtlMs);
+  const salt = newConnectionSalt();
+  let client = ClientIdentity.fromClientInfo(null, salt);
+  const consent = createConsent(config, workers, env, dialogs, clock);
+  const sessions = new A11ySessions(() => makeHost("uia"), logger, config.isolation, {
+    idleRetireMs: config.uiaIdleRetireMs,
+  });
+  const tokens = new ConfirmationTokenStore(clock);
+  const audit = createAudit(config, clock, logger);
+  // The policy id is the one in force when the revocation happens (the watcher may replace it).
+  const auditRevocation = revocationAuditor(audit, () =>
+    built.policyState.status === "ok" ? built.policyState.policy.policy_id : null,
+  );
+  const portalPort =
+    opts.portalPort ??
+    (config.platform === "wayland" ? createWorkerPortalPort(workers, config.consentTimeoutMs) : null);
+  const portal = createPortal(portalPort, {
+    clock,
+    timeoutMs: config.consentTimeoutMs,
+    dialogs,
+    consent,
+    grants,
+    auditRevocation,
+  });
+  onGrantRevoked(grants, { sessions, tokens, portal, auditRevocation });
   const lease: LeaseGate | null = config.lease === "broker" ? createLeaseGate(env) : null;
   const sup: Supervisor = {
     config,
@@ -283,17 +389,18 @@ export function buildSupervisor(
     onPolicyChange: (listener: () => void) => watcher.onChange(listener),
     /** One look at the policy file now, as the watcher's timer takes (tests tick it by hand). */
     checkPolicyNow: () => watcher.check(),
-    close: async () => {
-      watcher.stop();
-      grants.revokeAll("shutdown");
-      portal?.endAll();
-      consent.dispose();
-      await Promise.all([...Object.values(workers).map((w) => w.close()), sessions.closeAll()]);
-      await guardian?.close(300);
-      await audit.close();
-    },
+    close: () => shutDown({ watcher, grants, portal, consent, workers, sessions, guardian, audit }),
   };
-  // The policy file is read again when it changes; every call sees the new state at once.
+  const watcher = watchPolicy(env, clock, built);
+  return built;
+}
+
+/** The policy file is read again when it changes; every call sees the new state at once. */
+function watchPolicy(
+  env: Record<string, string | undefined>,
+  clock: () => number,
+  built: Pick<Supervisor, "policyState">,
+): PolicyWatcher {
   const watcher = new PolicyWatcher(
     env,
     () => new Date(clock()),
@@ -303,5 +410,5 @@ export function buildSupervisor(
     },
   );
   watcher.start(readSetting(env, SETTINGS.policyWatchMs));
-  return built;
+  return watcher;
 }

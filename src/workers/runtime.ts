@@ -96,18 +96,7 @@ export async function serveWorker(
 ): Promise<ServedWorker> {
   if (opts.dialogFlag instanceof SharedArrayBuffer) dialogGate.attach(opts.dialogFlag);
   const init: WorkerInit = WorkerInitSchema.parse(rawInit);
-  // A backend that cannot start (no display, no COM) still answers: every request
-  // fails with platform_unavailable instead of the worker dying in a restart loop.
-  let platform: Platform | null = null;
-  // Our own refusal (fixed text, e.g. the missing variable named) is kept to answer with;
-  // anything else is replaced by a generic one.
-  let unavailable = uiError("platform_unavailable");
-  try {
-    platform = await loadPlatform(init);
-  } catch (e) {
-    platform = null;
-    if (e instanceof UiError && e.code === "platform_unavailable") unavailable = e;
-  }
+  const { platform, unavailable } = await startPlatform(init);
   const inflight = new Map<number, AbortController>();
   let stopped = false;
   const faultFile = process.env.UIINSPECT_TEST_INPUT_FAULT_FILE;
@@ -115,6 +104,7 @@ export async function serveWorker(
     const { armFaultInjection } = await import("./input/faultInjection.js");
     armFaultInjection(faultFile);
   }
+  const served: Served = { init, handlers, platform, unavailable };
 
   channel.onMessage((raw) => {
     if (stopped) return;
@@ -136,36 +126,14 @@ export async function serveWorker(
     };
     void (async () => {
       try {
-        if (!(msg.op in OPS)) throw uiError("invalid_argument", "Unknown worker operation.");
-        const op = msg.op as OpName;
-        const def = OPS[op];
-        if (def.worker !== "any" && def.worker !== init.kind)
-          throw uiError("invalid_argument", "Wrong worker.");
-        const handler = handlers[op] as GenericHandler | undefined;
-        if (!handler && op !== "ping")
-          throw uiError("invalid_argument", "Operation not served by this worker.");
-        const args = def.args.safeParse(msg.args);
-        if (!args.success) throw uiError("invalid_argument", "Worker arguments are invalid.");
-        let result: unknown;
-        if (op === "ping") result = { pong: true, pid: process.pid };
-        else {
-          if (!platform) throw unavailable;
-          const ctx: HandlerContext = { signal: controller.signal, deadline, init, platform };
-          result = await (handler as GenericHandler)(args.data, ctx);
-        }
+        const result = await runRequest(served, msg, controller.signal, deadline);
         reply({ type: "response", id: msg.id, ok: true, result }, transferables(result));
       } catch (e) {
         reply({ type: "response", id: msg.id, ok: false, error: errorBody(e, controller.signal) });
       }
     })();
   });
-  platform?.onSharedSegments?.((segments) => channel.send({ type: "native_segments", segments }));
-  const nativeFds = platform?.nativeFds?.() ?? [];
-  channel.send({
-    type: "ready",
-    pid: process.pid,
-    ...(nativeFds.length > 0 ? { native_fds: nativeFds } : {}),
-  });
+  announceReady(channel, platform);
   return {
     get inflight() {
       return inflight.size;
@@ -176,6 +144,62 @@ export async function serveWorker(
     },
     platform,
   };
+}
+
+/** What a request runs against: the worker's kind, its handlers and its platform (or why none). */
+interface Served {
+  init: WorkerInit;
+  handlers: HandlerTable;
+  platform: Platform | null;
+  unavailable: UiError;
+}
+
+/**
+ * A backend that cannot start (no display, no COM) still answers: every request fails with
+ * platform_unavailable instead of the worker dying in a restart loop. Our own refusal (fixed
+ * text, e.g. the missing variable named) is kept to answer with; anything else is replaced by a
+ * generic one.
+ */
+async function startPlatform(init: WorkerInit): Promise<{ platform: Platform | null; unavailable: UiError }> {
+  try {
+    return { platform: await loadPlatform(init), unavailable: uiError("platform_unavailable") };
+  } catch (e) {
+    const own = e instanceof UiError && e.code === "platform_unavailable";
+    return { platform: null, unavailable: own ? e : uiError("platform_unavailable") };
+  }
+}
+
+/** One request: a known operation of this worker with valid arguments, then its handler's result. */
+async function runRequest(
+  served: Served,
+  msg: Extract<SupervisorToWorker, { type: "request" }>,
+  signal: AbortSignal,
+  deadline: number,
+): Promise<unknown> {
+  if (!(msg.op in OPS)) throw uiError("invalid_argument", "Unknown worker operation.");
+  const op = msg.op as OpName;
+  const def = OPS[op];
+  if (def.worker !== "any" && def.worker !== served.init.kind)
+    throw uiError("invalid_argument", "Wrong worker.");
+  const handler = served.handlers[op] as GenericHandler | undefined;
+  if (!handler && op !== "ping") throw uiError("invalid_argument", "Operation not served by this worker.");
+  const args = def.args.safeParse(msg.args);
+  if (!args.success) throw uiError("invalid_argument", "Worker arguments are invalid.");
+  if (op === "ping") return { pong: true, pid: process.pid };
+  if (!served.platform) throw served.unavailable;
+  const ctx: HandlerContext = { signal, deadline, init: served.init, platform: served.platform };
+  return (handler as GenericHandler)(args.data, ctx);
+}
+
+/** Ready, with the native descriptors the worker holds; shared segments are announced as they come. */
+function announceReady(channel: Channel, platform: Platform | null): void {
+  platform?.onSharedSegments?.((segments) => channel.send({ type: "native_segments", segments }));
+  const nativeFds = platform?.nativeFds?.() ?? [];
+  channel.send({
+    type: "ready",
+    pid: process.pid,
+    ...(nativeFds.length > 0 ? { native_fds: nativeFds } : {}),
+  });
 }
 
 /** The supervisor's messages that are not requests: the dialog count, a trim, a cancel. */

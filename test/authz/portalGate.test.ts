@@ -75,24 +75,51 @@ class ScriptedPort implements PortalPort {
   }
 }
 
+/** A consent broker on the test's manual time, answered by `prompter`, every instance alive. */
+function manualBroker(time: ManualTime, prompter: ScriptedPrompter): ConsentBroker {
+  return new ConsentBroker({
+    prompter,
+    clock: time.clock,
+    timeoutMs: TIMEOUT,
+    isInstanceAlive: async () => true,
+    setTimer: time.setTimer,
+    clearTimer: time.clearTimer,
+  });
+}
+
+/** A portal gate over `port` on the test's manual time. */
+function manualGate(
+  time: ManualTime,
+  port: ScriptedPort,
+  onEnded: (e: PortalEnded) => void,
+  holdDialog?: () => () => void,
+): PortalGate {
+  return new PortalGate({
+    port,
+    clock: time.clock,
+    timeoutMs: TIMEOUT,
+    ...(holdDialog ? { holdDialog } : {}),
+    onEnded,
+    setTimer: time.setTimer,
+    clearTimer: time.clearTimer,
+  });
+}
+
 function setup(port = new ScriptedPort()) {
   const time = new ManualTime();
   const ended: PortalEnded[] = [];
   let held = 0;
-  const gate = new PortalGate({
+  const gate = manualGate(
+    time,
     port,
-    clock: time.clock,
-    timeoutMs: TIMEOUT,
-    holdDialog: () => {
+    (e) => ended.push(e),
+    () => {
       held++;
       return () => {
         held--;
       };
     },
-    onEnded: (e) => ended.push(e),
-    setTimer: time.setTimer,
-    clearTimer: time.clearTimer,
-  });
+  );
   return { time, port, gate, ended, held: () => held };
 }
 
@@ -238,28 +265,14 @@ describe("two gates composed", () => {
   function composed() {
     const time = new ManualTime();
     const prompter = new ScriptedPrompter();
-    const broker = new ConsentBroker({
-      prompter,
-      clock: time.clock,
-      timeoutMs: TIMEOUT,
-      isInstanceAlive: async () => true,
-      setTimer: time.setTimer,
-      clearTimer: time.clearTimer,
-    });
+    const broker = manualBroker(time, prompter);
     const grants = new GrantStore(time.clock, 300_000);
     const port = new ScriptedPort();
     const revoked: string[] = [];
     grants.onRevoke((e) => revoked.push(e.reason));
-    const gate = new PortalGate({
-      port,
-      clock: time.clock,
-      timeoutMs: TIMEOUT,
-      onEnded: (e) => {
-        broker.forgetApproval(e.client, e.instanceKey);
-        grants.revoke(e.client, e.instanceKey, "portal_closed");
-      },
-      setTimer: time.setTimer,
-      clearTimer: time.clearTimer,
+    const gate = manualGate(time, port, (e) => {
+      broker.forgetApproval(e.client, e.instanceKey);
+      grants.revoke(e.client, e.instanceKey, "portal_closed");
     });
     const ik = instanceKey(instance(4242));
     /** request_access: gate one, gate two, then the grant; a decline forgets the approval. */
@@ -386,24 +399,10 @@ describe("access facts with the second gate", () => {
     const { accessFacts, decideAccess } = await import("../../src/supervisor/access/accessDecision.js");
     const time = new ManualTime();
     const prompter = new ScriptedPrompter();
-    const consent = new ConsentBroker({
-      prompter,
-      clock: time.clock,
-      timeoutMs: TIMEOUT,
-      isInstanceAlive: async () => true,
-      setTimer: time.setTimer,
-      clearTimer: time.clearTimer,
-    });
+    const consent = manualBroker(time, prompter);
     const grants = new GrantStore(time.clock, 300_000);
     const port = new ScriptedPort();
-    const portal = new PortalGate({
-      port,
-      clock: time.clock,
-      timeoutMs: TIMEOUT,
-      onEnded: (e) => consent.forgetApproval(e.client, e.instanceKey),
-      setTimer: time.setTimer,
-      clearTimer: time.clearTimer,
-    });
+    const portal = manualGate(time, port, (e) => consent.forgetApproval(e.client, e.instanceKey));
     const inst = instance(4242);
     const target = { instance: inst, instanceKey: instanceKey(inst), window: { hwnd: "0x1" } };
     const policy = {

@@ -38,6 +38,12 @@ export interface ContractContext {
   /** The subject's text field, read independently of the backend. */
   typed(): Promise<string>;
   waitFor<T>(fn: () => Promise<T> | T, ms: number): Promise<T | null>;
+  /** Another process's window, fresh, that closes when asked politely, and its undo. */
+  closable(): Promise<{ window: WindowInfo; undo: Undo }>;
+  /** A second Platform of the same backend; the case that asks for it disposes it. */
+  fresh(): Promise<Platform>;
+  /** Ends a case this backend cannot run, saying why (never a silent pass). */
+  unsupported(reason: string): never;
 }
 
 export const PORT_CONTRACT: ReadonlyArray<{ name: string; run(ctx: ContractContext): Promise<void> }>;

@@ -24,6 +24,10 @@
 //   typed()    the subject's text field as read independently of the backend (the fake: what
 //              its effects log delivered to a simple text field)
 //   waitFor(fn, ms)  polls fn until it returns a truthy value (or null after ms)
+//   closable() another process's window, fresh, that closes when asked politely, with its undo
+//   fresh()    a second Platform of the same backend (for the dispose case; the case disposes it)
+//   unsupported(reason)  ends a case this backend cannot run, saying why (vitest: a skip with
+//              that note; the Wine runner: a fact of its results), never a silent pass
 
 const centre = (r) => ({ x: Math.floor((r[0] + r[2]) / 2), y: Math.floor((r[1] + r[3]) / 2) });
 const size = (r) => ({ w: r[2] - r[0], h: r[3] - r[1] });
@@ -177,8 +181,10 @@ export const PORT_CONTRACT = [
   },
   {
     name: "desktop: targetAndCovers (where the port has it) lists the target and only windows above it",
-    async run({ platform, subject, check }) {
-      if (!platform.desktop.targetAndCovers) return;
+    async run(ctx) {
+      const { platform, subject, check } = ctx;
+      if (!platform.desktop.targetAndCovers)
+        ctx.unsupported("no targetAndCovers: a repeated check lists the whole desktop again");
       const { w, h } = size(subject.rect);
       const some = await platform.desktop.targetAndCovers(subject.hwnd, [0, 0, w, h]);
       const me = some.find((x) => x.hwnd === subject.hwnd);
@@ -191,7 +197,12 @@ export const PORT_CONTRACT = [
   },
   {
     name: "desktop: popupsOf and unlistedOwnWindows (where the port has them) answer lists",
-    async run({ platform, subject, check }) {
+    async run(ctx) {
+      const { platform, subject, check } = ctx;
+      if (!platform.desktop.popupsOf && !platform.desktop.unlistedOwnWindows)
+        ctx.unsupported(
+          "neither popupsOf nor unlistedOwnWindows: the listing carries every window of the process",
+        );
       if (platform.desktop.popupsOf)
         check.eq(await platform.desktop.popupsOf(subject, []), [], "no candidates, no popups");
       if (platform.desktop.unlistedOwnWindows) {
@@ -206,7 +217,8 @@ export const PORT_CONTRACT = [
     async run(ctx) {
       const { platform, check } = ctx;
       const subject = await subjectInFront(ctx);
-      if (!platform.desktop.confirmLive) return;
+      if (!platform.desktop.confirmLive)
+        ctx.unsupported("no confirmLive: the portable checks over the listing are all there is");
       const c = centre(subject.rect);
       const proof = await platform.desktop.confirmLive(subject, {
         points: [c],
@@ -435,7 +447,7 @@ export const PORT_CONTRACT = [
     name: "accessibility: act with a pattern the node lacks is pattern_not_supported; set_value on an editable node writes it",
     async run(ctx) {
       const { platform, subject, hasAccessibility, typed, waitFor, check } = ctx;
-      if (!hasAccessibility) return;
+      if (!hasAccessibility) ctx.unsupported("no accessibility provider serves this window here");
       const session = await platform.accessibility.openSession(subject);
       try {
         const root = await session.root();
@@ -469,6 +481,83 @@ export const PORT_CONTRACT = [
       } finally {
         await session.dispose();
       }
+    },
+  },
+  {
+    name: "desktop: shownTopLevels (where the port has it) names the subject among its process's shown windows",
+    async run(ctx) {
+      const { platform, subject, check } = ctx;
+      if (!platform.desktop.shownTopLevels)
+        ctx.unsupported(
+          "no shownTopLevels: without popupsOf every shown window of the instance is the target's",
+        );
+      await subjectInFront(ctx);
+      const ids = await platform.desktop.shownTopLevels(subject.pid);
+      check.assert(Array.isArray(ids) && ids.every((id) => typeof id === "string"), "a list of native ids");
+      check.assert(ids.includes(subject.hwnd), "the subject, shown, is among them");
+      check.eq(await platform.desktop.shownTopLevels(2 ** 22 + 17), [], "a pid with no windows has none");
+    },
+  },
+  {
+    name: "desktop: closeWindow asks another process's window politely to close; the subject stays",
+    async run(ctx) {
+      const { platform, subject, closable, settle, waitFor, check } = ctx;
+      const { window, undo } = await closable();
+      try {
+        check.assert(window.hwnd !== subject.hwnd && window.pid !== subject.pid, "another process's window");
+        await platform.desktop.closeWindow(window.hwnd);
+        await settle();
+        check.assert(
+          await waitFor(async () => (await platform.desktop.getWindow(window.hwnd)) === null, 10000),
+          "the window closed on the request",
+        );
+        check.assert(await platform.desktop.getWindow(subject.hwnd), "the subject is still listed");
+      } finally {
+        await undo();
+      }
+    },
+  },
+  {
+    name: "dialog: consent (where the dialog is native code in the worker) shows a window that is never a target; an abort closes it as cancelled",
+    async run(ctx) {
+      const { platform, check, waitFor } = ctx;
+      if (!platform.dialog)
+        ctx.unsupported("no DialogPort: the consent dialog here is not native code in a worker");
+      const before = new Set((await platform.desktop.listWindows()).map((w) => w.hwnd));
+      const abort = new AbortController();
+      const answer = platform.dialog.consent("Port contract: a dialog that is aborted.", abort.signal);
+      answer.catch(() => {});
+      const shown = await waitFor(async () => {
+        const all = await platform.desktop.listWindows();
+        return all.find((w) => w.visible && !before.has(w.hwnd)) ?? null;
+      }, 10000);
+      check.assert(shown, "a dialog window appeared");
+      check.eq(shown.instance, null, "our own dialog has no targetable instance");
+      await check.rejectsWith(platform.desktop.closeWindow(shown.hwnd), "target_not_allowed", "closing it");
+      abort.abort();
+      await check.rejectsWith(answer, "cancelled", "the abort");
+      check.assert(
+        await waitFor(async () => (await platform.desktop.getWindow(shown.hwnd)) === null, 10000),
+        "the dialog closed after the abort",
+      );
+    },
+  },
+  {
+    name: "platform: dispose is once (a second call does nothing); a port used after it works or says platform_unavailable",
+    async run({ fresh, subject, check }) {
+      const other = await fresh();
+      check.assert(await other.desktop.getWindow(subject.hwnd), "the fresh platform sees the subject");
+      const c = centre(subject.rect);
+      await other.capture.captureScreen([c.x, c.y, c.x + 2, c.y + 2]);
+      await other.dispose();
+      await other.dispose();
+      const after = await other.capture.captureScreen([c.x, c.y, c.x + 2, c.y + 2]).then(
+        (img) => img,
+        (e) => e,
+      );
+      if (after instanceof Error || after?.code)
+        check.eq(after.code, "platform_unavailable", "a released capture port refuses with its code");
+      else check.eq([after.width, after.height], [2, 2], "a port that holds nothing still answers");
     },
   },
 ];

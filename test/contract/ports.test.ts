@@ -68,13 +68,17 @@ function withInstance(w: WindowInfo): ContractContext["subject"] {
   return { ...w, instance: w.instance };
 }
 
-function runContract(name: string, enabled: boolean, setup: () => Promise<Omit<ContractContext, "check">>) {
+type BackendContext = Omit<ContractContext, "check" | "unsupported">;
+
+function runContract(name: string, enabled: boolean, setup: () => Promise<BackendContext>) {
   describe.skipIf(!enabled)(`port contract: ${name}`, () => {
-    let ctx: ContractContext;
+    let ctx: BackendContext;
     beforeAll(async () => {
-      ctx = { ...(await setup()), check };
+      ctx = await setup();
     });
-    for (const c of PORT_CONTRACT) it(c.name, () => c.run(ctx));
+    // A case this backend cannot run is reported skipped, with its reason as the note.
+    for (const c of PORT_CONTRACT)
+      it(c.name, (t) => c.run({ ...ctx, check, unsupported: (why) => t.skip(why) }));
   });
 }
 
@@ -143,6 +147,14 @@ runContract("fake", true, async () => {
       write({ windows: state.windows.map((w) => (w.hwnd === 1001 ? { ...w, iconic: true } : w)) });
     },
   };
+  // Another program's window; the test's window manager (settle) closes it on the request.
+  const closable: ContractContext["closable"] = async () => {
+    write({ windows: [...state.windows, { ...other(7003, 5153, [1300, 600, 1500, 700]), z: 8 }] });
+    const window = await fake?.desktop.getWindow("7003");
+    if (!window) throw new Error("the closable fake window is missing");
+    return { window, undo: async () => write({ windows: without(7003) }) };
+  };
+  const scenarioPath = desk.path;
   return {
     platform: fake,
     subject: withInstance(subject),
@@ -158,6 +170,8 @@ runContract("fake", true, async () => {
     },
     verify: verifyOn(fake),
     stage,
+    closable,
+    fresh: async () => createFakePlatform({ scenarioPath, workerKind: "other" }),
     waitFor,
     // The window manager: restore, activate and close requests take effect.
     async settle() {
@@ -254,6 +268,13 @@ runContract("x11", X11_AVAILABLE, async () => {
         xdotool("windowminimize", subject.hwnd);
       },
     },
+    // A second zenity, which closes on WM_DELETE_WINDOW; killed afterwards if it did not.
+    async closable() {
+      const closing = startApp("zenity", ["--info", "--title=uix contract close", "--text=close"]);
+      const window = await waitForWindow(p, "uix contract close");
+      return { window, undo: async () => void closing.child.kill("SIGKILL") };
+    },
+    fresh: () => createX11Platform({ workerKind: "other" }),
     waitFor,
     settle: async () => {},
     typed: async () => atspiText(bus as dbus.MessageBus, entry),

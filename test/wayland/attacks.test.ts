@@ -4,7 +4,7 @@ import {
   A11yReader,
   ATTACKER,
   answerPicker,
-  readFrame,
+  readOwnMonitorFrame,
   runAttacker,
   type Step,
   startApp,
@@ -86,21 +86,8 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: what a same-user program can do on
     await waitFor("the factory on the a11y bus", async () =>
       (await reader.apps()).some((a) => a.name === "gtk3-widget-factory") ? true : null,
     );
-    const holder = spawn(process.execPath, [ATTACKER, "hold"], {
-      env: { ...process.env },
-      stdio: ["pipe", "pipe", "inherit"],
-    });
     try {
-      let out = "";
-      holder.stdout?.setEncoding("utf8");
-      holder.stdout?.on("data", (d: string) => {
-        out += d;
-      });
-      const node = await waitFor("the attacker's stream", async () => {
-        const m = /"node":(\d+)/.exec(out);
-        return m ? Number(m[1]) : null;
-      });
-      const frame = readFrame(node, MONITOR.width, MONITOR.height);
+      const frame = await readOwnMonitorFrame(MONITOR);
       expect(frame.length).toBe(MONITOR.width * MONITOR.height * 3);
       // Real content, not a blank frame: many distinct colours (the factory's widgets, the bar).
       const colours = new Set<number>();
@@ -108,8 +95,6 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: what a same-user program can do on
         colours.add((frame[i] << 16) | (frame[i + 1] << 8) | frame[i + 2]);
       expect(colours.size).toBeGreaterThan(20);
     } finally {
-      holder.stdin?.end();
-      await new Promise((r) => holder.once("exit", r));
       stopApps(apps);
     }
   });

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWaylandPlatform, type WaylandPlatform } from "../../src/platforms/wayland/index.js";
 import { PortalSession } from "../../src/platforms/wayland/portalSession.js";
@@ -10,9 +10,8 @@ import { inputHandlers } from "../../src/workers/input/handlers.js";
 import { verifyTarget } from "../../src/workers/verify.js";
 import {
   A11yReader,
-  ATTACKER,
   answerPicker,
-  readFrame,
+  readOwnMonitorFrame,
   runAttacker,
   startApp,
   startSession,
@@ -188,28 +187,8 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     expect(r.width).toBe(420);
     expect(r.height).toBe(480);
     // An independent read of the monitor: every sample the screenshot has is what the monitor
-    // shows at the window's place. The test reads a screen cast of its own (mutter's
-    // RecordMonitor in another process), not the portal's monitor node the server's reader holds:
-    // a second reader of that node got no frame in three runs.
-    const holder = spawn(process.execPath, [ATTACKER, "hold"], {
-      env: { ...process.env },
-      stdio: ["pipe", "pipe", "inherit"],
-    });
-    let mon: Buffer;
-    try {
-      let out = "";
-      holder.stdout?.setEncoding("utf8");
-      holder.stdout?.on("data", (d: string) => {
-        out += d;
-      });
-      const node = await waitFor("the test's own screen cast", async () => {
-        const found = /"node":(\d+)/.exec(out);
-        return found ? Number(found[1]) : null;
-      });
-      mon = readFrame(node, MONITOR.width, MONITOR.height, 60_000);
-    } finally {
-      holder.kill("SIGKILL");
-    }
+    // shows at the window's place, read from a screen cast of the test's own.
+    const mon = await readOwnMonitorFrame(MONITOR, 60_000);
     const hex = (sx: number, sy: number) => {
       const i = (sy * MONITOR.width + sx) * 3;
       return `#${[mon[i], mon[i + 1], mon[i + 2]].map((c) => c.toString(16).padStart(2, "0")).join("")}`;

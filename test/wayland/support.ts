@@ -413,6 +413,40 @@ export function readFrame(node: number, width: number, height: number, timeoutMs
   );
 }
 
+/**
+ * One RGB frame of the whole monitor from a screen cast of the test's own: mutter's RecordMonitor
+ * opened by another process (the attacker's "hold", which prints its PipeWire node and keeps the
+ * cast until its stdin ends), never the portal's monitor node a server's reader holds (a second
+ * reader of that node got no frame in three runs). The holder is stopped whatever happens.
+ */
+export async function readOwnMonitorFrame(
+  size: { width: number; height: number },
+  timeoutMs = 15_000,
+): Promise<Buffer> {
+  const holder = spawn(process.execPath, [ATTACKER, "hold"], {
+    env: { ...process.env },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise((r) => holder.once("exit", r));
+  try {
+    let out = "";
+    holder.stdout?.setEncoding("utf8");
+    holder.stdout?.on("data", (d: string) => {
+      out += d;
+    });
+    const node = await waitFor("the test's own screen cast", async () => {
+      const found = /"node":(\d+)/.exec(out);
+      return found ? Number(found[1]) : null;
+    });
+    return readFrame(node, size.width, size.height, timeoutMs);
+  } finally {
+    holder.stdin?.end();
+    const late = setTimeout(() => holder.kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(late);
+  }
+}
+
 const PICKER = "xdg-desktop-portal-gnome";
 // The picker's objects reach the a11y bus slowly on a loaded machine (a wait, not an assertion).
 const PICKER_WAIT_MS = 60_000;

@@ -5,6 +5,24 @@ export const RUFFLE_PATH = "C:\\Program Files\\ruffle\\bin\\ruffle.exe";
 export const NOTEPAD_PATH = "C:\\Windows\\System32\\notepad.exe";
 export const KEEPASS_PATH = "C:\\Program Files\\KeePass Password Safe 2\\KeePass.exe";
 
+/** A control of the scripted trees: its role, name, automation id, rect and patterns. */
+function control(
+  role: string,
+  name: string,
+  automationId: string,
+  rect: NonNullable<ScenarioNode["rect"]>,
+  patterns: NonNullable<ScenarioNode["patterns"]>,
+  more: Partial<ScenarioNode> = {},
+): ScenarioNode {
+  return { role, name, automation_id: automationId, rect, patterns, ...more };
+}
+
+/** Level n of the game's list, 25 px a row from the list's top. */
+function level(n: number, more: Partial<ScenarioNode> = {}): ScenarioNode {
+  const top = 230 + (n - 1) * 25;
+  return control("list_item", `Level ${n}`, `level-${n}`, [20, top, 220, top + 25], ["selection_item"], more);
+}
+
 /** The game's accessibility tree: a button, a password field, a checkbox, a combo box, a list. */
 function ruffleTree(): ScenarioNode {
   return {
@@ -13,66 +31,13 @@ function ruffleTree(): ScenarioNode {
     class_name: "RuffleWindow",
     patterns: ["window"],
     children: [
-      {
-        role: "button",
-        name: "Play",
-        automation_id: "play",
-        rect: [20, 60, 120, 90],
-        patterns: ["invoke"],
-      },
-      {
-        role: "edit",
-        name: "Password",
-        automation_id: "password",
-        is_password: true,
-        rect: [20, 100, 220, 130],
-        patterns: ["value"],
-      },
-      {
-        role: "checkbox",
-        name: "Sound",
-        automation_id: "sound",
-        rect: [20, 140, 40, 160],
-        patterns: ["toggle"],
-      },
-      {
-        role: "combobox",
-        name: "Quality",
-        automation_id: "quality",
-        rect: [20, 180, 220, 210],
-        patterns: ["expand_collapse", "value"],
-      },
-      {
-        role: "list",
-        name: "Levels",
-        automation_id: "levels",
-        rect: [20, 230, 220, 330],
-        patterns: ["selection"],
-        children: [
-          {
-            role: "list_item",
-            name: "Level 1",
-            automation_id: "level-1",
-            rect: [20, 230, 220, 255],
-            patterns: ["selection_item"],
-          },
-          {
-            role: "list_item",
-            name: "Level 2",
-            automation_id: "level-2",
-            rect: [20, 255, 220, 280],
-            patterns: ["selection_item"],
-          },
-          {
-            role: "list_item",
-            name: "Level 3",
-            automation_id: "level-3",
-            rect: [20, 280, 220, 305],
-            patterns: ["selection_item"],
-            enabled: false,
-          },
-        ],
-      },
+      control("button", "Play", "play", [20, 60, 120, 90], ["invoke"]),
+      control("edit", "Password", "password", [20, 100, 220, 130], ["value"], { is_password: true }),
+      control("checkbox", "Sound", "sound", [20, 140, 40, 160], ["toggle"]),
+      control("combobox", "Quality", "quality", [20, 180, 220, 210], ["expand_collapse", "value"]),
+      control("list", "Levels", "levels", [20, 230, 220, 330], ["selection"], {
+        children: [level(1), level(2), level(3, { enabled: false })],
+      }),
     ],
   };
 }
@@ -132,25 +97,12 @@ function notepad(): ScenarioWindow {
           name: "Application",
           automation_id: "menubar",
           rect: [0, 32, 700, 56],
-          children: [
-            {
-              role: "menu_item",
-              name: "File",
-              automation_id: "file",
-              rect: [4, 32, 44, 56],
-              patterns: ["expand_collapse"],
-            },
-          ],
+          children: [control("menu_item", "File", "file", [4, 32, 44, 56], ["expand_collapse"])],
         },
-        {
-          role: "document",
-          name: "Text editor",
-          automation_id: "15",
+        control("document", "Text editor", "15", [0, 56, 700, 650], ["value", "text"], {
           class_name: "Edit",
-          rect: [0, 56, 700, 650],
-          patterns: ["value", "text"],
           focused: true,
-        },
+        }),
       ],
     },
   };

@@ -50,6 +50,42 @@ export async function createWaylandPlatform(_opts: {
   if (!process.env.WAYLAND_DISPLAY) throw uiError("platform_unavailable", "No Wayland display is set.");
   // /proc start times are in clock ticks (sysconf _SC_CLK_TCK = 2).
   setClockTicks(Number(libc().sysconf(2)));
+  const atspi = lazyAtspiBus();
+  const portals = new PortalStreams();
+  const desktop = new WaylandDesktop(atspi.bus, portals);
+  let disposed = false;
+  const isDisposed = () => disposed;
+  const sharing = createPortalSharing(
+    (hwnd, source) => {
+      if (disposed) throw uiError("platform_unavailable");
+      portals.bind(hwnd, source);
+    },
+    (hwnd) => portals.unbind(hwnd),
+  );
+  return {
+    desktop,
+    capture: waylandCapture(desktop, portals),
+    input: waylandInput(desktop, portals),
+    accessibility: waylandAccessibility(desktop, atspi.bus, isDisposed),
+    portals: sharing,
+    bindPortalSession: (hwnd, session) => {
+      if (disposed) throw uiError("platform_unavailable");
+      portals.bind(hwnd, session);
+    },
+    unbindPortalSession: (hwnd) => portals.unbind(hwnd),
+    dispose: async () => {
+      if (disposed) return;
+      disposed = true;
+      await sharing.dispose();
+      portals.dispose();
+      await desktop.dispose();
+      await atspi.close();
+    },
+  };
+}
+
+/** The a11y bus, connected at its first use; a failed connection is tried again next time. */
+function lazyAtspiBus(): { bus: () => Promise<AtspiBus>; close: () => Promise<void> } {
   let busPromise: Promise<AtspiBus> | null = null;
   const bus = (): Promise<AtspiBus> => {
     if (!busPromise) {
@@ -60,11 +96,16 @@ export async function createWaylandPlatform(_opts: {
     }
     return busPromise;
   };
-  const portals = new PortalStreams();
-  const desktop = new WaylandDesktop(bus, portals);
-  let disposed = false;
+  const close = async () => {
+    const p = busPromise;
+    busPromise = null;
+    await p?.then((b) => b.disconnect()).catch(() => {});
+  };
+  return { bus, close };
+}
 
-  const capture: CapturePort = {
+function waylandCapture(desktop: WaylandDesktop, portals: PortalStreams): CapturePort {
+  return {
     // The rect is window coordinates (the listing puts every window at the origin). Only the
     // window stream is read, so the image holds that window's pixels and nothing else.
     captureScreen: async (rect: Rect, into?: FrameTarget): Promise<RawImage> => {
@@ -76,7 +117,10 @@ export async function createWaylandPlatform(_opts: {
       return cropRgb(frame, box, rect, into);
     },
   };
+}
 
+/** Pointer input through the shared window's portal session; keys and text are refused. */
+function waylandInput(desktop: WaylandDesktop, portals: PortalStreams): InputPort {
   // Pointer: where the last move put it (window coordinates) and whether a button is down.
   let at: { hwnd: string; x: number; y: number } | null = null;
   const bound = (hwnd: string | null) => {
@@ -85,7 +129,7 @@ export async function createWaylandPlatform(_opts: {
     return { ...b, session: b.session };
   };
   const noKeys = (): Promise<never> => Promise.reject(uiError("not_foreground", NO_FOCUS_PROOF));
-  const input: InputPort = {
+  return {
     moveTo: async (x: number, y: number) => {
       const hwnd = desktop.clearedForPointer();
       const b = bound(hwnd);
@@ -128,9 +172,17 @@ export async function createWaylandPlatform(_opts: {
     keyUp: noKeys,
     typeText: noKeys,
   };
-  const accessibility: AccessibilityPort = {
+}
+
+/** AT-SPI sessions on a window whose frame's application is the window's process, as the bus says. */
+function waylandAccessibility(
+  desktop: WaylandDesktop,
+  bus: () => Promise<AtspiBus>,
+  isDisposed: () => boolean,
+): AccessibilityPort {
+  return {
     openSession: async (window: WindowInfo): Promise<A11ySession> => {
-      if (disposed) throw uiError("platform_unavailable");
+      if (isDisposed()) throw uiError("platform_unavailable");
       if (!window.instance) throw uiError("target_changed");
       const frame = await desktop.frameOf(window.hwnd);
       if (!frame) throw uiError("target_gone");
@@ -139,35 +191,6 @@ export async function createWaylandPlatform(_opts: {
       if ((await b.pidOf(frame.app.bus)) !== window.instance.pid) throw uiError("target_changed");
       await b.linkPeer(frame.app.bus, window.instance.pid);
       return new AtspiSession(b, { bus: frame.bus, path: frame.path, parent: null }, true, [frame.app]);
-    },
-  };
-  const sharing = createPortalSharing(
-    (hwnd, source) => {
-      if (disposed) throw uiError("platform_unavailable");
-      portals.bind(hwnd, source);
-    },
-    (hwnd) => portals.unbind(hwnd),
-  );
-  return {
-    desktop,
-    capture,
-    input,
-    accessibility,
-    portals: sharing,
-    bindPortalSession: (hwnd, session) => {
-      if (disposed) throw uiError("platform_unavailable");
-      portals.bind(hwnd, session);
-    },
-    unbindPortalSession: (hwnd) => portals.unbind(hwnd),
-    dispose: async () => {
-      if (disposed) return;
-      disposed = true;
-      await sharing.dispose();
-      portals.dispose();
-      await desktop.dispose();
-      const p = busPromise;
-      busPromise = null;
-      await p?.then((b) => b.disconnect()).catch(() => {});
     },
   };
 }

@@ -38,18 +38,8 @@ export function createPortalSharing(
 
   return {
     async open(hwnd, timeoutMs, signal) {
-      let session: PortalSession;
-      try {
-        session = await PortalSession.open({
-          devices: { keyboard: true, pointer: true },
-          sources: { window: true, monitor: true },
-          timeoutMs,
-          signal,
-        });
-      } catch (e) {
-        if (isUiError(e) && e.code === "consent_denied") return { answer: "declined" };
-        throw e;
-      }
+      const session = await askPerson(timeoutMs, signal);
+      if (!session) return { answer: "declined" };
       const id = randomUUID();
       held.set(id, { hwnd, session, end: () => undefined });
       session.onClosed(() => {
@@ -79,28 +69,7 @@ export function createPortalSharing(
     },
 
     share(hwnd, id, streams) {
-      const listeners = new Set<() => void>();
-      let open = true;
-      const source: SharedSource = {
-        streams: streams.map(fromShared),
-        get isOpen() {
-          return open;
-        },
-        onClosed(fn) {
-          if (!open) {
-            fn();
-            return () => undefined;
-          }
-          listeners.add(fn);
-          return () => listeners.delete(fn);
-        },
-      };
-      const end = () => {
-        if (!open) return;
-        open = false;
-        for (const fn of [...listeners]) fn();
-        listeners.clear();
-      };
+      const { source, end } = handedOver(streams);
       bind(hwnd, source);
       held.set(id, { hwnd, session: null, end });
     },
@@ -119,6 +88,48 @@ export function createPortalSharing(
           .catch(() => undefined);
     },
   };
+}
+
+/** The portal dialog for one window and the monitor; null when the person declined it. */
+async function askPerson(timeoutMs: number, signal: AbortSignal): Promise<PortalSession | null> {
+  try {
+    return await PortalSession.open({
+      devices: { keyboard: true, pointer: true },
+      sources: { window: true, monitor: true },
+      timeoutMs,
+      signal,
+    });
+  } catch (e) {
+    if (isUiError(e) && e.code === "consent_denied") return null;
+    throw e;
+  }
+}
+
+/** Streams handed over by the input worker, as a source that is open until `end`. */
+function handedOver(streams: readonly SharedStream[]): { source: SharedSource; end: () => void } {
+  const listeners = new Set<() => void>();
+  let open = true;
+  const source: SharedSource = {
+    streams: streams.map(fromShared),
+    get isOpen() {
+      return open;
+    },
+    onClosed(fn) {
+      if (!open) {
+        fn();
+        return () => undefined;
+      }
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+  };
+  const end = () => {
+    if (!open) return;
+    open = false;
+    for (const fn of [...listeners]) fn();
+    listeners.clear();
+  };
+  return { source, end };
 }
 
 function toShared(s: PortalStream): SharedStream {

@@ -202,143 +202,50 @@ export class PortalSession {
       throw uiError("platform_unavailable", "No session bus is available for the desktop portal.");
     const bus = opts.bus ?? dbus.sessionBus();
     bus.on("error", () => {});
-    let handle: string | null = null;
     const responses = new Map<string, (body: unknown[]) => void>();
     const onMessage = (m: dbus.Message) => {
       if (m.interface === REQUEST && m.member === "Response" && m.path) responses.get(m.path)?.(m.body);
     };
     bus.on("message", onMessage);
-    // One deadline and one cancellation for the whole exchange (every dialog step counts).
-    let timer: NodeJS.Timeout | null = null;
-    let onAbort: (() => void) | null = null;
-    const abort = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(uiError("consent_timeout")), Math.max(0, opts.timeoutMs));
-      if (opts.signal) {
-        onAbort = () => reject(uiError("cancelled"));
-        if (opts.signal.aborted) onAbort();
-        else opts.signal.addEventListener("abort", onAbort, { once: true });
-      }
-    });
-    abort.catch(() => {});
-    const settle = () => {
-      if (timer) clearTimeout(timer);
-      if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
-    };
-    const fail = async (e: unknown): Promise<never> => {
-      settle();
-      bus.removeListener("message", onMessage);
-      if (handle) await closeHandle(bus, handle).catch(() => {});
-      if (ownsBus) bus.disconnect();
-      throw e;
-    };
+    const deadline = exchangeDeadline(opts.timeoutMs, opts.signal);
+    const dialog: Dialog = { handle: null };
     try {
-      await call(
-        bus,
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "AddMatch",
-        "s",
-        [`type='signal',sender='${PORTAL}',interface='${REQUEST}',member='Response'`],
-      );
-      await call(
-        bus,
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "AddMatch",
-        "s",
-        [`type='signal',sender='${PORTAL}',interface='${SESSION}',member='Closed'`],
-      );
-      const sender = ((bus as unknown as { name?: string }).name ?? "").replace(/^:/, "").replace(/\./g, "_");
-      if (!sender) throw uiError("platform_unavailable", "The session bus gave no connection name.");
-
-      // One request: the Response signal is matched by the request path the portal documents
-      // (…/request/SENDER/TOKEN), registered before the call so an early answer is not lost.
-      const request = async (
-        iface: string,
-        member: string,
-        signature: string,
-        body: (t: string) => unknown[],
-      ): Promise<Vardict> => {
-        const t = token("r");
-        const path = `${PORTAL_PATH}/request/${sender}/${t}`;
-        const answered = new Promise<unknown[]>((r) => responses.set(path, r));
-        try {
-          await Promise.race([call(bus, PORTAL, PORTAL_PATH, iface, member, signature, body(t)), abort]);
-          const reply = await Promise.race([answered, abort]);
-          const code = reply[0];
-          if (code === 1) throw uiError("consent_denied");
-          if (code !== 0) throw uiError("platform_unavailable", "The desktop portal refused the session.");
-          return (reply[1] ?? {}) as Vardict;
-        } finally {
-          responses.delete(path);
-        }
-      };
-
-      const created = await request(RD, "CreateSession", "a{sv}", (t) => [
-        {
-          handle_token: new dbus.Variant("s", t),
-          session_handle_token: new dbus.Variant("s", token("s")),
-        },
-      ]);
-      const h = variantOf(created.session_handle);
-      if (typeof h !== "string") throw uiError("platform_unavailable", "The desktop portal gave no session.");
-      handle = h;
-
-      const deviceBits =
-        (opts.devices.keyboard ? DEVICE.keyboard : 0) | (opts.devices.pointer ? DEVICE.pointer : 0);
-      if (deviceBits !== 0) {
-        await request(RD, "SelectDevices", "oa{sv}", (t) => [
-          h,
-          { handle_token: new dbus.Variant("s", t), types: new dbus.Variant("u", deviceBits) },
-        ]);
-      }
-      const sourceBits =
-        (opts.sources.window ? SOURCE.window : 0) | (opts.sources.monitor ? SOURCE.monitor : 0);
-      if (sourceBits === 0) throw uiError("invalid_argument", "A portal session needs at least one source.");
-      const selectOptions: Record<string, dbus.Variant> = {
-        types: new dbus.Variant("u", sourceBits),
-        multiple: new dbus.Variant("b", opts.sources.window && opts.sources.monitor),
-        cursor_mode: new dbus.Variant("u", CURSOR[opts.cursor ?? "hidden"]),
-      };
-      if (opts.wantRestoreToken) selectOptions.persist_mode = new dbus.Variant("u", 1);
-      if (opts.restoreToken) selectOptions.restore_token = new dbus.Variant("s", opts.restoreToken);
-      await request(SC, "SelectSources", "oa{sv}", (t) => [
-        h,
-        { handle_token: new dbus.Variant("s", t), ...selectOptions },
-      ]);
-      const started = await request(RD, "Start", "osa{sv}", (t) => [
-        h,
-        "",
-        { handle_token: new dbus.Variant("s", t) },
-      ]);
-      const streams = parseStreams(started.streams);
-      if (streams.length === 0) throw uiError("consent_denied", "No source was shared.");
+      const request = await requester(bus, responses, deadline.abort);
+      const started = await runDialog(request, opts, dialog);
+      const h = dialog.handle as string;
       const restoreToken = opts.wantRestoreToken ? (variantOf(started.restore_token) as string | null) : null;
       const session = new PortalSession(
         bus,
         ownsBus,
         h,
-        streams,
+        parseStreams(started.streams),
         parseDevices(started.devices),
         typeof restoreToken === "string" ? restoreToken : null,
       );
-      settle();
+      deadline.settle();
       bus.removeListener("message", onMessage);
-      bus.on("message", (m: dbus.Message) => {
-        if (m.path === h && m.interface === SESSION && m.member === "Closed")
-          session.ended("closed_by_compositor");
-      });
-      // A dropped connection ends the session on the portal's side too.
-      const conn = (bus as unknown as { _connection?: { on?: (e: string, f: () => void) => void } })
-        ._connection;
-      conn?.on?.("end", () => session.ended("bus_lost"));
-      bus.on("error", () => session.ended("bus_lost"));
+      session.watchEnd();
       return session;
     } catch (e) {
-      return fail(e);
+      deadline.settle();
+      bus.removeListener("message", onMessage);
+      if (dialog.handle) await closeHandle(bus, dialog.handle).catch(() => {});
+      if (ownsBus) bus.disconnect();
+      throw e;
     }
+  }
+
+  /** The session ends when the portal says Closed for it or the bus connection drops. */
+  private watchEnd(): void {
+    this.bus.on("message", (m: dbus.Message) => {
+      if (m.path === this.handle && m.interface === SESSION && m.member === "Closed")
+        this.ended("closed_by_compositor");
+    });
+    // A dropped connection ends the session on the portal's side too.
+    const conn = (this.bus as unknown as { _connection?: { on?: (e: string, f: () => void) => void } })
+      ._connection;
+    conn?.on?.("end", () => this.ended("bus_lost"));
+    this.bus.on("error", () => this.ended("bus_lost"));
   }
 
   private requireOpen(): void {
@@ -378,6 +285,142 @@ export class PortalSession {
     await closeHandle(this.bus, this.handle).catch(() => {});
     this.ended("closed_by_us");
   }
+}
+
+/** One request to the portal: its answer's results, or a refusal (see `requester`). */
+type Request = (
+  iface: string,
+  member: string,
+  signature: string,
+  body: (t: string) => unknown[],
+) => Promise<Vardict>;
+
+/** The session handle once CreateSession gave it: closed again when a later step fails. */
+interface Dialog {
+  handle: string | null;
+}
+
+/**
+ * One deadline and one cancellation for the whole exchange (every dialog step counts): `abort`
+ * rejects with consent_timeout or cancelled; `settle` clears both once the exchange is over.
+ */
+function exchangeDeadline(
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): { abort: Promise<never>; settle: () => void } {
+  let timer: NodeJS.Timeout | null = null;
+  let onAbort: (() => void) | null = null;
+  const abort = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(uiError("consent_timeout")), Math.max(0, timeoutMs));
+    if (signal) {
+      onAbort = () => reject(uiError("cancelled"));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    }
+  });
+  abort.catch(() => {});
+  const settle = () => {
+    if (timer) clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener("abort", onAbort);
+  };
+  return { abort, settle };
+}
+
+/** The bus delivers the portal's Response and Closed signals to this connection. */
+async function matchPortalSignals(bus: dbus.MessageBus): Promise<void> {
+  for (const [iface, member] of [
+    [REQUEST, "Response"],
+    [SESSION, "Closed"],
+  ])
+    await call(
+      bus,
+      "org.freedesktop.DBus",
+      "/org/freedesktop/DBus",
+      "org.freedesktop.DBus",
+      "AddMatch",
+      "s",
+      [`type='signal',sender='${PORTAL}',interface='${iface}',member='${member}'`],
+    );
+}
+
+/**
+ * The portal's requests over `bus`. Each Response signal is matched by the request path the
+ * portal documents (…/request/SENDER/TOKEN), registered before the call so an early answer is
+ * not lost; a cancel in the dialog is consent_denied, any other failure platform_unavailable.
+ */
+async function requester(
+  bus: dbus.MessageBus,
+  responses: Map<string, (body: unknown[]) => void>,
+  abort: Promise<never>,
+): Promise<Request> {
+  await matchPortalSignals(bus);
+  const sender = ((bus as unknown as { name?: string }).name ?? "").replace(/^:/, "").replace(/\./g, "_");
+  if (!sender) throw uiError("platform_unavailable", "The session bus gave no connection name.");
+  return async (iface, member, signature, body) => {
+    const t = token("r");
+    const path = `${PORTAL_PATH}/request/${sender}/${t}`;
+    const answered = new Promise<unknown[]>((r) => responses.set(path, r));
+    try {
+      await Promise.race([call(bus, PORTAL, PORTAL_PATH, iface, member, signature, body(t)), abort]);
+      const reply = await Promise.race([answered, abort]);
+      const code = reply[0];
+      if (code === 1) throw uiError("consent_denied");
+      if (code !== 0) throw uiError("platform_unavailable", "The desktop portal refused the session.");
+      return (reply[1] ?? {}) as Vardict;
+    } finally {
+      responses.delete(path);
+    }
+  };
+}
+
+/**
+ * The dialog's steps in the portal's order: CreateSession (its handle goes into `dialog`),
+ * SelectDevices, SelectSources, Start. Start's results, with at least one stream shared.
+ */
+async function runDialog(request: Request, opts: PortalOpenOptions, dialog: Dialog): Promise<Vardict> {
+  const created = await request(RD, "CreateSession", "a{sv}", (t) => [
+    {
+      handle_token: new dbus.Variant("s", t),
+      session_handle_token: new dbus.Variant("s", token("s")),
+    },
+  ]);
+  const h = variantOf(created.session_handle);
+  if (typeof h !== "string") throw uiError("platform_unavailable", "The desktop portal gave no session.");
+  dialog.handle = h;
+  const deviceBits =
+    (opts.devices.keyboard ? DEVICE.keyboard : 0) | (opts.devices.pointer ? DEVICE.pointer : 0);
+  if (deviceBits !== 0) {
+    await request(RD, "SelectDevices", "oa{sv}", (t) => [
+      h,
+      { handle_token: new dbus.Variant("s", t), types: new dbus.Variant("u", deviceBits) },
+    ]);
+  }
+  const selectOptions = sourceOptions(opts);
+  await request(SC, "SelectSources", "oa{sv}", (t) => [
+    h,
+    { handle_token: new dbus.Variant("s", t), ...selectOptions },
+  ]);
+  const started = await request(RD, "Start", "osa{sv}", (t) => [
+    h,
+    "",
+    { handle_token: new dbus.Variant("s", t) },
+  ]);
+  if (parseStreams(started.streams).length === 0) throw uiError("consent_denied", "No source was shared.");
+  return started;
+}
+
+/** SelectSources' options: the source types, the cursor mode, a restore token in memory only. */
+function sourceOptions(opts: PortalOpenOptions): Record<string, dbus.Variant> {
+  const sourceBits = (opts.sources.window ? SOURCE.window : 0) | (opts.sources.monitor ? SOURCE.monitor : 0);
+  if (sourceBits === 0) throw uiError("invalid_argument", "A portal session needs at least one source.");
+  const selectOptions: Record<string, dbus.Variant> = {
+    types: new dbus.Variant("u", sourceBits),
+    multiple: new dbus.Variant("b", opts.sources.window && opts.sources.monitor),
+    cursor_mode: new dbus.Variant("u", CURSOR[opts.cursor ?? "hidden"]),
+  };
+  if (opts.wantRestoreToken) selectOptions.persist_mode = new dbus.Variant("u", 1);
+  if (opts.restoreToken) selectOptions.restore_token = new dbus.Variant("s", opts.restoreToken);
+  return selectOptions;
 }
 
 async function call(

@@ -29,6 +29,9 @@ const KBD_FLAGS_OFFSET = 8;
 const MOUSE_FLAGS_OFFSET = 12;
 const TICK_MS = 50;
 
+/** A registered native callback (what koffi.register returns, koffi.unregister takes). */
+type NativeCallback = ReturnType<typeof w.koffi.register>;
+
 export interface DialogGuard {
   stop(): void;
 }
@@ -45,40 +48,12 @@ export function guardDialogThread(
   /** Input aimed at the dialog counts only from this time on; Infinity until it is visible. */
   let armedAt = Number.POSITIVE_INFINITY;
   let wasForeground = false;
-  let buttonsEnabled = true;
-
   const ownWindow = (hwnd: number): boolean => hwnd !== 0 && w.GetWindowThreadProcessId(hwnd, null) === tid;
-  const inDelay = (): boolean => Date.now() < armedAt;
-
-  // Only the approving buttons: disabling the focused default (Deny) would leave the dialog
-  // without keyboard focus once the delay ends.
-  const setButtons = (enable: boolean, tops: number[]) => {
-    if (buttonsEnabled === enable) return;
-    buttonsEnabled = enable;
-    for (const top of tops) {
-      for (const id of approveIds) {
-        const button = w.GetDlgItem(top, id);
-        if (button) w.EnableWindow(button, enable ? 1 : 0);
-      }
-    }
-  };
-
-  const visibleTops = (): number[] => {
-    const out: number[] = [];
-    w.withCallback(
-      (hwnd: number) => {
-        if (w.IsWindowVisible(hwnd)) out.push(hwnd);
-        return 1;
-      },
-      w.EnumWindowsProc,
-      (cb) => w.EnumThreadWindows(tid, cb, 0),
-    );
-    return out;
-  };
+  const setButtons = approveButtons(approveIds);
 
   // The thread timer runs inside the dialog's modal loop (DispatchMessage calls its TimerProc).
   const tick = w.koffi.register(() => {
-    const tops = visibleTops();
+    const tops = visibleTops(tid);
     if (tops.length === 0) return;
     const foreground = ownWindow(w.GetForegroundWindow());
     const now = Date.now();
@@ -90,9 +65,60 @@ export function guardDialogThread(
   }, w.koffi.pointer(w.TimerProc));
   const timer = w.SetTimer(0, 0, TICK_MS, tick);
 
-  const hooks: number[] = [];
   const swallow = (aimedAtDialog: boolean, injected: boolean): boolean =>
-    aimedAtDialog && ((injected && !allowInjected) || inDelay());
+    aimedAtDialog && ((injected && !allowInjected) || Date.now() < armedAt);
+  const { keyboard, mouse, hooks } = installHooks(ownWindow, swallow);
+
+  return {
+    stop() {
+      for (const h of hooks) w.UnhookWindowsHookEx(h);
+      if (timer) w.KillTimer(0, timer);
+      for (const cb of [tick, keyboard, mouse]) w.koffi.unregister(cb);
+    },
+  };
+}
+
+/**
+ * Enables or disables the approving buttons of the dialogs `tops`, only on a change. Only the
+ * approving ones: disabling the focused default (Deny) would leave the dialog without keyboard
+ * focus once the delay ends.
+ */
+function approveButtons(approveIds: readonly number[]): (enable: boolean, tops: number[]) => void {
+  let buttonsEnabled = true;
+  return (enable, tops) => {
+    if (buttonsEnabled === enable) return;
+    buttonsEnabled = enable;
+    for (const top of tops) {
+      for (const id of approveIds) {
+        const button = w.GetDlgItem(top, id);
+        if (button) w.EnableWindow(button, enable ? 1 : 0);
+      }
+    }
+  };
+}
+
+/** The visible top-level windows of thread `tid` (its dialogs, once shown). */
+function visibleTops(tid: number): number[] {
+  const out: number[] = [];
+  w.withCallback(
+    (hwnd: number) => {
+      if (w.IsWindowVisible(hwnd)) out.push(hwnd);
+      return 1;
+    },
+    w.EnumWindowsProc,
+    (cb) => w.EnumThreadWindows(tid, cb, 0),
+  );
+  return out;
+}
+
+/**
+ * The low-level keyboard and mouse hooks: an event aimed at the dialog (the foreground for a key,
+ * the window under the pointer for the mouse) that `swallow` refuses is eaten, the rest passes on.
+ */
+function installHooks(
+  ownWindow: (hwnd: number) => boolean,
+  swallow: (aimedAtDialog: boolean, injected: boolean) => boolean,
+): { keyboard: NativeCallback; mouse: NativeCallback; hooks: number[] } {
   const keyboard = w.koffi.register((code: number, wp: number, lp: unknown) => {
     if (code === HC_ACTION) {
       const injected = (w.koffi.decode(lp, KBD_FLAGS_OFFSET, "uint32_t") & LLKHF_INJECTED) !== 0;
@@ -109,6 +135,7 @@ export function guardDialogThread(
     }
     return w.CallNextHookEx(0, code, wp, lp);
   }, w.koffi.pointer(w.LowLevelHookProc));
+  const hooks: number[] = [];
   const hmod = w.GetModuleHandleW(null);
   for (const [id, proc] of [
     [WH_KEYBOARD_LL, keyboard],
@@ -117,12 +144,5 @@ export function guardDialogThread(
     const h = w.SetWindowsHookExW(id, proc, hmod, 0);
     if (h) hooks.push(h);
   }
-
-  return {
-    stop() {
-      for (const h of hooks) w.UnhookWindowsHookEx(h);
-      if (timer) w.KillTimer(0, timer);
-      for (const cb of [tick, keyboard, mouse]) w.koffi.unregister(cb);
-    },
-  };
+  return { keyboard, mouse, hooks };
 }

@@ -38,30 +38,7 @@ export async function createX11Platform(opts: {
   const desktop = new X11Desktop(x);
   let capture: X11Capture | null = null;
   let input: X11Input | null = null;
-  // The X server's word on which of the process's other windows are popups of the granted one.
-  const popupAreas = async (w: WindowInfo, shownBefore: ReadonlySet<string>) => {
-    const all = await desktop.listWindows();
-    const now = all.find((o) => o.hwnd === w.hwnd) ?? w;
-    const own = now.instance;
-    const same = all.filter(
-      (o) =>
-        o.hwnd !== now.hwnd &&
-        o.visible &&
-        !o.iconic &&
-        own !== null &&
-        o.instance !== null &&
-        sameInstance(o.instance, own),
-    );
-    const popups = new Set((await desktop.popupsOf(now, same, shownBefore)).map((o) => o.hwnd));
-    return {
-      popups: [
-        ...same.filter((o) => popups.has(o.hwnd)).map((o) => o.rect),
-        ...(await desktop.unlistedOwnWindows(now, shownBefore)),
-      ],
-      others: same.filter((o) => !popups.has(o.hwnd)).map((o) => o.rect),
-    };
-  };
-  const accessibility = new X11Accessibility({ popupAreas });
+  const accessibility = new X11Accessibility({ popupAreas: popupAreasOn(desktop) });
   if (opts.workerKind === "input") input = new X11Input(x, opts.ledger);
   if (opts.workerKind === "capture") capture = newCapture();
   let disposed = false;
@@ -108,5 +85,34 @@ export async function createX11Platform(opts: {
     onSharedSegments: (listener) => {
       segmentsListener = listener;
     },
+  };
+}
+
+/**
+ * The X server's word on which of the process's other windows are popups of the granted one
+ * (their rects, and the unlisted windows of its own), and which are other windows of it.
+ */
+function popupAreasOn(desktop: X11Desktop) {
+  return async (w: WindowInfo, shownBefore: ReadonlySet<string>) => {
+    const all = await desktop.listWindows();
+    const now = all.find((o) => o.hwnd === w.hwnd) ?? w;
+    const own = now.instance;
+    const same = all.filter(
+      (o) =>
+        o.hwnd !== now.hwnd &&
+        o.visible &&
+        !o.iconic &&
+        own !== null &&
+        o.instance !== null &&
+        sameInstance(o.instance, own),
+    );
+    const popups = new Set((await desktop.popupsOf(now, same, shownBefore)).map((o) => o.hwnd));
+    return {
+      popups: [
+        ...same.filter((o) => popups.has(o.hwnd)).map((o) => o.rect),
+        ...(await desktop.unlistedOwnWindows(now, shownBefore)),
+      ],
+      others: same.filter((o) => !popups.has(o.hwnd)).map((o) => o.rect),
+    };
   };
 }

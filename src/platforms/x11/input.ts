@@ -387,22 +387,11 @@ export class X11Input implements InputPort {
     beforeEachKey?: () => Promise<LiveProof | null | undefined>,
   ): Promise<void> {
     // The mode (SendInput vs WM_CHAR) is a Win32 distinction; on X11 both inject key events.
-    const n = this.x.n;
     const km = this.loadKeymap();
-    const shiftKc = n.XKeysymToKeycode(this.x.dpy, SHIFT_KEYSYM);
+    const shiftKc = this.x.n.XKeysymToKeycode(this.x.dpy, SHIFT_KEYSYM);
     const spare = this.spareKeycodes(km);
-    // Spare keycode → keysym currently mapped there by us (restored in finally).
-    const remapped = new Map<number, number>();
-    const byKeysym = new Map<number, number>();
-    let next = 0;
-    // Every keycode this chunk may press (its characters', the spares', Shift): recorded first.
-    const pressable = new Set<number>(spare);
-    if (shiftKc !== 0) pressable.add(shiftKc);
-    for (const ch of text) {
-      const found = this.lookup(km, keysymForChar(ch.codePointAt(0) ?? 0));
-      if (found) pressable.add(found.kc);
-    }
-    const taps: HeldEntry[] = [...pressable].map((code) => ({ kind: "keycode", code }));
+    const remaps: Remaps = { spare, next: 0, remapped: new Map(), byKeysym: new Map() };
+    const taps = this.pressableKeycodes(km, text, shiftKc, spare);
     // Every press of the text, for the first character's passive-grab probe.
     let ahead: KeyPress[] | null = this.pressesOf(km, text, shiftKc, spare);
     const takeAhead = (): KeyPress[] => {
@@ -413,58 +402,93 @@ export class X11Input implements InputPort {
     await this.ledger.hold(taps);
     try {
       for (const ch of text) {
-        const cp = ch.codePointAt(0) ?? 0;
-        const ks = keysymForChar(cp);
+        const ks = keysymForChar(ch.codePointAt(0) ?? 0);
         const found = this.lookup(km, ks);
         if (found && (!found.shift || shiftKc !== 0)) {
           const proof = await beforeEachKey?.();
           this.tap(found.kc, found.shift, shiftKc, proof, takeAhead());
           continue;
         }
-        let kc = byKeysym.get(ks);
-        if (kc === undefined) {
-          if (spare.length === 0)
-            throw uiError("platform_unavailable", "No spare keycode for this character.");
-          kc = spare[next % spare.length] ?? 0;
-          next++;
-          const old = remapped.get(kc);
-          if (old !== undefined) {
-            // Reusing a spare: let clients read the previous character first.
-            byKeysym.delete(old);
-            this.flush();
-            await sleep(REMAP_SETTLE_MS);
-            // Back to empty before the guardian's record changes: at every moment the keycode
-            // holds the keysym the record names, or nothing, so a death in between leaves no
-            // remap the guardian would not recognise as ours.
-            n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, new BigUint64Array(km.per), 1);
-            this.flush();
-            remapped.delete(kc);
-            this.ledger.release([{ kind: "remap", code: kc, keysym: old }]);
-          }
-          const syms = new BigUint64Array(km.per).fill(BigInt(ks));
-          await this.ledger.hold([{ kind: "remap", code: kc, keysym: ks }]);
-          remapped.set(kc, ks);
-          n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
-          this.flush();
-          byKeysym.set(ks, kc);
-        }
+        const kc = remaps.byKeysym.get(ks) ?? (await this.remapSpare(km, remaps, ks));
         const proof = await beforeEachKey?.();
         this.tap(kc, false, shiftKc, proof, takeAhead());
       }
       this.flush();
     } finally {
-      if (remapped.size > 0) {
-        // Clients translate the key when they process it: give them a moment before restoring.
-        this.flush();
-        await sleep(REMAP_SETTLE_MS);
-        for (const kc of remapped.keys()) {
-          const syms = new BigUint64Array(km.per);
-          n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
-        }
-        this.flush();
-        this.ledger.release([...remapped].map(([code, keysym]) => ({ kind: "remap", code, keysym })));
-      }
+      await this.restoreRemaps(km, remaps.remapped);
       this.ledger.release(taps);
     }
   }
+
+  /** Every keycode typing `text` may press (its characters', the spares', Shift): recorded first. */
+  private pressableKeycodes(
+    km: Keymap,
+    text: string,
+    shiftKc: number,
+    spare: readonly number[],
+  ): HeldEntry[] {
+    const pressable = new Set<number>(spare);
+    if (shiftKc !== 0) pressable.add(shiftKc);
+    for (const ch of text) {
+      const found = this.lookup(km, keysymForChar(ch.codePointAt(0) ?? 0));
+      if (found) pressable.add(found.kc);
+    }
+    return [...pressable].map((code) => ({ kind: "keycode", code }));
+  }
+
+  /**
+   * Maps keysym `ks` onto the next spare keycode (round robin), recorded in the guardian's ledger
+   * before the keymap changes; a spare that held an earlier character is emptied first.
+   */
+  private async remapSpare(km: Keymap, remaps: Remaps, ks: number): Promise<number> {
+    const n = this.x.n;
+    const { spare, remapped, byKeysym } = remaps;
+    if (spare.length === 0) throw uiError("platform_unavailable", "No spare keycode for this character.");
+    const kc = spare[remaps.next % spare.length] ?? 0;
+    remaps.next++;
+    const old = remapped.get(kc);
+    if (old !== undefined) {
+      // Reusing a spare: let clients read the previous character first.
+      byKeysym.delete(old);
+      this.flush();
+      await sleep(REMAP_SETTLE_MS);
+      // Back to empty before the guardian's record changes: at every moment the keycode
+      // holds the keysym the record names, or nothing, so a death in between leaves no
+      // remap the guardian would not recognise as ours.
+      n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, new BigUint64Array(km.per), 1);
+      this.flush();
+      remapped.delete(kc);
+      this.ledger.release([{ kind: "remap", code: kc, keysym: old }]);
+    }
+    const syms = new BigUint64Array(km.per).fill(BigInt(ks));
+    await this.ledger.hold([{ kind: "remap", code: kc, keysym: ks }]);
+    remapped.set(kc, ks);
+    n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
+    this.flush();
+    byKeysym.set(ks, kc);
+    return kc;
+  }
+
+  /** Empties every spare keycode typing remapped, then releases their ledger records. */
+  private async restoreRemaps(km: Keymap, remapped: ReadonlyMap<number, number>): Promise<void> {
+    if (remapped.size === 0) return;
+    // Clients translate the key when they process it: give them a moment before restoring.
+    this.flush();
+    await sleep(REMAP_SETTLE_MS);
+    for (const kc of remapped.keys()) {
+      const syms = new BigUint64Array(km.per);
+      this.x.n.XChangeKeyboardMapping(this.x.dpy, kc, km.per, syms, 1);
+    }
+    this.flush();
+    this.ledger.release([...remapped].map(([code, keysym]) => ({ kind: "remap", code, keysym })));
+  }
+}
+
+/** Typing's remaps: the spare keycodes, the next to use, and what each holds now (both ways). */
+interface Remaps {
+  readonly spare: readonly number[];
+  next: number;
+  /** Spare keycode → keysym currently mapped there by us (restored in finally). */
+  readonly remapped: Map<number, number>;
+  readonly byKeysym: Map<number, number>;
 }

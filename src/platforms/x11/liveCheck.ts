@@ -270,17 +270,29 @@ async function judge(
     inside: insideSeen.length > 0 || inside ? insideSeen : hints.inside,
     path: paths.length > 0 ? [...new Set(paths.flatMap((p) => p.slice(1)))] : hints.path,
   };
+  const points = await provenPoints(x, target, check, paths, mayBeTargetsGrab);
+  return { focus: focusWin === null ? null : String(focusWin), points };
+}
 
-  // Every point lands on the target's own windows; a grab held meanwhile must be its own too.
+/**
+ * Every point lands on the target's own windows (its path walked); a grab held meanwhile must be
+ * the target's own too, proven now, else input_grabbed.
+ */
+async function provenPoints(
+  x: XConnection,
+  target: WindowInfo,
+  check: LiveCheck,
+  paths: readonly number[][],
+  mayBeTargetsGrab: boolean,
+): Promise<LivePoint[]> {
   const grabProven = mayBeTargetsGrab && (await pointerGrabProvenFor(x, target.pid));
   if (mayBeTargetsGrab && !grabProven) throw uiError("input_grabbed");
-  const points: LivePoint[] = check.points.map((p, i) => ({
+  return check.points.map((p, i) => ({
     x: p.x,
     y: p.y,
     path: (paths[i] ?? []).map(String),
     grabOwner: grabProven ? target.pid : null,
   }));
-  return { focus: focusWin === null ? null : String(focusWin), points };
 }
 
 /**

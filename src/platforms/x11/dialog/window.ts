@@ -350,23 +350,9 @@ export class ConsentWindow {
     const type = ev.readInt32LE(0) & 0x7f;
     const sent = ev.readInt32LE(16) !== 0;
     switch (type) {
-      case MAP_NOTIFY: {
-        const w = xidNum(ev.readBigUInt64LE(40));
-        if (w !== this.win) {
-          if (!sent) this.tamper(); // a window inside ours
-          break;
-        }
-        this.mapped = true;
-        this.shownOnce = true;
-        // Shown: prove the tree now (a frame that is not the window manager's closes it before
-        // any input), and remember where it is, so a later move without an event is seen.
-        if (this.proveTree(null) === "tampered") {
-          this.tamper();
-          break;
-        }
-        this.restart();
+      case MAP_NOTIFY:
+        this.onMap(xidNum(ev.readBigUInt64LE(40)), sent);
         break;
-      }
       case UNMAP_NOTIFY:
         if (xidNum(ev.readBigUInt64LE(40)) === this.win && !sent) this.mapped = false;
         break;
@@ -374,34 +360,14 @@ export class ConsentWindow {
         // Only our own window's substructure is selected: a child created inside it.
         if (!sent) this.tamper();
         break;
-      case REPARENT_NOTIFY: {
-        if (sent) break;
-        const w = xidNum(ev.readBigUInt64LE(40));
-        const parent = xidNum(ev.readBigUInt64LE(48));
-        if (w !== this.win) {
-          if (parent === this.win) this.tamper(); // another window moved into ours
-          break;
-        }
-        // The window manager frames us once, before we are first shown; any other reparenting
-        // (into someone's window, or after it was shown) is not ours to trust.
-        this.reparents++;
-        if (this.shownOnce || this.reparents > 1) this.tamper();
+      case REPARENT_NOTIFY:
+        if (!sent) this.onReparent(xidNum(ev.readBigUInt64LE(40)), xidNum(ev.readBigUInt64LE(48)));
         break;
-      }
       case EXPOSE:
         this.paint();
         break;
       case VISIBILITY_NOTIFY:
-        // state (offset 40): 0 unobscured; anything else: something foreign in the frame is
-        // tampering, anything else is raised over again. The delay restarts.
-        if (ev.readInt32LE(40) !== 0) {
-          if (this.proveTree(null) === "tampered") {
-            this.tamper();
-            break;
-          }
-          this.n.XRaiseWindow(this.dpy, this.win);
-        }
-        this.restart();
+        this.onVisibility(ev.readInt32LE(40));
         break;
       case CONFIGURE_NOTIFY: {
         if (xidNum(ev.readBigUInt64LE(40)) !== this.win) break;
@@ -427,6 +393,48 @@ export class ConsentWindow {
         this.handleXi(ev);
         break;
     }
+  }
+
+  private onMap(w: number, sent: boolean): void {
+    if (w !== this.win) {
+      if (!sent) this.tamper(); // a window inside ours
+      return;
+    }
+    this.mapped = true;
+    this.shownOnce = true;
+    // Shown: prove the tree now (a frame that is not the window manager's closes it before
+    // any input), and remember where it is, so a later move without an event is seen.
+    if (this.proveTree(null) === "tampered") {
+      this.tamper();
+      return;
+    }
+    this.restart();
+  }
+
+  private onReparent(w: number, parent: number): void {
+    if (w !== this.win) {
+      if (parent === this.win) this.tamper(); // another window moved into ours
+      return;
+    }
+    // The window manager frames us once, before we are first shown; any other reparenting
+    // (into someone's window, or after it was shown) is not ours to trust.
+    this.reparents++;
+    if (this.shownOnce || this.reparents > 1) this.tamper();
+  }
+
+  /**
+   * state 0 is unobscured; anything else: something foreign in the frame is tampering, anything
+   * else is raised over again. The delay restarts.
+   */
+  private onVisibility(state: number): void {
+    if (state !== 0) {
+      if (this.proveTree(null) === "tampered") {
+        this.tamper();
+        return;
+      }
+      this.n.XRaiseWindow(this.dpy, this.win);
+    }
+    this.restart();
   }
 
   private spotAt(x: number, y: number): Spot {

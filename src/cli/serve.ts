@@ -14,9 +14,10 @@ import { installShutdown } from "../supervisor/shutdown.js";
  * or a signal arrives; with --http, authenticated remote mode (src/remote) instead.
  */
 export async function serve(argv: string[] = []): Promise<number> {
-  // Before anything allocates: the heaps stay near their live size (src/supervisor/heap.ts).
-  boundHeap();
   const flags = parseRemoteFlags(argv, process.env);
+  // Before the server allocates: the heaps stay small, and near their live size in remote mode
+  // (src/supervisor/heap.ts).
+  boundHeap({ memoryMode: flags.ok && flags.options !== null });
   if (!flags.ok) {
     process.stderr.write(`uiinspect-mcp: ${flags.message}\n`);
     return 2;

@@ -48,12 +48,19 @@ export function memoryModeChosen(
 }
 
 let bounded = false;
+let memoryMode = false;
 
 /**
- * Keeps the process's young generations at their initial size and its old generations near
- * their live size (once; see above). Returns the flags it set.
+ * Keeps the process's young generations at their initial size and, with `memoryMode`, its old
+ * generations near their live size (once; see above). Returns the flags it set.
+ *
+ * The memory mode is for the remote server, which hosts many identities' sessions and is bound
+ * by memory. It costs speed: V8 optimizes less, and an `inspect_tree` over stdio of a real GTK
+ * app took 1.4× as long in the same quiet run (docs/benchmarks.md), so a local one-agent server
+ * over stdio runs without it.
  */
 export function boundHeap(
+  options: { memoryMode: boolean },
   execArgv: readonly string[] = process.execArgv,
   env: NodeJS.ProcessEnv = process.env,
 ): string[] {
@@ -63,7 +70,13 @@ export function boundHeap(
   // The memory mode keeps the young generation small too: an operator who sized it keeps theirs.
   if (youngGenerationChosen(execArgv, env)) return set;
   set.push(YOUNG_GENERATION_FLAG);
-  if (!memoryModeChosen(execArgv, env)) set.push(MEMORY_FLAG);
+  if (options.memoryMode && !memoryModeChosen(execArgv, env)) set.push(MEMORY_FLAG);
   for (const flag of set) setFlagsFromString(flag);
+  memoryMode = set.includes(MEMORY_FLAG);
   return set;
+}
+
+/** Whether boundHeap put this process in the memory mode (worker processes then get it too). */
+export function memoryModeApplied(): boolean {
+  return memoryMode;
 }

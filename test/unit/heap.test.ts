@@ -14,7 +14,7 @@ function newSpaceAfterChurn(bound: boolean, nodeArgs: string[] = []): { mib: num
   const script = `
     import { getHeapSpaceStatistics } from "node:v8";
     const { boundHeap, YOUNG_GENERATION_FLAG } = await import(${JSON.stringify(HEAP)});
-    const applied = ${bound} ? boundHeap().includes(YOUNG_GENERATION_FLAG) : false;
+    const applied = ${bound} ? boundHeap({ memoryMode: false }).includes(YOUNG_GENERATION_FLAG) : false;
     const keep = [];
     for (let i = 0; i < 2_000_000; i++) {
       keep.push({ a: i, b: "x" + i });
@@ -59,11 +59,12 @@ function oldSpaceAfterTurnover(
   bound: boolean,
   nodeArgs: string[] = [],
   rounds = 40,
+  memoryMode = true,
 ): { mib: number; flags: string[] } {
   const script = `
     import { getHeapSpaceStatistics } from "node:v8";
     const { boundHeap } = await import(${JSON.stringify(HEAP)});
-    const flags = ${bound} ? boundHeap() : [];
+    const flags = ${bound} ? boundHeap({ memoryMode: ${memoryMode} }) : [];
     let keep = [];
     for (let round = 0; round < ${rounds}; round++) {
       const batch = [];
@@ -90,6 +91,11 @@ describe("the supervisor's old generation", () => {
     // The live set is ~55 MiB: unbounded V8 let the old space reach ~160 MiB before collecting.
     expect(free.mib).toBeGreaterThan(120);
     expect(bounded.mib).toBeLessThan(90);
+  });
+
+  it("the memory mode is the remote server's: a stdio server bounds only the young generation", () => {
+    const stdio = oldSpaceAfterTurnover(true, [], 0, false);
+    expect(stdio.flags).toEqual(["--semi-space-growth-factor=1"]);
   });
 
   it("an operator's own memory mode stands", () => {

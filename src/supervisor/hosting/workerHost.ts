@@ -16,7 +16,7 @@ import {
   type WorkerKind,
   WorkerToSupervisorSchema,
 } from "../../shared/protocol.js";
-import { MEMORY_FLAG, memoryModeChosen, youngGenerationChosen } from "../heap.js";
+import { MEMORY_FLAG, memoryModeApplied, memoryModeChosen, youngGenerationChosen } from "../heap.js";
 import type { Logger } from "../log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
@@ -453,7 +453,10 @@ export class WorkerHost {
         UIINSPECT_HOST_PID: String(process.ppid),
       },
       // The same heap bounds as this process's threads (src/supervisor/heap.ts).
-      execArgv: [`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`, ...(heapChosen() ? [] : [MEMORY_FLAG])],
+      execArgv: [
+        `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`,
+        ...(heapChosen() || !memoryModeApplied() ? [] : [MEMORY_FLAG]),
+      ],
     });
     child.stdout?.on("data", (d: Buffer) =>
       this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"),

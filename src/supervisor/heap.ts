@@ -29,7 +29,7 @@ export function youngGenerationChosen(
  * uia worker per instance) that slack was most of the V8 pages: 145 of a 32-identity remote
  * server's 299 MB at its peak (docs/benchmarks.md). In memory-optimizing mode V8 collects
  * before it grows (growth at most 2×) and flushes bytecode sooner: 200 MB idle instead of 257,
- * 257 at the peak instead of 299, in the same run, for ~4% more CPU per call. Like the growth
+ * 257 at the peak instead of 299, in the same run (and it optimizes less: see boundHeap). Like the growth
  * factor it is read as the heaps decide, so setting it at start reaches the supervisor's
  * isolate and every worker thread's. An operator's own choice (`--[no-]optimize-for-size`)
  * stands, and so does an operator's own young-generation size (the mode would shrink it too);

@@ -16,7 +16,7 @@ import {
   type WorkerKind,
   WorkerToSupervisorSchema,
 } from "../../shared/protocol.js";
-import { MEMORY_FLAG, memoryModeApplied, memoryModeChosen, youngGenerationChosen } from "../heap.js";
+import { MEMORY_FLAG, memoryModeApplied } from "../heap.js";
 import type { Logger } from "../log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
@@ -30,9 +30,6 @@ import { carriesTrees, parseTreeResult } from "./treeResults.js";
  */
 const WORKER_SEMI_SPACE_MB = 2;
 const WORKER_YOUNG_GENERATION_MB = 3 * WORKER_SEMI_SPACE_MB;
-
-/** The operator sized V8's heaps themselves: worker processes then get no memory mode from us. */
-const heapChosen = () => memoryModeChosen() || youngGenerationChosen();
 
 /**
  * Where a worker runs. `inline` (the in-process test harness only, never a setting a user can
@@ -452,10 +449,11 @@ export class WorkerHost {
         UIINSPECT_SERVER_PID: String(process.pid),
         UIINSPECT_HOST_PID: String(process.ppid),
       },
-      // The same heap bounds as this process's threads (src/supervisor/heap.ts).
+      // The same heap bounds as this process's threads (src/supervisor/heap.ts): the memory mode
+      // only where boundHeap set it, never over an operator's own heap flags.
       execArgv: [
         `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`,
-        ...(heapChosen() || !memoryModeApplied() ? [] : [MEMORY_FLAG]),
+        ...(memoryModeApplied() ? [MEMORY_FLAG] : []),
       ],
     });
     child.stdout?.on("data", (d: Buffer) =>

@@ -1,9 +1,10 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createFakePlatform } from "../../src/platforms/fake/index.js";
-import { isUiError, uiError } from "../../src/shared/errors.js";
+import { uiError } from "../../src/shared/errors.js";
 import type { Platform } from "../../src/shared/platform.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { inputHandlers } from "../../src/workers/input/handlers.js";
+import { codeOf } from "../support/codes.js";
 import { FakeDesktop, filePolicy, otherWindow, ruffleWindow, type ServerHarness } from "../support/mcp.js";
 import { closeServersAfterAll, serveFake } from "../support/servers.js";
 
@@ -367,15 +368,6 @@ describe("worker deadline during a long hold", () => {
         platform: p,
       };
     }
-    async function codeOf(p: Promise<unknown>): Promise<string> {
-      try {
-        await p;
-        return "ok";
-      } catch (e) {
-        return isUiError(e) ? e.code : String(e);
-      }
-    }
-
     it("keys: a 5 s hold aborted at the deadline releases key then modifiers", async () => {
       const keys = inputHandlers["input.keys"];
       if (!keys) throw new Error("no handler");

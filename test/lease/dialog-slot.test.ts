@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DialogSlot } from "../../src/lease/broker.js";
 import type { LeaseDialog, LeaseDialogAnswer, LeaseDialogContent } from "../../src/lease/dialog.js";
-import { isUiError } from "../../src/shared/errors.js";
+import { codeOf } from "../support/codes.js";
 
 /**
  * The lease dialog slot answers a timeout at once, even while the dialog's window is still
@@ -27,15 +27,6 @@ class SlowToClose implements LeaseDialog {
   }
   close(): void {
     this.closeIt?.();
-  }
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "ok";
-  } catch (e) {
-    return isUiError(e) ? e.code : String(e);
   }
 }
 

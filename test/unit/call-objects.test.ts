@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { isUiError } from "../../src/shared/errors.js";
 import type { AccessDecision } from "../../src/supervisor/access/accessDecision.js";
 import type { Admitted, ChainRecord, ClassDecision } from "../../src/supervisor/access/calls.js";
 import type { Services } from "../../src/supervisor/access/services.js";
@@ -16,6 +15,7 @@ import {
   type WindowServices,
 } from "../../src/supervisor/tools/define.js";
 import { TOOLS } from "../../src/supervisor/tools/index.js";
+import { codeOf } from "../support/codes.js";
 
 /**
  * A handler gets a frozen call object with its kind's fields and exactly the services its row
@@ -204,12 +204,6 @@ describe("the tools about one action class read the chain's decision", () => {
     };
     return { log, service };
   }
-  const codeOf = (p: Promise<unknown>) =>
-    p.then(
-      () => "ok",
-      (e: unknown) => (isUiError(e) ? e.code : String(e)),
-    );
-
   it("preview_action reports the decision and the chain's token fact as they are", async () => {
     const preview = row("preview_action");
     expect(preview.decides).toBe("report");

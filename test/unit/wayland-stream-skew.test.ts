@@ -3,7 +3,7 @@ import type { PipewireFrames, StreamFrame } from "../../src/platforms/wayland/pi
 import type { Binding } from "../../src/platforms/wayland/portalStreams.js";
 import { PortalStreams } from "../../src/platforms/wayland/portalStreams.js";
 import type { RgbaFrame } from "../../src/platforms/wayland/streamMatch.js";
-import { isUiError } from "../../src/shared/errors.js";
+import { codeOf } from "../support/codes.js";
 
 /**
  * The point proof judges only the newest pair of frames, and waits briefly for the two streams
@@ -75,15 +75,6 @@ function binding(win: ScriptedStream, mon: ScriptedStream): Binding {
     window: win as unknown as PipewireFrames,
     monitor: mon as unknown as PipewireFrames,
   };
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "ok";
-  } catch (e) {
-    return isUiError(e) ? e.code : String(e);
-  }
 }
 
 describe("wayland point proof across stream skew", () => {

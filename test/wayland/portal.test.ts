@@ -2,12 +2,13 @@ import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWaylandPlatform, type WaylandPlatform } from "../../src/platforms/wayland/index.js";
 import { PortalSession } from "../../src/platforms/wayland/portalSession.js";
-import { isUiError, uiError } from "../../src/shared/errors.js";
+import { uiError } from "../../src/shared/errors.js";
 import type { TargetExpectation, WorkerInit } from "../../src/shared/protocol.js";
 import { captureHandlers } from "../../src/workers/capture/handlers.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { inputHandlers } from "../../src/workers/input/handlers.js";
 import { verifyTarget } from "../../src/workers/verify.js";
+import { codeOf } from "../support/codes.js";
 import {
   A11yReader,
   answerPicker,
@@ -36,15 +37,6 @@ const MONITOR = { width: 1280, height: 800 };
 const ST_CHECKED = 4;
 const ST_SENSITIVE = 24;
 const FACTORY = "gtk3-widget-factory";
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "ok";
-  } catch (e) {
-    return isUiError(e) ? e.code : String(e);
-  }
-}
 
 describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal", () => {
   let session: WaylandSession;

@@ -5,17 +5,19 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { WorkerKind } from "../../src/shared/protocol.js";
 import type { Isolation, WorkerHost as WorkerHostType } from "../../src/supervisor/hosting/workerHost.js";
-import { OBSERVATION_WORKER_NICE, yieldCpuToSupervisor } from "../../src/workers/priority.js";
 import { approvingDesktop, ruffleWindow } from "../support/mcp.js";
 
 /**
- * The observation workers of the built code (capture, uia) run below the supervisor thread's CPU
- * priority, as threads in this process and as processes below it; the input worker and the
- * thread that hosts them do not. Nice values are read from /proc, which the kernel keeps.
+ * The observation workers of the built code (capture, uia) run in Linux's batch scheduling
+ * class, as threads in this process and as processes below it; the input worker and the thread
+ * that hosts them do not. The class is read from /proc (the kernel's own record).
  */
 
-/** Field 19 of a stat line (after the parenthesised name): the nice value. */
-const niceOf = (stat: string) => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+const SCHED_OTHER = 0;
+const SCHED_BATCH = 3;
+
+/** Field 41 of a stat line (the scheduling policy), counted after the parenthesised name. */
+const policyOf = (stat: string) => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[38]);
 const statOf = (path: string) => {
   try {
     return readFileSync(path, "utf8");
@@ -24,23 +26,23 @@ const statOf = (path: string) => {
   }
 };
 
-function threadNices(): Map<string, number> {
+function threadPolicies(): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync("/proc/self/task")) {
     const stat = statOf(`/proc/self/task/${tid}/stat`);
-    if (stat) out.set(tid, niceOf(stat));
+    if (stat) out.set(tid, policyOf(stat));
   }
   return out;
 }
 
-/** Nice values of the processes whose parent is this one. */
-function childNices(): number[] {
-  const out: number[] = [];
+/** Scheduling policies of the processes whose parent is this one, by pid. */
+function childPolicies(): Map<string, number> {
+  const out = new Map<string, number>();
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
     const stat = statOf(`/proc/${pid}/stat`);
     if (!stat) continue;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[1]) === process.pid) out.push(Number(fields[16]));
+    if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === process.pid)
+      out.set(pid, policyOf(stat));
   }
   return out;
 }
@@ -67,33 +69,26 @@ describe.skipIf(process.platform !== "linux")("observation workers yield the CPU
     await h.call("ping", {}, { deadlineMs: 30_000 });
   }
 
-  it("capture and uia threads run at nice 5, the input thread and this thread as before", async () => {
-    const own = niceOf(readFileSync("/proc/thread-self/stat", "utf8"));
-    const before = threadNices();
+  const added = <K, V>(before: Map<K, V>, now: Map<K, V>) =>
+    [...now].filter(([k]) => !before.has(k)).map(([, v]) => v);
+
+  it("capture and uia threads are batch threads; the input thread and this thread are not", async () => {
+    expect(policyOf(readFileSync("/proc/thread-self/stat", "utf8"))).toBe(SCHED_OTHER);
+    const before = threadPolicies();
     await start("input", "thread");
-    const withInput = threadNices();
-    const newWith = (m: Map<string, number>) => [...m].filter(([tid]) => !before.has(tid)).map(([, n]) => n);
-    expect(newWith(withInput).every((n) => n === own)).toBe(true);
+    expect(added(before, threadPolicies())).not.toContain(SCHED_BATCH);
     await start("capture", "thread");
     await start("uia", "thread");
-    const lowered = newWith(threadNices()).filter((n) => n === own + OBSERVATION_WORKER_NICE);
-    expect(lowered).toHaveLength(2);
-    expect(niceOf(readFileSync("/proc/thread-self/stat", "utf8"))).toBe(own);
+    expect(added(before, threadPolicies()).filter((p) => p === SCHED_BATCH)).toHaveLength(2);
+    expect(policyOf(readFileSync("/proc/thread-self/stat", "utf8"))).toBe(SCHED_OTHER);
   }, 60_000);
 
-  it("a capture worker process runs at nice 5, an input worker process as before", async () => {
-    const own = niceOf(readFileSync("/proc/thread-self/stat", "utf8"));
-    const before = childNices().length;
+  it("a capture worker process is a batch process; an input worker process is not", async () => {
+    const before = childPolicies();
     await start("input", "process");
-    expect(childNices().slice(before)).toEqual([own]);
+    const withInput = childPolicies();
+    expect(added(before, withInput)).toEqual([SCHED_OTHER]);
     await start("capture", "process");
-    expect(childNices().sort()).toContain(own + OBSERVATION_WORKER_NICE);
+    expect(added(withInput, childPolicies())).toEqual([SCHED_BATCH]);
   }, 60_000);
-
-  it("lowers nothing off Linux, where the call would lower the whole process", () => {
-    const calls: number[][] = [];
-    expect(yieldCpuToSupervisor("win32", (pid, p) => calls.push([pid, p]))).toBe(false);
-    expect(yieldCpuToSupervisor("linux", (pid, p) => calls.push([pid, p]))).toBe(true);
-    expect(calls).toEqual([[0, OBSERVATION_WORKER_NICE]]);
-  });
 });

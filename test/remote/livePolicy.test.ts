@@ -153,8 +153,12 @@ describe.each<Mode>(["mtls", "oauth"])("one live policy for every session (%s)",
   });
 
   it("a deleted policy: every session is left with health_check", async () => {
+    // The restore's own tools/list_changed must be heard before the snapshot below, or it
+    // would stand in for the deletion's (seen under load: the old listing read after it).
+    const restored = [...heard];
     replacePolicy(policyFile, { allowed_actions: ["observe"] });
     await until(() => remote.sup.policyState.status === "ok", "the policy back");
+    await allHeard(restored);
     const before = [...heard];
     rmSync(policyFile);
     await allHeard(before);

@@ -3,7 +3,7 @@ import koffi from "koffi";
 /**
  * The one binding of glibc (libc.so.6) for every Linux part that needs a call Node does not
  * offer: the X11 backend (free, sysconf, SysV shared memory), the connection-owner proof
- * (netlink sockets), the lease broker (SO_PEERCRED, flock, sysconf), the workers' malloc tuning,
+ * (netlink sockets), the lease broker (SO_PEERCRED, flock, sysconf), the workers' malloc tuning and scheduling class,
  * and the fault drills of the simulated desktop. Loaded lazily, once per thread (koffi's types and
  * functions belong to the isolate that declared them). Throws when the library cannot be loaded
  * (another C library, or not Linux); callers decide what that means for them.
@@ -36,6 +36,8 @@ export interface Libc {
   strlen(s: null): number;
   mallopt(param: number, value: number): number;
   mallocTrim(pad: number): number;
+  /** sched_setscheduler(pid, policy, &{ sched_priority }); pid 0 is the calling thread. */
+  schedSetScheduler(pid: number, policy: number, priority: number): number;
 }
 
 let cached: Libc | null = null;
@@ -47,6 +49,10 @@ export function libc(): Libc {
   const f = <T>(decl: string): T => lib.func(decl) as unknown as T;
   const mallopt = f<(p: number, v: number) => number>("int mallopt(int param, int value)");
   const mallocTrim = f<(pad: number) => number>("int malloc_trim(size_t pad)");
+  koffi.struct("uiinspect_sched_param", { sched_priority: "int32" });
+  const setScheduler = f<(pid: number, policy: number, param: { sched_priority: number }) => number>(
+    "int sched_setscheduler(int pid, int policy, const uiinspect_sched_param *param)",
+  );
   cached = {
     free: f("void free(void *p)"),
     sysconf: f("long sysconf(int name)"),
@@ -66,6 +72,8 @@ export function libc(): Libc {
     strlen: f("size_t strlen(void *s)"),
     mallopt: (p, v) => Number(mallopt(p, v)),
     mallocTrim: (pad) => Number(mallocTrim(pad)),
+    schedSetScheduler: (pid, policy, priority) =>
+      Number(setScheduler(pid, policy, { sched_priority: priority })),
   };
   return cached;
 }

@@ -1,4 +1,7 @@
+import { scheduleAsBatch } from "../../os/linux/scheduling.js";
 import { runWorker } from "../runtime.js";
 import { uiaHandlers } from "./handlers.js";
 
+// An observation worker yields the CPU to the supervisor thread (src/os/linux/scheduling.ts).
+scheduleAsBatch();
 await runWorker(uiaHandlers);

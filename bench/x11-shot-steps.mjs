@@ -7,6 +7,7 @@
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { deflate, deflateSync } from "node:zlib";
 import { percentiles } from "./lib/mcp.mjs";
 import { floorShot, REPO, startDesk } from "./lib/x11desk.mjs";
 
@@ -63,6 +64,20 @@ try {
     await rec("tile_hashes", () => tileHashes(raw));
     await rec("encode_l1", () => encodePngFrame(frame, 1));
     await rec("encode_l2", () => encodePngFrame(frame, 2));
+    // The frame hash and the level-2 deflate one after the other on this thread (as capture.window
+    // does), and the deflate on libuv's pool while this thread hashes (tried, not kept: slower at
+    // p50 on a loaded machine, docs/benchmarks.md).
+    await rec("hash_then_deflate", () => {
+      frameHash(raw, null);
+      return deflateSync(frame.rows, { level: 2, chunkSize: 64 * 1024 });
+    });
+    await rec("hash_over_deflate", async () => {
+      const png = new Promise((ok, fail) =>
+        deflate(frame.rows, { level: 2, chunkSize: 64 * 1024 }, (e, r) => (e ? fail(e) : ok(r))),
+      );
+      frameHash(raw, null);
+      return await png;
+    });
     frames.release(frame);
     await rec("floor", () => floorShot(platform.capture, rect));
   }

@@ -136,6 +136,43 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture port against an independent xwd roo
     expect(black.data.every((v) => v === 0)).toBe(true);
   });
 
+  it("asks no root size before an XShm read of a rect wholly on screen; one half off it is clipped and XShm stays", async () => {
+    const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+    const { X11Capture } = await import("../../src/platforms/x11/capture.js");
+    const x = XConnection.open();
+    const asked: number[] = [];
+    const target = x as unknown as Record<string, (...a: unknown[]) => unknown>;
+    const getGeometry = target.getGeometry as (...a: unknown[]) => unknown;
+    target.getGeometry = (...a: unknown[]) => {
+      asked.push(Number(a[0]));
+      return getGeometry.apply(x, a);
+    };
+    try {
+      const cap = new X11Capture(x);
+      const on: Rect = [20, 30, 420, 330];
+      await expectSameAsRoot(on, () => cap.captureScreen(on));
+      expect(cap.lastMethod).toBe("xshm");
+      // The server's own bounds check of that read stands for the size: nothing asked before it.
+      expect(asked).toEqual([]);
+      const g = getGeometry.call(x, x.root) as { resolve(): { width: number; height: number } };
+      const { width, height } = g.resolve();
+      const half: Rect = [width - 150, height - 100, width + 150, height + 100];
+      const clipped = await expectSameAsRoot(half, () => cap.captureScreen(half));
+      // The whole rect failed the server's check: the root's size was asked and the read clipped.
+      expect(asked.length).toBeGreaterThan(0);
+      expect(asked.every((w) => w === x.root)).toBe(true);
+      expect(cap.lastMethod).toBe("xshm");
+      expect(clipped.data[(clipped.width * clipped.height - 1) * 3]).toBe(0);
+      asked.length = 0;
+      await expectSameAsRoot(on, () => cap.captureScreen(on));
+      expect(cap.lastMethod).toBe("xshm");
+      expect(asked).toEqual([]);
+    } finally {
+      delete target.getGeometry;
+      x.close();
+    }
+  });
+
   it("gives the same pixels through the XGetImage fallback", async () => {
     process.env.UIINSPECT_X11_NO_SHM = "1";
     const { XConnection } = await import("../../src/platforms/x11/xconn.js");

@@ -18,7 +18,8 @@ import type { XConnection } from "./xconn.js";
  * Root-window capture: XShmGetImage when MIT-SHM works, XGetImage otherwise, converted once
  * from the server's BGRX to RGB, into the caller's frame when it passes one (the capture
  * worker's PNG rows) or else to packed RGB (the encoder's input as it is). The requested rect
- * is clipped to the screen; what lies outside stays black (the worker's check refuses such a
+ * is clipped to the screen (its size asked only when an XShm read of the whole rect failed, or
+ * without MIT-SHM); what lies outside stays black (the worker's check refuses such a
  * rect with out_of_bounds before it gets here; the clip keeps the port total). Pixels are
  * copied out of native memory before the image is destroyed or the segment read again; the shm
  * segment is marked for removal as soon as it is attached, kept while captures keep the same
@@ -55,19 +56,25 @@ export class X11Capture implements CapturePort {
     if (width <= 0 || height <= 0 || width * height > MAX_PIXELS) {
       throw uiError("invalid_argument", "The capture rectangle is invalid.");
     }
-    // The root size is asked every time: RandR may have resized the screen.
+    const fits = into && frameFits(into, width, height) ? into : null;
+    if (this.shmUsable) {
+      // The whole rect first, with no root size asked before it: the X server reads a window
+      // only where the rect lies wholly inside it (BadMatch otherwise), so a read that succeeds
+      // proves the rect was on the screen as the server had it for this very request. A rect
+      // off the screen in part (or a failing MIT-SHM) fails that read and takes the path below.
+      const whole = fits ?? packedFrame(width, height, true);
+      if (this.grabShm(rect, whole, 0, 0, false)) {
+        this.x.checkAlive();
+        return imageOf(whole, width, height);
+      }
+    }
+    // The root size, asked now: RandR may have resized the screen.
     const g = this.x.getGeometry(this.x.root).resolve();
     const clip = intersect(rect, [0, 0, g.width, g.height]);
     const whole = clip !== null && sameRect(clip, rect);
-    const out = into && frameFits(into, width, height) ? into : packedFrame(width, height, whole);
-    if (!whole && out === into) for (let y = 0; y < height; y++) blackRow(out, y);
-    const image: RawImage = {
-      width,
-      height,
-      channels: 3,
-      data: out.data,
-      ...(out.stride !== width * 3 ? { stride: out.stride } : {}),
-    };
+    const out = fits ?? packedFrame(width, height, whole);
+    if (!whole && out === fits) for (let y = 0; y < height; y++) blackRow(out, y);
+    const image = imageOf(out, width, height);
     if (!clip) {
       this.lastMethod = "none";
       return image;
@@ -76,7 +83,7 @@ export class X11Capture implements CapturePort {
     const dy = clip[1] - rect[1];
     let done = false;
     if (this.shmUsable) {
-      done = this.grabShm(clip, out, dx, dy);
+      done = this.grabShm(clip, out, dx, dy, true);
       if (!done) this.shmUsable = false;
     }
     if (!done) this.grabPlain(clip, out, dx, dy);
@@ -210,15 +217,19 @@ export class X11Capture implements CapturePort {
     this.onSegments?.([]);
   }
 
-  /** Returns false when MIT-SHM does not work here (e.g. another IPC namespace). */
-  private grabShm(clip: Rect, out: FrameTarget, dx: number, dy: number): boolean {
+  /**
+   * Returns false when the read failed: MIT-SHM does not work here (e.g. another IPC namespace),
+   * or the rect is not wholly on the screen. `final`: this was the clipped read, so the segment
+   * is dropped (the caller then stops using MIT-SHM); else it is kept for that read.
+   */
+  private grabShm(clip: Rect, out: FrameTarget, dx: number, dy: number, final: boolean): boolean {
     const cw = rectWidth(clip);
     const ch = rectHeight(clip);
     const seg = this.segment(cw, ch);
     if (!seg || seg.img === null || seg.pixels === null) return false;
     const n = this.x.n;
     if (n.XShmGetImage(this.x.dpy, this.x.root, seg.img, clip[0], clip[1], ALL_PLANES) === 0) {
-      this.releaseShm();
+      if (final) this.releaseShm();
       return false;
     }
     this.convert(seg.pixels, cw, ch, out, dx, dy);
@@ -244,6 +255,17 @@ interface ShmSegment {
   height: number;
   /** The segment's pixels, viewed once it is attached; null before and after. */
   pixels: { words: Uint32Array; wordsPerRow: number } | null;
+}
+
+/** The frame as the port answers it (the stride only when rows are not packed). */
+function imageOf(out: FrameTarget, width: number, height: number): RawImage {
+  return {
+    width,
+    height,
+    channels: 3,
+    data: out.data,
+    ...(out.stride !== width * 3 ? { stride: out.stride } : {}),
+  };
 }
 
 /**

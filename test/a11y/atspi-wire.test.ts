@@ -383,6 +383,41 @@ describe("AT-SPI peer link", () => {
     link.close();
   });
 
+  it("times out each call at its own deadline, whatever the order they were made in", async () => {
+    peer = new FakePeer((m, sock) => {
+      if (m.member === "GetExtents") sock.write(reply(m, "(iiii)", [[1, 2, 3, 4]]));
+    });
+    await peer.listen();
+    const link = await PeerLink.open(peer.path, 3000, () => {});
+    const settled: string[] = [];
+    const track = (name: string, p: Promise<unknown>) =>
+      p.then(
+        () => settled.push(`${name} ok`),
+        (e: unknown) => settled.push(`${name} ${e instanceof PeerTimeout ? "timeout" : "error"}`),
+      );
+    const long = track(
+      "long",
+      link.call("/a", "org.a11y.atspi.Accessible", "GetState", undefined, undefined, 600),
+    );
+    const short = track(
+      "short",
+      link.call("/b", "org.a11y.atspi.Accessible", "GetState", undefined, undefined, 80),
+    );
+    const answered = track(
+      "answered",
+      link.call("/c", "org.a11y.atspi.Component", "GetExtents", "u", [0], 80),
+    );
+    await Promise.all([short, answered]);
+    expect(settled.sort()).toEqual(["answered ok", "short timeout"]);
+    await long;
+    expect(settled).toContain("long timeout");
+    // A call after the others timed out still gets its own deadline.
+    await expect(
+      link.call("/d", "org.a11y.atspi.Accessible", "GetState", undefined, undefined, 50),
+    ).rejects.toBeInstanceOf(PeerTimeout);
+    link.close();
+  });
+
   it("closes (never throws) when the application writes a malformed message", async () => {
     peer = new FakePeer((m, sock) => {
       const good = reply(m, "(iiii)", [[1, 2, 3, 4]]);

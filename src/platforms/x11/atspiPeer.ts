@@ -105,7 +105,8 @@ export function verifiedPeerPath(address: string, pid: number): string | null {
 interface Waiter {
   resolve: (r: PeerReply) => void;
   reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
+  /** performance.now() after which the call fails with PeerTimeout. */
+  due: number;
 }
 
 /** A call the peer did not answer within its timeout. */
@@ -117,6 +118,13 @@ const NEEDS_JS_FORM = /[v{]/;
 export class PeerLink {
   private readonly stream: Socket;
   private readonly waiters = new Map<number, Waiter>();
+  /**
+   * One timer for all calls in flight, due at the earliest call's deadline: a walk makes
+   * hundreds of calls, and a timer each was a Timeout object, a closure and two list
+   * operations per call for a deadline that almost never comes.
+   */
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepAt = Number.POSITIVE_INFINITY;
   private serial = 1;
   private closedFlag = false;
   private readonly outbox: Buffer[] = [];
@@ -198,15 +206,34 @@ export class PeerLink {
       return Promise.resolve({ ok: false, errorName: "org.freedesktop.DBus.Error.UnknownObject" });
     }
     return new Promise<PeerReply>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(serial);
-        reject(new PeerTimeout());
-      }, ms);
-      this.waiters.set(serial, { resolve, reject, timer });
+      const due = performance.now() + ms;
+      this.waiters.set(serial, { resolve, reject, due });
+      if (due < this.sweepAt) this.armSweep(due);
       this.outbox.push(bytes);
       if (this.outbox.length === 1) process.nextTick(this.flush);
     });
   }
+
+  private armSweep(at: number): void {
+    if (this.sweepTimer !== undefined) clearTimeout(this.sweepTimer);
+    this.sweepAt = at;
+    this.sweepTimer = setTimeout(this.sweep, Math.max(0, at - performance.now()));
+  }
+
+  /** Fails the calls past their deadline and waits for the next one due. */
+  private readonly sweep = (): void => {
+    this.sweepTimer = undefined;
+    this.sweepAt = Number.POSITIVE_INFINITY;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [serial, w] of this.waiters) {
+      if (w.due <= now) {
+        this.waiters.delete(serial);
+        w.reject(new PeerTimeout());
+      } else if (w.due < next) next = w.due;
+    }
+    if (next !== Number.POSITIVE_INFINITY && !this.closedFlag) this.armSweep(next);
+  };
 
   /** The calls of one tick leave in one buffer and one write (a walk issues many at once). */
   private readonly flush = (): void => {
@@ -225,7 +252,6 @@ export class PeerLink {
     const w = this.waiters.get(serial);
     if (w === undefined) return;
     this.waiters.delete(serial);
-    clearTimeout(w.timer);
     if (msg.type === dbus.MessageType.ERROR) {
       w.resolve({ ok: false, errorName: typeof msg.errorName === "string" ? msg.errorName : "" });
       return;
@@ -244,10 +270,9 @@ export class PeerLink {
   close(): void {
     if (this.closedFlag) return;
     this.closedFlag = true;
-    for (const w of this.waiters.values()) {
-      clearTimeout(w.timer);
-      w.reject(new Error("peer closed"));
-    }
+    if (this.sweepTimer !== undefined) clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
+    for (const w of this.waiters.values()) w.reject(new Error("peer closed"));
     this.waiters.clear();
     this.stream.destroy();
     this.onClose();

@@ -216,7 +216,7 @@ export class AtspiSession implements A11ySession {
    * A cached node: only its extents, actions (Action nodes) and role name (once per role) are
    * asked, or taken from what `ahead` asked already.
    */
-  private async cachedInput(
+  private cachedInput(
     n: Node,
     it: CachedItem,
     items: Map<string, CachedItem>,
@@ -225,29 +225,29 @@ export class AtspiSession implements A11ySession {
   ): Promise<AtspiFactsInput> {
     const interfaces = it.interfaces;
     const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
-    const [roleName, rect, actions, parentInterfaces] = await Promise.all([
-      this.roleNameOf(n, it.role),
-      interfaces.includes(COMPONENT)
-        ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n)).then((b) =>
-            b ? extentsRect(b) : null,
-          )
-        : Promise.resolve(null),
+    // One Promise.all and one callback per node (no async frame, no callback per part): the
+    // parts are mostly known already, and a walk builds this for every cached node.
+    const extents = interfaces.includes(COMPONENT)
+      ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n))
+      : null;
+    const actions =
       withActions && interfaces.includes(ACTION)
-        ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n)).then((b) =>
-            b ? actionNamesOf(b) : null,
-          )
-        : Promise.resolve(null),
-      n.parent ? (parentItem?.interfaces ?? optional(this.interfaces(n.parent))) : Promise.resolve(null),
-    ]);
-    return {
-      roleName,
-      name: it.name,
-      states: it.states,
-      interfaces,
-      rect,
-      actions: actions ?? [],
-      parentInterfaces,
-    };
+        ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n))
+        : null;
+    const parentInterfaces = n.parent
+      ? (parentItem?.interfaces ?? optional(this.interfaces(n.parent)))
+      : null;
+    return Promise.all([this.roleNameOf(n, it.role), extents, actions, parentInterfaces]).then(
+      ([roleName, e, a, parentIfaces]) => ({
+        roleName,
+        name: it.name,
+        states: it.states,
+        interfaces,
+        rect: e ? extentsRect(e) : null,
+        actions: a ? actionNamesOf(a) : [],
+        parentInterfaces: parentIfaces,
+      }),
+    );
   }
 
   private finish(input: AtspiFactsInput): A11yNodeFacts {
@@ -341,16 +341,24 @@ export class AtspiSession implements A11ySession {
       },
     );
     return {
-      facts: async (node: A11yHandle): Promise<A11yNodeFacts> => {
-        this.check();
-        const n = asNode(node);
-        const it = cached(n);
-        if (it === undefined) return this.factsOf(n, withActions);
+      facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
+        let n: Node;
+        let it: CachedItem | undefined;
         try {
-          return this.finish(await this.cachedInput(n, it, items, ahead, withActions));
+          this.check();
+          n = asNode(node);
+          it = cached(n);
         } catch (e) {
-          return staleToUi(e);
+          return Promise.reject(e);
         }
+        if (it === undefined) return this.factsOf(n, withActions);
+        return this.cachedInput(n, it, items, ahead, withActions).then((input) => {
+          try {
+            return this.finish(input);
+          } catch (e) {
+            return staleToUi(e);
+          }
+        }, staleToUi);
       },
       children: async (node: A11yHandle): Promise<A11yHandle[]> => {
         this.check();

@@ -32,8 +32,11 @@ export async function parseTrees(roots: readonly unknown[]): Promise<A11yNodeOut
     seen.add(next.raw);
     const r = A11yNodeFieldsSchema.safeParse(next.raw);
     if (!r.success) return null;
+    // zod's output is a new object of ours: its children are replaced by the checked ones in
+    // place instead of copying every node's fields a second time.
     const kids = r.data.children;
-    const node: A11yNodeOut = { ...r.data, children: new Array(kids.length) };
+    const node = r.data as unknown as A11yNodeOut;
+    node.children = new Array(kids.length);
     next.into[next.at] = node;
     for (let i = kids.length - 1; i >= 0; i--) stack.push({ raw: kids[i], into: node.children, at: i });
     if (count % NODES_PER_SLICE === 0) await yieldToLoop();

@@ -8,7 +8,12 @@ import type { A11yHandle, A11yNodeFacts, A11yNodeSource, A11ySession } from "../
  * Provider calls are raced against it, so a provider that never answers cannot hang a walk.
  */
 export class Budget {
-  private readonly stop: Promise<"deadline" | "cancelled">;
+  /**
+   * The races still waiting, each told when the budget stops. Not one long-lived promise raced
+   * with Promise.race: each race left a reaction on it until the walk ended, so every call's
+   * race stayed reachable and was copied by each scavenge of a walk of hundreds of calls.
+   */
+  private readonly waiting = new Set<() => void>();
   private timer: NodeJS.Timeout | undefined;
   private onAbort: (() => void) | undefined;
   private state: "running" | "deadline" | "cancelled" = "running";
@@ -17,20 +22,21 @@ export class Budget {
     readonly deadlineAt: number,
     private readonly signal: AbortSignal,
   ) {
-    this.stop = new Promise((resolve) => {
-      const finish = (why: "deadline" | "cancelled") => {
-        if (this.state === "running") this.state = why;
-        this.release();
-        resolve(why);
-      };
-      if (signal.aborted) {
-        finish("cancelled");
-        return;
-      }
-      this.onAbort = () => finish("cancelled");
-      signal.addEventListener("abort", this.onAbort, { once: true });
-      this.timer = setTimeout(() => finish("deadline"), Math.max(0, deadlineAt - Date.now()));
-    });
+    if (signal.aborted) {
+      this.finish("cancelled");
+      return;
+    }
+    this.onAbort = () => this.finish("cancelled");
+    signal.addEventListener("abort", this.onAbort, { once: true });
+    this.timer = setTimeout(() => this.finish("deadline"), Math.max(0, deadlineAt - Date.now()));
+  }
+
+  private finish(why: "deadline" | "cancelled"): void {
+    if (this.state === "running") this.state = why;
+    this.release();
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    for (const stop of waiting) stop();
   }
 
   get expired(): boolean {
@@ -42,6 +48,23 @@ export class Budget {
     return this.state === "cancelled";
   }
 
+  /** Whether the deadline or a cancel stopped the budget (what race checks an answer against). */
+  get ended(): boolean {
+    return this.state !== "running";
+  }
+
+  /**
+   * Calls `f` once when the budget stops (never when it had stopped already); the returned
+   * function unsubscribes. One listener for a whole walk instead of a race per call.
+   */
+  onStop(f: () => void): () => void {
+    if (this.state !== "running") return () => {};
+    this.waiting.add(f);
+    return () => {
+      this.waiting.delete(f);
+    };
+  }
+
   /** Fails with "cancelled" when the caller cancelled. */
   throwIfCancelled(): void {
     if (this.state === "cancelled") {
@@ -51,14 +74,25 @@ export class Budget {
   }
 
   /** The value, or STOPPED when the budget ran out first. */
-  async race<T>(p: Promise<T>): Promise<T | typeof STOPPED> {
+  race<T>(p: Promise<T>): Promise<T | typeof STOPPED> {
     if (this.expired) {
       p.catch(() => {});
-      return STOPPED;
+      return Promise.resolve(STOPPED);
     }
-    const r = await Promise.race([p, this.stop]);
-    if (this.state !== "running") return STOPPED;
-    return r as T;
+    return new Promise<T | typeof STOPPED>((resolve, reject) => {
+      const stop = () => resolve(STOPPED);
+      this.waiting.add(stop);
+      p.then(
+        (v) => {
+          this.waiting.delete(stop);
+          resolve(this.state !== "running" ? STOPPED : v);
+        },
+        (e: unknown) => {
+          this.waiting.delete(stop);
+          reject(e);
+        },
+      );
+    });
   }
 
   /** Like race, but running out is an error (for single calls that have no partial result). */
@@ -130,6 +164,15 @@ interface Slot {
 }
 
 const PENDING = { kind: "pending" } as const;
+const STOPPED_OUTCOME = { kind: "stopped" } as const;
+
+/** One provider call of the walk: a slot's facts or its children. */
+interface Task {
+  slot: Slot;
+  field: "facts" | "children";
+  /** Settled (answered, failed or stopped): a later settle is dropped. */
+  done: boolean;
+}
 
 /**
  * Breadth-first, bounded, streaming walk from `root`: a node's facts and children are asked
@@ -191,7 +234,10 @@ function streamWalk(
 class StreamWalk {
   private readonly slots: Slot[] = [];
   private readonly visits: Visit[] = [];
-  private readonly tasks: Array<() => Promise<void>> = [];
+  private readonly tasks: Array<Task | null> = [];
+  /** Calls started and not yet settled: the budget's stop settles them as stopped. */
+  private readonly inFlight = new Set<Task>();
+  private unsubscribe: () => void = () => {};
   private head = 0;
   private active = 0;
   /** Next slot whose children are to be ranked, and next slot to emit. */
@@ -210,6 +256,8 @@ class StreamWalk {
   ) {}
 
   start(root: A11yHandle): void {
+    // After a turn, as a raced promise would settle: never inside the caller's abort().
+    this.unsubscribe = this.budget.onStop(() => queueMicrotask(() => this.stopInFlight()));
     this.rank(root, 0, -1);
     this.pump();
   }
@@ -217,6 +265,7 @@ class StreamWalk {
   private finish(): void {
     if (this.settled) return;
     this.settled = true;
+    this.unsubscribe();
     if (this.budget.cancelled) {
       try {
         this.budget.throwIfCancelled();
@@ -231,31 +280,69 @@ class StreamWalk {
   private fail(e: unknown): void {
     if (this.settled) return;
     this.settled = true;
+    this.unsubscribe();
     this.reject(e);
   }
 
-  private run<T>(slot: Slot, field: "facts" | "children", call: () => Promise<T>): void {
-    this.tasks.push(async () => {
-      let out: Outcome<T>;
-      if (this.stopped || this.budget.expired) out = { kind: "stopped" };
-      else {
-        try {
-          const r = await this.budget.race(call());
-          out = r === STOPPED ? { kind: "stopped" } : { kind: "ok", value: r };
-        } catch (error) {
-          out = { kind: "failed", error };
-        }
-      }
-      (slot[field] as Outcome<T>) = out;
-    });
+  /** Queues the provider call of one slot's field (its facts or its children). */
+  private run(slot: Slot, field: "facts" | "children"): void {
+    this.tasks.push({ slot, field, done: false });
+  }
+
+  /**
+   * Starts one call: its answer, its error, or "stopped" (the walk stopped, the budget ran out
+   * before it started or before it answered) becomes the slot's field, then the walk pumps.
+   * Plain callbacks, not an async function and a race per call: a walk makes hundreds.
+   */
+  private begin(task: Task): void {
+    if (this.stopped || this.budget.expired) {
+      queueMicrotask(() => this.settle(task, STOPPED_OUTCOME));
+      return;
+    }
+    let p: Promise<A11yNodeFacts | A11yHandle[]>;
+    try {
+      const h = task.slot.handle;
+      p = task.field === "children" ? this.source.children(h) : this.source.facts(h);
+    } catch (error) {
+      queueMicrotask(() => this.settle(task, { kind: "failed", error }));
+      return;
+    }
+    this.inFlight.add(task);
+    p.then(
+      (value) => this.settle(task, this.budget.ended ? STOPPED_OUTCOME : { kind: "ok", value }),
+      (error: unknown) => this.settle(task, { kind: "failed", error }),
+    );
+  }
+
+  private settle(task: Task, out: Outcome<unknown>): void {
+    if (this.record(task, out)) this.pump();
+  }
+
+  private record(task: Task, out: Outcome<unknown>): boolean {
+    if (task.done) return false;
+    task.done = true;
+    this.inFlight.delete(task);
+    (task.slot[task.field] as Outcome<unknown>) = out;
+    this.active -= 1;
+    return true;
+  }
+
+  /**
+   * The budget stopped: calls still out are stopped (their late answers are dropped), all of
+   * them before the walk looks again, so what settled is emitted past every stopped slot.
+   */
+  private stopInFlight(): void {
+    let any = false;
+    for (const task of [...this.inFlight]) any = this.record(task, STOPPED_OUTCOME) || any;
+    if (any) this.pump();
   }
 
   private rank(handle: A11yHandle, depth: number, parent: number): void {
     const slot: Slot = { handle, depth, parent, facts: PENDING, children: PENDING, visit: -1 };
     this.slots.push(slot);
     // Children first: they fix the order of what comes next, so the window stays full.
-    this.run(slot, "children", () => this.source.children(handle));
-    this.run(slot, "facts", () => this.source.facts(handle));
+    this.run(slot, "children");
+    this.run(slot, "facts");
   }
 
   /** Ranks the children of settled slots, in order (this fixes the breadth-first order). */
@@ -338,14 +425,11 @@ class StreamWalk {
   private launch(): void {
     const limit = Math.max(this.opts.concurrency, this.source.inFlight ?? 0);
     while (this.active < limit && this.head < this.tasks.length) {
-      const task = this.tasks[this.head] as () => Promise<void>;
-      this.tasks[this.head] = noop;
+      const task = this.tasks[this.head] as Task;
+      this.tasks[this.head] = null;
       this.head += 1;
       this.active += 1;
-      void task().then(() => {
-        this.active -= 1;
-        this.pump();
-      });
+      this.begin(task);
     }
   }
 
@@ -373,8 +457,6 @@ class StreamWalk {
     }
   }
 }
-
-const noop = async (): Promise<void> => {};
 
 /** A screen rect → window-relative integer rect. */
 export function relativeRect(screen: Rect | null, windowRect: Rect): Rect | null {

@@ -140,11 +140,24 @@ export class AtspiBus {
     // call (a walk makes hundreds, and their garbage was a good part of its collections).
     const open = this.open.get(destination);
     if (open !== undefined && !open.closed)
-      return open.call(path, iface, member, signature, body, CALL_TIMEOUT_MS).then(
-        (reply) => this.answer(reply),
-        (e: unknown) => this.peerFailed(e, destination, path, iface, member, signature, body),
-      );
+      return this.callPeer(open, destination, path, iface, member, signature, body);
     return this.callSlow(destination, path, iface, member, signature, body);
+  }
+
+  /** One call on a peer link: its reply answered, a failure handled as peerFailed decides. */
+  private callPeer(
+    peer: PeerLink,
+    destination: string,
+    path: string,
+    iface: string,
+    member: string,
+    signature?: string,
+    body?: unknown[],
+  ): Promise<unknown[]> {
+    return peer.call(path, iface, member, signature, body, CALL_TIMEOUT_MS).then(
+      (reply) => this.answer(reply),
+      (e: unknown) => this.peerFailed(e, destination, path, iface, member, signature, body),
+    );
   }
 
   private async callSlow(
@@ -157,15 +170,8 @@ export class AtspiBus {
   ): Promise<unknown[]> {
     const link = this.peers.get(destination);
     const peer = link ? await link : null;
-    if (peer !== null && !peer.closed) {
-      let reply: PeerReply;
-      try {
-        reply = await peer.call(path, iface, member, signature, body, CALL_TIMEOUT_MS);
-      } catch (e) {
-        return this.peerFailed(e, destination, path, iface, member, signature, body);
-      }
-      return this.answer(reply);
-    }
+    if (peer !== null && !peer.closed)
+      return this.callPeer(peer, destination, path, iface, member, signature, body);
     return this.viaBus(destination, path, iface, member, signature, body);
   }
 

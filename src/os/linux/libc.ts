@@ -3,10 +3,10 @@ import koffi from "koffi";
 /**
  * The one binding of glibc (libc.so.6) for every Linux part that needs a call Node does not
  * offer: the X11 backend (free, sysconf, SysV shared memory), the connection-owner proof
- * (netlink sockets), the lease broker (SO_PEERCRED, flock, sysconf), the workers' malloc tuning and scheduling class,
- * and the fault drills of the simulated desktop. Loaded lazily, once per thread (koffi's types and
- * functions belong to the isolate that declared them). Throws when the library cannot be loaded
- * (another C library, or not Linux); callers decide what that means for them.
+ * (netlink sockets), the lease broker (SO_PEERCRED, flock, sysconf), the workers' malloc tuning
+ * and scheduling class, and the fault drills of the simulated desktop. Loaded lazily, once per
+ * thread (koffi's types and functions belong to the isolate that declared them). Throws when the
+ * library cannot be loaded (another C library, or not Linux); callers decide what that means.
  *
  * Never imported from the supervisor thread: a guard test walks its imports.
  */

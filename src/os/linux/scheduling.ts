@@ -10,9 +10,9 @@ const SCHED_BATCH = 3;
  * work. A worker woken by the supervisor's request used to preempt the supervisor in the middle
  * of its postMessage (5% of a loaded remote server's main-thread profile). A batch thread keeps
  * its full share of the CPU but no longer preempts the thread that woke it. A lower nice value
- * was tried instead and lost a third to three quarters of the calls/s to the machine's other programs
- * (docs/benchmarks.md). The input worker stays as it is: a press and its release should wait
- * behind nothing.
+ * was tried instead and lost a third to three quarters of the calls/s to the machine's other
+ * programs (docs/benchmarks.md). The input worker stays as it is: a press and its release should
+ * wait behind nothing.
  *
  * On Linux the class belongs to the thread (pid 0 is the caller), so a worker thread changes
  * only itself, and a worker process its main thread and the threads it starts later. Returns

@@ -80,15 +80,14 @@ export class Budget {
       return Promise.resolve(STOPPED);
     }
     return new Promise<T | typeof STOPPED>((resolve, reject) => {
-      const stop = () => resolve(STOPPED);
-      this.waiting.add(stop);
+      const off = this.onStop(() => resolve(STOPPED));
       p.then(
         (v) => {
-          this.waiting.delete(stop);
+          off();
           resolve(this.state !== "running" ? STOPPED : v);
         },
         (e: unknown) => {
-          this.waiting.delete(stop);
+          off();
           reject(e);
         },
       );

@@ -115,15 +115,23 @@ const NODES_PER_SLICE = 2048;
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * A typed array of its own memory: a worker thread could send one over a SharedArrayBuffer and
+ * go on writing to it while the supervisor reads it (checked one moment, other values the next).
+ */
+function ownMemory(a: unknown, type: typeof Int32Array | typeof Float64Array): boolean {
+  return a instanceof type && a.buffer instanceof ArrayBuffer;
+}
+
 /** Whether `raw` has the columns' types (their contents are checked by unpackTrees). */
 export function isPacked(raw: unknown): raw is PackedTrees {
   if (typeof raw !== "object" || raw === null) return false;
   const r = raw as Record<string, unknown>;
   return (
     Array.isArray(r.strings) &&
-    r.nodes instanceof Int32Array &&
-    r.rects instanceof Float64Array &&
-    r.lists instanceof Int32Array
+    ownMemory(r.nodes, Int32Array) &&
+    ownMemory(r.rects, Float64Array) &&
+    ownMemory(r.lists, Int32Array)
   );
 }
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { NODE_INTS, packTrees, unpackTrees, unpackTreesSync } from "../../src/shared/packedTree.js";
+import {
+  MAX_PACKED_NODES,
+  NODE_INTS,
+  packTrees,
+  unpackTrees,
+  unpackTreesSync,
+} from "../../src/shared/packedTree.js";
 import { type A11yNodeOut, A11yNodeSchema, OPS } from "../../src/shared/protocol.js";
 import { STATES } from "../../src/shared/states.js";
 import { parseTreeResult } from "../../src/supervisor/hosting/treeResults.js";
@@ -150,6 +156,26 @@ describe("the trees of an inspection as columns", () => {
     await refused((c) => ({ ...c, lists: Int32Array.from([...c.lists, 0]) }));
     await refused((c) => ({ ...c, nodes: new Int32Array(0), rects: new Float64Array(0) }));
     await refused((c) => ({ ...c, strings: [...c.strings, ...new Array(1000).fill("x")] }));
+    // More rows than any walk returns, though every one of them is a well-formed root.
+    await refused((c) => {
+      const n = MAX_PACKED_NODES + 1;
+      const nodes = new Int32Array(n * NODE_INTS);
+      for (let i = 0; i < n; i++) nodes.set([-1, 0, 0, -1, -1, -1, 1, 0, 0], i * NODE_INTS);
+      return { ...c, nodes, rects: new Float64Array(n * 4), lists: new Int32Array(0) };
+    });
+  });
+
+  it("refuse columns over memory the worker shares (it could write them while they are read)", async () => {
+    const shared = <T extends Int32Array | Float64Array>(a: T): T => {
+      const copy = new (a.constructor as new (b: SharedArrayBuffer) => T)(
+        new SharedArrayBuffer(a.byteLength),
+      );
+      copy.set(a);
+      return copy;
+    };
+    await refused((c) => ({ ...c, nodes: shared(c.nodes) }));
+    await refused((c) => ({ ...c, rects: shared(c.rects) }));
+    await refused((c) => ({ ...c, lists: shared(c.lists) }));
   });
 
   it("refuse a string that is none, an index out of range and a null where the schema wants text", async () => {

@@ -1,7 +1,9 @@
 import { z } from "zod";
+import type { A11yNodeOut } from "./a11yNode.js";
 import { DenyReasonSchema, UiErrorBodySchema } from "./errors.js";
 import { RectSchema } from "./geometry.js";
 import { ProcessInstanceSchema } from "./identity.js";
+import { isPacked, type PackedTrees, unpackTreesSync } from "./packedTree.js";
 import { PlatformNameSchema, WindowInfoSchema } from "./platform.js";
 import { STATES } from "./states.js";
 
@@ -94,23 +96,25 @@ export const A11yNodeFieldsSchema = z.object({
 const A11yNodeSchema: z.ZodType<A11yNodeOut> = z.lazy(() =>
   A11yNodeFieldsSchema.extend({ children: z.array(A11yNodeSchema) }),
 );
-export interface A11yNodeOut {
-  ref: string;
-  role: string;
-  name: string | null;
-  is_password?: boolean | undefined;
-  automation_id: string | null;
-  class_name: string | null;
-  rect: [number, number, number, number] | null;
-  enabled: boolean;
-  offscreen: boolean;
-  focused: boolean;
-  states: (typeof STATES)[number][];
-  popup?: boolean | undefined;
-  patterns: string[];
-  children: A11yNodeOut[];
-}
+
+export type { A11yNodeOut };
 export { A11yNodeSchema };
+
+/** a11y.inspect's answer once its trees are checked: the first tree and the popups' trees. */
+export interface InspectResult {
+  root: A11yNodeOut;
+  popups: A11yNodeOut[];
+  node_count: number;
+  truncated: boolean;
+}
+
+export function checkedInspect(
+  root: A11yNodeOut,
+  popups: A11yNodeOut[],
+  top: { node_count: number; truncated: boolean },
+): InspectResult {
+  return { root, popups, node_count: top.node_count, truncated: top.truncated };
+}
 
 const Empty = z.object({}).strict();
 
@@ -400,13 +404,27 @@ export const OPS = {
        */
       patterns: z.boolean().optional(),
     }),
-    result: z.object({
-      root: A11yNodeSchema,
-      /** Roots of the instance's other showing top-level windows (only for a whole-window walk). */
-      popups: z.array(A11yNodeSchema),
-      node_count: z.number().int(),
-      truncated: z.boolean(),
-    }),
+    /**
+     * On the wire the trees are columns (src/shared/packedTree.ts); checked, they are the root
+     * and the roots of the instance's other showing top-level windows (only for a whole-window
+     * walk), nodes as A11yNodeSchema. The supervisor checks them in slices
+     * (src/supervisor/hosting/treeResults.ts), with the same check as this schema's.
+     */
+    result: z
+      .object({
+        trees: z.custom<PackedTrees>(isPacked),
+        node_count: z.number().int(),
+        truncated: z.boolean(),
+      })
+      .transform((r, ctx) => {
+        const trees = unpackTreesSync(r.trees);
+        const root = trees?.[0];
+        if (trees === null || root === undefined) {
+          ctx.addIssue({ code: "custom", message: "Malformed trees." });
+          return z.NEVER;
+        }
+        return checkedInspect(root, trees.slice(1), r);
+      }),
   },
   "a11y.find": {
     worker: "uia",
@@ -470,6 +488,8 @@ export type OpName = keyof typeof OPS;
 export type OpArgs<K extends OpName> = z.input<(typeof OPS)[K]["args"]>;
 export type OpParsedArgs<K extends OpName> = z.output<(typeof OPS)[K]["args"]>;
 export type OpResult<K extends OpName> = z.output<(typeof OPS)[K]["result"]>;
+/** What a worker's handler answers (the wire form: a11y.inspect's trees as columns). */
+export type OpWireResult<K extends OpName> = z.input<(typeof OPS)[K]["result"]>;
 
 // Envelopes ------------------------------------------------------------------
 

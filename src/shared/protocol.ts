@@ -127,7 +127,7 @@ const FrameResultSchema = z.object({
   sha256: z.string().nullable(),
   /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
   samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
-  /** SHA-256 of the image the frame shows (size, grid, masked pixels): "png" and "frame_hash". */
+  /** SHA-256 of the frame's PNG (size, grid, masked pixels; capture/frameHash.ts): "png" and "frame_hash". */
   frame_hash: z.string().optional(),
   /** 32-bit hashes of its 32 × 32 tiles, row-major (when asked). */
   tiles: z.array(z.number().int().nonnegative()).optional(),

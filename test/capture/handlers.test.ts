@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -288,6 +289,28 @@ describe("capture.region", () => {
       },
     };
     expect(await codeOf(capture({}, short))).toBe("platform_unavailable");
+  });
+
+  it("hashes the PNG it answers: the frame hash is SHA-256 of the PNG, alike for a hash-only sample", async () => {
+    const png = await capture({ masks: [[5, 5, 20, 20]] });
+    const bytes = png.png ?? new Uint8Array();
+    const expected = createHash("sha256").update("png;100x80;grid=0;level=6;").update(bytes).digest("hex");
+    expect(png.frame_hash).toBe(expected);
+    // A visual wait's sample (hash only) and a screenshot of the same image compare equal.
+    const only = await capture({ masks: [[5, 5, 20, 20]], output: "frame_hash" });
+    expect(only.png).toBeNull();
+    expect(only.frame_hash).toBe(expected);
+    // The caller that has this image gets none; a grid is part of what the image shows.
+    expect((await capture({ masks: [[5, 5, 20, 20]], unless_hash: expected })).png).toBeNull();
+    const grid = await capture({ masks: [[5, 5, 20, 20]], grid_spacing: 25 });
+    expect(grid.frame_hash).toBe(
+      createHash("sha256")
+        .update("png;100x80;grid=25;level=6;")
+        .update(grid.png ?? new Uint8Array())
+        .digest("hex"),
+    );
+    // Another image, another hash.
+    expect((await capture({ masks: [[5, 5, 30, 20]] })).frame_hash).not.toBe(expected);
   });
 
   it("refuses a PNG over max_png_bytes", async () => {

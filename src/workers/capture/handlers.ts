@@ -6,10 +6,11 @@ import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
+import { frameHashOfPng } from "./frameHash.js";
 import { FramePool } from "./frames.js";
 import { LaterTiles } from "./laterTiles.js";
 import { ListingCache, readRecently } from "./listings.js";
-import { assertImage, drawGrid, frameHash, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
+import { assertImage, drawGrid, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
 import { ShotGate } from "./shotGate.js";
 
@@ -127,16 +128,21 @@ async function shoot(
 
     if (args.output === "sha256") return profileHash(raw, region, args.sample_points, window_offset);
 
-    // What the image will show, before the grid is drawn over it: a caller that has it already
-    // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
-    const frame_hash = frameHash(raw, args.grid_spacing);
     // "later" only for a frame of our own pool that no grid will be drawn on: it still shows
-    // exactly these pixels when the job runs. Otherwise they are hashed now, as for true.
+    // exactly these pixels when the job runs. Otherwise they are hashed now (before the grid, as
+    // a visual wait's samples are), as for true.
     const later = args.tiles === "later" && args.grid_spacing === null && frame.holds(raw);
     const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
+    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
+    // Every frame is encoded: its hash is the PNG's (frameHash.ts), so a caller that has the
+    // image already (if_changed_since, a visual wait, a stream) gets no image, only the hash.
+    const png = frame.holds(raw)
+      ? encodePngFrame(frame, args.compression_level)
+      : encodePng(raw, args.compression_level);
+    const frame_hash = frameHashOfPng(png, raw, args.grid_spacing, args.compression_level);
     const same = { frame_hash, ...(tiles ? { tiles } : {}) };
     if (later) {
-      // Runs after this turn, when the answer (and its PNG, deflated below) has gone.
+      // Runs after this turn, when the answer (and its PNG) has gone.
       lent = true;
       laterTiles.later(
         frame_hash,
@@ -146,10 +152,6 @@ async function shoot(
     }
     if (args.output === "frame_hash" || frame_hash === args.unless_hash)
       return { png: null, sha256: null, width, height, window_offset, ...same };
-    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
-    const png = frame.holds(raw)
-      ? encodePngFrame(frame, args.compression_level)
-      : encodePng(raw, args.compression_level);
     if (png.byteLength > args.max_png_bytes) {
       throw uiError(
         "image_too_large",

@@ -196,8 +196,8 @@ export const OPS = {
       /**
        * With "png" / "frame_hash": the frame's tile hashes too (where it changed,
        * src/workers/capture/pixels.ts). "later" (with "png"): not in the answer; the worker
-       * computes them once the answer is sent and keeps them under the frame_hash for
-       * capture.tiles (screenshot_window: only a later visual wait reads them).
+       * keeps a copy of the PNG under the frame_hash and hashes its tiles only when
+       * capture.tiles asks (screenshot_window: only a later visual wait reads them).
        */
       tiles: TilesSchema,
       max_png_bytes: z.number().int().positive(),
@@ -275,8 +275,8 @@ export const OPS = {
   },
 
   /**
-   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash; null
-   * when it has none (evicted, or the worker restarted since).
+   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash (from
+   * the PNG it kept); null when it has none (evicted, or the worker restarted since).
    */
   "capture.tiles": {
     worker: "capture",

@@ -53,7 +53,7 @@ const frames = new FramePool();
 const shots = new ShotGate();
 /** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
-/** Tile hashes of frames answered with tiles "later", hashed after their answer (capture.tiles). */
+/** The PNGs of frames answered with tiles "later", whose tiles capture.tiles hashes when asked. */
 const laterTiles = new LaterTiles();
 
 /** What a shot takes besides its target (capture.region's and capture.window's arguments). */
@@ -100,15 +100,10 @@ async function shoot(
   const height = rectHeight(region);
   if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
   throwIfAborted(ctx);
-  // The tiles of frames already answered are hashed before anything else reads the screen.
-  laterTiles.runDue();
-
   const before = await verifyTarget(desktop, target, { region, ...(windows ? { windows } : {}) });
   throwIfAborted(ctx);
   const screenRect = toScreen(before.window.rect, region);
   const frame = frames.acquire(width, height);
-  // Lent to the job that hashes its tiles after the answer (tiles "later"), which gives it back.
-  let lent = false;
   try {
     const raw = await capture.captureScreen(screenRect, frame.target);
     checkFrame(raw, region);
@@ -128,10 +123,10 @@ async function shoot(
 
     if (args.output === "sha256") return profileHash(raw, region, args.sample_points, window_offset);
 
-    // "later" only for a frame of our own pool that no grid will be drawn on: it still shows
-    // exactly these pixels when the job runs. Otherwise they are hashed now (before the grid, as
-    // a visual wait's samples are), as for true.
-    const later = args.tiles === "later" && args.grid_spacing === null && frame.holds(raw);
+    // "later" only for a frame no grid will be drawn on: its PNG then holds exactly the pixels
+    // its tiles are of (laterTiles.ts). Otherwise they are hashed now (before the grid, as a
+    // visual wait's samples are), as for true.
+    const later = args.tiles === "later" && args.grid_spacing === null;
     const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
     if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
     // Every frame is encoded: its hash is the PNG's (frameHash.ts), so a caller that has the
@@ -141,26 +136,19 @@ async function shoot(
       : encodePng(raw, args.compression_level);
     const frame_hash = frameHashOfPng(png, raw, args.grid_spacing, args.compression_level);
     const same = { frame_hash, ...(tiles ? { tiles } : {}) };
-    if (later) {
-      // Runs after this turn, when the answer (and its PNG) has gone.
-      lent = true;
-      laterTiles.later(
-        frame_hash,
-        () => tileHashes(raw),
-        () => frames.release(frame),
-      );
-    }
-    if (args.output === "frame_hash" || frame_hash === args.unless_hash)
-      return { png: null, sha256: null, width, height, window_offset, ...same };
-    if (png.byteLength > args.max_png_bytes) {
+    const unchanged = args.output === "frame_hash" || frame_hash === args.unless_hash;
+    if (!unchanged && png.byteLength > args.max_png_bytes) {
       throw uiError(
         "image_too_large",
         `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
       );
     }
+    // Its tiles are hashed from a copy of this PNG if a visual wait ever asks (capture.tiles).
+    if (later) laterTiles.later(frame_hash, png);
+    if (unchanged) return { png: null, sha256: null, width, height, window_offset, ...same };
     return { png, sha256: null, width, height, window_offset, ...same };
   } finally {
-    if (!lent) frames.release(frame);
+    frames.release(frame);
   }
 }
 

@@ -7,7 +7,7 @@ import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { frameHashOfPng } from "./frameHash.js";
-import { FramePool } from "./frames.js";
+import { FramePool, type PngFrame } from "./frames.js";
 import { LaterTiles } from "./laterTiles.js";
 import { ListingCache, readRecently } from "./listings.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
@@ -84,6 +84,49 @@ function profileHash(
   };
 }
 
+/** A shot's answer, made before the check after the read has judged (nothing leaves before). */
+interface Made {
+  result: OpResult<"capture.region">;
+  /** The PNG to keep for its tiles (tiles "later"), once the check has passed. */
+  later: { frame_hash: string; png: Uint8Array } | null;
+}
+
+/** Masks → tiles → grid → PNG and its hash (or the profile's hash), in place on the frame. */
+function pixelWork(raw: RawImage, frame: PngFrame, args: ShotArgs, window_offset: [number, number]): Made {
+  const region = args.region;
+  const width = raw.width;
+  const height = raw.height;
+  paintMasks(raw, args.masks, region);
+
+  if (args.output === "sha256")
+    return { result: profileHash(raw, region, args.sample_points, window_offset), later: null };
+
+  // "later" only for a frame no grid will be drawn on: its PNG then holds exactly the pixels
+  // its tiles are of (laterTiles.ts). Otherwise they are hashed now (before the grid, as a
+  // visual wait's samples are), as for true.
+  const later = args.tiles === "later" && args.grid_spacing === null;
+  const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
+  if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
+  // Every frame is encoded: its hash is the PNG's (frameHash.ts), so a caller that has the
+  // image already (if_changed_since, a visual wait, a stream) gets no image, only the hash.
+  const png = frame.holds(raw)
+    ? encodePngFrame(frame, args.compression_level)
+    : encodePng(raw, args.compression_level);
+  const frame_hash = frameHashOfPng(png, raw, args.grid_spacing, args.compression_level);
+  const same = { frame_hash, ...(tiles ? { tiles } : {}) };
+  const unchanged = args.output === "frame_hash" || frame_hash === args.unless_hash;
+  if (!unchanged && png.byteLength > args.max_png_bytes) {
+    throw uiError(
+      "image_too_large",
+      `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
+    );
+  }
+  const kept = later ? { frame_hash, png } : null;
+  if (unchanged)
+    return { result: { png: null, sha256: null, width, height, window_offset, ...same }, later: kept };
+  return { result: { png, sha256: null, width, height, window_offset, ...same }, later: kept };
+}
+
 /**
  * One frame of `target`: verify (against `windows` when given) → read → verify again → masks →
  * grid → PNG or hash. capture.region and capture.window both run it.
@@ -107,46 +150,30 @@ async function shoot(
   try {
     const raw = await capture.captureScreen(screenRect, frame.target);
     checkFrame(raw, region);
-
+    // The check after the read goes out now; the server answers it while the frame is encoded.
+    desktop.askCheckAfterRead?.(target.hwnd);
+    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
+    let made: { shot: Made } | { error: unknown };
+    try {
+      made = { shot: pixelWork(raw, frame, args, window_offset) };
+    } catch (e) {
+      made = { error: e };
+    }
     try {
       throwIfAborted(ctx);
       await verifyUnchangedAfter(desktop, target, before.window, region);
       throwIfAborted(ctx);
     } catch (e) {
-      // What was read may show something else than the verified window: it never leaves.
+      // What was read may show something else than the verified window: it never leaves,
+      // nor does anything made from it.
       raw.data.fill(0);
+      if ("shot" in made) made.shot.result.png?.fill(0);
       throw e;
     }
-
-    paintMasks(raw, args.masks, region);
-    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
-
-    if (args.output === "sha256") return profileHash(raw, region, args.sample_points, window_offset);
-
-    // "later" only for a frame no grid will be drawn on: its PNG then holds exactly the pixels
-    // its tiles are of (laterTiles.ts). Otherwise they are hashed now (before the grid, as a
-    // visual wait's samples are), as for true.
-    const later = args.tiles === "later" && args.grid_spacing === null;
-    const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
-    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
-    // Every frame is encoded: its hash is the PNG's (frameHash.ts), so a caller that has the
-    // image already (if_changed_since, a visual wait, a stream) gets no image, only the hash.
-    const png = frame.holds(raw)
-      ? encodePngFrame(frame, args.compression_level)
-      : encodePng(raw, args.compression_level);
-    const frame_hash = frameHashOfPng(png, raw, args.grid_spacing, args.compression_level);
-    const same = { frame_hash, ...(tiles ? { tiles } : {}) };
-    const unchanged = args.output === "frame_hash" || frame_hash === args.unless_hash;
-    if (!unchanged && png.byteLength > args.max_png_bytes) {
-      throw uiError(
-        "image_too_large",
-        `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
-      );
-    }
+    if ("error" in made) throw made.error;
     // Its tiles are hashed from a copy of this PNG if a visual wait ever asks (capture.tiles).
-    if (later) laterTiles.later(frame_hash, png);
-    if (unchanged) return { png: null, sha256: null, width, height, window_offset, ...same };
-    return { png, sha256: null, width, height, window_offset, ...same };
+    if (made.shot.later) laterTiles.later(made.shot.later.frame_hash, made.shot.later.png);
+    return made.shot.result;
   } finally {
     frames.release(frame);
   }

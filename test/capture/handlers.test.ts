@@ -495,6 +495,35 @@ describe("frames the capture port writes into (X11, Win32)", () => {
     expect(covered.targets[0]?.data.every((b) => b === 0)).toBe(true);
   });
 
+  it("sends the check after the read before encoding, judges it after, and a refusal drops the PNG", async () => {
+    const viaFrame = intoFrame();
+    const d = viaFrame.platform.desktop;
+    const order: string[] = [];
+    let refuse = false;
+    const desktop = new Proxy(d, {
+      get(t, k) {
+        if (k === "askCheckAfterRead") return (hwnd: string) => order.push(`ask ${hwnd}`);
+        if (k === "targetAndCovers")
+          return async () => {
+            const f = viaFrame.targets[viaFrame.targets.length - 1];
+            const at = f ? 10 * f.stride + 10 * 3 : 0;
+            order.push(`judge, mask painted: ${f?.data[at] === 0}`);
+            const all = await t.listWindows();
+            return refuse ? all.filter((w) => w.hwnd !== "1001") : all;
+          };
+        const v = Reflect.get(t, k);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+    const p: Platform = { ...viaFrame.platform, desktop };
+    const shot = await capture({ masks: [[5, 5, 20, 20]] }, p);
+    expect(shot.png).not.toBeNull();
+    expect(order).toEqual(["ask 1001", "judge, mask painted: true"]);
+    refuse = true;
+    expect(await codeOf(capture({ masks: [[5, 5, 20, 20]] }, p))).toBe("target_gone");
+    expect(viaFrame.targets[1]?.data.every((b) => b === 0)).toBe(true);
+  });
+
   it('answers tiles "later" without them, then capture.tiles gives exactly the tiles of that frame', async () => {
     const tilesOp = captureHandlers["capture.tiles"];
     if (!tilesOp) throw new Error("no capture.tiles handler");

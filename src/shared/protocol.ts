@@ -131,7 +131,7 @@ const FrameResultSchema = z.object({
   sha256: z.string().nullable(),
   /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
   samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
-  /** SHA-256 of the image the frame shows (size, grid, masked pixels): "png" and "frame_hash". */
+  /** SHA-256 of the frame's PNG (size, grid, masked pixels; capture/frameHash.ts): "png" and "frame_hash". */
   frame_hash: z.string().optional(),
   /** 32-bit hashes of its 32 × 32 tiles, row-major (when asked). */
   tiles: z.array(z.number().int().nonnegative()).optional(),
@@ -200,8 +200,8 @@ export const OPS = {
       /**
        * With "png" / "frame_hash": the frame's tile hashes too (where it changed,
        * src/workers/capture/pixels.ts). "later" (with "png"): not in the answer; the worker
-       * computes them once the answer is sent and keeps them under the frame_hash for
-       * capture.tiles (screenshot_window: only a later visual wait reads them).
+       * keeps a copy of the PNG under the frame_hash and hashes its tiles only when
+       * capture.tiles asks (screenshot_window: only a later visual wait reads them).
        */
       tiles: TilesSchema,
       max_png_bytes: z.number().int().positive(),
@@ -279,8 +279,8 @@ export const OPS = {
   },
 
   /**
-   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash; null
-   * when it has none (evicted, or the worker restarted since).
+   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash (from
+   * the PNG it kept); null when it has none (evicted, or the worker restarted since).
    */
   "capture.tiles": {
     worker: "capture",

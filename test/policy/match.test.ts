@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { normalizeExecutablePath } from "../../src/shared/identity.js";
 import type { EffectivePolicy } from "../../src/supervisor/policy/load.js";
 import { loadPolicy } from "../../src/supervisor/policy/load.js";
 import { actionAllowed, globMatch, isProtected, windowAllowed } from "../../src/supervisor/policy/match.js";
@@ -100,5 +101,19 @@ describe("actions", () => {
     expect(isProtected(p, "click")).toBe(false);
     const unknown = "screenshot" as Parameters<typeof actionAllowed>[1];
     expect(actionAllowed(p, unknown)).toBe(false);
+  });
+});
+
+describe("executable paths remembered once normalized", () => {
+  it("gives the same answer the first time, again, and after the memory of paths was cleared", () => {
+    const win = "C:/Program Files/Ruffle/../Ruffle/RUFFLE.exe";
+    const first = normalizeExecutablePath(win);
+    expect(first).toBe("c:\\program files\\ruffle\\ruffle.exe");
+    expect(normalizeExecutablePath(win)).toBe(first);
+    // Past the bound every path is normalized afresh, and still right.
+    for (let i = 0; i < 600; i++)
+      expect(normalizeExecutablePath(`/opt/app${i}/./bin//app`)).toBe(`/opt/app${i}/bin/app`);
+    expect(normalizeExecutablePath(win)).toBe(first);
+    expect(normalizeExecutablePath("/usr/bin/../bin/Ruffle")).toBe("/usr/bin/Ruffle");
   });
 });

@@ -9,20 +9,9 @@ import {
   type WriteStream,
 } from "node:fs";
 import { z } from "zod";
-import {
-  AUDIT_ACTIONS,
-  AUDIT_OUTCOMES,
-  AUDIT_REASONS,
-  checkAuditEvent,
-  HEX12,
-  IDENT,
-  MAX_COUNTERS,
-  POLICY_ID,
-  POLICY_ID_MAX,
-} from "./auditCheck.js";
+import { ERROR_CODES } from "../shared/errors.js";
 import type { Clock } from "./budgets.js";
-
-export { AUDIT_ACTIONS } from "./auditCheck.js";
+import { CAPABILITIES } from "./policy/schema.js";
 
 /** 12 lowercase hex from the CSPRNG; shared between a tool result and its audit event. */
 /** Error codes that are refusals (outcome "deny"); every other error is outcome "error". */
@@ -71,9 +60,15 @@ export function newCorrelationId(): string {
   return id;
 }
 
+const HEX12 = /^[0-9a-f]{12}$/;
+/** Tool and counter names are identifiers we choose, so a narrow pattern keeps free text out. */
+const IDENT = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** Every capability, plus the two non-capability classes of tools. */
+export const AUDIT_ACTIONS = [...CAPABILITIES, "discovery", "none"] as const;
+
 /**
- * One audit record (the documented shape; record() checks it with auditCheck.ts, held to the
- * same answers by test). Strict: unknown fields are rejected, strings are identifiers, codes or
+ * One audit record. Strict: unknown fields are rejected, strings are identifiers, codes or
  * timestamps, and counters are numbers or booleans only, so no title, typed text, value,
  * region name, token or exception text has a field to travel in.
  */
@@ -82,21 +77,27 @@ export const AuditEventSchema = z.strictObject({
   correlation_id: z.string().regex(HEX12),
   client: z.string().regex(HEX12),
   /** Operator-chosen id from the policy file; bounded and without control characters. */
-  policy_id: z.string().max(POLICY_ID_MAX).regex(POLICY_ID).nullable(),
+  policy_id: z
+    .string()
+    .max(128)
+    .regex(/^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u)
+    .nullable(),
   action: z.enum(AUDIT_ACTIONS),
   tool: z.string().regex(IDENT),
-  outcome: z.enum(AUDIT_OUTCOMES),
-  reason: z.enum(AUDIT_REASONS),
+  outcome: z.enum(["allow", "deny", "error"]),
+  reason: z.enum([...ERROR_CODES, "ok"]),
   duration_ms: z.number().finite().nonnegative(),
   pid: z.number().int().nonnegative().nullable(),
   process_start: z.iso.datetime({ offset: true }).nullable(),
   counters: z
     .record(z.string().regex(IDENT), z.union([z.number().finite(), z.boolean()]))
-    .refine((c) => Object.keys(c).length <= MAX_COUNTERS, "too many counters"),
+    .refine((c) => Object.keys(c).length <= 32, "too many counters"),
 });
 export type AuditEvent = z.infer<typeof AuditEventSchema>;
 export type AuditAction = AuditEvent["action"];
 export type AuditReason = AuditEvent["reason"];
+
+const AUDIT_FIELDS: ReadonlySet<string> = new Set(Object.keys(AuditEventSchema.shape));
 
 /** What callers pass: `time` is stamped from the injected clock when absent. */
 export type AuditEventInput = Omit<AuditEvent, "time"> & { time?: string };
@@ -216,17 +217,24 @@ export class AuditLog {
       e !== null && typeof e === "object" && e.time === undefined
         ? { ...e, time: new Date(this.clock()).toISOString() }
         : e;
-    const checked = checkAuditEvent<AuditEvent>(candidate);
-    if (!checked.ok) {
+    const parsed = AuditEventSchema.safeParse(candidate);
+    if (!parsed.success) {
       this.rejectedCount++;
-      try {
-        this.onReject?.(checked.fields);
-      } catch {
-        // a failing listener must not turn an audit write into a crash
+      if (this.onReject) {
+        const fields = new Set<string>();
+        for (const issue of parsed.error.issues) {
+          const top = issue.path[0];
+          fields.add(typeof top === "string" && AUDIT_FIELDS.has(top) ? top : "unknown_field");
+        }
+        try {
+          this.onReject([...fields].sort());
+        } catch {
+          // a failing listener must not turn an audit write into a crash
+        }
       }
       return;
     }
-    const ev = checked.event;
+    const ev = parsed.data;
     Object.freeze(ev.counters);
     Object.freeze(ev);
     this.ring[this.next] = { ev, key: clientKey };

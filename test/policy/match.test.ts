@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { win32 } from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import { normalizeExecutablePath } from "../../src/shared/identity.js";
 import type { EffectivePolicy } from "../../src/supervisor/policy/load.js";
 import { loadPolicy } from "../../src/supervisor/policy/load.js";
@@ -115,5 +116,16 @@ describe("executable paths remembered once normalized", () => {
       expect(normalizeExecutablePath(`/opt/app${i}/./bin//app`)).toBe(`/opt/app${i}/bin/app`);
     expect(normalizeExecutablePath(win)).toBe(first);
     expect(normalizeExecutablePath("/usr/bin/../bin/Ruffle")).toBe("/usr/bin/Ruffle");
+  });
+
+  it("normalizes a path once, not at every check", () => {
+    const spy = vi.spyOn(win32, "normalize");
+    try {
+      const p = "D:/Tools/Once/../Once/ONCE.exe";
+      for (let i = 0; i < 5; i++) expect(normalizeExecutablePath(p)).toBe("d:\\tools\\once\\once.exe");
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

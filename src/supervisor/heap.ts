@@ -25,13 +25,36 @@ export function youngGenerationChosen(
 
 /**
  * V8 lets an old generation grow to its initial limit before the first full collection and
- * then by up to 4× its live size; with seven isolates in one process (supervisor, capture, a
- * uia worker per instance) that slack was most of the V8 pages: 145 of a 32-identity remote
- * server's 299 MB at its peak (docs/benchmarks.md). In memory-optimizing mode V8 collects
- * before it grows (growth at most 2×) and flushes bytecode sooner: 200 MB idle instead of 257,
- * 257 at the peak instead of 299, in the same run (and it optimizes less: see boundHeap). Like the growth
- * factor it is read as the heaps decide, so setting it at start reaches the supervisor's
- * isolate and every worker thread's. An operator's own choice (`--[no-]optimize-for-size`)
+ * then by a factor it picks from the collector's speed, up to 4× its live size; with seven
+ * isolates in one process (supervisor, capture, a uia worker per instance) that slack was most
+ * of the V8 pages: 145 of a 32-identity remote server's 299 MB at its peak, 160 of a stdio
+ * server's 321 MiB in a 10-minute burst soak (docs/benchmarks.md). `--heap-growing-percent`
+ * replaces that heuristic with one fixed factor (1 + p/100) for every old-generation limit V8
+ * computes after a full collection; like the growth factor it is read as the heaps decide, so
+ * setting it at start reaches the supervisor's isolate and every worker thread's (worker
+ * processes get it on their command line, hosting/workerHost.ts). Unlike the memory mode below
+ * it leaves the optimizing compiler alone, and it is what a stdio server sets: the remote
+ * server's memory mode bounds the old generations further (see boundHeap). An operator's own
+ * `--heap-growing-percent` or `--[no-]optimize-for-size` stands.
+ */
+const OWN_GROWING_FLAGS = /--heap[-_]growing[-_]percent\b/;
+
+export const OLD_GENERATION_FLAG = "--heap-growing-percent=10";
+
+/** True when the operator chose the old generations' growth on the command line or in NODE_OPTIONS. */
+export function oldGenerationChosen(
+  execArgv: readonly string[] = process.execArgv,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  const own =
+    execArgv.some((a) => OWN_GROWING_FLAGS.test(a)) || OWN_GROWING_FLAGS.test(env.NODE_OPTIONS ?? "");
+  return own || memoryModeChosen(execArgv, env);
+}
+
+/**
+ * In memory-optimizing mode V8 also collects before it grows (growth at most 2×) and flushes
+ * bytecode sooner: 200 MB idle instead of 257, 257 at the peak instead of 299, in the same run
+ * (and it optimizes less: see boundHeap). An operator's own choice (`--[no-]optimize-for-size`)
  * stands, and so does an operator's own young-generation size (the mode would shrink it too);
  * worker processes get the flag on their command line (hosting/workerHost.ts).
  */
@@ -48,16 +71,20 @@ export function memoryModeChosen(
 }
 
 let bounded = false;
-let memoryMode = false;
+let applied: string[] = [];
 
 /**
- * Keeps the process's young generations at their initial size and, with `memoryMode`, its old
- * generations near their live size (once; see above). Returns the flags it set.
+ * Keeps the process's young generations at their initial size and its old generations near
+ * their live size (once; see above): with `memoryMode` by V8's memory mode, otherwise (or where
+ * an operator's young-generation size keeps the mode off) by the fixed growing factor. Each
+ * flag yields to the operator's own. Returns the flags it set.
  *
  * The memory mode is for the remote server, which hosts many identities' sessions and is bound
  * by memory. It costs speed: V8 optimizes less, and an `inspect_tree` over stdio of a real GTK
  * app took 1.4× as long in the same quiet run (docs/benchmarks.md), so a local one-agent server
- * over stdio runs without it.
+ * over stdio runs without it, bounded by the growing factor alone. That factor does not replace
+ * the mode for the remote server: in a 3-minute burst soak it kept the peak at 263 MiB where
+ * the mode kept it at 213 (docs/benchmarks.md).
  */
 export function boundHeap(
   options: { memoryMode: boolean },
@@ -67,16 +94,20 @@ export function boundHeap(
   if (bounded) return [];
   bounded = true;
   const set: string[] = [];
+  const youngChosen = youngGenerationChosen(execArgv, env);
+  if (!youngChosen) set.push(YOUNG_GENERATION_FLAG);
   // The memory mode keeps the young generation small too: an operator who sized it keeps theirs.
-  if (youngGenerationChosen(execArgv, env)) return set;
-  set.push(YOUNG_GENERATION_FLAG);
-  if (options.memoryMode && !memoryModeChosen(execArgv, env)) set.push(MEMORY_FLAG);
+  if (options.memoryMode && !youngChosen && !memoryModeChosen(execArgv, env)) set.push(MEMORY_FLAG);
+  else if (!oldGenerationChosen(execArgv, env)) set.push(OLD_GENERATION_FLAG);
   for (const flag of set) setFlagsFromString(flag);
-  memoryMode = set.includes(MEMORY_FLAG);
+  applied = set;
   return set;
 }
 
-/** Whether boundHeap put this process in the memory mode (worker processes then get it too). */
-export function memoryModeApplied(): boolean {
-  return memoryMode;
+/**
+ * The flags boundHeap set that a worker process needs on its own command line (its young
+ * generation is sized there instead).
+ */
+export function workerProcessHeapFlags(): string[] {
+  return applied.filter((f) => f !== YOUNG_GENERATION_FLAG);
 }

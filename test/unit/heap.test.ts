@@ -2,7 +2,14 @@ import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { memoryModeChosen, youngGenerationChosen } from "../../src/supervisor/heap.js";
+import {
+  MEMORY_FLAG,
+  memoryModeChosen,
+  OLD_GENERATION_FLAG,
+  oldGenerationChosen,
+  YOUNG_GENERATION_FLAG,
+  youngGenerationChosen,
+} from "../../src/supervisor/heap.js";
 
 const HEAP = pathToFileURL(resolve(import.meta.dirname, "../../dist/supervisor/heap.js")).href;
 
@@ -87,15 +94,29 @@ describe("the supervisor's old generation", () => {
   it("stays near its live set once bounded, and grows far past it without the bound", () => {
     const free = oldSpaceAfterTurnover(false);
     const bounded = oldSpaceAfterTurnover(true);
-    expect(bounded.flags).toContain("--optimize-for-size");
+    expect(bounded.flags).toContain(MEMORY_FLAG);
+    expect(bounded.flags).not.toContain(OLD_GENERATION_FLAG);
     // The live set is ~55 MiB: unbounded V8 let the old space reach ~160 MiB before collecting.
     expect(free.mib).toBeGreaterThan(120);
     expect(bounded.mib).toBeLessThan(90);
   });
 
-  it("the memory mode is the remote server's: a stdio server bounds only the young generation", () => {
-    const stdio = oldSpaceAfterTurnover(true, [], 0, false);
-    expect(stdio.flags).toEqual(["--semi-space-growth-factor=1"]);
+  it("a stdio server bounds it by the growth factor alone, without the memory mode", () => {
+    const stdio = oldSpaceAfterTurnover(true, [], 40, false);
+    expect(stdio.flags).toEqual([YOUNG_GENERATION_FLAG, OLD_GENERATION_FLAG]);
+    expect(stdio.mib).toBeLessThan(100);
+  });
+
+  it("an operator's own growth factor stands", () => {
+    expect(oldGenerationChosen([], {})).toBe(false);
+    expect(oldGenerationChosen(["--heap-growing-percent=50"], {})).toBe(true);
+    expect(oldGenerationChosen([], { NODE_OPTIONS: "--heap_growing_percent=0" })).toBe(true);
+    expect(oldGenerationChosen([], { NODE_OPTIONS: "--max-old-space-size=512" })).toBe(false);
+    expect(oldGenerationChosen(["--no-optimize-for-size"], {})).toBe(true);
+    // Their 0 is V8's own heuristic: the old space grows as if unbounded.
+    const own = oldSpaceAfterTurnover(true, ["--heap-growing-percent=0"], 40, false);
+    expect(own.flags).toEqual([YOUNG_GENERATION_FLAG]);
+    expect(own.mib).toBeGreaterThan(120);
   });
 
   it("an operator's own memory mode stands", () => {
@@ -104,8 +125,10 @@ describe("the supervisor's old generation", () => {
     expect(memoryModeChosen(["--optimize_for_size"], {})).toBe(true);
     expect(memoryModeChosen([], { NODE_OPTIONS: "--max-old-space-size=512" })).toBe(false);
     const own = oldSpaceAfterTurnover(true, ["--no-optimize-for-size"], 0);
-    expect(own.flags).toEqual(["--semi-space-growth-factor=1"]);
+    expect(own.flags).toEqual([YOUNG_GENERATION_FLAG]);
+    // An operator's own young-generation size keeps the memory mode off (it would shrink it):
+    // the growing factor bounds the old generation instead.
     const sized = oldSpaceAfterTurnover(true, ["--max-semi-space-size=8"], 0);
-    expect(sized.flags).toEqual([]);
+    expect(sized.flags).toEqual([OLD_GENERATION_FLAG]);
   });
 });

@@ -16,7 +16,7 @@ import {
   type WorkerKind,
   WorkerToSupervisorSchema,
 } from "../../shared/protocol.js";
-import { MEMORY_FLAG, memoryModeApplied } from "../heap.js";
+import { workerProcessHeapFlags } from "../heap.js";
 import type { Logger } from "../log.js";
 import { adoptNativeFds, closeNativeFds, type NativeFd } from "./nativeFds.js";
 import { leaveOrphanSegments, takeOrphanSegments } from "./nativeSegments.js";
@@ -449,12 +449,10 @@ export class WorkerHost {
         UIINSPECT_SERVER_PID: String(process.pid),
         UIINSPECT_HOST_PID: String(process.ppid),
       },
-      // The same heap bounds as this process's threads (src/supervisor/heap.ts): the memory mode
-      // only where boundHeap set it, never over an operator's own heap flags.
-      execArgv: [
-        `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`,
-        ...(memoryModeApplied() ? [MEMORY_FLAG] : []),
-      ],
+      // The same heap bounds as this process's threads (src/supervisor/heap.ts): the old
+      // generations' growth and the memory mode only where boundHeap set them, never over an
+      // operator's own heap flags.
+      execArgv: [`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`, ...workerProcessHeapFlags()],
     });
     child.stdout?.on("data", (d: Buffer) =>
       this.opts.logger.debug({ kind: this.kind, bytes: d.length }, "worker_stdout_dropped"),

@@ -78,18 +78,21 @@ const BODY_REFUSALS = {
 
 /** Host and Origin checks (the DNS-rebinding defence): the names this server answers to. */
 function originChecks(options: RemoteOptions, scheme: string, port: () => number) {
-  const loopbackHosts = () => {
+  /** The sets for one port (known once listening), made once per port instead of per request. */
+  let made: { port: number; hosts: Set<string>; origins: Set<string> } | null = null;
+  const forPort = () => {
     const p = port();
-    const set = new Set([`127.0.0.1:${p}`, `localhost:${p}`, `[::1]:${p}`]);
-    set.add(options.host.includes(":") ? `[${options.host}]:${p}` : `${options.host}:${p}`);
-    return set;
+    if (made?.port === p) return made;
+    const hosts = new Set([`127.0.0.1:${p}`, `localhost:${p}`, `[::1]:${p}`]);
+    hosts.add(options.host.includes(":") ? `[${options.host}]:${p}` : `${options.host}:${p}`);
+    const origins = new Set(options.allowedOrigins);
+    for (const h of isLoopbackHost(options.host) ? hosts : [`${options.host}:${p}`])
+      origins.add(`${scheme}://${h}`);
+    made = { port: p, hosts, origins };
+    return made;
   };
-  const ownOrigins = () => {
-    const out = new Set(options.allowedOrigins);
-    const hosts = isLoopbackHost(options.host) ? loopbackHosts() : new Set([`${options.host}:${port()}`]);
-    for (const h of hosts) out.add(`${scheme}://${h}`);
-    return out;
-  };
+  const loopbackHosts = () => forPort().hosts;
+  const ownOrigins = () => forPort().origins;
   /** Why the request must be refused before anything else, or null. */
   return (req: IncomingMessage): string | null => {
     // On loopback the Host must be a loopback name, and a browser's Origin must be one of ours

@@ -27,9 +27,18 @@ export function isWindowsStylePath(p: string): boolean {
  * simulated desktop (shaped after Win32) behaves like Windows.
  */
 export function normalizeExecutablePath(p: string): string {
-  if (isWindowsStylePath(p)) return win32.normalize(p.replace(/\//g, "\\")).toLowerCase();
-  return posix.normalize(p);
+  let out = normalizedPaths.get(p);
+  if (out === undefined) {
+    out = isWindowsStylePath(p) ? win32.normalize(p.replace(/\//g, "\\")).toLowerCase() : posix.normalize(p);
+    // Every listing checks every window's path against the policy: remembered, not normalized again.
+    if (normalizedPaths.size >= PATHS_KEPT) normalizedPaths.clear();
+    normalizedPaths.set(p, out);
+  }
+  return out;
 }
+
+const PATHS_KEPT = 256;
+const normalizedPaths = new Map<string, string>();
 
 export function sameExecutablePath(a: string, b: string): boolean {
   return normalizeExecutablePath(a) === normalizeExecutablePath(b);

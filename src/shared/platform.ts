@@ -211,6 +211,12 @@ export interface DesktopPort {
    * and the windows above it that overlap.
    */
   targetAndCovers?(hwnd: string, region: Rect): Promise<WindowInfo[]>;
+  /**
+   * Sends targetAndCovers' requests for `hwnd` now (right after a screen read), for the next
+   * targetAndCovers of that hwnd to judge, so the display server answers them while the worker
+   * encodes. Sent after the read either way, so what they show is the state after it.
+   */
+  askCheckAfterRead?(hwnd: string): void;
   /** Polite close request (WM_CLOSE / WM_DELETE_WINDOW); never a kill. */
   closeWindow(hwnd: string): Promise<void>;
   dispose(): Promise<void>;

@@ -1,7 +1,9 @@
 import { z } from "zod";
+import type { A11yNodeOut } from "./a11yNode.js";
 import { DenyReasonSchema, UiErrorBodySchema } from "./errors.js";
 import { RectSchema } from "./geometry.js";
 import { ProcessInstanceSchema } from "./identity.js";
+import { isPacked, type PackedTrees, unpackTreesSync } from "./packedTree.js";
 import { PlatformNameSchema, WindowInfoSchema } from "./platform.js";
 import { STATES } from "./states.js";
 
@@ -94,23 +96,25 @@ export const A11yNodeFieldsSchema = z.object({
 const A11yNodeSchema: z.ZodType<A11yNodeOut> = z.lazy(() =>
   A11yNodeFieldsSchema.extend({ children: z.array(A11yNodeSchema) }),
 );
-export interface A11yNodeOut {
-  ref: string;
-  role: string;
-  name: string | null;
-  is_password?: boolean | undefined;
-  automation_id: string | null;
-  class_name: string | null;
-  rect: [number, number, number, number] | null;
-  enabled: boolean;
-  offscreen: boolean;
-  focused: boolean;
-  states: (typeof STATES)[number][];
-  popup?: boolean | undefined;
-  patterns: string[];
-  children: A11yNodeOut[];
-}
+
+export type { A11yNodeOut };
 export { A11yNodeSchema };
+
+/** a11y.inspect's answer once its trees are checked: the first tree and the popups' trees. */
+export interface InspectResult {
+  root: A11yNodeOut;
+  popups: A11yNodeOut[];
+  node_count: number;
+  truncated: boolean;
+}
+
+export function checkedInspect(
+  root: A11yNodeOut,
+  popups: A11yNodeOut[],
+  top: { node_count: number; truncated: boolean },
+): InspectResult {
+  return { root, popups, node_count: top.node_count, truncated: top.truncated };
+}
 
 const Empty = z.object({}).strict();
 
@@ -127,7 +131,7 @@ const FrameResultSchema = z.object({
   sha256: z.string().nullable(),
   /** One "#rrggbb" per sample point, in order (only when sample_points were given). */
   samples: z.array(z.string().regex(/^#[0-9a-f]{6}$/)).optional(),
-  /** SHA-256 of the image the frame shows (size, grid, masked pixels): "png" and "frame_hash". */
+  /** SHA-256 of the frame's PNG (size, grid, masked pixels; capture/frameHash.ts): "png" and "frame_hash". */
   frame_hash: z.string().optional(),
   /** 32-bit hashes of its 32 × 32 tiles, row-major (when asked). */
   tiles: z.array(z.number().int().nonnegative()).optional(),
@@ -196,8 +200,8 @@ export const OPS = {
       /**
        * With "png" / "frame_hash": the frame's tile hashes too (where it changed,
        * src/workers/capture/pixels.ts). "later" (with "png"): not in the answer; the worker
-       * computes them once the answer is sent and keeps them under the frame_hash for
-       * capture.tiles (screenshot_window: only a later visual wait reads them).
+       * keeps a copy of the PNG under the frame_hash and hashes its tiles only when
+       * capture.tiles asks (screenshot_window: only a later visual wait reads them).
        */
       tiles: TilesSchema,
       max_png_bytes: z.number().int().positive(),
@@ -275,8 +279,8 @@ export const OPS = {
   },
 
   /**
-   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash; null
-   * when it has none (evicted, or the worker restarted since).
+   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash (from
+   * the PNG it kept); null when it has none (evicted, or the worker restarted since).
    */
   "capture.tiles": {
     worker: "capture",
@@ -400,13 +404,27 @@ export const OPS = {
        */
       patterns: z.boolean().optional(),
     }),
-    result: z.object({
-      root: A11yNodeSchema,
-      /** Roots of the instance's other showing top-level windows (only for a whole-window walk). */
-      popups: z.array(A11yNodeSchema),
-      node_count: z.number().int(),
-      truncated: z.boolean(),
-    }),
+    /**
+     * On the wire the trees are columns (src/shared/packedTree.ts); checked, they are the root
+     * and the roots of the instance's other showing top-level windows (only for a whole-window
+     * walk), nodes as A11yNodeSchema. The supervisor checks them in slices
+     * (src/supervisor/hosting/treeResults.ts), with the same check as this schema's.
+     */
+    result: z
+      .object({
+        trees: z.custom<PackedTrees>(isPacked),
+        node_count: z.number().int(),
+        truncated: z.boolean(),
+      })
+      .transform((r, ctx) => {
+        const trees = unpackTreesSync(r.trees);
+        const root = trees?.[0];
+        if (trees === null || root === undefined) {
+          ctx.addIssue({ code: "custom", message: "Malformed trees." });
+          return z.NEVER;
+        }
+        return checkedInspect(root, trees.slice(1), r);
+      }),
   },
   "a11y.find": {
     worker: "uia",
@@ -470,6 +488,8 @@ export type OpName = keyof typeof OPS;
 export type OpArgs<K extends OpName> = z.input<(typeof OPS)[K]["args"]>;
 export type OpParsedArgs<K extends OpName> = z.output<(typeof OPS)[K]["args"]>;
 export type OpResult<K extends OpName> = z.output<(typeof OPS)[K]["result"]>;
+/** What a worker's handler answers (the wire form: a11y.inspect's trees as columns). */
+export type OpWireResult<K extends OpName> = z.input<(typeof OPS)[K]["result"]>;
 
 // Envelopes ------------------------------------------------------------------
 

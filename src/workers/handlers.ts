@@ -1,5 +1,5 @@
 import type { Platform } from "../shared/platform.js";
-import type { OpName, OpParsedArgs, OpResult, WorkerInit } from "../shared/protocol.js";
+import type { OpName, OpParsedArgs, OpWireResult, WorkerInit } from "../shared/protocol.js";
 
 /** What a handler gets besides its arguments. */
 export interface HandlerContext {
@@ -11,7 +11,10 @@ export interface HandlerContext {
   platform: Platform;
 }
 
-export type Handler<K extends OpName> = (args: OpParsedArgs<K>, ctx: HandlerContext) => Promise<OpResult<K>>;
+export type Handler<K extends OpName> = (
+  args: OpParsedArgs<K>,
+  ctx: HandlerContext,
+) => Promise<OpWireResult<K>>;
 
 /** A worker kind's table of handlers; ops it does not list are refused. */
 export type HandlerTable = { [K in OpName]?: Handler<K> };

@@ -87,6 +87,16 @@ describe("audit", () => {
       event(10, { process_start: "yesterday" }),
       event(11, { correlation_id: "ABCDEF012345" }),
       event(12, { counters: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`c${i}`, i])) }),
+      event(13, { outcome: "Secret window" as "allow" }),
+      event(14, { counters: { seq: 14, title: { text: "Secret" } as unknown as number } }),
+      event(15, { counters: ["Secret"] as unknown as Record<string, number> }),
+      event(16, { policy_id: "demo\u200bpolicy" }),
+      event(17, { policy_id: "p".repeat(129) }),
+      event(18, { pid: 1.5 }),
+      event(19, { time: "2026-11-30 10:00:00 Secret" }),
+      { ...event(20), value: "typed text" },
+      [event(21)],
+      "Secret window",
     ];
     for (const e of bad) log.record(e as AuditEventInput, KEY);
     log.record(event(99), KEY);
@@ -95,7 +105,10 @@ describe("audit", () => {
     // The reject hook names schema fields only, never the offending keys or values.
     expect(rejectedFields[0]).toEqual(["unknown_field"]);
     expect(rejectedFields[1]).toEqual(["counters"]);
-    expect(JSON.stringify(rejectedFields)).not.toMatch(/Secret|hello|title/);
+    expect(rejectedFields[12]).toEqual(["outcome"]);
+    expect(rejectedFields[13]).toEqual(["counters"]);
+    expect(rejectedFields[19]).toEqual(["unknown_field"]);
+    expect(JSON.stringify(rejectedFields)).not.toMatch(/Secret|hello|title|typed/);
   });
 
   it.skipIf(!posix)("creates the JSONL file with mode 0600 and appends one line per event", async () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -290,6 +291,28 @@ describe("capture.region", () => {
     expect(await codeOf(capture({}, short))).toBe("platform_unavailable");
   });
 
+  it("hashes the PNG it answers: the frame hash is SHA-256 of the PNG, alike for a hash-only sample", async () => {
+    const png = await capture({ masks: [[5, 5, 20, 20]] });
+    const bytes = png.png ?? new Uint8Array();
+    const expected = createHash("sha256").update("png;100x80;grid=0;level=6;").update(bytes).digest("hex");
+    expect(png.frame_hash).toBe(expected);
+    // A visual wait's sample (hash only) and a screenshot of the same image compare equal.
+    const only = await capture({ masks: [[5, 5, 20, 20]], output: "frame_hash" });
+    expect(only.png).toBeNull();
+    expect(only.frame_hash).toBe(expected);
+    // The caller that has this image gets none; a grid is part of what the image shows.
+    expect((await capture({ masks: [[5, 5, 20, 20]], unless_hash: expected })).png).toBeNull();
+    const grid = await capture({ masks: [[5, 5, 20, 20]], grid_spacing: 25 });
+    expect(grid.frame_hash).toBe(
+      createHash("sha256")
+        .update("png;100x80;grid=25;level=6;")
+        .update(grid.png ?? new Uint8Array())
+        .digest("hex"),
+    );
+    // Another image, another hash.
+    expect((await capture({ masks: [[5, 5, 30, 20]] })).frame_hash).not.toBe(expected);
+  });
+
   it("refuses a PNG over max_png_bytes", async () => {
     expect(await codeOf(capture({ max_png_bytes: 10 }))).toBe("image_too_large");
   });
@@ -470,6 +493,35 @@ describe("frames the capture port writes into (X11, Win32)", () => {
     const covered = intoFrame(() => writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] })));
     expect(await codeOf(capture({}, covered.platform))).toBe("occluded");
     expect(covered.targets[0]?.data.every((b) => b === 0)).toBe(true);
+  });
+
+  it("sends the check after the read before encoding, judges it after, and a refusal drops the PNG", async () => {
+    const viaFrame = intoFrame();
+    const d = viaFrame.platform.desktop;
+    const order: string[] = [];
+    let refuse = false;
+    const desktop = new Proxy(d, {
+      get(t, k) {
+        if (k === "askCheckAfterRead") return (hwnd: string) => order.push(`ask ${hwnd}`);
+        if (k === "targetAndCovers")
+          return async () => {
+            const f = viaFrame.targets[viaFrame.targets.length - 1];
+            const at = f ? 10 * f.stride + 10 * 3 : 0;
+            order.push(`judge, mask painted: ${f?.data[at] === 0}`);
+            const all = await t.listWindows();
+            return refuse ? all.filter((w) => w.hwnd !== "1001") : all;
+          };
+        const v = Reflect.get(t, k);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+    const p: Platform = { ...viaFrame.platform, desktop };
+    const shot = await capture({ masks: [[5, 5, 20, 20]] }, p);
+    expect(shot.png).not.toBeNull();
+    expect(order).toEqual(["ask 1001", "judge, mask painted: true"]);
+    refuse = true;
+    expect(await codeOf(capture({ masks: [[5, 5, 20, 20]] }, p))).toBe("target_gone");
+    expect(viaFrame.targets[1]?.data.every((b) => b === 0)).toBe(true);
   });
 
   it('answers tiles "later" without them, then capture.tiles gives exactly the tiles of that frame', async () => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { changedRects, FrameMemo, MAX_CHANGED_RECTS } from "../../src/supervisor/screenshot/visual.js";
-import { frameHash, TILE_SIZE, tileHashes } from "../../src/workers/capture/pixels.js";
+import { frameHashOfPng } from "../../src/workers/capture/frameHash.js";
+import { TILE_SIZE, tileHashes } from "../../src/workers/capture/pixels.js";
+import { encodePng } from "../../src/workers/capture/png.js";
 
 function frame(width: number, height: number, paint?: (x: number, y: number) => number) {
   const data = new Uint8Array(width * height * 3);
@@ -20,9 +22,11 @@ describe("tile hashes and changed rectangles", () => {
     // Tile (1, 2): x 32–64, y 64–70 (the last row of tiles is short); origin (10, 50).
     expect(changedRects(ta, tb, 100, 70, [10, 50])).toEqual([[42, 114, 74, 120]]);
     expect(changedRects(ta, ta, 100, 70, [10, 50])).toEqual([]);
-    expect(frameHash(a, null)).not.toBe(frameHash(b, null));
+    const fh = (img: typeof a, grid: number | null) => frameHashOfPng(encodePng(img, 2), img, grid, 2);
+    expect(fh(a, null)).not.toBe(fh(b, null));
+    expect(fh(a, null)).toBe(fh(frame(100, 70), null));
     // The grid is part of what an image shows.
-    expect(frameHash(a, null)).not.toBe(frameHash(a, 50));
+    expect(fh(a, null)).not.toBe(fh(a, 50));
   });
 
   it("a change to any one byte changes exactly its tile's hash, in every lane and in a short last tile", () => {

@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { win32 } from "node:path";
+import { describe, expect, it, vi } from "vitest";
+import { normalizeExecutablePath } from "../../src/shared/identity.js";
 import type { EffectivePolicy } from "../../src/supervisor/policy/load.js";
 import { loadPolicy } from "../../src/supervisor/policy/load.js";
 import { actionAllowed, globMatch, isProtected, windowAllowed } from "../../src/supervisor/policy/match.js";
@@ -100,5 +102,30 @@ describe("actions", () => {
     expect(isProtected(p, "click")).toBe(false);
     const unknown = "screenshot" as Parameters<typeof actionAllowed>[1];
     expect(actionAllowed(p, unknown)).toBe(false);
+  });
+});
+
+describe("executable paths remembered once normalized", () => {
+  it("gives the same answer the first time, again, and after the memory of paths was cleared", () => {
+    const win = "C:/Program Files/Ruffle/../Ruffle/RUFFLE.exe";
+    const first = normalizeExecutablePath(win);
+    expect(first).toBe("c:\\program files\\ruffle\\ruffle.exe");
+    expect(normalizeExecutablePath(win)).toBe(first);
+    // Past the bound every path is normalized afresh, and still right.
+    for (let i = 0; i < 600; i++)
+      expect(normalizeExecutablePath(`/opt/app${i}/./bin//app`)).toBe(`/opt/app${i}/bin/app`);
+    expect(normalizeExecutablePath(win)).toBe(first);
+    expect(normalizeExecutablePath("/usr/bin/../bin/Ruffle")).toBe("/usr/bin/Ruffle");
+  });
+
+  it("normalizes a path once, not at every check", () => {
+    const spy = vi.spyOn(win32, "normalize");
+    try {
+      const p = "D:/Tools/Once/../Once/ONCE.exe";
+      for (let i = 0; i < 5; i++) expect(normalizeExecutablePath(p)).toBe("d:\\tools\\once\\once.exe");
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { OPS } from "../../src/shared/protocol.js";
+import { packTrees } from "../../src/shared/packedTree.js";
+import { type A11yNodeOut, A11yNodeSchema, OPS } from "../../src/shared/protocol.js";
 import { parseTreeResult, parseTrees } from "../../src/supervisor/hosting/treeResults.js";
 
 /** A deterministic tree of about `n` nodes (seeded), with the optional fields now and then. */
@@ -37,22 +38,29 @@ function tree(n: number, seed = 7): Record<string, unknown> {
   return root;
 }
 
-const inspect = (root: unknown, popups: unknown[] = []) => ({
-  root,
-  popups,
-  node_count: 1,
-  truncated: false,
-});
+/** An a11y.inspect answer as the worker sends it: its trees as columns, cloned as postMessage would. */
+const inspect = (root: unknown, popups: unknown[] = []) =>
+  structuredClone({
+    trees: packTrees([root, ...popups] as A11yNodeOut[]),
+    node_count: 1,
+    truncated: false,
+  });
 
 describe("worker trees checked in slices", () => {
   it("gives exactly what the recursive schema gives, for inspect and find results", async () => {
     for (const n of [1, 40, 700, 3000]) {
-      const raw = inspect(tree(n, n), [tree(20, n + 1)]);
+      const [root, popup] = [tree(n, n), tree(20, n + 1)];
+      const raw = inspect(root, [popup]);
+      const recursive = {
+        root: A11yNodeSchema.parse(root),
+        popups: [A11yNodeSchema.parse(popup)],
+        node_count: 1,
+        truncated: false,
+      };
       const mine = await parseTreeResult("a11y.inspect", raw);
-      expect(mine).toEqual({ success: true, data: OPS["a11y.inspect"].result.parse(raw) });
-      expect(JSON.stringify(mine.success && mine.data)).toBe(
-        JSON.stringify(OPS["a11y.inspect"].result.parse(raw)),
-      );
+      expect(mine).toEqual({ success: true, data: recursive });
+      expect(JSON.stringify(mine.success && mine.data)).toBe(JSON.stringify(recursive));
+      expect(JSON.stringify(OPS["a11y.inspect"].result.parse(raw))).toBe(JSON.stringify(recursive));
       const found = { elements: [tree(5, n), tree(9, n + 2)], truncated: true };
       expect(await parseTreeResult("a11y.find", found)).toEqual({
         success: true,
@@ -62,15 +70,19 @@ describe("worker trees checked in slices", () => {
   });
 
   it("refuses what the recursive schema refuses: a bad field deep down, a missing root, a wrong top", async () => {
-    const raw = inspect(tree(500));
-    let deep = raw.root as { children: Array<{ children: unknown[] }> };
+    const deepest = tree(500);
+    let deep = deepest as { children: Array<{ children: unknown[] }> };
     while (deep.children[0]?.children.length) deep = deep.children[0] as typeof deep;
     (deep.children[0] as Record<string, unknown>).enabled = "yes";
-    expect(OPS["a11y.inspect"].result.safeParse(raw).success).toBe(false);
-    expect((await parseTreeResult("a11y.inspect", raw)).success).toBe(false);
+    const found = { elements: [deepest], truncated: false };
+    expect(OPS["a11y.find"].result.safeParse(found).success).toBe(false);
+    expect((await parseTreeResult("a11y.find", found)).success).toBe(false);
     expect(
       (await parseTreeResult("a11y.inspect", { popups: [], node_count: 0, truncated: false })).success,
     ).toBe(false);
+    // The object trees of before are no columns: refused.
+    const objects = { root: tree(3), popups: [], node_count: 3, truncated: false };
+    expect((await parseTreeResult("a11y.inspect", objects)).success).toBe(false);
     expect((await parseTreeResult("a11y.find", { elements: "x", truncated: false })).success).toBe(false);
   });
 

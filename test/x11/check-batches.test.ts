@@ -99,6 +99,33 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
     expect(log.slice(flushAt + 1)).toEqual([]);
   });
 
+  it("asked right after the read (askCheckAfterRead), the check after it sends nothing of its own", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    let log: string[] = [];
+    let asked: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const windows = await p.desktop.listWindows();
+      const before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+      const ask = recordBatches(x);
+      try {
+        p.desktop.askCheckAfterRead?.(win.hwnd);
+      } finally {
+        ask.stop();
+      }
+      asked = ask.log;
+      const rec = recordBatches(x);
+      try {
+        await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+      } finally {
+        rec.stop();
+      }
+      log = rec.log;
+    }
+    expect(asked.at(-1)).toBe("flush");
+    expect(log).toEqual([]);
+  });
+
   it("the check before the read, after a listing told of it, asks nothing of its own", async () => {
     const target = { hwnd: win.hwnd, instance: win.instance! };
     const x = (p.desktop as unknown as { x: XConnection }).x;

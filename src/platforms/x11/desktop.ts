@@ -39,6 +39,18 @@ const NET_WM_STATE_REMOVE = 0;
 const SOURCE_PAGER = 2;
 const RESTORE_WAIT_MS = 500;
 
+/** targetAndCovers' requests, sent and not yet judged. */
+interface TargetBatch {
+  xid: number;
+  known: FrameOf | undefined;
+  p: PendingWindow;
+  focus: Pending<number>;
+  check: LiveAhead | null;
+  frameTree: Pending<{ parent: number; children: number[] }> | null;
+  frameGeom: Pending<Geometry> | null;
+  ahead: Map<number, Pending<{ parent: number; children: number[] }>>;
+}
+
 interface PendingWindow {
   xid: number;
   netName: Pending<PropertyValue | null>;
@@ -482,6 +494,9 @@ export class X11Desktop implements DesktopPort {
   }
 
   async listWindows(opts: { regionCheckOf?: string } = {}): Promise<WindowInfo[]> {
+    const stale = this.afterRead;
+    this.afterRead = null;
+    if (stale) this.dropBatch(stale);
     dropAhead(this);
     const rootTree = this.x.queryTree(this.x.root);
     const focus = this.x.inputFocus();
@@ -534,6 +549,40 @@ export class X11Desktop implements DesktopPort {
    */
   async targetAndCovers(hwnd: string, _region: Rect): Promise<WindowInfo[]> {
     const xid = parseHwnd(hwnd);
+    const asked = this.afterRead;
+    this.afterRead = null;
+    if (asked && asked.xid === xid) return this.judgeTargetBatch(asked);
+    if (asked) this.dropBatch(asked);
+    return this.judgeTargetBatch(this.askTargetBatch(xid));
+  }
+
+  /**
+   * targetAndCovers' batch for `hwnd`, sent now (right after the pixels were read), so the X
+   * server answers it while the capture worker encodes; the check judges those replies when
+   * it runs. The requests go out after the read either way: their replies describe the state
+   * after it, as when the check sends them itself.
+   */
+  askCheckAfterRead(hwnd: string): void {
+    const asked = this.afterRead;
+    this.afterRead = null;
+    if (asked) this.dropBatch(asked);
+    this.afterRead = this.askTargetBatch(parseHwnd(hwnd));
+  }
+
+  /** targetAndCovers' batch asked ahead and not judged yet (askCheckAfterRead). */
+  private afterRead: TargetBatch | null = null;
+
+  /** Reads a batch nobody will judge, so nothing stays queued on the connection. */
+  private dropBatch(b: TargetBatch): void {
+    try {
+      this.judgeTargetBatch(b);
+    } catch {
+      // Nothing is judged from it.
+    }
+    dropAhead(this);
+  }
+
+  private askTargetBatch(xid: number): TargetBatch {
     const x = this.x;
     const known = this.framesByClient.get(xid);
     const p = this.request(xid);
@@ -547,6 +596,12 @@ export class X11Desktop implements DesktopPort {
     const frameGeom = known ? x.getGeometry(known.frame) : null;
     const ahead = this.askFocusChain(null);
     x.flush();
+    return { xid, known, p, focus, check, frameTree, frameGeom, ahead };
+  }
+
+  private judgeTargetBatch(b: TargetBatch): WindowInfo[] {
+    const { xid, known, p, focus, check, frameTree, frameGeom, ahead } = b;
+    const x = this.x;
     const serverPids = x.clientPids([xid]);
     const rootGeoms = new Map<number, Pending<Geometry>>();
     const rootChildren = new Set<number>();

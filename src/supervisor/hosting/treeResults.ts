@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { A11yNodeFieldsSchema, type A11yNodeOut, type OpName } from "../../shared/protocol.js";
+import { unpackTrees } from "../../shared/packedTree.js";
+import {
+  A11yNodeFieldsSchema,
+  type A11yNodeOut,
+  checkedInspect,
+  type OpName,
+} from "../../shared/protocol.js";
 
 /**
  * Checking a worker's answer is synchronous zod work on the supervisor's thread. For an
@@ -44,12 +50,7 @@ export async function parseTrees(roots: readonly unknown[]): Promise<A11yNodeOut
   return out;
 }
 
-const InspectTop = z.object({
-  root: z.unknown(),
-  popups: z.array(z.unknown()),
-  node_count: z.number().int(),
-  truncated: z.boolean(),
-});
+const InspectTop = z.object({ trees: z.unknown(), node_count: z.number().int(), truncated: z.boolean() });
 const FindTop = z.object({ elements: z.array(z.unknown()), truncated: z.boolean() });
 
 type Checked = { success: true; data: unknown } | { success: false };
@@ -59,15 +60,16 @@ export function carriesTrees(op: OpName): op is "a11y.inspect" | "a11y.find" {
   return op === "a11y.inspect" || op === "a11y.find";
 }
 
-/** The result of a tree-carrying op checked against its schema, trees in slices (above). */
+/** The result of a tree-carrying op checked against its schema, trees in slices. */
 export async function parseTreeResult(op: "a11y.inspect" | "a11y.find", raw: unknown): Promise<Checked> {
   if (op === "a11y.inspect") {
+    // Its trees come as columns (src/shared/packedTree.ts), checked as the protocol schema checks them.
     const top = InspectTop.safeParse(raw);
     if (!top.success) return { success: false };
-    const trees = await parseTrees([top.data.root, ...top.data.popups]);
-    if (!trees) return { success: false };
-    const [root, ...popups] = trees;
-    return { success: true, data: { ...top.data, root, popups } };
+    const trees = await unpackTrees(top.data.trees);
+    const root = trees?.[0];
+    if (!trees || root === undefined) return { success: false };
+    return { success: true, data: checkedInspect(root, trees.slice(1), top.data) };
   }
   const top = FindTop.safeParse(raw);
   if (!top.success) return { success: false };

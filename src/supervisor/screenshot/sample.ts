@@ -47,8 +47,9 @@ export async function captureFrame(
   const pixels = rectArea(plan.region);
   // Raw frame (3 B/px RGB on X11, the 4 B/px DIB on Win32, in the worker) plus 4 B/px for the PNG
   // and its base64 copy (UI-like frames compress far below that; noise-like ones can exceed it,
-  // up to max_png_bytes), held until the caller is done with the result; a hash needs the frame only.
-  const reservation = await sup.memory.reserve(pixels * (req.output === "png" ? 8 : 4), signal);
+  // up to max_png_bytes), held until the caller is done with the result. A hash alone encodes the
+  // PNG too (the frame hash is the PNG's, workers/capture/frameHash.ts), in the worker only.
+  const reservation = await sup.memory.reserve(pixels * 8, signal);
   try {
     return await call("capture.region", {
       target: target.expectation,

@@ -6,10 +6,11 @@ import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
-import { FramePool } from "./frames.js";
+import { frameHashOfPng } from "./frameHash.js";
+import { FramePool, type PngFrame } from "./frames.js";
 import { LaterTiles } from "./laterTiles.js";
 import { ListingCache, readRecently } from "./listings.js";
-import { assertImage, drawGrid, frameHash, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
+import { assertImage, drawGrid, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
 import { ShotGate } from "./shotGate.js";
 
@@ -52,7 +53,7 @@ const frames = new FramePool();
 const shots = new ShotGate();
 /** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
-/** Tile hashes of frames answered with tiles "later", hashed after their answer (capture.tiles). */
+/** The PNGs of frames answered with tiles "later", whose tiles capture.tiles hashes when asked. */
 const laterTiles = new LaterTiles();
 
 /** What a shot takes besides its target (capture.region's and capture.window's arguments). */
@@ -83,6 +84,49 @@ function profileHash(
   };
 }
 
+/** A shot's answer, made before the check after the read has judged (nothing leaves before). */
+interface Made {
+  result: OpResult<"capture.region">;
+  /** The PNG to keep for its tiles (tiles "later"), once the check has passed. */
+  later: { frame_hash: string; png: Uint8Array } | null;
+}
+
+/** Masks → tiles → grid → PNG and its hash (or the profile's hash), in place on the frame. */
+function pixelWork(raw: RawImage, frame: PngFrame, args: ShotArgs, window_offset: [number, number]): Made {
+  const region = args.region;
+  const width = raw.width;
+  const height = raw.height;
+  paintMasks(raw, args.masks, region);
+
+  if (args.output === "sha256")
+    return { result: profileHash(raw, region, args.sample_points, window_offset), later: null };
+
+  // "later" only for a frame no grid will be drawn on: its PNG then holds exactly the pixels
+  // its tiles are of (laterTiles.ts). Otherwise they are hashed now (before the grid, as a
+  // visual wait's samples are), as for true.
+  const later = args.tiles === "later" && args.grid_spacing === null;
+  const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
+  if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
+  // Every frame is encoded: its hash is the PNG's (frameHash.ts), so a caller that has the
+  // image already (if_changed_since, a visual wait, a stream) gets no image, only the hash.
+  const png = frame.holds(raw)
+    ? encodePngFrame(frame, args.compression_level)
+    : encodePng(raw, args.compression_level);
+  const frame_hash = frameHashOfPng(png, raw, args.grid_spacing, args.compression_level);
+  const same = { frame_hash, ...(tiles ? { tiles } : {}) };
+  const unchanged = args.output === "frame_hash" || frame_hash === args.unless_hash;
+  if (!unchanged && png.byteLength > args.max_png_bytes) {
+    throw uiError(
+      "image_too_large",
+      `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
+    );
+  }
+  const kept = later ? { frame_hash, png } : null;
+  if (unchanged)
+    return { result: { png: null, sha256: null, width, height, window_offset, ...same }, later: kept };
+  return { result: { png, sha256: null, width, height, window_offset, ...same }, later: kept };
+}
+
 /**
  * One frame of `target`: verify (against `windows` when given) → read → verify again → masks →
  * grid → PNG or hash. capture.region and capture.window both run it.
@@ -99,66 +143,39 @@ async function shoot(
   const height = rectHeight(region);
   if (width === 0 || height === 0) throw uiError("invalid_argument", "The capture region is empty.");
   throwIfAborted(ctx);
-  // The tiles of frames already answered are hashed before anything else reads the screen.
-  laterTiles.runDue();
-
   const before = await verifyTarget(desktop, target, { region, ...(windows ? { windows } : {}) });
   throwIfAborted(ctx);
   const screenRect = toScreen(before.window.rect, region);
   const frame = frames.acquire(width, height);
-  // Lent to the job that hashes its tiles after the answer (tiles "later"), which gives it back.
-  let lent = false;
   try {
     const raw = await capture.captureScreen(screenRect, frame.target);
     checkFrame(raw, region);
-
+    // The check after the read goes out now; the server answers it while the frame is encoded.
+    desktop.askCheckAfterRead?.(target.hwnd);
+    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
+    let made: { shot: Made } | { error: unknown };
+    try {
+      made = { shot: pixelWork(raw, frame, args, window_offset) };
+    } catch (e) {
+      made = { error: e };
+    }
     try {
       throwIfAborted(ctx);
       await verifyUnchangedAfter(desktop, target, before.window, region);
       throwIfAborted(ctx);
     } catch (e) {
-      // What was read may show something else than the verified window: it never leaves.
+      // What was read may show something else than the verified window: it never leaves,
+      // nor does anything made from it.
       raw.data.fill(0);
+      if ("shot" in made) made.shot.result.png?.fill(0);
       throw e;
     }
-
-    paintMasks(raw, args.masks, region);
-    const window_offset: [number, number] = [screenRect[0], screenRect[1]];
-
-    if (args.output === "sha256") return profileHash(raw, region, args.sample_points, window_offset);
-
-    // What the image will show, before the grid is drawn over it: a caller that has it already
-    // (if_changed_since, a visual wait, a stream) gets no image, and no encoding is spent.
-    const frame_hash = frameHash(raw, args.grid_spacing);
-    // "later" only for a frame of our own pool that no grid will be drawn on: it still shows
-    // exactly these pixels when the job runs. Otherwise they are hashed now, as for true.
-    const later = args.tiles === "later" && args.grid_spacing === null && frame.holds(raw);
-    const tiles = args.tiles !== false && !later ? Array.from(tileHashes(raw)) : undefined;
-    const same = { frame_hash, ...(tiles ? { tiles } : {}) };
-    if (later) {
-      // Runs after this turn, when the answer (and its PNG, deflated below) has gone.
-      lent = true;
-      laterTiles.later(
-        frame_hash,
-        () => tileHashes(raw),
-        () => frames.release(frame),
-      );
-    }
-    if (args.output === "frame_hash" || frame_hash === args.unless_hash)
-      return { png: null, sha256: null, width, height, window_offset, ...same };
-    if (args.grid_spacing !== null) drawGrid(raw, args.grid_spacing, { x: region[0], y: region[1] });
-    const png = frame.holds(raw)
-      ? encodePngFrame(frame, args.compression_level)
-      : encodePng(raw, args.compression_level);
-    if (png.byteLength > args.max_png_bytes) {
-      throw uiError(
-        "image_too_large",
-        `The PNG is ${png.byteLength} bytes; the limit is ${args.max_png_bytes}.`,
-      );
-    }
-    return { png, sha256: null, width, height, window_offset, ...same };
+    if ("error" in made) throw made.error;
+    // Its tiles are hashed from a copy of this PNG if a visual wait ever asks (capture.tiles).
+    if (made.shot.later) laterTiles.later(made.shot.later.frame_hash, made.shot.later.png);
+    return made.shot.result;
   } finally {
-    if (!lent) frames.release(frame);
+    frames.release(frame);
   }
 }
 

@@ -255,7 +255,7 @@ export const TILE_SIZE = 32;
  * One 32-bit FNV-1a-style hash per TILE_SIZE × TILE_SIZE tile (the last row and column of tiles
  * may be smaller), row-major: two frames of the same region differ at least where their tiles'
  * hashes differ. Only for locating changes: whether a frame changed at all is its SHA-256
- * (frameHash), so a tile that changed and kept its hash (a chance of about 2^-32) only makes a
+ * (frameHash.ts), so a tile that changed and kept its hash (a chance of about 2^-32) only makes a
  * changed rect smaller. The bytes go in four at a time, in two lanes of alternate words (each
  * step xors a word and multiplies by an odd prime), folded into the tile's hash at the end of
  * each of its rows: a step per byte was a chain of 1.4 million dependent multiplications per
@@ -288,15 +288,4 @@ export function tileHashes(img: RawImage): Uint32Array {
     }
   }
   return out;
-}
-
-/**
- * SHA-256 (hex) of what an image of the region shows: its size, the grid drawn on it (if any)
- * and its masked pixels. Equal hashes mean the same image.
- */
-export function frameHash(img: RawImage, gridSpacing: number | null): string {
-  const h = createHash("sha256");
-  h.update(`${img.width}x${img.height};grid=${gridSpacing ?? 0};`);
-  h.update(hash(img));
-  return h.digest("hex");
 }

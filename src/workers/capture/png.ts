@@ -1,4 +1,4 @@
-import { crc32, deflateSync } from "node:zlib";
+import { crc32, deflateSync, inflateSync } from "node:zlib";
 import { type RawImage, rowStride } from "../../shared/platform.js";
 import type { PngFrame } from "./frames.js";
 
@@ -104,4 +104,34 @@ export function warmEncoder(): void {
   } catch {
     // Reported by the first real encode.
   }
+}
+
+/**
+ * The rows of a PNG this module wrote (signature, IHDR of 8-bit RGB, one IDAT, IEND), inflated:
+ * each row its filter byte (None) and its RGB bytes, as the frame was deflated from. Null for
+ * anything else (another layout, another filter, a stream that does not inflate to the size).
+ */
+export function pngFrameRows(png: Uint8Array): { width: number; height: number; rows: Buffer } | null {
+  const at = SIGNATURE.length;
+  if (png.byteLength < at + 25 + 12 + 12) return null;
+  for (let i = 0; i < at; i++) if (png[i] !== SIGNATURE[i]) return null;
+  const view = new DataView(png.buffer, png.byteOffset, png.byteLength);
+  const type = (o: number) => String.fromCharCode(...png.subarray(o, o + 4));
+  if (view.getUint32(at) !== 13 || type(at + 4) !== "IHDR") return null;
+  const width = view.getUint32(at + 8);
+  const height = view.getUint32(at + 12);
+  if (png[at + 16] !== 8 || png[at + 17] !== 2 || png[at + 20] !== 0) return null;
+  const idat = at + 25;
+  const len = view.getUint32(idat);
+  if (type(idat + 4) !== "IDAT" || idat + 12 + len > png.byteLength) return null;
+  const stride = width * 3 + 1;
+  let rows: Buffer;
+  try {
+    rows = inflateSync(png.subarray(idat + 8, idat + 8 + len), { maxOutputLength: stride * height });
+  } catch {
+    return null;
+  }
+  if (rows.byteLength !== stride * height) return null;
+  for (let y = 0; y < height; y++) if (rows[y * stride] !== 0) return null;
+  return { width, height, rows };
 }

@@ -1,8 +1,15 @@
 import { isUiError, toUiError, uiError } from "../../shared/errors.js";
 import { isEmpty, type Rect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
+import { packTrees } from "../../shared/packedTree.js";
 import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
-import type { A11yNodeOut, OpParsedArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
+import type {
+  A11yNodeOut,
+  OpParsedArgs,
+  OpResult,
+  OpWireResult,
+  TargetExpectation,
+} from "../../shared/protocol.js";
 import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "../../shared/roles.js";
 import { type ElementState, statesOf } from "../../shared/states.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
@@ -283,7 +290,7 @@ async function inspect(
   args: OpParsedArgs<"a11y.inspect">,
   platform: Platform,
   budget: Budget,
-): Promise<OpResult<"a11y.inspect">> {
+): Promise<OpWireResult<"a11y.inspect">> {
   refuseSelf(core, args.target);
   const window = await checked(core, platform, args.session_key, args.target, budget);
   const live = await obtained(core, platform, args, window, budget);
@@ -304,7 +311,7 @@ async function inspect(
   if (rootNode === undefined)
     throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
   // A subtree walk (root_ref) is about that subtree only.
-  if (args.root_ref !== null) return { root: rootNode, popups: [], node_count: out.length, truncated };
+  if (args.root_ref !== null) return { trees: packTrees([rootNode]), node_count: out.length, truncated };
   const extra = await popupTrees(
     core,
     live,
@@ -314,8 +321,8 @@ async function inspect(
     args.target,
   );
   return {
-    root: rootNode,
-    popups: extra.popups,
+    // As columns: a structured clone of hundreds of node objects cost more than the walk's own work.
+    trees: packTrees([rootNode, ...extra.popups]),
     node_count: out.length + extra.nodes,
     truncated: truncated || extra.cut,
   };

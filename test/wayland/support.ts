@@ -448,9 +448,8 @@ export async function readOwnMonitorFrame(
 }
 
 const PICKER = "xdg-desktop-portal-gnome";
-// The picker's objects reach the a11y bus slowly on a loaded machine (a wait, not an assertion):
-// 60 s was once not enough at a load of 14 on 2 cores.
-const PICKER_WAIT_MS = 120_000;
+// The picker's objects reach the a11y bus slowly on a loaded machine (a wait, not an assertion).
+const PICKER_WAIT_MS = 60_000;
 const ST_CHECKED = 4;
 
 /**

@@ -30,9 +30,8 @@ import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
-import dbus from "dbus-next";
 import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
-import { floorShot, REPO, sharpPngBytes, startDesk } from "./lib/x11desk.mjs";
+import { floorShot, openFloorWalk, REPO, sharpPngBytes, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const REGION = [0, 0, 800, 600];
@@ -58,7 +57,6 @@ try {
     : null;
 
   const { X11Accessibility } = await import(join(REPO, "dist/platforms/x11/atspi.js"));
-  const { PeerLink, verifiedPeerPath } = await import(join(REPO, "dist/platforms/x11/atspiPeer.js"));
   const { walk, Budget } = await import(join(REPO, "dist/workers/uia/walk.js"));
   const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
   const cap = await createX11Platform({ workerKind: "capture" });
@@ -94,69 +92,8 @@ try {
   };
 
   // The floor's own peer link to the app.
-  const a11y = await (async () => {
-    const s = dbus.sessionBus();
-    const r = await s.call(
-      new dbus.Message({
-        destination: "org.a11y.Bus",
-        path: "/org/a11y/bus",
-        interface: "org.a11y.Bus",
-        member: "GetAddress",
-      }),
-    );
-    s.disconnect();
-    return dbus.sessionBus({ busAddress: r.body[0] });
-  })();
-  const busCall = (destination, path, iface, member, signature, body) =>
-    a11y.call(new dbus.Message({ destination, path, interface: iface, member, signature, body }));
-  const apps = (
-    await busCall(
-      "org.a11y.atspi.Registry",
-      "/org/a11y/atspi/accessible/root",
-      "org.a11y.atspi.Accessible",
-      "GetChildren",
-    )
-  ).body[0];
-  let appBus = null;
-  for (const [name] of apps) {
-    const pid = (
-      await busCall(
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "GetConnectionUnixProcessID",
-        "s",
-        [name],
-      )
-    ).body[0];
-    if (pid === win.instance.pid) appBus = name;
-  }
-  const address = (
-    await busCall(
-      appBus,
-      "/org/a11y/atspi/accessible/root",
-      "org.a11y.atspi.Application",
-      "GetApplicationBusAddress",
-    )
-  ).body[0];
-  const link = await PeerLink.open(verifiedPeerPath(address, win.instance.pid), 3000, () => {});
-  const floorWalk = async () => {
-    const items = await link.call(
-      "/org/a11y/atspi/cache",
-      "org.a11y.atspi.Cache",
-      "GetItems",
-      undefined,
-      [],
-      3000,
-    );
-    const list = items.body[0];
-    await Promise.all(
-      list
-        .filter((it) => it[5].includes("org.a11y.atspi.Component"))
-        .map((it) => link.call(it[0][1], "org.a11y.atspi.Component", "GetExtents", "u", [0], 3000)),
-    );
-    return list.length;
-  };
+  const floorLink = await openFloorWalk(win);
+  const floorWalk = floorLink.walk;
 
   // pyatspi, one walk per line written to it.
   py = spawn("/usr/bin/python3", [join(REPO, "bench/lib/pyatspi_walk.py"), String(win.instance.pid)], {
@@ -289,8 +226,7 @@ try {
 
   const p = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)]));
   const ratio = (a, b) => Math.round((p[a].p50_ms / p[b].p50_ms) * 100) / 100;
-  link.close();
-  a11y.disconnect();
+  floorLink.close();
   await session.dispose();
   acc.dispose();
   await cap.desktop.dispose();

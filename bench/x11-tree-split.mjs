@@ -15,8 +15,7 @@
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import dbus from "dbus-next";
-import { REPO, startDesk } from "./lib/x11desk.mjs";
+import { openFloorWalk, REPO, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
@@ -25,7 +24,6 @@ const desk = await startDesk();
 try {
   const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
   const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
-  const { PeerLink, verifiedPeerPath } = await import(join(REPO, "dist/platforms/x11/atspiPeer.js"));
   const { walk, Budget } = await import(join(REPO, "dist/workers/uia/walk.js"));
   const { createUiaRuntime } = await import(join(REPO, "dist/workers/uia/handlers.js"));
   const { verifyTarget } = await import(join(REPO, "dist/workers/verify.js"));
@@ -35,52 +33,8 @@ try {
   const target = { hwnd: win.hwnd, instance: win.instance };
 
   // The floor's own peer link to the app (as bench/x11-floor.mjs).
-  const a11y = await (async () => {
-    const s = dbus.sessionBus();
-    const r = await s.call(
-      new dbus.Message({
-        destination: "org.a11y.Bus",
-        path: "/org/a11y/bus",
-        interface: "org.a11y.Bus",
-        member: "GetAddress",
-      }),
-    );
-    s.disconnect();
-    return dbus.sessionBus({ busAddress: r.body[0] });
-  })();
-  const busCall = (destination, path, iface, member, signature, body) =>
-    a11y.call(new dbus.Message({ destination, path, interface: iface, member, signature, body }));
-  const ROOT = "/org/a11y/atspi/accessible/root";
-  const apps = (await busCall("org.a11y.atspi.Registry", ROOT, "org.a11y.atspi.Accessible", "GetChildren"))
-    .body[0];
-  let appBus = null;
-  for (const [name] of apps) {
-    const pid = (
-      await busCall(
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "GetConnectionUnixProcessID",
-        "s",
-        [name],
-      )
-    ).body[0];
-    if (pid === win.instance.pid) appBus = name;
-  }
-  const address = (await busCall(appBus, ROOT, "org.a11y.atspi.Application", "GetApplicationBusAddress"))
-    .body[0];
-  a11y.disconnect();
-  const link = await PeerLink.open(verifiedPeerPath(address, win.instance.pid), 3000, () => {});
-  const floor = async () => {
-    const items = (
-      await link.call("/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", undefined, [], 3000)
-    ).body[0];
-    await Promise.all(
-      items
-        .filter((it) => it[5].includes("org.a11y.atspi.Component"))
-        .map((it) => link.call(it[0][1], "org.a11y.atspi.Component", "GetExtents", "u", [0], 3000)),
-    );
-  };
+  const floorLink = await openFloorWalk(win);
+  const floor = floorLink.walk;
 
   const session = await platform.accessibility.openSession(win);
   const walkOnce = async (patterns) => {
@@ -170,7 +124,7 @@ try {
       min: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, q(v, 0)])),
     }),
   );
-  link.close?.();
+  floorLink.close();
 } finally {
   await desk.stop();
 }

@@ -6,6 +6,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import dbus from "dbus-next";
 import sharp from "sharp";
 import { call, startServer } from "./mcp.mjs";
 import { startX11Session, stopX11Session, waitFor } from "./x11.mjs";
@@ -190,4 +191,62 @@ export async function sharpPngBytes(raw, level) {
  */
 export async function floorShot(capture, rect) {
   return sharpPngBytes(await capture.captureScreen(rect), 1);
+}
+
+/**
+ * The tree's floor for `win`: its own peer link to the app (found through the registry by the
+ * PID the a11y bus daemon knows), then `walk()` = Cache.GetItems plus GetExtents of every cached
+ * Component node, all in flight; resolves with the number of cached items.
+ */
+export async function openFloorWalk(win) {
+  const { PeerLink, verifiedPeerPath } = await import(join(REPO, "dist/platforms/x11/atspiPeer.js"));
+  const s = dbus.sessionBus();
+  const r = await s.call(
+    new dbus.Message({
+      destination: "org.a11y.Bus",
+      path: "/org/a11y/bus",
+      interface: "org.a11y.Bus",
+      member: "GetAddress",
+    }),
+  );
+  s.disconnect();
+  const a11y = dbus.sessionBus({ busAddress: r.body[0] });
+  const busCall = async (destination, path, iface, member, signature, body) =>
+    (await a11y.call(new dbus.Message({ destination, path, interface: iface, member, signature, body })))
+      .body[0];
+  const ROOT = "/org/a11y/atspi/accessible/root";
+  let appBus = null;
+  for (const [name] of await busCall(
+    "org.a11y.atspi.Registry",
+    ROOT,
+    "org.a11y.atspi.Accessible",
+    "GetChildren",
+  )) {
+    const pid = await busCall(
+      "org.freedesktop.DBus",
+      "/org/freedesktop/DBus",
+      "org.freedesktop.DBus",
+      "GetConnectionUnixProcessID",
+      "s",
+      [name],
+    );
+    if (pid === win.instance.pid) appBus = name;
+  }
+  const address = await busCall(appBus, ROOT, "org.a11y.atspi.Application", "GetApplicationBusAddress");
+  a11y.disconnect();
+  const link = await PeerLink.open(verifiedPeerPath(address, win.instance.pid), 3000, () => {});
+  return {
+    async walk() {
+      const items = (
+        await link.call("/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", undefined, [], 3000)
+      ).body[0];
+      await Promise.all(
+        items
+          .filter((it) => it[5].includes("org.a11y.atspi.Component"))
+          .map((it) => link.call(it[0][1], "org.a11y.atspi.Component", "GetExtents", "u", [0], 3000)),
+      );
+      return items.length;
+    },
+    close: () => link.close(),
+  };
 }

@@ -108,12 +108,21 @@ export interface InspectResult {
   truncated: boolean;
 }
 
-export function checkedInspect(
-  root: A11yNodeOut,
-  popups: A11yNodeOut[],
+/** a11y.inspect's answer on the wire: its trees as columns (src/shared/packedTree.ts). */
+export const InspectWireSchema = z.object({
+  trees: z.custom<PackedTrees>(isPacked),
+  node_count: z.number().int(),
+  truncated: z.boolean(),
+});
+
+/** The answer from its checked trees (the first one the root), or null when there is none. */
+export function inspectFromTrees(
+  trees: A11yNodeOut[] | null,
   top: { node_count: number; truncated: boolean },
-): InspectResult {
-  return { root, popups, node_count: top.node_count, truncated: top.truncated };
+): InspectResult | null {
+  const root = trees?.[0];
+  if (!trees || root === undefined) return null;
+  return { root, popups: trees.slice(1), node_count: top.node_count, truncated: top.truncated };
 }
 
 const Empty = z.object({}).strict();
@@ -410,21 +419,14 @@ export const OPS = {
      * walk), nodes as A11yNodeSchema. The supervisor checks them in slices
      * (src/supervisor/hosting/treeResults.ts), with the same check as this schema's.
      */
-    result: z
-      .object({
-        trees: z.custom<PackedTrees>(isPacked),
-        node_count: z.number().int(),
-        truncated: z.boolean(),
-      })
-      .transform((r, ctx) => {
-        const trees = unpackTreesSync(r.trees);
-        const root = trees?.[0];
-        if (trees === null || root === undefined) {
-          ctx.addIssue({ code: "custom", message: "Malformed trees." });
-          return z.NEVER;
-        }
-        return checkedInspect(root, trees.slice(1), r);
-      }),
+    result: InspectWireSchema.transform((r, ctx) => {
+      const checked = inspectFromTrees(unpackTreesSync(r.trees), r);
+      if (checked === null) {
+        ctx.addIssue({ code: "custom", message: "Malformed trees." });
+        return z.NEVER;
+      }
+      return checked;
+    }),
   },
   "a11y.find": {
     worker: "uia",

@@ -3,7 +3,8 @@ import { unpackTrees } from "../../shared/packedTree.js";
 import {
   A11yNodeFieldsSchema,
   type A11yNodeOut,
-  checkedInspect,
+  InspectWireSchema,
+  inspectFromTrees,
   type OpName,
 } from "../../shared/protocol.js";
 
@@ -50,7 +51,6 @@ export async function parseTrees(roots: readonly unknown[]): Promise<A11yNodeOut
   return out;
 }
 
-const InspectTop = z.object({ trees: z.unknown(), node_count: z.number().int(), truncated: z.boolean() });
 const FindTop = z.object({ elements: z.array(z.unknown()), truncated: z.boolean() });
 
 type Checked = { success: true; data: unknown } | { success: false };
@@ -64,12 +64,10 @@ export function carriesTrees(op: OpName): op is "a11y.inspect" | "a11y.find" {
 export async function parseTreeResult(op: "a11y.inspect" | "a11y.find", raw: unknown): Promise<Checked> {
   if (op === "a11y.inspect") {
     // Its trees come as columns (src/shared/packedTree.ts), checked as the protocol schema checks them.
-    const top = InspectTop.safeParse(raw);
+    const top = InspectWireSchema.safeParse(raw);
     if (!top.success) return { success: false };
-    const trees = await unpackTrees(top.data.trees);
-    const root = trees?.[0];
-    if (!trees || root === undefined) return { success: false };
-    return { success: true, data: checkedInspect(root, trees.slice(1), top.data) };
+    const checked = inspectFromTrees(await unpackTrees(top.data.trees), top.data);
+    return checked === null ? { success: false } : { success: true, data: checked };
   }
   const top = FindTop.safeParse(raw);
   if (!top.success) return { success: false };

@@ -14,9 +14,15 @@ import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
-import { PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
+import { PointerDeliveries } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import { type KeyPress, requireNoPassiveKeyGrab } from "./passiveGrabs.js";
+import {
+  checkPressUnderGrab,
+  type PressParties,
+  probePassiveBeforeGrab,
+  probesUnderGrab,
+} from "./pressCheck.js";
 import type { XConnection } from "./xconn.js";
 import { requireXTestRoute } from "./xtestRoute.js";
 
@@ -82,11 +88,10 @@ export class X11Input implements InputPort {
 
   /**
    * The press happens under a server grab after a last look on the same connection as XTest,
-   * against what the check before it proved (`proof`): the pointer is at a verified point, the
-   * windows a press there goes through, from the top-level down to the deepest, are exactly the
-   * proven ones (so no window of another client was mapped, raised or embedded in between), our
-   * XTest events still reach the virtual core devices (xtestRoute.ts) and no other client holds
-   * the pointer. Without a proof (raw use of the port, tests) the press is sent unchecked.
+   * against what the check before it proved (`proof`): see pressCheck.ts (the pointer at a
+   * verified point, the proven windows under it, our XTest route, no other client's pointer grab
+   * and no passive grab of another client that the press would activate). Without a proof (raw
+   * use of the port, tests) the press is sent unchecked.
    */
   async buttonDown(
     button: MouseButton,
@@ -100,73 +105,50 @@ export class X11Input implements InputPort {
       this.flush();
       return null;
     }
-    // The check proved the target's own popup grab: its owner is told again under the server
-    // grab, so the recording starts now (the server must still run the recording's enable).
-    const grabOwner = proof.points.find((v) => v.grabOwner !== null)?.grabOwner ?? null;
-    const deliveries = grabOwner === null ? null : await PointerDeliveries.start(this.x);
     let presses: PointerDeliveries | null = null;
-    let owner: number | null = null;
-    let wm: number | null = null;
+    let parties: PressParties | null = null;
+    const deliveries = await this.recordOwnPopupGrab(proof);
     try {
+      if (!probesUnderGrab(this.x)) probePassiveBeforeGrab(this.x, proof, BUTTONS[button]);
       presses = proveDelivery ? await PointerDeliveries.presses(this.x) : null;
     } catch (e) {
       deliveries?.close();
       throw e;
     }
     n.XGrabServer(dpy);
+    let pressed = false;
     try {
-      const child: Array<bigint | number> = [0];
-      const rx = [0];
-      const ry = [0];
-      n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
-      const [px = 0] = rx;
-      const [py = 0] = ry;
-      // First: a grabbed XTEST slave also leaves the pointer where our motion did not take it.
-      requireXTestRoute(this.x);
-      const at = proof.points.find((v) => v.x === px && v.y === py);
-      const changed = () => uiError("occluded", "What lies under the pointer changed since the check.");
-      if (!at || at.path.length === 0 || String(child[0] ?? 0) !== at.path[0]) throw changed();
-      // Each window's child at the point is the next one proven, and the deepest has none.
-      for (let i = 0; i < at.path.length; i++) {
-        const inner: Array<bigint | number> = [0];
-        n.XTranslateCoordinates(dpy, this.x.root, BigInt(at.path[i] ?? "0"), px, py, [0], [0], inner);
-        if (String(inner[0] ?? 0) !== (at.path[i + 1] ?? "0")) throw changed();
-      }
-      // The X client that owns the deepest window there, whom the press is meant to reach, and
-      // the top-level's (the WM, through its frame: its button bindings grab a press first and
-      // replay it to the window).
-      owner = this.x.clientOf(Number(at.path[at.path.length - 1] ?? 0));
-      wm = this.x.clientOf(Number(at.path[0] ?? 0));
-      if (
-        n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
-      ) {
-        n.XUngrabPointer(dpy, 0);
-      } else if (
-        deliveries === null ||
-        !(await pointerGrabHeldBy(this.x, at.grabOwner ?? 0, deliveries, true))
-      ) {
-        throw uiError("input_grabbed");
-      }
+      parties = await checkPressUnderGrab(this.x, proof, deliveries, BUTTONS[button]);
       n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
-    } catch (e) {
-      presses?.close();
-      presses = null;
-      throw e;
+      pressed = true;
     } finally {
       n.XUngrabServer(dpy);
       this.flush();
       deliveries?.close();
+      // Recordings close only once the server is ours no more (closing waits for its answer).
+      if (!pressed) presses?.close();
     }
     if (presses === null) return null;
+    const owner = parties?.owner ?? -1;
+    const wm = parties?.wm ?? -1;
     try {
       // Who got a button press while the recording ran: the target's client (and the WM), or
       // the press is not shown to have reached it.
-      await presses.awaitDeliveryTo(owner ?? -1, DELIVERY_WAIT_MS);
+      await presses.awaitDeliveryTo(owner, DELIVERY_WAIT_MS);
       const got = (await presses.finish().catch(() => null)) ?? [];
-      return { delivered: got.includes(owner ?? -1) && got.every((id) => id === owner || id === wm) };
+      return { delivered: got.includes(owner) && got.every((id) => id === owner || id === wm) };
     } finally {
       presses.close();
     }
+  }
+
+  /**
+   * The check proved the target's own popup grab: its owner is told again under the server
+   * grab, so the recording starts now (the server must still run the recording's enable).
+   */
+  private async recordOwnPopupGrab(proof: LiveProof): Promise<PointerDeliveries | null> {
+    const grabOwner = proof.points.find((v) => v.grabOwner !== null)?.grabOwner ?? null;
+    return grabOwner === null ? null : await PointerDeliveries.start(this.x);
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
@@ -174,14 +156,41 @@ export class X11Input implements InputPort {
     this.flush();
   }
 
-  async wheel(notches: number): Promise<void> {
+  /**
+   * Each notch is a press and release of button 4 (up) or 5 (down). With a proof, all of them
+   * go under one server grab after the same last look as a click (pressCheck.ts, with the
+   * wheel's button), each release right behind its press, so none is left down.
+   */
+  async wheel(notches: number, proof?: LiveProof | null): Promise<void> {
     if (!Number.isInteger(notches)) throw uiError("invalid_argument");
+    const n = this.x.n;
+    const dpy = this.x.dpy;
     const button = notches > 0 ? 4 : 5;
-    for (let i = 0; i < Math.abs(notches); i++) {
-      this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 1, 0);
-      this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 0, 0);
+    const send = () => {
+      for (let i = 0; i < Math.abs(notches); i++) {
+        n.XTestFakeButtonEvent(dpy, button, 1, 0);
+        n.XTestFakeButtonEvent(dpy, button, 0, 0);
+      }
+    };
+    if (!proof) {
+      send();
+      this.flush();
+      return;
     }
-    this.flush();
+    const deliveries = await this.recordOwnPopupGrab(proof);
+    try {
+      if (!probesUnderGrab(this.x)) probePassiveBeforeGrab(this.x, proof, button);
+      n.XGrabServer(dpy);
+      try {
+        await checkPressUnderGrab(this.x, proof, deliveries, button);
+        send();
+      } finally {
+        n.XUngrabServer(dpy);
+        this.flush();
+      }
+    } finally {
+      deliveries?.close();
+    }
   }
 
   private keycodeForKey(key: LogicalKey): number {

@@ -26,11 +26,11 @@ function passiveGrabAtom(x: XConnection): number {
 }
 
 /**
- * Throws input_grabbed unless every client holding a passive grab is one of `allowed` (client
- * resource bases). On the Xlib connection: meant to run under the server grab of the press it
- * clears, so no client can grab in between.
+ * Whether every client holding a passive grab is one of `allowed` (client resource bases). On the
+ * Xlib connection: meant to run under the server grab of the press it clears, so no client can
+ * grab in between.
  */
-export function requireGrabHoldersAmong(x: XConnection, allowed: ReadonlySet<number>): void {
+export function onlyHolders(x: XConnection, allowed: ReadonlySet<number>): boolean {
   const xres = x.n.xres;
   if (!xres) throw uiError("platform_unavailable", "libXRes (X-Resource) is not installed.");
   const atom = passiveGrabAtom(x);
@@ -67,7 +67,8 @@ export function requireGrabHoldersAmong(x: XConnection, allowed: ReadonlySet<num
     } finally {
       x.n.XFree(p);
     }
-    if (holds) throw uiError("input_grabbed", "Another client holds a passive grab of our press.");
+    if (holds) return false;
   }
   x.checkAlive();
+  return true;
 }

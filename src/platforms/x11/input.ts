@@ -19,6 +19,7 @@ import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import { type KeyPress, requireNoPassiveKeyGrab } from "./passiveGrabs.js";
 import {
   checkPressUnderGrab,
+  type PressCheck,
   type PressParties,
   probePassiveBeforeGrab,
   probesUnderGrab,
@@ -100,43 +101,93 @@ export class X11Input implements InputPort {
   ): Promise<PressReceipt | null> {
     const n = this.x.n;
     const dpy = this.x.dpy;
+    const b = BUTTONS[button];
     if (!proof) {
-      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+      n.XTestFakeButtonEvent(dpy, b, 1, 0);
       this.flush();
       return null;
     }
-    let presses: PointerDeliveries | null = null;
-    let parties: PressParties | null = null;
+    const done = await this.pressUnderGrab(
+      proof,
+      b,
+      () => n.XTestFakeButtonEvent(dpy, b, 1, 0),
+      proveDelivery,
+    );
+    const onlyParties = await this.deliveredOnlyToParties(done, b, true);
+    return proveDelivery && onlyParties !== null ? { delivered: onlyParties } : null;
+  }
+
+  /**
+   * Sends `send` (a press, or a scroll's presses and releases) under the server grab after the
+   * last look (pressCheck.ts). Where a passive grab on the way may be the WM's binding or another
+   * client's ("ambiguous"), the delivery of the presses is recorded: the recording starts outside
+   * the server grab, then the look runs again. `record`: record in any case (prove_delivery).
+   */
+  private async pressUnderGrab(
+    proof: LiveProof,
+    button: number,
+    send: () => void,
+    record: boolean,
+  ): Promise<SentPress> {
+    const n = this.x.n;
+    const dpy = this.x.dpy;
     const deliveries = await this.recordOwnPopupGrab(proof);
+    let presses: PointerDeliveries | null = null;
     try {
-      if (!probesUnderGrab(this.x)) probePassiveBeforeGrab(this.x, proof, BUTTONS[button]);
-      presses = proveDelivery ? await PointerDeliveries.presses(this.x) : null;
+      let ambiguous =
+        !probesUnderGrab(this.x) && probePassiveBeforeGrab(this.x, proof, button) === "ambiguous";
+      if (record || ambiguous) presses = await PointerDeliveries.presses(this.x);
+      for (;;) {
+        let sent: PressCheck | null = null;
+        n.XGrabServer(dpy);
+        try {
+          const checked = await checkPressUnderGrab(this.x, proof, deliveries, button);
+          if (checked.verdict === "ambiguous") ambiguous = true;
+          if (!ambiguous || presses !== null) {
+            send();
+            sent = checked;
+          }
+        } finally {
+          n.XUngrabServer(dpy);
+          this.flush();
+        }
+        if (sent !== null) return { parties: sent, presses, ambiguous };
+        presses = await PointerDeliveries.presses(this.x);
+      }
     } catch (e) {
-      deliveries?.close();
-      throw e;
-    }
-    n.XGrabServer(dpy);
-    let pressed = false;
-    try {
-      parties = await checkPressUnderGrab(this.x, proof, deliveries, BUTTONS[button]);
-      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
-      pressed = true;
-    } finally {
-      n.XUngrabServer(dpy);
-      this.flush();
-      deliveries?.close();
       // Recordings close only once the server is ours no more (closing waits for its answer).
-      if (!pressed) presses?.close();
+      presses?.close();
+      throw e;
+    } finally {
+      deliveries?.close();
     }
+  }
+
+  /**
+   * After a recorded press: whether the presses went only to the target's client and the WM and
+   * reached the target's (null when nothing was recorded). Where the way was ambiguous and
+   * another client got one, that client's grab took it: input_grabbed, the button let go first.
+   */
+  private async deliveredOnlyToParties(
+    done: SentPress,
+    button: number,
+    held: boolean,
+  ): Promise<boolean | null> {
+    const { presses, parties, ambiguous } = done;
     if (presses === null) return null;
-    const owner = parties?.owner ?? -1;
-    const wm = parties?.wm ?? -1;
     try {
-      // Who got a button press while the recording ran: the target's client (and the WM), or
-      // the press is not shown to have reached it.
-      await presses.awaitDeliveryTo(owner, DELIVERY_WAIT_MS);
+      // A press the WM's binding took first reaches the target only once the WM replayed it.
+      await presses.awaitDeliveryTo(parties.owner, DELIVERY_WAIT_MS);
       const got = (await presses.finish().catch(() => null)) ?? [];
-      return { delivered: got.includes(owner) && got.every((id) => id === owner || id === wm) };
+      const only = got.every((id) => id === parties.owner || id === parties.wm);
+      if (ambiguous && !only) {
+        if (held) {
+          this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 0, 0);
+          this.flush();
+        }
+        throw uiError("input_grabbed", "Another client's passive grab took the press.");
+      }
+      return only && got.includes(parties.owner);
     } finally {
       presses.close();
     }
@@ -177,20 +228,7 @@ export class X11Input implements InputPort {
       this.flush();
       return;
     }
-    const deliveries = await this.recordOwnPopupGrab(proof);
-    try {
-      if (!probesUnderGrab(this.x)) probePassiveBeforeGrab(this.x, proof, button);
-      n.XGrabServer(dpy);
-      try {
-        await checkPressUnderGrab(this.x, proof, deliveries, button);
-        send();
-      } finally {
-        n.XUngrabServer(dpy);
-        this.flush();
-      }
-    } finally {
-      deliveries?.close();
-    }
+    await this.deliveredOnlyToParties(await this.pressUnderGrab(proof, button, send, false), button, false);
   }
 
   private keycodeForKey(key: LogicalKey): number {
@@ -491,6 +529,14 @@ export class X11Input implements InputPort {
     this.flush();
     this.ledger.release([...remapped].map(([code, keysym]) => ({ kind: "remap", code, keysym })));
   }
+}
+
+/** A press sent under the last look: whom it was meant for, and its recording, if any. */
+interface SentPress {
+  parties: PressParties;
+  presses: PointerDeliveries | null;
+  /** A passive grab on the WM's frame or the client's top-level could be another client's. */
+  ambiguous: boolean;
 }
 
 /** Typing's remaps: the spare keycodes, the next to use, and what each holds now (both ways). */

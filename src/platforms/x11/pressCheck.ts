@@ -1,7 +1,7 @@
 import { uiError } from "../../shared/errors.js";
 import type { LiveProof } from "../../shared/platform.js";
 import { type PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
-import { requireNoPassiveButtonGrab } from "./passiveButtonGrabs.js";
+import { type PassiveVerdict, probePassiveButtonGrabs } from "./passiveButtonGrabs.js";
 import type { XConnection } from "./xconn.js";
 import { requireXTestRoute } from "./xtestRoute.js";
 
@@ -13,7 +13,9 @@ import { requireXTestRoute } from "./xtestRoute.js";
  * through, from the top-level down to the deepest, are exactly the proven ones (no window of
  * another client was mapped, raised or embedded in between), no other client holds the pointer,
  * and no other client than the window manager and the target's holds a passive grab the press
- * would activate on any window from the root down to the deepest (passiveButtonGrabs.ts).
+ * would activate on any window from the root down to the deepest (passiveButtonGrabs.ts), or
+ * such a grab lies only on the WM's frame or the client's top-level, where the WM's own bindings
+ * sit and the server does not say whose it is ("ambiguous": the caller records the delivery).
  */
 
 const GRAB_MODE_ASYNC = 1;
@@ -26,6 +28,10 @@ export interface PressParties {
   wm: number;
 }
 
+export interface PressCheck extends PressParties {
+  verdict: PassiveVerdict;
+}
+
 /** Whether the passive-grab probe can run on Xlib's own connection, under the server grab. */
 export function probesUnderGrab(x: XConnection): boolean {
   return x.xlibXcb !== null && x.xlibXcb !== 0n;
@@ -36,21 +42,32 @@ export function probesUnderGrab(x: XConnection): boolean {
  * server grab (a request on another connection would wait for the grab's end), at every point
  * of the proof.
  */
-export function probePassiveBeforeGrab(x: XConnection, proof: LiveProof, button: number): void {
+export function probePassiveBeforeGrab(x: XConnection, proof: LiveProof, button: number): PassiveVerdict {
   const mask = [0];
   x.n.XQueryPointer(x.dpy, x.root, [0], [0], [0], [0], [0], [0], mask);
+  let verdict: PassiveVerdict = "clear";
   for (const at of proof.points) {
     const path = at.path.map(Number);
-    const parties = partiesOf(x, path);
-    requireNoPassiveButtonGrab(x, x.c, [x.root, ...path], button, mask[0] ?? 0, partySet(parties));
+    const found = probe(x, x.c, path, button, mask[0] ?? 0);
+    if (found === "ambiguous") verdict = found;
   }
+  return verdict;
 }
 
 function partiesOf(x: XConnection, path: readonly number[]): PressParties {
   return { owner: x.clientOf(path[path.length - 1] ?? 0), wm: x.clientOf(path[0] ?? 0) };
 }
 
-const partySet = (p: PressParties) => new Set([p.owner, p.wm]);
+/** The passive-grab probe of one point's path (root first), with its parties and managed windows. */
+function probe(x: XConnection, c: unknown, path: readonly number[], button: number, state: number) {
+  const { owner, wm } = partiesOf(x, path);
+  // A WM's frame (made by another client than the target's) and the client's top-level in it.
+  const managed = new Set(wm !== owner ? path.slice(0, 2) : []);
+  return probePassiveButtonGrabs(x, c, [x.root, ...path], button, state, {
+    allowed: new Set([owner, wm]),
+    managed,
+  });
+}
 
 /**
  * Throws occluded / input_grabbed unless the press of `button` may happen now (see above).
@@ -62,7 +79,7 @@ export async function checkPressUnderGrab(
   proof: LiveProof,
   deliveries: PointerDeliveries | null,
   button: number,
-): Promise<PressParties> {
+): Promise<PressCheck> {
   const n = x.n;
   const dpy = x.dpy;
   const child: Array<bigint | number> = [0];
@@ -91,7 +108,6 @@ export async function checkPressUnderGrab(
   } else if (deliveries === null || !(await pointerGrabHeldBy(x, at.grabOwner ?? 0, deliveries, true))) {
     throw uiError("input_grabbed");
   }
-  if (probesUnderGrab(x))
-    requireNoPassiveButtonGrab(x, x.xlibXcb, [x.root, ...path], button, mask[0] ?? 0, partySet(parties));
-  return parties;
+  const verdict = probesUnderGrab(x) ? probe(x, x.xlibXcb, path, button, mask[0] ?? 0) : "clear";
+  return { ...parties, verdict };
 }

@@ -258,8 +258,11 @@ export interface InputPort {
     proveDelivery?: boolean,
   ): Promise<PressReceipt | null>;
   buttonUp(button: MouseButton): Promise<void>;
-  /** Positive = away from the user (up), one notch = one wheel click. */
-  wheel(notches: number): Promise<void>;
+  /**
+   * Positive = away from the user (up), one notch = one wheel click. `proof`: as for
+   * buttonDown (a notch is a button press on X11, taken by grabs like a click).
+   */
+  wheel(notches: number, proof?: LiveProof | null): Promise<void>;
   keyDown(key: LogicalKey, proof?: LiveProof | null): Promise<void>;
   keyUp(key: LogicalKey): Promise<void>;
   /**

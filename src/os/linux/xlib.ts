@@ -65,6 +65,7 @@ export interface X11Native {
   ) => Ptr | null;
   XDestroyImage: (img: Ptr) => number;
   XFree: (p: Ptr) => number;
+  XInternAtom: (dpy: Ptr, name: string, onlyIfExists: number) => number | bigint;
   XDisplayKeycodes: (dpy: Ptr, min: number[], max: number[]) => number;
   XGetKeyboardMapping: (dpy: Ptr, first: number, count: number, per: number[]) => Ptr | null;
   XChangeKeyboardMapping: (dpy: Ptr, first: number, per: number, syms: BigUint64Array, n: number) => number;
@@ -157,6 +158,20 @@ export interface X11Native {
     km: number,
   ) => Cookie;
   xcb_ungrab_key: (c: Ptr, key: number, w: number, modifiers: number) => Cookie;
+  /** A passive button grab, checked: BadAccess when another client holds one that overlaps. */
+  xcb_grab_button_checked: (
+    c: Ptr,
+    ownerEvents: number,
+    w: number,
+    eventMask: number,
+    pm: number,
+    km: number,
+    confine: number,
+    cursor: number,
+    button: number,
+    modifiers: number,
+  ) => Cookie;
+  xcb_ungrab_button: (c: Ptr, button: number, w: number, modifiers: number) => Cookie;
   xcb_get_setup: (c: Ptr) => Ptr;
   /** Core per-key auto-repeat (XKeyboardControl / XKeyboardState as plain byte buffers). */
   XChangeKeyboardControl: (dpy: Ptr, mask: number, values: Buffer) => number;
@@ -223,6 +238,10 @@ export interface X11Native {
     ) => number;
     XResGetClientPid: (value: Ptr) => number;
     XResClientIdsDestroy: (numIds: number, ids: Ptr) => void;
+    /** Every client's resource base and mask (XResClient: two unsigned longs each). */
+    XResQueryClients: (dpy: Ptr, n: number[], clients: Array<Ptr | null>) => number;
+    /** How many resources of each type a client holds (XResType: Atom, unsigned int). */
+    XResQueryClientResources: (dpy: Ptr, client: number, n: number[], types: Array<Ptr | null>) => number;
   } | null;
   /**
    * The RECORD extension's client side (in libXtst): which clients the server delivers events
@@ -277,6 +296,28 @@ export interface X11Native {
       dpy: Ptr,
       deviceid: number,
       keycode: number,
+      win: number,
+      count: number,
+      modifiers: Buffer,
+    ) => number;
+    /** An XI2 passive button grab, like XIGrabKeycode (plus a cursor, 0 here). */
+    XIGrabButton: (
+      dpy: Ptr,
+      deviceid: number,
+      button: number,
+      win: number,
+      cursor: number,
+      grabMode: number,
+      pairedMode: number,
+      ownerEvents: number,
+      mask: Buffer,
+      count: number,
+      modifiers: Buffer,
+    ) => number;
+    XIUngrabButton: (
+      dpy: Ptr,
+      deviceid: number,
+      button: number,
       win: number,
       count: number,
       modifiers: Buffer,
@@ -468,6 +509,10 @@ const LIBXCB = {
     "xcb_cookie_t xcb_grab_key_checked(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t modifiers, uint8_t key, uint8_t pm, uint8_t km)",
   xcb_ungrab_key:
     "xcb_cookie_t xcb_ungrab_key(xcb_connection_t *c, uint8_t key, uint32_t w, uint16_t modifiers)",
+  xcb_grab_button_checked:
+    "xcb_cookie_t xcb_grab_button_checked(xcb_connection_t *c, uint8_t owner_events, uint32_t w, uint16_t event_mask, uint8_t pm, uint8_t km, uint32_t confine_to, uint32_t cursor, uint8_t button, uint16_t modifiers)",
+  xcb_ungrab_button:
+    "xcb_cookie_t xcb_ungrab_button(xcb_connection_t *c, uint8_t button, uint32_t w, uint16_t modifiers)",
   xcb_get_setup: "const void *xcb_get_setup(xcb_connection_t *c)",
   xcb_get_keyboard_mapping:
     "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
@@ -485,6 +530,10 @@ const LIBXI = {
     "int XIGrabKeycode(Display *dpy, int deviceid, int keycode, unsigned long win, int grab_mode, int paired_device_mode, int owner_events, void *mask, int num_modifiers, void *modifiers)",
   XIUngrabKeycode:
     "int XIUngrabKeycode(Display *dpy, int deviceid, int keycode, unsigned long win, int num_modifiers, void *modifiers)",
+  XIGrabButton:
+    "int XIGrabButton(Display *dpy, int deviceid, int button, unsigned long win, unsigned long cursor, int grab_mode, int paired_device_mode, int owner_events, void *mask, int num_modifiers, void *modifiers)",
+  XIUngrabButton:
+    "int XIUngrabButton(Display *dpy, int deviceid, int button, unsigned long win, int num_modifiers, void *modifiers)",
 } as const;
 
 const LIBXFT = {
@@ -503,6 +552,8 @@ const LIBXRES = {
   XResGetClientPid: "int XResGetClientPid(void *value)",
   XResClientIdsDestroy: "void XResClientIdsDestroy(long num_ids, void *ids)",
   XResQueryClients: "int XResQueryClients(Display *dpy, _Out_ int *n, _Out_ void **clients)",
+  XResQueryClientResources:
+    "int XResQueryClientResources(Display *dpy, unsigned long xid, _Out_ int *num_types, _Out_ void **types)",
 } as const;
 
 const LIBX11_XCB = {
@@ -688,12 +739,16 @@ export function x11Native(): X11Native {
       XIGetClientPointer: xi.XIGetClientPointer,
       XIGrabKeycode: xi.XIGrabKeycode,
       XIUngrabKeycode: xi.XIUngrabKeycode,
+      XIGrabButton: xi.XIGrabButton,
+      XIUngrabButton: xi.XIUngrabButton,
       DeviceInfo: t.XIDeviceInfo,
     },
     xres: xres && {
       XResQueryClientIds: xres.XResQueryClientIds,
       XResGetClientPid: xres.XResGetClientPid,
       XResClientIdsDestroy: xres.XResClientIdsDestroy,
+      XResQueryClients: xres.XResQueryClients,
+      XResQueryClientResources: xres.XResQueryClientResources,
     },
     XGetXCBConnection: optional(libX11Xcb)?.XGetXCBConnection ?? null,
     noopErrorHandler: noopErrorHandler(),

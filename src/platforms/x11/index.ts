@@ -59,7 +59,7 @@ export async function createX11Platform(opts: {
     moveTo: (px, py) => inputPort().moveTo(px, py),
     buttonDown: (b, proof, prove) => inputPort().buttonDown(b, proof, prove),
     buttonUp: (b) => inputPort().buttonUp(b),
-    wheel: (n) => inputPort().wheel(n),
+    wheel: (n, proof) => inputPort().wheel(n, proof),
     keyDown: (k, proof) => inputPort().keyDown(k, proof),
     keyUp: (k) => inputPort().keyUp(k),
     typeText: (h, t, m, gate) => inputPort().typeText(h, t, m, gate),

@@ -14,9 +14,16 @@ import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
-import { PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
+import { PointerDeliveries } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import { type KeyPress, requireNoPassiveKeyGrab } from "./passiveGrabs.js";
+import {
+  checkPressUnderGrab,
+  type PressCheck,
+  type PressParties,
+  probePassiveBeforeGrab,
+  probesUnderGrab,
+} from "./pressCheck.js";
 import type { XConnection } from "./xconn.js";
 import { requireXTestRoute } from "./xtestRoute.js";
 
@@ -82,11 +89,10 @@ export class X11Input implements InputPort {
 
   /**
    * The press happens under a server grab after a last look on the same connection as XTest,
-   * against what the check before it proved (`proof`): the pointer is at a verified point, the
-   * windows a press there goes through, from the top-level down to the deepest, are exactly the
-   * proven ones (so no window of another client was mapped, raised or embedded in between), our
-   * XTest events still reach the virtual core devices (xtestRoute.ts) and no other client holds
-   * the pointer. Without a proof (raw use of the port, tests) the press is sent unchecked.
+   * against what the check before it proved (`proof`): see pressCheck.ts (the pointer at a
+   * verified point, the proven windows under it, our XTest route, no other client's pointer grab
+   * and no passive grab of another client that the press would activate). Without a proof (raw
+   * use of the port, tests) the press is sent unchecked.
    */
   async buttonDown(
     button: MouseButton,
@@ -95,78 +101,105 @@ export class X11Input implements InputPort {
   ): Promise<PressReceipt | null> {
     const n = this.x.n;
     const dpy = this.x.dpy;
+    const b = BUTTONS[button];
     if (!proof) {
-      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
+      n.XTestFakeButtonEvent(dpy, b, 1, 0);
       this.flush();
       return null;
     }
-    // The check proved the target's own popup grab: its owner is told again under the server
-    // grab, so the recording starts now (the server must still run the recording's enable).
-    const grabOwner = proof.points.find((v) => v.grabOwner !== null)?.grabOwner ?? null;
-    const deliveries = grabOwner === null ? null : await PointerDeliveries.start(this.x);
+    const done = await this.pressUnderGrab(
+      proof,
+      b,
+      () => n.XTestFakeButtonEvent(dpy, b, 1, 0),
+      proveDelivery,
+    );
+    const onlyParties = await this.deliveredOnlyToParties(done, b, true);
+    return proveDelivery && onlyParties !== null ? { delivered: onlyParties } : null;
+  }
+
+  /**
+   * Sends `send` (a press, or a scroll's presses and releases) under the server grab after the
+   * last look (pressCheck.ts). Where a passive grab on the way may be the WM's binding or another
+   * client's ("ambiguous"), the delivery of the presses is recorded: the recording starts outside
+   * the server grab, then the look runs again. `record`: record in any case (prove_delivery).
+   */
+  private async pressUnderGrab(
+    proof: LiveProof,
+    button: number,
+    send: () => void,
+    record: boolean,
+  ): Promise<SentPress> {
+    const n = this.x.n;
+    const dpy = this.x.dpy;
+    const deliveries = await this.recordOwnPopupGrab(proof);
     let presses: PointerDeliveries | null = null;
-    let owner: number | null = null;
-    let wm: number | null = null;
     try {
-      presses = proveDelivery ? await PointerDeliveries.presses(this.x) : null;
-    } catch (e) {
-      deliveries?.close();
-      throw e;
-    }
-    n.XGrabServer(dpy);
-    try {
-      const child: Array<bigint | number> = [0];
-      const rx = [0];
-      const ry = [0];
-      n.XQueryPointer(dpy, this.x.root, [0], child, rx, ry, [0], [0], [0]);
-      const [px = 0] = rx;
-      const [py = 0] = ry;
-      // First: a grabbed XTEST slave also leaves the pointer where our motion did not take it.
-      requireXTestRoute(this.x);
-      const at = proof.points.find((v) => v.x === px && v.y === py);
-      const changed = () => uiError("occluded", "What lies under the pointer changed since the check.");
-      if (!at || at.path.length === 0 || String(child[0] ?? 0) !== at.path[0]) throw changed();
-      // Each window's child at the point is the next one proven, and the deepest has none.
-      for (let i = 0; i < at.path.length; i++) {
-        const inner: Array<bigint | number> = [0];
-        n.XTranslateCoordinates(dpy, this.x.root, BigInt(at.path[i] ?? "0"), px, py, [0], [0], inner);
-        if (String(inner[0] ?? 0) !== (at.path[i + 1] ?? "0")) throw changed();
+      let ambiguous =
+        !probesUnderGrab(this.x) && probePassiveBeforeGrab(this.x, proof, button) === "ambiguous";
+      if (record || ambiguous) presses = await PointerDeliveries.presses(this.x);
+      for (;;) {
+        let sent: PressCheck | null = null;
+        n.XGrabServer(dpy);
+        try {
+          const checked = await checkPressUnderGrab(this.x, proof, deliveries, button);
+          if (checked.verdict === "ambiguous") ambiguous = true;
+          if (!ambiguous || presses !== null) {
+            send();
+            sent = checked;
+          }
+        } finally {
+          n.XUngrabServer(dpy);
+          this.flush();
+        }
+        if (sent !== null) return { parties: sent, presses, ambiguous };
+        presses = await PointerDeliveries.presses(this.x);
       }
-      // The X client that owns the deepest window there, whom the press is meant to reach, and
-      // the top-level's (the WM, through its frame: its button bindings grab a press first and
-      // replay it to the window).
-      owner = this.x.clientOf(Number(at.path[at.path.length - 1] ?? 0));
-      wm = this.x.clientOf(Number(at.path[0] ?? 0));
-      if (
-        n.XGrabPointer(dpy, this.x.root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0, 0, 0) === GRAB_SUCCESS
-      ) {
-        n.XUngrabPointer(dpy, 0);
-      } else if (
-        deliveries === null ||
-        !(await pointerGrabHeldBy(this.x, at.grabOwner ?? 0, deliveries, true))
-      ) {
-        throw uiError("input_grabbed");
-      }
-      n.XTestFakeButtonEvent(dpy, BUTTONS[button], 1, 0);
     } catch (e) {
+      // Recordings close only once the server is ours no more (closing waits for its answer).
       presses?.close();
-      presses = null;
       throw e;
     } finally {
-      n.XUngrabServer(dpy);
-      this.flush();
       deliveries?.close();
     }
+  }
+
+  /**
+   * After a recorded press: whether the presses went only to the target's client and the WM and
+   * reached the target's (null when nothing was recorded). Where the way was ambiguous and
+   * another client got one, that client's grab took it: input_grabbed, the button let go first.
+   */
+  private async deliveredOnlyToParties(
+    done: SentPress,
+    button: number,
+    held: boolean,
+  ): Promise<boolean | null> {
+    const { presses, parties, ambiguous } = done;
     if (presses === null) return null;
     try {
-      // Who got a button press while the recording ran: the target's client (and the WM), or
-      // the press is not shown to have reached it.
-      await presses.awaitDeliveryTo(owner ?? -1, DELIVERY_WAIT_MS);
+      // A press the WM's binding took first reaches the target only once the WM replayed it.
+      await presses.awaitDeliveryTo(parties.owner, DELIVERY_WAIT_MS);
       const got = (await presses.finish().catch(() => null)) ?? [];
-      return { delivered: got.includes(owner ?? -1) && got.every((id) => id === owner || id === wm) };
+      const only = got.every((id) => id === parties.owner || id === parties.wm);
+      if (ambiguous && !only) {
+        if (held) {
+          this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 0, 0);
+          this.flush();
+        }
+        throw uiError("input_grabbed", "Another client's passive grab took the press.");
+      }
+      return only && got.includes(parties.owner);
     } finally {
       presses.close();
     }
+  }
+
+  /**
+   * The check proved the target's own popup grab: its owner is told again under the server
+   * grab, so the recording starts now (the server must still run the recording's enable).
+   */
+  private async recordOwnPopupGrab(proof: LiveProof): Promise<PointerDeliveries | null> {
+    const grabOwner = proof.points.find((v) => v.grabOwner !== null)?.grabOwner ?? null;
+    return grabOwner === null ? null : await PointerDeliveries.start(this.x);
   }
 
   async buttonUp(button: MouseButton): Promise<void> {
@@ -174,14 +207,28 @@ export class X11Input implements InputPort {
     this.flush();
   }
 
-  async wheel(notches: number): Promise<void> {
+  /**
+   * Each notch is a press and release of button 4 (up) or 5 (down). With a proof, all of them
+   * go under one server grab after the same last look as a click (pressCheck.ts, with the
+   * wheel's button), each release right behind its press, so none is left down.
+   */
+  async wheel(notches: number, proof?: LiveProof | null): Promise<void> {
     if (!Number.isInteger(notches)) throw uiError("invalid_argument");
+    const n = this.x.n;
+    const dpy = this.x.dpy;
     const button = notches > 0 ? 4 : 5;
-    for (let i = 0; i < Math.abs(notches); i++) {
-      this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 1, 0);
-      this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 0, 0);
+    const send = () => {
+      for (let i = 0; i < Math.abs(notches); i++) {
+        n.XTestFakeButtonEvent(dpy, button, 1, 0);
+        n.XTestFakeButtonEvent(dpy, button, 0, 0);
+      }
+    };
+    if (!proof) {
+      send();
+      this.flush();
+      return;
     }
-    this.flush();
+    await this.deliveredOnlyToParties(await this.pressUnderGrab(proof, button, send, false), button, false);
   }
 
   private keycodeForKey(key: LogicalKey): number {
@@ -482,6 +529,14 @@ export class X11Input implements InputPort {
     this.flush();
     this.ledger.release([...remapped].map(([code, keysym]) => ({ kind: "remap", code, keysym })));
   }
+}
+
+/** A press sent under the last look: whom it was meant for, and its recording, if any. */
+interface SentPress {
+  parties: PressParties;
+  presses: PointerDeliveries | null;
+  /** A passive grab on the WM's frame or the client's top-level could be another client's. */
+  ambiguous: boolean;
 }
 
 /** Typing's remaps: the spare keycodes, the next to use, and what each holds now (both ways). */

@@ -140,7 +140,7 @@ const pointer: Handler<"input.pointer"> = async (args, ctx) => {
   switch (args.kind) {
     case "scroll":
       dialogGate.assertNoDialog();
-      await input.wheel(args.notches);
+      await input.wheel(args.notches, last.proof);
       break;
     case "click":
       receipts.push(await pressButton(input, "left", ctx.signal, last.proof, prove));

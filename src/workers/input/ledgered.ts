@@ -10,7 +10,7 @@ import type { PressLedger } from "../../shared/pressLedger.js";
 export function withLedger(input: InputPort, ledger: PressLedger): InputPort {
   return {
     moveTo: (x, y) => input.moveTo(x, y),
-    wheel: (n) => input.wheel(n),
+    wheel: (n, proof) => input.wheel(n, proof),
     // beforeEachKey carries the per-character verification and the dialog gate: always passed on.
     typeText: (hwnd, text, mode, beforeEachKey) => input.typeText(hwnd, text, mode, beforeEachKey),
     async buttonDown(button: MouseButton, proof?: LiveProof | null, proveDelivery?: boolean) {

@@ -1,7 +1,7 @@
 // The AT-SPI walk alone (the uia worker's code, in process) of two builds side by side on one
 // private Xvfb desktop with gtk3-widget-factory, rounds rotated so load hits all alike:
-// BENCH_BASELINE_REPO's dist/ (patterns read), this repo's dist/ with patterns read, and this
-// repo's dist/ without patterns (the outline's walk: no action names).
+// BENCH_BASELINE_REPO's dist/ and this repo's dist/, each with patterns read and without
+// (the outline's walk: no action names).
 //   npm run build && BENCH_BASELINE_REPO=/tmp/base node bench/x11-ab-walk.mjs   (BENCH_ROUNDS, default 40)
 // Prints p50 and min per walk, nodes and the load average at start and end.
 
@@ -34,6 +34,7 @@ try {
   };
   const runs = {
     before: await mk(BASE, true),
+    before_outline: await mk(BASE, false),
     after_full: await mk(REPO, true),
     after_outline: await mk(REPO, false),
   };

@@ -8,8 +8,9 @@ import { Budget, walk } from "../../src/workers/uia/walk.js";
  * The bulk walk (Cache.GetItems plus the calls it lacks, asked ahead) on a fake a11y bus that
  * answers like GTK's bridge, where the cache's places disagree with GetChildren: the tree is
  * GetChildren's, node for node the per-node walk's, and every call is made once. A parent whose
- * cached children look complete and in place is still asked: gtk3-demo's window lists its header
- * bar and content at places 1 and 0 while GetChildren answers them the other way round.
+ * cached children are complete and in place is not asked, unless it is a top-level: gtk3-demo's
+ * window lists its header bar and content at places 1 and 0 while GetChildren answers them the
+ * other way round.
  */
 
 const APP = ":1.7";
@@ -28,16 +29,20 @@ interface FakeNode {
 }
 
 /**
- * The app's truth. /win's cache links /b under /other and gives /c no place; /panel's cached
- * places look complete (0, 1, 2) but GetChildren answers /p2 first; /table's cells are not
- * cached and its count is -1.
+ * The app's truth. /root is the application object (in the cache, as GTK's bridge has it).
+ * /win is a top-level whose cached places (/a 0, /h 1) look complete but
+ * GetChildren answers /h first (GtkWindow's header bar). /a's cache links /b under /other and
+ * gives /c no place; /panel's cached places are complete and in place (0, 1, 2), as GetChildren
+ * answers; /table's cells are not cached and its count is -1.
  */
 const TREE: Record<string, FakeNode> = {
-  "/win": { children: ["/a", "/b", "/c"], role: 23, name: "w", cached: { rank: 0, parent: "/root" } },
-  "/a": { children: ["/panel"], role: 39, name: "", cached: { rank: 0, parent: "/win" } },
+  "/root": { children: ["/win"], role: 75, name: "app", cached: { rank: -1, parent: "" } },
+  "/win": { children: ["/h", "/a"], role: 23, name: "w", cached: { rank: 0, parent: "/root" } },
+  "/h": { children: [], role: 62, name: "h", cached: { rank: 1, parent: "/win" } },
+  "/a": { children: ["/panel", "/b", "/c"], role: 39, name: "", cached: { rank: 0, parent: "/win" } },
   "/b": { children: [], role: 62, name: "b", cached: { rank: 1, parent: "/other" } },
-  "/c": { children: ["/table"], role: 39, name: "", cached: { rank: -1, parent: "/win" } },
-  "/panel": { children: ["/p2", "/p1", "/p3"], role: 39, name: "", cached: { rank: 0, parent: "/a" } },
+  "/c": { children: ["/table"], role: 39, name: "", cached: { rank: -1, parent: "/a" } },
+  "/panel": { children: ["/p1", "/p2", "/p3"], role: 39, name: "", cached: { rank: 0, parent: "/a" } },
   "/p1": { children: [], role: 62, name: "one", cached: { rank: 0, parent: "/panel" } },
   "/p2": { children: [], role: 62, name: "two", cached: { rank: 1, parent: "/panel" } },
   "/p3": { children: [], role: 62, name: "three", cached: { rank: 2, parent: "/panel" } },
@@ -57,10 +62,15 @@ const ROLE_NAMES: Record<number, string> = {
   55: "tree table",
   56: "table cell",
   62: "push button",
+  75: "application",
 };
 
 const ifacesOf = (path: string): string[] =>
-  TREE[path]?.role === 62 ? [ACC, COMPONENT, ACTION] : [ACC, COMPONENT];
+  path === "/root"
+    ? [ACC, "org.a11y.atspi.Application"]
+    : TREE[path]?.role === 62
+      ? [ACC, COMPONENT, ACTION]
+      : [ACC, COMPONENT];
 
 /** The app's Cache.GetItems answer: a((so)(so)(so)iiassusau), as at-spi2-atk ≥ 2.34 sends it. */
 function cacheItems(): unknown[] {
@@ -164,24 +174,24 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
     expect(bulk.rows).toEqual(perNode.rows);
     expect(bulk.rows.map((r) => r.path)).toEqual([
       "/win",
+      "/h",
       "/a",
+      "/panel",
       "/b",
       "/c",
-      "/panel",
-      "/table",
-      "/p2",
       "/p1",
+      "/p2",
       "/p3",
+      "/table",
       "/cell1",
       "/cell2",
     ]);
-    // Every parent and every node the cache lacks is asked, once; a cached leaf is not.
+    // Every parent whose children the cache does not hold in order (the top-level included) and
+    // every node the cache lacks is asked, once; a cached leaf, /panel and /c are not.
     expect(bulk.calls.filter((c) => c.startsWith("GetChildren ")).sort()).toEqual([
       "GetChildren /a",
-      "GetChildren /c",
       "GetChildren /cell1",
       "GetChildren /cell2",
-      "GetChildren /panel",
       "GetChildren /table",
       "GetChildren /win",
     ]);
@@ -197,7 +207,7 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
   it("reads no action names when the walk needs no patterns, and the rest is the same", async () => {
     const full = await walked(true);
     const bare = await walked(true, false);
-    expect(full.calls.filter((c) => c.startsWith("GetActions ")).length).toBe(4);
+    expect(full.calls.filter((c) => c.startsWith("GetActions ")).length).toBe(5);
     expect(bare.calls.filter((c) => c.startsWith("GetActions "))).toEqual([]);
     expect(full.rows.some((r) => r.facts.patterns.includes("invoke"))).toBe(true);
     const strip = (rows: Row[]) =>

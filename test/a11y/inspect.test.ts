@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type { A11ySession, Platform } from "../../src/shared/platform.js";
 import { formatElements, formatTree } from "../../src/supervisor/tree/format.js";
 import {
   CANARY,
@@ -168,6 +169,37 @@ describe("a11y.inspect", () => {
     const full = await h.call("a11y.inspect", inspectArgs("k1", R, { deadline_ms: 8000 }));
     expect(full.truncated).toBe(false);
     expect(full.node_count).toBe(12);
+  });
+
+  it("looks for popups while the window's tree is walked, and still returns the whole tree", async () => {
+    h = new Harness([ruffle({ a11y_delay_ms: 5 })]);
+    // Every provider call of the session the handler opens, in the order they were made.
+    const calls: string[] = [];
+    const record = (s: A11ySession): A11ySession =>
+      new Proxy(s, {
+        get(t, k, r) {
+          const v: unknown = Reflect.get(t, k, r);
+          if (typeof v !== "function") return v;
+          return (...a: unknown[]) => {
+            calls.push(String(k));
+            return (v as (...x: unknown[]) => unknown).apply(t, a);
+          };
+        },
+      });
+    const acc = h.platform.accessibility;
+    const platform: Platform = {
+      ...h.platform,
+      accessibility: Object.assign(Object.create(acc) as typeof acc, {
+        openSession: async (w: Parameters<typeof acc.openSession>[0]) => record(await acc.openSession(w)),
+      }),
+    };
+    const r = await h.call("a11y.inspect", inspectArgs("k1", R), { ...h.ctx(), platform });
+    expect(r.node_count).toBe(12);
+    expect(r.truncated).toBe(false);
+    const popups = calls.indexOf("popupRoots");
+    expect(popups).toBeGreaterThanOrEqual(0);
+    // Asked before the walk's last calls, not after its end.
+    expect(popups).toBeLessThan(calls.lastIndexOf("children"));
   });
 
   it("inspects a subtree from root_ref", async () => {

@@ -1,7 +1,9 @@
 import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { X11Accessibility } from "../../src/platforms/x11/atspi.js";
+import { parseCache } from "../../src/platforms/x11/atspiCache.js";
 import { verifiedPeerPath } from "../../src/platforms/x11/atspiPeer.js";
+import type { Node } from "../../src/platforms/x11/atspiSession.js";
 import type {
   A11yHandle,
   A11yNodeFacts,
@@ -120,6 +122,41 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
       }
     }, 120_000);
   }
+
+  /** One call to the app through the a11y bus daemon (not the session under test). */
+  async function ask(bus: dbus.MessageBus, node: Node, path: string, iface: string, member: string) {
+    const reply = await bus.call(new dbus.Message({ destination: node.bus, path, interface: iface, member }));
+    return reply?.body ?? [];
+  }
+
+  it("demo: the window's header bar case is there, and the cache orders most parents below it", async () => {
+    const quick = await fast.openSession(windows.demo!);
+    const bus = await atspiBus();
+    try {
+      const root = (await quick.root()) as Node;
+      const cache = parseCache(
+        await ask(bus, root, "/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems"),
+      );
+      const live = ((await ask(bus, root, root.path, "org.a11y.atspi.Accessible", "GetChildren"))[0] ??
+        []) as Array<[string, string]>;
+      // The cache places the window's children in another order than GetChildren: the walk
+      // (compared node for node above) must not take them from the cache.
+      const cached = (cache.childrenOf.get(root.path) ?? []).map((c) => c.path);
+      expect(cached.length).toBe(live.length);
+      expect(cached).not.toEqual(live.map(([, path]) => path));
+      expect(cache.ordered.has(root.path)).toBe(false);
+      // Every parent whose children the cache orders answers GetChildren with the same list.
+      expect(cache.ordered.size).toBeGreaterThan(5);
+      for (const [parent, kids] of cache.ordered) {
+        const got = ((await ask(bus, root, parent, "org.a11y.atspi.Accessible", "GetChildren"))[0] ??
+          []) as Array<[string, string]>;
+        expect(got.map(([, path]) => path)).toEqual(kids.map((k) => k.path));
+      }
+    } finally {
+      bus.disconnect();
+      await quick.dispose();
+    }
+  });
 
   it("accepts an application's peer address only when the kernel says the app listens there", async () => {
     const w = windows.factory!;

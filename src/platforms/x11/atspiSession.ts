@@ -312,7 +312,7 @@ export class AtspiSession implements A11ySession {
       if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
       throw e;
     }
-    const { items, childrenOf } = cache;
+    const { items, childrenOf, ordered } = cache;
     // Without patterns no GetActions: the names serve nothing else.
     const withActions = limits.patterns !== false;
     if (items.size === 0) return this;
@@ -328,7 +328,10 @@ export class AtspiSession implements A11ySession {
           return it !== undefined && it.bus === root.bus ? it : undefined;
         },
         childrenOf: (path) => childrenOf.get(path) ?? [],
-        needs: (node) => callsOf(node as CachedItem).filter((kind) => withActions || kind !== "actions"),
+        needs: (node) =>
+          callsOf(node as CachedItem, ordered.has(node.path)).filter(
+            (kind) => withActions || kind !== "actions",
+          ),
         childPaths: (body) => refs(body).flatMap((r) => (r.bus === root.bus ? [r.path] : [])),
         maxNodes: limits.maxNodes,
         maxDepth: limits.maxDepth,
@@ -363,10 +366,12 @@ export class AtspiSession implements A11ySession {
       children: async (node: A11yHandle): Promise<A11yHandle[]> => {
         this.check();
         const n = asNode(node);
-        // Only "no children" is taken from the cache: a parent's index_in_parent order can
-        // differ from GetChildren's even where it looks complete and in place (gtk3-demo's
-        // window: header bar and content swapped), and the walk's order must not.
-        if (cached(n)?.childCount === 0) return [];
+        const it = cached(n);
+        if (it?.childCount === 0) return [];
+        // The cache's children where it holds them in GetChildren's order (atspiCache's
+        // ordersChildren); any other parent, top-levels included, is asked.
+        const kids = it !== undefined ? ordered.get(n.path) : undefined;
+        if (kids !== undefined) return kids.map((k) => this.node(k.bus, k.path, n));
         return this.childrenFrom(n, ahead);
       },
       release: () => ahead.stop(),

@@ -248,9 +248,9 @@ async function popupTrees(
   budget: Budget,
   window: WindowInfo,
   limits: { maxDepth: number; room: number; patterns: boolean },
-  target: TargetExpectation,
+  found: Promise<{ roots: A11yHandle[]; cut: boolean }>,
 ): Promise<{ popups: A11yNodeOut[]; nodes: number; cut: boolean }> {
-  const extra = await popupRootsOf(live, budget, target);
+  const extra = await found;
   let cut = extra.cut;
   let nodes = 0;
   const popups: A11yNodeOut[] = [];
@@ -299,6 +299,11 @@ async function inspect(
       ? await liveNode(live, args.root_ref, budget)
       : await budget.must(live.provider.root());
   const patterns = args.patterns !== false;
+  // The popups are looked for while the window's own tree is walked (a few calls beside its
+  // hundreds) instead of after it; their trees are walked after it, as before.
+  const found = args.root_ref === null ? popupRootsOf(live, budget, args.target) : null;
+  // Settled here too, so a walk that fails leaves no unhandled rejection behind.
+  found?.catch(() => {});
   const { visits, truncated } = await walk(live.provider, root, budget, {
     maxDepth: args.max_depth,
     maxNodes: args.max_nodes,
@@ -311,14 +316,14 @@ async function inspect(
   if (rootNode === undefined)
     throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
   // A subtree walk (root_ref) is about that subtree only.
-  if (args.root_ref !== null) return { trees: packTrees([rootNode]), node_count: out.length, truncated };
+  if (found === null) return { trees: packTrees([rootNode]), node_count: out.length, truncated };
   const extra = await popupTrees(
     core,
     live,
     budget,
     window,
     { maxDepth: args.max_depth, room: args.max_nodes - out.length, patterns },
-    args.target,
+    found,
   );
   return {
     // As columns: a structured clone of hundreds of node objects cost more than the walk's own work.

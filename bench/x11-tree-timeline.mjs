@@ -1,0 +1,145 @@
+// Where one inspect_tree over MCP spends its wall time, step by step through the supervisor and
+// the uia worker, on one private Xvfb desktop with gtk3-widget-factory (260 nodes).
+//
+// A copy of dist/ (in a temporary folder, with node_modules and package.json linked) gets a
+// timestamp at each step below, written to a file only this bench names; the build itself is
+// untouched and has no such hooks. Every thread stamps performance.timeOrigin + performance.now(),
+// so the steps of the supervisor and of the worker share one clock:
+//
+//   client_send → call_start (the SDK's parse) → parsed (the arguments) → resolve_start →
+//   resolved (the target from the capture worker's listing) → authorized (grant, budgets) →
+//   uia_send → w_start (the message to the uia worker) → w_checked (its target check) →
+//   w_walked (session, root and walk) → w_built (nodes) → w_popups (popup trees, pack) →
+//   uia_back (the reply to the supervisor) → call_end (outline, result) → client_back
+//
+//   npm run build && node bench/x11-tree-timeline.mjs   (BENCH_ROUNDS, default 40;
+//   BENCH_DETAIL=full for detail "full", else the default outline; BENCH_DIST_REPO=<checkout>
+//   times that checkout's dist/ instead, e.g. a baseline build)
+// Prints, per step, the p50 and min of its own duration and the p50 of its time since
+// client_send (ms), and the load average at start and end. A marker that no longer matches the
+// built code stops the bench (the steps must be moved along with the code).
+import {
+  appendFileSync,
+  cpSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { call } from "./lib/mcp.mjs";
+import { REPO, startDesk } from "./lib/x11desk.mjs";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
+/** The checkout whose dist/ is timed (BENCH_DIST_REPO, e.g. a baseline worktree; default this one). */
+const FROM = resolve(process.env.BENCH_DIST_REPO ?? REPO);
+const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
+const l0 = la();
+
+/** file (under dist/) → [code to find, code to put before it (a stamp)]. */
+const MARKS = {
+  "supervisor/mcp/server.js": [
+    ["const correlationId = newCorrelationId();", "__tl('call_start');"],
+    ["const run = await runChain(sup, {", "__tl('parsed');"],
+    ["if (def && def.audited !== false) {", "__tl('call_end');"],
+  ],
+  "supervisor/access/chain.js": [
+    ["state.target = await resolveTarget(", "__tl('resolve_start');"],
+    ["await authorize(sup, def, args, client.hash, state);", "__tl('resolved');"],
+    ["const admitted = {", "__tl('authorized');"],
+  ],
+  "supervisor/tools/a11y.js": [
+    ['const r = await ctx.sessions.call(s, "a11y.inspect", {', "__tl('uia_send');"],
+    ["const root = ctx.sessions.externalize(s, r.root);", "__tl('uia_back');"],
+  ],
+  "workers/uia/handlers.js": [
+    [
+      "const window = await checked(core, platform, args.session_key, args.target, budget);",
+      "__tl('w_start');",
+    ],
+    ["const live = await obtained(core, platform, args, window, budget);", "__tl('w_checked');"],
+    ["throwIfClosed(live);\n    const out = buildTree", "__tl('w_walked');"],
+    ["const extra = await popupTrees(", "__tl('w_built');"],
+    ["return {\n        // As columns", "__tl('w_popups');"],
+  ],
+};
+
+function stampedDist(log) {
+  const dir = mkdtempSync(join(tmpdir(), "uix-tree-timeline-"));
+  cpSync(join(FROM, "dist"), join(dir, "dist"), { recursive: true });
+  symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
+  symlinkSync(join(FROM, "package.json"), join(dir, "package.json"));
+  const stamp = `import { appendFileSync as __tlAppend } from "node:fs";\nconst __tl = (step) => __tlAppend(${JSON.stringify(log)}, \`\${(performance.timeOrigin + performance.now()).toFixed(3)} \${step}\\n\`);\n`;
+  for (const [file, marks] of Object.entries(MARKS)) {
+    const path = join(dir, "dist", file);
+    let code = readFileSync(path, "utf8");
+    for (const [find, put] of marks) {
+      const at = code.indexOf(find);
+      if (at < 0) throw new Error(`x11-tree-timeline: no "${find.split("\n")[0]}" in dist/${file}`);
+      code = `${code.slice(0, at)}${put} ${code.slice(at)}`;
+    }
+    writeFileSync(path, stamp + code);
+  }
+  return dir;
+}
+
+const log = join(mkdtempSync(join(tmpdir(), "uix-tree-timeline-log-")), "steps.log");
+const copy = stampedDist(log);
+const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
+const desk = await startDesk();
+try {
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const { client } = await desk.grantedServer(win, {}, {}, join(copy, "dist/cli.js"));
+  const args = { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 };
+  if (process.env.BENCH_DETAIL === "full") args.detail = "full";
+  for (let i = 0; i < 5; i++) await call(client, "inspect_tree", args);
+  writeFileSync(log, "");
+  for (let r = 0; r < ROUNDS; r++) {
+    appendFileSync(log, `${now()} client_send\n`);
+    await call(client, "inspect_tree", args);
+    appendFileSync(log, `${now()} client_back\n`);
+  }
+  const rounds = [];
+  for (const line of readFileSync(log, "utf8").split("\n")) {
+    const [t, step] = line.split(" ");
+    if (step === undefined) continue;
+    if (step === "client_send") rounds.push([]);
+    rounds.at(-1)?.push({ step, t: Number(t) });
+  }
+  const q = (v, p) => {
+    const s = [...v].sort((a, b) => a - b);
+    return Math.round(s[Math.floor(p * (s.length - 1))] * 100) / 100;
+  };
+  const steps = {};
+  for (const r of rounds) {
+    for (let i = 1; i < r.length; i++) {
+      steps[r[i].step] ??= { own: [], since: [] };
+      const s = steps[r[i].step];
+      s.own.push(r[i].t - r[i - 1].t);
+      s.since.push(r[i].t - r[0].t);
+    }
+  }
+  console.log(
+    JSON.stringify(
+      {
+        rounds: ROUNDS,
+        detail: args.detail ?? "outline",
+        load: [l0, la()],
+        steps: Object.fromEntries(
+          Object.entries(steps).map(([k, v]) => [
+            k,
+            { p50: q(v.own, 0.5), min: q(v.own, 0), at_p50: q(v.since, 0.5) },
+          ]),
+        ),
+      },
+      null,
+      1,
+    ),
+  );
+} finally {
+  await desk.stop();
+  rmSync(copy, { recursive: true, force: true });
+}

@@ -18,7 +18,7 @@ export interface KeptFrames {
 /** Revocations that end the instance for everyone, not one identity's grant on it. */
 const INSTANCE_WIDE = new Set<RevokeEvent["reason"]>(["target_changed", "target_gone"]);
 
-export function keptFrames(capture: WorkerHost, deadlineMs: number): KeptFrames {
+export function keptFrames(capture: Pick<WorkerHost, "stats" | "call">, deadlineMs: number): KeptFrames {
   const forget = (client: string | null, instance: string | null) => {
     // A worker that is not up keeps nothing (a restarted worker starts empty): none is started
     // for this. The message goes behind every shot already sent, so the worker voids their copies.

@@ -153,6 +153,15 @@ const FrameResultSchema = z.object({
 /** Whether a frame's tile hashes come with it, not at all, or "later" (capture.tiles). */
 const TilesSchema = z.union([z.boolean(), z.literal("later")]).default(false);
 
+/** An identity's key (ClientIdentity.hash) or a process instance's (instanceKey): hex only. */
+const OwnerKeySchema = z.string().regex(/^[0-9a-f]{1,64}$/);
+
+/**
+ * With tiles "later": the identity the frame is answered to, whose copy the worker keeps for
+ * capture.tiles (with the instance its checks verified); null keeps no copy.
+ */
+const KeepForSchema = OwnerKeySchema.nullable().default(null);
+
 /** op name → worker, argument schema, result schema. */
 export const OPS = {
   ping: { worker: "any", args: Empty, result: z.object({ pong: z.literal(true), pid: z.number() }) },
@@ -213,6 +222,7 @@ export const OPS = {
        * capture.tiles asks (screenshot_window: only a later visual wait reads them).
        */
       tiles: TilesSchema,
+      keep_for: KeepForSchema,
       max_png_bytes: z.number().int().positive(),
       /** zlib level of the PNG (0–9; the screenshot tool's choice is measured in docs/benchmarks.md). */
       compression_level: z.number().int().min(0).max(9),
@@ -262,6 +272,8 @@ export const OPS = {
       output: z.enum(["png", "frame_hash"]),
       unless_hash: z.string().max(128).nullable().default(null),
       tiles: TilesSchema,
+      /** As capture.region's, kept only when the caller has a grant on the listed instance. */
+      keep_for: KeepForSchema,
       max_png_bytes: z.number().int().positive(),
       compression_level: z.number().int().min(0).max(9),
       /**
@@ -288,13 +300,31 @@ export const OPS = {
   },
 
   /**
-   * The tile hashes of a frame this worker encoded with tiles "later", by its frame_hash (from
-   * the PNG it kept); null when it has none (evicted, or the worker restarted since).
+   * The tile hashes of a frame this worker encoded with tiles "later" for this identity and
+   * process instance, by its frame_hash (from the PNG it kept); null when it has none for them
+   * (never kept for them, forgotten, evicted, or the worker restarted since).
    */
   "capture.tiles": {
     worker: "capture",
-    args: z.object({ frame_hash: z.string().regex(/^[0-9a-f]{64}$/) }),
+    args: z.object({
+      frame_hash: z.string().regex(/^[0-9a-f]{64}$/),
+      client: OwnerKeySchema,
+      instance: OwnerKeySchema,
+    }),
     result: z.object({ tiles: z.array(z.number().int().nonnegative()).nullable() }),
+  },
+
+  /**
+   * Drops the kept frames (capture.tiles) of an identity, a process instance, or both (a grant
+   * ended); both null drops every kept frame (a policy reload).
+   */
+  "capture.forget": {
+    worker: "capture",
+    args: z.object({
+      client: OwnerKeySchema.nullable(),
+      instance: OwnerKeySchema.nullable(),
+    }),
+    result: z.object({ dropped: z.number().int().nonnegative() }),
   },
 
   // input worker: verified effects

@@ -29,6 +29,7 @@ import { log as defaultLog, type Logger } from "./log.js";
 import { loadPolicy, policyStatusAt } from "./policy/load.js";
 import { CAPABILITY_TABLE } from "./policy/schema.js";
 import { PolicyWatcher } from "./policy/watch.js";
+import { type KeptFrames, keptFrames } from "./screenshot/keptFrames.js";
 import type { Supervisor, Workers } from "./supervisor.js";
 
 export function serverVersion(): string {
@@ -246,19 +247,24 @@ function createPortal(
   });
 }
 
-/** What ends with a grant: its a11y sessions, its tokens when the target changed, its portal session. */
+/**
+ * What ends with a grant: its a11y sessions, the frames the capture worker kept for it, its
+ * tokens when the target changed, its portal session.
+ */
 function onGrantRevoked(
   grants: GrantStore,
   deps: {
     sessions: A11ySessions;
+    kept: KeptFrames;
     tokens: ConfirmationTokenStore;
     portal: PortalGate | null;
     auditRevocation: RevocationAudit;
   },
 ): void {
-  const { sessions, tokens, portal, auditRevocation } = deps;
+  const { sessions, kept, tokens, portal, auditRevocation } = deps;
   grants.onRevoke((e) => {
     sessions.disposeByInstance(e.grant.instanceKey, e.grant.client);
+    kept.grantEnded(e);
     // Tokens are bound to the instance: one that changed or left can never use them.
     if (e.reason === "target_changed" || e.reason === "target_gone")
       tokens.revokeInstance(e.grant.instanceKey);
@@ -356,7 +362,8 @@ export function buildSupervisor(opts: BuildOptions = {}): BuiltSupervisor {
     grants,
     auditRevocation,
   });
-  onGrantRevoked(grants, { sessions, tokens, portal, auditRevocation });
+  const kept = keptFrames(workers.capture, config.workerDeadlineMs);
+  onGrantRevoked(grants, { sessions, kept, tokens, portal, auditRevocation });
   const lease: LeaseGate | null = config.lease === "broker" ? createLeaseGate(env) : null;
   const sup: Supervisor = {
     config,
@@ -392,6 +399,7 @@ export function buildSupervisor(opts: BuildOptions = {}): BuiltSupervisor {
     close: () => shutDown({ watcher, grants, portal, consent, workers, sessions, guardian, audit }),
   };
   const watcher = watchPolicy(env, clock, built);
+  watcher.onChange(() => kept.policyChanged());
   return built;
 }
 

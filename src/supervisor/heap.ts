@@ -83,8 +83,11 @@ let applied: string[] = [];
  * by memory. It costs speed: V8 optimizes less, and an `inspect_tree` over stdio of a real GTK
  * app took 1.4× as long in the same quiet run (docs/benchmarks.md), so a local one-agent server
  * over stdio runs without it, bounded by the growing factor alone. That factor does not replace
- * the mode for the remote server: in a 3-minute burst soak it kept the peak at 263 MiB where
- * the mode kept it at 213 (docs/benchmarks.md).
+ * the mode for the remote server: with 32 identities × 4 windows it peaked at 300–311 MiB (V8
+ * pages 143–154) where the mode peaked at 253–271 (107–114), past the 300 MB goal, and its
+ * calls/s and tails were within the shared machine's noise of the mode's. Both together gave
+ * the mode's memory for 1.15–1.6× the CPU per call (docs/benchmarks.md, 2026-12-03), so the
+ * mode goes alone.
  */
 export function boundHeap(
   options: { memoryMode: boolean },

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFakePlatform, type ScenarioInput, writeScenarioFile } from "../../src/platforms/fake/index.js";
 import { isUiError } from "../../src/shared/errors.js";
 import type { Rect } from "../../src/shared/geometry.js";
+import { instanceKey } from "../../src/shared/identity.js";
 import type { FrameTarget, Platform, RawImage } from "../../src/shared/platform.js";
 import { OPS, type OpArgs, type OpResult } from "../../src/shared/protocol.js";
 import { captureHandlers } from "../../src/workers/capture/handlers.js";
@@ -77,6 +78,16 @@ function ctxFor(p: Platform, signal: AbortSignal = new AbortController().signal)
     init: { kind: "capture", platform: "fake", fake_desktop: path, log_level: "silent" },
     platform: p,
   };
+}
+
+/** Identity keys (hex, as ClientIdentity's) and the target instance's key. */
+const CLIENT_A = "a0a0a0a0a0a0";
+const KEY = instanceKey(INSTANCE);
+
+function op<K extends "capture.tiles" | "capture.forget">(name: K) {
+  const h = captureHandlers[name];
+  if (!h) throw new Error(`no ${name} handler`);
+  return h as NonNullable<(typeof captureHandlers)[K]>;
 }
 
 function captureArgs(over: Partial<OpArgs<"capture.region">> = {}) {
@@ -532,19 +543,75 @@ describe("frames the capture port writes into (X11, Win32)", () => {
     const eager = await capture({ masks, tiles: true }, intoFrame().platform);
     expect(eager.tiles?.length).toBe(Math.ceil(100 / 32) * Math.ceil(80 / 32));
     const viaFrame = intoFrame();
-    const late = await capture({ masks, tiles: "later" }, viaFrame.platform);
+    const late = await capture({ masks, tiles: "later", keep_for: CLIENT_A }, viaFrame.platform);
     expect(late.tiles).toBeUndefined();
     expect(late.frame_hash).toBe(eager.frame_hash);
     expect(Buffer.from(late.png ?? []).equals(Buffer.from(eager.png ?? []))).toBe(true);
     // Read at once (before the job's turn) and after it: the same tiles, those of the masked frame.
     const hash = late.frame_hash ?? "";
-    expect((await tilesOp({ frame_hash: hash }, ctx)).tiles).toEqual(eager.tiles);
+    const mine = { client: CLIENT_A, instance: KEY };
+    expect((await tilesOp({ frame_hash: hash, ...mine }, ctx)).tiles).toEqual(eager.tiles);
     await new Promise((r) => setImmediate(r));
-    expect((await tilesOp({ frame_hash: hash }, ctx)).tiles).toEqual(eager.tiles);
+    expect((await tilesOp({ frame_hash: hash, ...mine }, ctx)).tiles).toEqual(eager.tiles);
     // The frame was lent to the job and came back: the next shot is handed the same one.
-    await capture({ tiles: "later" }, viaFrame.platform);
+    await capture({ tiles: "later", keep_for: CLIENT_A }, viaFrame.platform);
     expect(viaFrame.targets[1]?.data.buffer).toBe(viaFrame.targets[0]?.data.buffer);
-    expect((await tilesOp({ frame_hash: "0".repeat(64) }, ctx)).tiles).toBeNull();
+    expect((await tilesOp({ frame_hash: "0".repeat(64), ...mine }, ctx)).tiles).toBeNull();
+  });
+
+  it("keeps a frame only for the identity it was answered to, and forgets it when that identity's grant ends", async () => {
+    const tiles = (client: string, hash: string, instance = KEY) =>
+      op("capture.tiles")({ frame_hash: hash, client, instance }, ctxFor(platform)).then((r) => r.tiles);
+    const forget = (client: string | null, instance: string | null) =>
+      op("capture.forget")({ client, instance }, ctxFor(platform));
+    // The worker's kept frames are its module's: earlier tests' go first (a policy reload's forget).
+    await forget(null, null);
+    const a = await capture({ tiles: "later", keep_for: "a1" }, intoFrame().platform);
+    const hash = a.frame_hash ?? "";
+    // Another identity never gets tiles of a frame it was not answered, nor does the same
+    // identity for another instance; a shot kept for nobody keeps nothing.
+    expect(await tiles("b2", hash)).toBeNull();
+    expect(await tiles("a1", hash, "c".repeat(32))).toBeNull();
+    await capture({ tiles: "later" }, intoFrame().platform);
+    expect(await tiles("b2", hash)).toBeNull();
+    // The same pixels answered to b2: its own copy, which a1's teardown leaves alone.
+    const b = await capture({ tiles: "later", keep_for: "b2" }, intoFrame().platform);
+    expect(b.frame_hash).toBe(hash);
+    expect(await tiles("b2", hash)).not.toBeNull();
+    expect((await forget("a1", KEY)).dropped).toBe(1);
+    expect(await tiles("a1", hash)).toBeNull();
+    expect(await tiles("b2", hash)).not.toBeNull();
+    // An instance's end drops every identity's frames of it.
+    await capture({ tiles: "later", keep_for: "a1" }, intoFrame().platform);
+    expect((await forget(null, KEY)).dropped).toBe(2);
+    expect(await tiles("a1", hash)).toBeNull();
+    expect(await tiles("b2", hash)).toBeNull();
+  });
+
+  it("does not keep the frame of a shot whose identity was forgotten while it was in flight", async () => {
+    const forget = op("capture.forget");
+    let forgotten: Promise<{ dropped: number }> | null = null;
+    const during = intoFrame(() => {
+      forgotten = forget({ client: "d4", instance: null }, ctxFor(platform));
+    });
+    const shot = await capture({ tiles: "later", keep_for: "d4" }, during.platform);
+    expect(forgotten).not.toBeNull();
+    await forgotten;
+    const r = await op("capture.tiles")(
+      { frame_hash: shot.frame_hash ?? "", client: "d4", instance: KEY },
+      ctxFor(platform),
+    );
+    expect(r.tiles).toBeNull();
+    // Forgetting another identity meanwhile does not void this one's.
+    const other = intoFrame(() => {
+      void forget({ client: "e5", instance: null }, ctxFor(platform));
+    });
+    const kept = await capture({ tiles: "later", keep_for: "d4" }, other.platform);
+    const again = await op("capture.tiles")(
+      { frame_hash: kept.frame_hash ?? "", client: "d4", instance: KEY },
+      ctxFor(platform),
+    );
+    expect(again.tiles).not.toBeNull();
   });
 
   it('hashes the tiles of a frame with a grid at once even when asked "later" (the grid is drawn over it)', async () => {

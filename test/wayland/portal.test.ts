@@ -79,6 +79,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
         output: "sha256",
         unless_hash: null,
         tiles: false,
+        keep_for: null,
         max_png_bytes: 8_000_000,
         compression_level: 1,
         sample_points: samples,

@@ -45,7 +45,8 @@ export interface OneHopReply {
 export interface OneHopCall {
   readonly signal: AbortSignal;
   reserve(bytes: number): Promise<Reservation>;
-  captureWindow(args: OpArgs<"capture.window">): Promise<OpResult<"capture.window">>;
+  /** capture.window, its frame kept (tiles "later") for the caller's identity only. */
+  captureWindow(args: Omit<OpArgs<"capture.window">, "keep_for">): Promise<OpResult<"capture.window">>;
   /** The caller's live grants on a window: their instances and the windows shown when each began. */
   grantsOn(hwnd: string): ReadonlyArray<{ instance: ProcessInstance; shownBefore: readonly string[] }>;
 }

@@ -412,7 +412,13 @@ function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHo
     signal,
     grantsOn: (hwnd: string) => sup.grants.listForClient(client).filter((g) => g.hwnd === hwnd),
     reserve: (bytes: number) => sup.memory.reserve(bytes, signal),
-    captureWindow: (args: OpArgs<"capture.window">) =>
-      sup.workers.capture.call("capture.window", args, { deadlineMs: sup.config.workerDeadlineMs, signal }),
+    // The worker keeps a "later" frame's PNG for this caller and the instance it lists, and only
+    // when `granted` holds that instance (the grants as read when this message goes).
+    captureWindow: (args: Omit<OpArgs<"capture.window">, "keep_for">) =>
+      sup.workers.capture.call(
+        "capture.window",
+        { ...args, keep_for: args.tiles === "later" ? client : null },
+        { deadlineMs: sup.config.workerDeadlineMs, signal },
+      ),
   });
 }

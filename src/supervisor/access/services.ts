@@ -80,8 +80,9 @@ export interface CaptureService {
     points: readonly { x: number; y: number }[],
   ): Promise<{ hash: string; colors: string[] }>;
   /**
-   * The tile hashes of a frame taken with tiles "later", by its full frame hash: null when the
-   * capture worker no longer has them.
+   * The tile hashes of a frame taken with tiles "later" for this client and target instance, by
+   * its full frame hash: null when the capture worker has none for them (never kept for them,
+   * forgotten when a grant ended, evicted, lost with a restart).
    */
   tilesOf(frameHash: string): Promise<readonly number[] | null>;
   /** How long a sampler waits between frames (the configured sample rate). */
@@ -224,7 +225,8 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
     // Authorized by a grant (not a lease): the grant must stay live for every sample.
     const byGrant = sup.grants.get(client.hash, t.instanceKey) !== undefined;
     return {
-      frame: (plan, req) => captureFrame(sup, call, signal, p.limits.max_png_bytes, t, plan, req),
+      frame: (plan, req) =>
+        captureFrame(sup, call, signal, p.limits.max_png_bytes, t, plan, req, client.hash),
       hash: async (plan, points) => {
         // Only a hash leaves the worker; the raw frame it reads still counts (4 bytes a pixel).
         const reservation = await sup.memory.reserve(rectArea(plan.region) * 4, signal);
@@ -251,7 +253,8 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
         (
           await sup.workers.capture.call(
             "capture.tiles",
-            { frame_hash: frameHash },
+            // Only this identity's frames of this instance: never another's of the same pixels.
+            { frame_hash: frameHash, client: client.hash, instance: t.instanceKey },
             { deadlineMs: sup.config.workerDeadlineMs, signal },
           )
         ).tiles,

@@ -51,12 +51,14 @@ export function shotInOneHop(
   const plan = namedRegionPlan(policy, args.region_name);
   if (!plan) return null;
   const hwnd = args.hwnd;
-  // The worker judges popups against the windows shown when the caller's grant began.
-  const grants = call.grantsOn(hwnd);
   return (async () => {
     // As captureFrame: the frame in the worker plus the PNG and its base64 copy here.
     const reservation = await call.reserve(rectArea(plan.region) * 8);
     try {
+      // The worker judges popups against the windows shown when the caller's grant began, and
+      // keeps the frame for its tiles only under a grant: read as the message goes, so one that
+      // ended during the memory wait is neither (its frames were forgotten as it ended).
+      const grants = call.grantsOn(hwnd);
       const r = await call.captureWindow({
         hwnd,
         region: plan.region,

@@ -35,6 +35,12 @@ export interface FrameRequest {
   tiles: boolean | "later";
 }
 
+/**
+ * `keepFor`: the identity a "later" frame is for. The worker keeps its PNG for that identity
+ * and the target's instance only while the identity holds a grant on it when the message goes:
+ * a grant that ends after that has its kept frames forgotten behind this message (capture.forget),
+ * one that ended before keeps nothing.
+ */
 export async function captureFrame(
   sup: Supervisor,
   call: CaptureCall,
@@ -43,6 +49,7 @@ export async function captureFrame(
   target: ResolvedTarget,
   plan: ScreenshotPlan,
   req: FrameRequest,
+  keepFor: string | null = null,
 ): Promise<OpResult<"capture.region">> {
   const pixels = rectArea(plan.region);
   // Raw frame (3 B/px RGB on X11, the 4 B/px DIB on Win32, in the worker) plus 4 B/px for the PNG
@@ -51,6 +58,8 @@ export async function captureFrame(
   // PNG too (the frame hash is the PNG's, workers/capture/frameHash.ts), in the worker only.
   const reservation = await sup.memory.reserve(pixels * 8, signal);
   try {
+    const keep =
+      req.tiles === "later" && keepFor !== null && sup.grants.get(keepFor, target.instanceKey) !== undefined;
     return await call("capture.region", {
       target: target.expectation,
       region: plan.region,
@@ -64,6 +73,7 @@ export async function captureFrame(
       listing_id: target.listing?.id ?? null,
       unless_hash: req.unless_hash,
       tiles: req.tiles,
+      keep_for: keep ? keepFor : null,
     });
   } finally {
     reservation.release();

@@ -1,14 +1,20 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
 import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometry.js";
-import { sameInstance } from "../../shared/identity.js";
+import { instanceKey, sameInstance } from "../../shared/identity.js";
 import type { RawImage, WindowInfo } from "../../shared/platform.js";
-import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
+import type {
+  OpArgs,
+  OpParsedArgs,
+  OpResult,
+  OpWireResult,
+  TargetExpectation,
+} from "../../shared/protocol.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
 import { frameHashOfPng } from "./frameHash.js";
 import { FramePool, type PngFrame } from "./frames.js";
-import { LaterTiles } from "./laterTiles.js";
+import { type KeepSlot, LaterTiles } from "./laterTiles.js";
 import { ListingCache, readRecently } from "./listings.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
@@ -55,6 +61,8 @@ const shots = new ShotGate();
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
 /** The PNGs of frames answered with tiles "later", whose tiles capture.tiles hashes when asked. */
 const laterTiles = new LaterTiles();
+/** Keeps nothing: a one-hop shot of an instance the caller holds no grant on. */
+const NO_KEEP = laterTiles.slot(null);
 
 /** What a shot takes besides its target (capture.region's and capture.window's arguments). */
 type ShotArgs = Pick<
@@ -136,6 +144,7 @@ async function shoot(
   target: TargetExpectation,
   args: ShotArgs,
   windows: WindowInfo[] | undefined,
+  keep: KeepSlot,
 ): Promise<OpResult<"capture.region">> {
   const { desktop, capture } = ctx.platform;
   const region = args.region;
@@ -171,8 +180,10 @@ async function shoot(
       throw e;
     }
     if ("error" in made) throw made.error;
-    // Its tiles are hashed from a copy of this PNG if a visual wait ever asks (capture.tiles).
-    if (made.shot.later) laterTiles.later(made.shot.later.frame_hash, made.shot.later.png);
+    // Its tiles are hashed from a copy of this PNG if a visual wait ever asks (capture.tiles),
+    // kept for the identity it is answered to and the instance the checks verified.
+    if (made.shot.later)
+      keep.keep(instanceKey(target.instance), made.shot.later.frame_hash, made.shot.later.png);
     return made.shot.result;
   } finally {
     frames.release(frame);
@@ -197,9 +208,11 @@ const ops: HandlerTable = {
   },
 
   "capture.tiles": async (args) => {
-    const tiles = laterTiles.get(args.frame_hash);
+    const tiles = laterTiles.get({ client: args.client, instance: args.instance }, args.frame_hash);
     return { tiles: tiles ? Array.from(tiles) : null };
   },
+
+  "capture.forget": async (args) => ({ dropped: laterTiles.forget(args) }),
 
   "desktop.get": async (args, ctx) => ({ window: await ctx.platform.desktop.getWindow(args.hwnd) }),
 
@@ -220,39 +233,45 @@ const ops: HandlerTable = {
   "desktop.virtual_screen": async (_args, ctx) => ({ rect: await ctx.platform.desktop.virtualScreen() }),
 
   "desktop.health": async (_args, ctx) => ({ facts: await ctx.platform.desktop.health() }),
-
-  "capture.region": async (args, ctx) => {
-    const windows =
-      (args.listing_id !== null ? listings.fresh(args.listing_id) : undefined) ?? freshListing(args.listing);
-    return shoot(ctx, args.target, args, windows);
-  },
-
-  "capture.window": async (args, ctx) => {
-    throwIfAborted(ctx);
-    // The check before the read follows at once: its requests may go in the listing's batch.
-    const windows = await ctx.platform.desktop.listWindows({ regionCheckOf: args.hwnd });
-    const window = windows.find((w) => w.hwnd === args.hwnd);
-    // Not found, no owner, owner gone: the supervisor's own resolution from this listing says
-    // which (target_not_found, target_gone, target_not_allowed), in the chain's order.
-    if (!window?.instance || window.owner_exited) return { windows, shot: null, refused: null };
-    try {
-      const own = window.instance;
-      const granted = args.granted.find((g) => sameInstance(g.instance, own));
-      const target = {
-        hwnd: window.hwnd,
-        instance: own,
-        ...(granted ? { shown_before: granted.shown_before } : {}),
-      };
-      const shot = await shoot(ctx, target, args, windows);
-      return { windows, shot, refused: null };
-    } catch (e) {
-      // A check's refusal goes back as a value, so the supervisor answers it only after it has
-      // resolved and authorized the target (a refused caller learns nothing about the window).
-      if (!isUiError(e) || ctx.signal.aborted) throw e;
-      return { windows, shot: null, refused: { code: e.code, message: e.message } };
-    }
-  },
 };
+
+/** capture.region's shot, keeping its PNG (tiles "later") through `keep`. */
+function regionShot(args: OpParsedArgs<"capture.region">, ctx: HandlerContext, keep: KeepSlot) {
+  const windows =
+    (args.listing_id !== null ? listings.fresh(args.listing_id) : undefined) ?? freshListing(args.listing);
+  return shoot(ctx, args.target, args, windows, keep);
+}
+
+/** capture.window's listing and shot; its PNG is kept only for an instance the caller holds a grant on. */
+async function windowShot(
+  args: OpParsedArgs<"capture.window">,
+  ctx: HandlerContext,
+  keep: KeepSlot,
+): Promise<OpWireResult<"capture.window">> {
+  throwIfAborted(ctx);
+  // The check before the read follows at once: its requests may go in the listing's batch.
+  const windows = await ctx.platform.desktop.listWindows({ regionCheckOf: args.hwnd });
+  const window = windows.find((w) => w.hwnd === args.hwnd);
+  // Not found, no owner, owner gone: the supervisor's own resolution from this listing says
+  // which (target_not_found, target_gone, target_not_allowed), in the chain's order.
+  if (!window?.instance || window.owner_exited) return { windows, shot: null, refused: null };
+  try {
+    const own = window.instance;
+    const granted = args.granted.find((g) => sameInstance(g.instance, own));
+    const target = {
+      hwnd: window.hwnd,
+      instance: own,
+      ...(granted ? { shown_before: granted.shown_before } : {}),
+    };
+    const shot = await shoot(ctx, target, args, windows, granted ? keep : NO_KEEP);
+    return { windows, shot, refused: null };
+  } catch (e) {
+    // A check's refusal goes back as a value, so the supervisor answers it only after it has
+    // resolved and authorized the target (a refused caller learns nothing about the window).
+    if (!isUiError(e) || ctx.signal.aborted) throw e;
+    return { windows, shot: null, refused: { code: e.code, message: e.message } };
+  }
+}
 
 /**
  * The ops as served: capture.region and capture.window wait for their turn among the shots in
@@ -261,20 +280,28 @@ const ops: HandlerTable = {
  */
 export const captureHandlers: HandlerTable = {
   ...ops,
-  "capture.region": async (args, ctx) => {
-    const leave = await shots.enter(ctx.signal);
-    try {
-      return await (ops["capture.region"] as NonNullable<HandlerTable["capture.region"]>)(args, ctx);
-    } finally {
-      leave();
-    }
-  },
-  "capture.window": async (args, ctx) => {
-    const leave = await shots.enter(ctx.signal);
-    try {
-      return await (ops["capture.window"] as NonNullable<HandlerTable["capture.window"]>)(args, ctx);
-    } finally {
-      leave();
-    }
-  },
+  "capture.region": (args, ctx) => inTurn(args.keep_for, ctx, (keep) => regionShot(args, ctx, keep)),
+  "capture.window": (args, ctx) => inTurn(args.keep_for, ctx, (keep) => windowShot(args, ctx, keep)),
 };
+
+/**
+ * A shot in its turn. Its keep slot opens as its message arrives, before the wait: a grant
+ * that ends while the shot waits or works (capture.forget) then voids the copy it would keep.
+ */
+async function inTurn<T>(
+  keepFor: string | null,
+  ctx: HandlerContext,
+  shot: (keep: KeepSlot) => Promise<T>,
+): Promise<T> {
+  const keep = laterTiles.slot(keepFor);
+  try {
+    const leave = await shots.enter(ctx.signal);
+    try {
+      return await shot(keep);
+    } finally {
+      leave();
+    }
+  } finally {
+    keep.close();
+  }
+}

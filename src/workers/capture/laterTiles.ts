@@ -11,33 +11,101 @@ import { pngFrameRows } from "./png.js";
  * the tiles would have been hashed from (no grid is drawn on a frame whose tiles come later), so
  * the same tiles.
  *
- * Bounded by bytes, oldest out: what is gone (or lost with a restarted worker) is answered
- * null, and the wait then reports the whole region as changed, as for a frame it never saw.
- * Tiles once hashed are kept in place of their PNG (a few KB instead of tens).
+ * Each copy is kept for its owner: the identity it was answered to and the process instance
+ * the checks verified. Only that owner's lookup finds it (the same pixels shot for another
+ * identity are another entry), and capture.forget drops an identity's or an instance's copies
+ * when its grant ends, so no image of a revoked identity stays here.
+ *
+ * Bounded by bytes, oldest out: what is gone (forgotten, evicted, or lost with a restarted
+ * worker) is answered null, and the wait then reports the whole region as changed, as for a
+ * frame it never saw. Tiles once hashed are kept in place of their PNG (a few KB instead of tens).
  */
+
+/** Whose a kept frame is: the identity's key and the process instance's key (instanceKey). */
+export interface KeptOwner {
+  readonly client: string;
+  readonly instance: string;
+}
+
+/** What capture.forget drops: every kept frame matching each field that is not null. */
+export interface ForgetMatch {
+  readonly client: string | null;
+  readonly instance: string | null;
+}
+
+/**
+ * A shot's right to keep its PNG, opened when the shot's message arrives: a forget that comes
+ * while the shot is still working (its grant ended meanwhile) voids what it matches, so the
+ * frame of an identity revoked mid-shot is not kept after the revocation.
+ */
+export interface KeepSlot {
+  keep(instance: string, frameHash: string, png: Uint8Array): void;
+  close(): void;
+}
+
+interface Open {
+  readonly client: string;
+  readonly forgotten: ForgetMatch[];
+}
+
+const NO_SLOT: KeepSlot = { keep: () => undefined, close: () => undefined };
+
 export class LaterTiles {
   private readonly kept = new Map<string, Kept>();
+  private readonly open = new Set<Open>();
   private keptBytes = 0;
 
   constructor(private readonly maxBytes = 6 * 1024 * 1024) {}
 
-  /** Keeps a copy of `png` (the PNG the capture worker answered, no grid on it) under `frameHash`. */
-  later(frameHash: string, png: Uint8Array): void {
-    this.put(frameHash, { png: png.slice() });
+  /** A slot for a shot answered to `client`; null (no identity named) keeps nothing. */
+  slot(client: string | null): KeepSlot {
+    if (client === null) return NO_SLOT;
+    const o: Open = { client, forgotten: [] };
+    this.open.add(o);
+    return {
+      keep: (instance, frameHash, png) => {
+        if (!this.open.has(o)) return;
+        const owner = { client, instance };
+        if (o.forgotten.some((m) => matches(m, owner))) return;
+        this.later(owner, frameHash, png);
+      },
+      close: () => {
+        this.open.delete(o);
+      },
+    };
   }
 
-  /** The tiles of the frame with this hash, or null (never kept, gone, or not our PNG). */
-  get(frameHash: string): Uint32Array | null {
-    const k = this.kept.get(frameHash);
+  /** Keeps a copy of `png` (the PNG the capture worker answered, no grid on it) for its owner. */
+  later(owner: KeptOwner, frameHash: string, png: Uint8Array): void {
+    this.put(keyOf(owner, frameHash), { owner, png: png.slice() });
+  }
+
+  /** The tiles of the owner's frame with this hash, or null (never kept for it, gone, not our PNG). */
+  get(owner: KeptOwner, frameHash: string): Uint32Array | null {
+    const key = keyOf(owner, frameHash);
+    const k = this.kept.get(key);
     if (!k) return null;
     const tiles = k.tiles ?? tilesOfPng(k.png);
     if (!tiles) {
-      this.drop(frameHash);
+      this.drop(key);
       return null;
     }
     // Most recently asked last: the least recent goes first.
-    this.put(frameHash, { tiles });
+    this.put(key, { owner, tiles });
     return tiles;
+  }
+
+  /** Drops every kept frame `match` names, and voids the shots in flight it names; how many went. */
+  forget(match: ForgetMatch): number {
+    for (const o of this.open)
+      if (match.client === null || match.client === o.client) o.forgotten.push(match);
+    let dropped = 0;
+    for (const [key, k] of this.kept) {
+      if (!matches(match, k.owner)) continue;
+      this.drop(key);
+      dropped += 1;
+    }
+    return dropped;
   }
 
   /** How many frames are kept (tests, memory accounting). */
@@ -45,27 +113,43 @@ export class LaterTiles {
     return this.kept.size;
   }
 
-  private put(frameHash: string, k: Kept): void {
-    this.drop(frameHash);
+  private put(key: string, k: Kept): void {
+    this.drop(key);
     const bytes = sizeOf(k);
     if (bytes > this.maxBytes) return;
-    this.kept.set(frameHash, k);
+    this.kept.set(key, k);
     this.keptBytes += bytes;
-    for (const key of this.kept.keys()) {
+    for (const oldest of this.kept.keys()) {
       if (this.keptBytes <= this.maxBytes) break;
-      this.drop(key);
+      this.drop(oldest);
     }
   }
 
-  private drop(frameHash: string): void {
-    const old = this.kept.get(frameHash);
+  private drop(key: string): void {
+    const old = this.kept.get(key);
     if (!old) return;
-    this.kept.delete(frameHash);
+    this.kept.delete(key);
     this.keptBytes -= sizeOf(old);
+    // What is no longer kept is not left readable in memory that is freed later.
+    old.png?.fill(0);
   }
 }
 
-type Kept = { png: Uint8Array; tiles?: undefined } | { tiles: Uint32Array; png?: undefined };
+type Kept = { owner: KeptOwner } & (
+  | { png: Uint8Array; tiles?: undefined }
+  | { tiles: Uint32Array; png?: undefined }
+);
+
+/** Keys cannot collide: the owner's keys are hex (the protocol's schemas), the separator is not. */
+function keyOf(owner: KeptOwner, frameHash: string): string {
+  return `${owner.client}:${owner.instance}:${frameHash}`;
+}
+
+function matches(m: ForgetMatch, owner: KeptOwner): boolean {
+  return (
+    (m.client === null || m.client === owner.client) && (m.instance === null || m.instance === owner.instance)
+  );
+}
 
 function sizeOf(k: Kept): number {
   return k.tiles ? k.tiles.byteLength : (k.png?.byteLength ?? 0);

@@ -19,6 +19,33 @@ import {
  * by the same flush, so on a steady desktop the check asks the X server nothing after it.
  */
 
+/**
+ * Requests that make a round trip on Xlib's connection (the MIT-SHM read and X-Resource there):
+ * each is a flush of its own, ordered with nothing on our xcb connection.
+ */
+function recordXlibTrips(x: XConnection): { log: string[]; stop: () => void } {
+  const log: string[] = [];
+  const fns: Array<[Record<string, unknown>, string]> = [
+    [x.n as unknown as Record<string, unknown>, "XShmGetImage"],
+    [x.n as unknown as Record<string, unknown>, "XGetImage"],
+  ];
+  if (x.n.xres) fns.push([x.n.xres as unknown as Record<string, unknown>, "XResQueryClientIds"]);
+  const saved = fns.map(([o, name]) => [o, name, o[name]] as const);
+  for (const [o, name, f] of saved) {
+    if (typeof f !== "function") throw new Error(`${name} is not bound`);
+    o[name] = (...a: unknown[]) => {
+      log.push(name);
+      return (f as (...b: unknown[]) => unknown)(...a);
+    };
+  }
+  return {
+    log,
+    stop: () => {
+      for (const [o, name, f] of saved) o[name] = f;
+    },
+  };
+}
+
 /** xcb requests each step sent, in order ("req" one request, "flush" the connection flushed). */
 function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
   const log: string[] = [];
@@ -31,6 +58,8 @@ function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
     "translateToRoot",
     "childAt",
     "probeGrabs",
+    "shmGetImage",
+    "askClientPids",
     "flush",
   ] as const;
   const target = x as unknown as Record<string, (...a: unknown[]) => unknown>;
@@ -179,5 +208,141 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
     const fresh = await p.desktop.listWindows();
     const again = await verifyTarget(p.desktop, target, { region: REGION, windows: fresh });
     await expect(verifyUnchangedAfter(p.desktop, target, again.window, REGION)).resolves.toBeUndefined();
+  });
+  it("the read and the check after it go out in one flush on our xcb connection, X-Resource included", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const [l, t] = win.rect;
+    const rect: [number, number, number, number] = [l, t, l + REGION[2], t + REGION[3]];
+    let read: string[] = [];
+    let after: string[] = [];
+    let xlib: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+      const before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+      const rec = recordBatches(x);
+      const trips = recordXlibTrips(x);
+      try {
+        await p.capture.captureScreen(rect, undefined, () => p.desktop.askCheckAfterRead?.(win.hwnd));
+        rec.stop();
+        read = rec.log;
+        const again = recordBatches(x);
+        try {
+          await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+        } finally {
+          again.stop();
+        }
+        after = again.log;
+      } finally {
+        rec.stop();
+        trips.stop();
+      }
+      xlib = trips.log;
+    }
+    // The read first, the check's requests (its owner from X-Resource among them) behind it,
+    // one flush for all; nothing on Xlib's connection, nothing asked after.
+    expect(read[0]).toBe("req shmGetImage");
+    expect(read).toContain("req askClientPids");
+    expect(read.filter((e) => e === "flush")).toEqual(["flush"]);
+    expect(read.at(-1)).toBe("flush");
+    expect(xlib).toEqual([]);
+    expect(after).toEqual([]);
+  });
+
+  it("a listing asks X-Resource for the owners in its batch, not on Xlib's connection", async () => {
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const rec = recordBatches(x);
+    const trips = recordXlibTrips(x);
+    try {
+      await p.desktop.listWindows();
+    } finally {
+      rec.stop();
+      trips.stop();
+    }
+    const owners = rec.log.indexOf("req askClientPids");
+    expect(owners).toBeGreaterThan(0);
+    expect(rec.log.slice(owners + 1)).toEqual(["flush"]);
+    expect(trips.log).toEqual([]);
+  });
+
+  it("a read that fails and is read again (half off the screen): the check is asked again behind the last read", async () => {
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const [, , sw] = await p.desktop.virtualScreen();
+    const rect: [number, number, number, number] = [sw - 20, 0, sw + 20, 30];
+    await p.desktop.listWindows();
+    const marks: number[] = [];
+    const rec = recordBatches(x);
+    try {
+      await p.capture.captureScreen(rect, undefined, () => {
+        marks.push(rec.log.length);
+        p.desktop.askCheckAfterRead?.(win.hwnd);
+      });
+    } finally {
+      rec.stop();
+    }
+    expect(marks).toHaveLength(2);
+    const last = marks[1]!;
+    expect(rec.log[last - 1]).toBe("req shmGetImage");
+    expect(rec.log.slice(0, last).filter((e) => e === "req shmGetImage")).toHaveLength(2);
+    expect(rec.log.at(-1)).toBe("flush");
+    // The stale batch is dropped by the next check, which judges the one asked last.
+    await p.desktop.listWindows();
+  });
+
+  it("a cover mapped or the target moved between the check and the read: the check in the read's flush refuses", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const [l, t] = win.rect;
+    const rect: [number, number, number, number] = [l, t, l + REGION[2], t + REGION[3]];
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const shotAfter = async (before: { window: WindowInfo }): Promise<string> => {
+      const rec = recordBatches(x);
+      try {
+        await p.capture.captureScreen(rect, undefined, () => p.desktop.askCheckAfterRead?.(win.hwnd));
+      } finally {
+        rec.stop();
+      }
+      // The read and the check's requests in one flush, the read first.
+      expect(rec.log[0]).toBe("req shmGetImage");
+      expect(rec.log.filter((e) => e === "flush")).toEqual(["flush"]);
+      try {
+        await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+        return "no error";
+      } catch (e) {
+        return isUiError(e) ? e.code : String(e);
+      }
+    };
+    let windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+    let before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+    const cover = startApp("xterm", ["-T", "uix cover2", "-geometry", "20x5+40+60"]);
+    try {
+      for (let i = 0; i < 50; i++) {
+        const shown = (await p.desktop.listWindows()).some((w) => w.title === "uix cover2");
+        if (shown) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(await shotAfter(before)).toBe("occluded");
+    } finally {
+      cover.child.kill();
+    }
+    for (let i = 0; i < 50; i++) {
+      if (!(await p.desktop.listWindows()).some((w) => w.title === "uix cover2")) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    xdotool("windowraise", win.hwnd);
+    await new Promise((r) => setTimeout(r, 200));
+    windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+    before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+    const frame = windows.find((w) => w.hwnd === win.hwnd)!;
+    xdotool("windowmove", win.hwnd, String(frame.rect[0] + 30), String(frame.rect[1] + 20));
+    try {
+      for (let i = 0; i < 50; i++) {
+        const now = (await p.desktop.listWindows()).find((w) => w.hwnd === win.hwnd);
+        if (now && now.rect[0] !== frame.rect[0]) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await shotAfter(before)).toBe("target_changed");
+    } finally {
+      xdotool("windowmove", win.hwnd, String(frame.rect[0]), String(frame.rect[1]));
+    }
   });
 });

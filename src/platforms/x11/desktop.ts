@@ -49,6 +49,8 @@ interface TargetBatch {
   frameTree: Pending<{ parent: number; children: number[] }> | null;
   frameGeom: Pending<Geometry> | null;
   ahead: Map<number, Pending<{ parent: number; children: number[] }>>;
+  /** The target's owner PID from X-Resource, asked in the batch. */
+  pids: Pending<Map<number, number>>;
 }
 
 interface PendingWindow {
@@ -517,10 +519,11 @@ export class X11Desktop implements DesktopPort {
     const checkOf = /^\d{1,10}$/.test(opts.regionCheckOf ?? "") ? Number(opts.regionCheckOf) : null;
     const known = checkOf === null ? undefined : this.framesByClient.get(checkOf);
     const check = checkOf !== null && known ? askRegionCheckAhead(this.x, this, checkOf, known.frame) : null;
-    // The batch goes out now, so the server answers it while the X-Resource request (one for
-    // the owners of all of them, on the Xlib connection) makes its own round trip.
+    // The X-Resource request for the owners of all of them joins the batch (on Xlib's
+    // connection without libxcb-res: its own round trip then, while the server answers the batch).
+    const pidsAsked = this.x.askClientPids(bottomToTop);
     this.x.flush();
-    const serverPids = this.x.clientPids(bottomToTop);
+    const serverPids = pidsAsked.resolve();
     const focusPath = this.focusPath(focusWin, rootChildren, new Map(pending.map((p) => [p.xid, p])), ahead);
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
@@ -595,14 +598,16 @@ export class X11Desktop implements DesktopPort {
       known && known.frame !== xid ? (check?.asked.tree(known.frame) ?? x.queryTree(known.frame)) : null;
     const frameGeom = known ? x.getGeometry(known.frame) : null;
     const ahead = this.askFocusChain(null);
+    // The owner from X-Resource, in the same batch (see listWindows).
+    const pids = x.askClientPids([xid]);
     x.flush();
-    return { xid, known, p, focus, check, frameTree, frameGeom, ahead };
+    return { xid, known, p, focus, check, frameTree, frameGeom, ahead, pids };
   }
 
   private judgeTargetBatch(b: TargetBatch): WindowInfo[] {
-    const { xid, known, p, focus, check, frameTree, frameGeom, ahead } = b;
+    const { xid, known, p, focus, check, frameTree, frameGeom, ahead, pids } = b;
     const x = this.x;
-    const serverPids = x.clientPids([xid]);
+    const serverPids = pids.resolve();
     const rootGeoms = new Map<number, Pending<Geometry>>();
     const rootChildren = new Set<number>();
     if (known && frameGeom) {

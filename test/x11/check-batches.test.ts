@@ -46,8 +46,12 @@ function recordXlibTrips(x: XConnection): { log: string[]; stop: () => void } {
   };
 }
 
-/** xcb requests each step sent, in order ("req" one request, "flush" the connection flushed). */
-function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
+/**
+ * xcb requests each step sent, in order ("req" one request, "flush" the connection flushed;
+ * with `waits`, "wait" where a reply of a recorded request is first waited for, which sends
+ * whatever is queued before it).
+ */
+function recordBatches(x: XConnection, opts: { waits?: boolean } = {}): { log: string[]; stop: () => void } {
   const log: string[] = [];
   const names = [
     "queryTree",
@@ -70,7 +74,17 @@ function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
       // A grab probe for neither device sends nothing.
       if (n !== "probeGrabs" || a[0] === true || a[1] === true)
         log.push(n === "flush" ? "flush" : `req ${n}`);
-      return f.apply(x, a);
+      const r = f.apply(x, a) as { resolve?: () => unknown } | undefined;
+      const resolve = r?.resolve;
+      if (opts.waits && r && typeof resolve === "function") {
+        let waited = false;
+        r.resolve = () => {
+          if (!waited) log.push("wait");
+          waited = true;
+          return resolve.call(r);
+        };
+      }
+      return r;
     };
   }
   return {
@@ -249,20 +263,38 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
     expect(after).toEqual([]);
   });
 
-  it("a listing asks X-Resource for the owners in its batch, not on Xlib's connection", async () => {
+  it("a listing of a desktop as the last one found it sends all its requests, X-Resource included, before its first wait; a new window is asked after it", async () => {
     const x = (p.desktop as unknown as { x: XConnection }).x;
-    const rec = recordBatches(x);
+    await p.desktop.listWindows();
+    await p.desktop.listWindows();
+    const rec = recordBatches(x, { waits: true });
     const trips = recordXlibTrips(x);
+    let listed: WindowInfo[] = [];
     try {
-      await p.desktop.listWindows();
+      listed = await p.desktop.listWindows();
     } finally {
       rec.stop();
       trips.stop();
     }
-    const owners = rec.log.indexOf("req askClientPids");
-    expect(owners).toBeGreaterThan(0);
-    expect(rec.log.slice(owners + 1)).toEqual(["flush"]);
+    expect(listed.some((w) => w.hwnd === win.hwnd && w.instance?.pid === win.instance?.pid)).toBe(true);
+    expect(rec.log).toContain("req askClientPids");
+    const firstWait = rec.log.indexOf("wait");
+    expect(firstWait).toBeGreaterThan(0);
+    // One batch: no request queued after the first wait (the stacking list's reply).
+    expect(rec.log.slice(firstWait).filter((e) => e.startsWith("req"))).toEqual([]);
     expect(trips.log).toEqual([]);
+    // A window the last listing did not know is asked after that batch, and listed.
+    const extra = startApp("xterm", ["-T", "uix late", "-geometry", "20x5+300+300"]);
+    try {
+      let found: WindowInfo | undefined;
+      for (let i = 0; i < 50 && !found; i++) {
+        found = (await p.desktop.listWindows()).find((w) => w.title === "uix late");
+        if (!found) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(found?.instance?.pid).toBe(extra.child.pid);
+    } finally {
+      extra.child.kill();
+    }
   });
 
   it("a read that fails and is read again (half off the screen): the check is asked again behind the last read", async () => {

@@ -194,19 +194,20 @@ export class XConnection {
    * client): calls `visit` with each answer's client id base and PID.
    */
   private queryClientIds(clients: readonly number[], visit: (client: number, pid: number) => void): void {
-    for (const [client, pid] of this.askClientIds(clients).resolve()) visit(client, pid);
+    if (!this.hasXRes || clients.length === 0) return;
+    for (const [client, pid] of this.xlibClientIds(clients)) visit(client, pid);
   }
 
   /**
-   * QueryClientIds (PID mask) for `clients`: with libxcb-res queued on our xcb connection (sent
+   * QueryClientIds (PID mask) for `clients`: `inBatch` with libxcb-res, queued on our xcb connection (sent
    * by its next flush, so it can join a batch; the answer is read on resolve()), else asked on
    * resolve() on Xlib's connection (one round trip of its own, after the caller's flush). Each
    * answer's client id base and PID (-1 when the server knows none); an X error answers none,
    * as libXRes does.
    */
-  private askClientIds(clients: readonly number[]): Pending<Array<[number, number]>> {
+  private askClientIds(clients: readonly number[], inBatch: boolean): Pending<Array<[number, number]>> {
     if (!this.hasXRes || clients.length === 0) return { resolve: () => [] };
-    const res = this.n.xcbRes;
+    const res = inBatch ? this.n.xcbRes : null;
     if (res === null) {
       let now: Array<[number, number]> | null = null;
       return {
@@ -277,22 +278,29 @@ export class XConnection {
   }
 
   /**
-   * The PIDs the X server knows for the clients owning `wins`, in one X-Resource request:
-   * window → PID (windows of unknown or remote clients are missing from the map).
+   * The PIDs the X server knows for the clients owning `wins`, in one X-Resource request on
+   * Xlib's connection (so it is answered under our own server grab too): window → PID (windows
+   * of unknown or remote clients are missing from the map).
    */
   clientPids(wins: readonly number[]): Map<number, number> {
-    return this.askClientPids(wins).resolve();
+    return this.pidsOf(wins, false).resolve();
   }
 
   /**
-   * clientPids' request, queued now (on our xcb connection when libxcb-res is there: sent by
-   * the next flush, in the same batch as the requests queued around it); resolve() reads it.
+   * clientPids' request, queued now on our xcb connection when libxcb-res is there (sent by the
+   * next flush, in the same batch as the requests queued around it); resolve() reads it. Never
+   * under a server grab taken on Xlib's connection: the server would not answer this one until
+   * the grab ends (clientPids asks on Xlib's, the grabbing one).
    */
   askClientPids(wins: readonly number[]): Pending<Map<number, number>> {
+    return this.pidsOf(wins, true);
+  }
+
+  private pidsOf(wins: readonly number[], inBatch: boolean): Pending<Map<number, number>> {
     if (wins.length === 0) return { resolve: () => new Map() };
     const mask = this.resourceIdMask;
     const base = (w: number) => (w & ~mask) >>> 0;
-    const asked = this.askClientIds(wins);
+    const asked = this.askClientIds(wins, inBatch);
     let out: Map<number, number> | null = null;
     return {
       resolve: () => {

@@ -240,8 +240,13 @@ export interface CapturePort {
    * writes every pixel byte (black where the screen has none), leaves the bytes between rows
    * alone and returns an image over `into.data` with `into.stride`. A port may also ignore it
    * and return a frame of its own.
+   *
+   * `afterRead`, when the port takes it, is called once the read is ordered before whatever
+   * it sends to the display server (X11: queued right behind the read on the same connection
+   * and sent in its flush), again for a later read if an earlier one failed; a port that does
+   * not take it leaves the caller to ask after the read returned.
    */
-  captureScreen(rect: Rect, into?: FrameTarget): Promise<RawImage>;
+  captureScreen(rect: Rect, into?: FrameTarget, afterRead?: () => void): Promise<RawImage>;
 }
 
 /** Raw injection; every verification happens before these are called, in the same worker. */

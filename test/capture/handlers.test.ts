@@ -535,6 +535,35 @@ describe("frames the capture port writes into (X11, Win32)", () => {
     expect(viaFrame.targets[1]?.data.every((b) => b === 0)).toBe(true);
   });
 
+  it("a port that takes the ask behind its read is handed it, and the handler does not ask again", async () => {
+    const viaFrame = intoFrame();
+    const order: string[] = [];
+    const port = viaFrame.platform.capture;
+    const d = viaFrame.platform.desktop;
+    const desktop = new Proxy(d, {
+      get(t, k) {
+        if (k === "askCheckAfterRead") return (hwnd: string) => order.push(`ask ${hwnd}`);
+        const v = Reflect.get(t, k);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+    const p: Platform = {
+      ...viaFrame.platform,
+      desktop,
+      capture: {
+        captureScreen: async (rect, into, afterRead) => {
+          const img = await port.captureScreen(rect, into);
+          // As X11 does: the ask queued behind the read, before the read's reply is taken.
+          afterRead?.();
+          order.push("read returned");
+          return img;
+        },
+      },
+    };
+    expect((await capture({}, p)).png).not.toBeNull();
+    expect(order).toEqual(["ask 1001", "read returned"]);
+  });
+
   it('answers tiles "later" without them, then capture.tiles gives exactly the tiles of that frame', async () => {
     const tilesOp = captureHandlers["capture.tiles"];
     if (!tilesOp) throw new Error("no capture.tiles handler");

@@ -19,8 +19,39 @@ import {
  * by the same flush, so on a steady desktop the check asks the X server nothing after it.
  */
 
-/** xcb requests each step sent, in order ("req" one request, "flush" the connection flushed). */
-function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
+/**
+ * Requests that make a round trip on Xlib's connection (the MIT-SHM read and X-Resource there):
+ * each is a flush of its own, ordered with nothing on our xcb connection.
+ */
+function recordXlibTrips(x: XConnection): { log: string[]; stop: () => void } {
+  const log: string[] = [];
+  const fns: Array<[Record<string, unknown>, string]> = [
+    [x.n as unknown as Record<string, unknown>, "XShmGetImage"],
+    [x.n as unknown as Record<string, unknown>, "XGetImage"],
+  ];
+  if (x.n.xres) fns.push([x.n.xres as unknown as Record<string, unknown>, "XResQueryClientIds"]);
+  const saved = fns.map(([o, name]) => [o, name, o[name]] as const);
+  for (const [o, name, f] of saved) {
+    if (typeof f !== "function") throw new Error(`${name} is not bound`);
+    o[name] = (...a: unknown[]) => {
+      log.push(name);
+      return (f as (...b: unknown[]) => unknown)(...a);
+    };
+  }
+  return {
+    log,
+    stop: () => {
+      for (const [o, name, f] of saved) o[name] = f;
+    },
+  };
+}
+
+/**
+ * xcb requests each step sent, in order ("req" one request, "flush" the connection flushed;
+ * with `waits`, "wait" where a reply of a recorded request is first waited for, which sends
+ * whatever is queued before it).
+ */
+function recordBatches(x: XConnection, opts: { waits?: boolean } = {}): { log: string[]; stop: () => void } {
   const log: string[] = [];
   const names = [
     "queryTree",
@@ -31,6 +62,8 @@ function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
     "translateToRoot",
     "childAt",
     "probeGrabs",
+    "shmGetImage",
+    "askClientPids",
     "flush",
   ] as const;
   const target = x as unknown as Record<string, (...a: unknown[]) => unknown>;
@@ -41,7 +74,17 @@ function recordBatches(x: XConnection): { log: string[]; stop: () => void } {
       // A grab probe for neither device sends nothing.
       if (n !== "probeGrabs" || a[0] === true || a[1] === true)
         log.push(n === "flush" ? "flush" : `req ${n}`);
-      return f.apply(x, a);
+      const r = f.apply(x, a) as { resolve?: () => unknown } | undefined;
+      const resolve = r?.resolve;
+      if (opts.waits && r && typeof resolve === "function") {
+        let waited = false;
+        r.resolve = () => {
+          if (!waited) log.push("wait");
+          waited = true;
+          return resolve.call(r);
+        };
+      }
+      return r;
     };
   }
   return {
@@ -179,5 +222,159 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
     const fresh = await p.desktop.listWindows();
     const again = await verifyTarget(p.desktop, target, { region: REGION, windows: fresh });
     await expect(verifyUnchangedAfter(p.desktop, target, again.window, REGION)).resolves.toBeUndefined();
+  });
+  it("the read and the check after it go out in one flush on our xcb connection, X-Resource included", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const [l, t] = win.rect;
+    const rect: [number, number, number, number] = [l, t, l + REGION[2], t + REGION[3]];
+    let read: string[] = [];
+    let after: string[] = [];
+    let xlib: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+      const before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+      const rec = recordBatches(x);
+      const trips = recordXlibTrips(x);
+      try {
+        await p.capture.captureScreen(rect, undefined, () => p.desktop.askCheckAfterRead?.(win.hwnd));
+        rec.stop();
+        read = rec.log;
+        const again = recordBatches(x);
+        try {
+          await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+        } finally {
+          again.stop();
+        }
+        after = again.log;
+      } finally {
+        rec.stop();
+        trips.stop();
+      }
+      xlib = trips.log;
+    }
+    // The read first, the check's requests (its owner from X-Resource among them) behind it,
+    // one flush for all; nothing on Xlib's connection, nothing asked after.
+    expect(read[0]).toBe("req shmGetImage");
+    expect(read).toContain("req askClientPids");
+    expect(read.filter((e) => e === "flush")).toEqual(["flush"]);
+    expect(read.at(-1)).toBe("flush");
+    expect(xlib).toEqual([]);
+    expect(after).toEqual([]);
+  });
+
+  it("a listing of a desktop as the last one found it sends all its requests, X-Resource included, before its first wait; a new window is asked after it", async () => {
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    await p.desktop.listWindows();
+    await p.desktop.listWindows();
+    const rec = recordBatches(x, { waits: true });
+    const trips = recordXlibTrips(x);
+    let listed: WindowInfo[] = [];
+    try {
+      listed = await p.desktop.listWindows();
+    } finally {
+      rec.stop();
+      trips.stop();
+    }
+    expect(listed.some((w) => w.hwnd === win.hwnd && w.instance?.pid === win.instance?.pid)).toBe(true);
+    expect(rec.log).toContain("req askClientPids");
+    const firstWait = rec.log.indexOf("wait");
+    expect(firstWait).toBeGreaterThan(0);
+    // One batch: no request queued after the first wait (the stacking list's reply).
+    expect(rec.log.slice(firstWait).filter((e) => e.startsWith("req"))).toEqual([]);
+    expect(trips.log).toEqual([]);
+    // A window the last listing did not know is asked after that batch, and listed.
+    const extra = startApp("xterm", ["-T", "uix late", "-geometry", "20x5+300+300"]);
+    try {
+      let found: WindowInfo | undefined;
+      for (let i = 0; i < 50 && !found; i++) {
+        found = (await p.desktop.listWindows()).find((w) => w.title === "uix late");
+        if (!found) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(found?.instance?.pid).toBe(extra.child.pid);
+    } finally {
+      extra.child.kill();
+    }
+  });
+
+  it("a read that fails and is read again (half off the screen): the check is asked again behind the last read", async () => {
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const [, , sw] = await p.desktop.virtualScreen();
+    const rect: [number, number, number, number] = [sw - 20, 0, sw + 20, 30];
+    await p.desktop.listWindows();
+    const marks: number[] = [];
+    const rec = recordBatches(x);
+    try {
+      await p.capture.captureScreen(rect, undefined, () => {
+        marks.push(rec.log.length);
+        p.desktop.askCheckAfterRead?.(win.hwnd);
+      });
+    } finally {
+      rec.stop();
+    }
+    expect(marks).toHaveLength(2);
+    const last = marks[1]!;
+    expect(rec.log[last - 1]).toBe("req shmGetImage");
+    expect(rec.log.slice(0, last).filter((e) => e === "req shmGetImage")).toHaveLength(2);
+    expect(rec.log.at(-1)).toBe("flush");
+    // The stale batch is dropped by the next check, which judges the one asked last.
+    await p.desktop.listWindows();
+  });
+
+  it("a cover mapped or the target moved between the check and the read: the check in the read's flush refuses", async () => {
+    const target = { hwnd: win.hwnd, instance: win.instance! };
+    const [l, t] = win.rect;
+    const rect: [number, number, number, number] = [l, t, l + REGION[2], t + REGION[3]];
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const shotAfter = async (before: { window: WindowInfo }): Promise<string> => {
+      const rec = recordBatches(x);
+      try {
+        await p.capture.captureScreen(rect, undefined, () => p.desktop.askCheckAfterRead?.(win.hwnd));
+      } finally {
+        rec.stop();
+      }
+      // The read and the check's requests in one flush, the read first.
+      expect(rec.log[0]).toBe("req shmGetImage");
+      expect(rec.log.filter((e) => e === "flush")).toEqual(["flush"]);
+      try {
+        await verifyUnchangedAfter(p.desktop, target, before.window, REGION);
+        return "no error";
+      } catch (e) {
+        return isUiError(e) ? e.code : String(e);
+      }
+    };
+    let windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+    let before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+    const cover = startApp("xterm", ["-T", "uix cover2", "-geometry", "20x5+40+60"]);
+    try {
+      for (let i = 0; i < 50; i++) {
+        const shown = (await p.desktop.listWindows()).some((w) => w.title === "uix cover2");
+        if (shown) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(await shotAfter(before)).toBe("occluded");
+    } finally {
+      cover.child.kill();
+    }
+    for (let i = 0; i < 50; i++) {
+      if (!(await p.desktop.listWindows()).some((w) => w.title === "uix cover2")) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    xdotool("windowraise", win.hwnd);
+    await new Promise((r) => setTimeout(r, 200));
+    windows = await p.desktop.listWindows({ regionCheckOf: win.hwnd });
+    before = await verifyTarget(p.desktop, target, { region: REGION, windows });
+    const frame = windows.find((w) => w.hwnd === win.hwnd)!;
+    xdotool("windowmove", win.hwnd, String(frame.rect[0] + 30), String(frame.rect[1] + 20));
+    try {
+      for (let i = 0; i < 50; i++) {
+        const now = (await p.desktop.listWindows()).find((w) => w.hwnd === win.hwnd);
+        if (now && now.rect[0] !== frame.rect[0]) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await shotAfter(before)).toBe("target_changed");
+    } finally {
+      xdotool("windowmove", win.hwnd, String(frame.rect[0]), String(frame.rect[1]));
+    }
   });
 });

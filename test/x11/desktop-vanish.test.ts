@@ -70,6 +70,10 @@ function stubConnection(opts: { owner: () => number | null; existsAfterOwner: bo
       const pid = opts.owner();
       return new Map(pid === null ? [] : wins.map((w) => [w, pid] as const));
     },
+    // Asked in the batch, answered when its reply is read (after the flush).
+    askClientPids(wins: readonly number[]): Pending<Map<number, number>> {
+      return { resolve: () => stub.clientPids(wins) };
+    },
   };
   return stub as unknown as XConnection;
 }

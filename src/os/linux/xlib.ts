@@ -173,6 +173,7 @@ export interface X11Native {
   ) => Cookie;
   xcb_ungrab_button: (c: Ptr, button: number, w: number, modifiers: number) => Cookie;
   xcb_get_setup: (c: Ptr) => Ptr;
+  xcb_generate_id: (c: Ptr) => number;
   /** Core per-key auto-repeat (XKeyboardControl / XKeyboardState as plain byte buffers). */
   XChangeKeyboardControl: (dpy: Ptr, mask: number, values: Buffer) => number;
   XGetKeyboardControl: (dpy: Ptr, state: Buffer) => number;
@@ -227,6 +228,36 @@ export interface X11Native {
   shmat: (id: number, addr: Ptr | null, flags: number) => Ptr;
   shmdt: (addr: Ptr) => number;
   shmctl: (id: number, cmd: number, buf: Ptr | null) => number;
+  /**
+   * libxcb-shm (MIT-SHM on our own xcb connection, so a read is ordered with the checks'
+   * requests on that connection), or null when it is not installed.
+   */
+  xcbShm: {
+    xcb_shm_attach_checked: (c: Ptr, seg: number, shmid: number, readOnly: number) => Cookie;
+    xcb_shm_detach: (c: Ptr, seg: number) => Cookie;
+    xcb_shm_get_image: (
+      c: Ptr,
+      drawable: number,
+      x: number,
+      y: number,
+      w: number,
+      h: number,
+      planes: number,
+      format: number,
+      seg: number,
+      offset: number,
+    ) => Cookie;
+    xcb_shm_get_image_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  } | null;
+  /**
+   * libxcb-res (X-Resource on our own xcb connection, so an owner request can join a batch of
+   * other requests), or null when it is not installed.
+   */
+  xcbRes: {
+    /** `specs`: (client, mask) pairs, as xcb_res_client_id_spec_t. */
+    xcb_res_query_client_ids: (c: Ptr, numSpecs: number, specs: Uint32Array) => Cookie;
+    xcb_res_query_client_ids_reply: (c: Ptr, cookie: Cookie, err: Array<Ptr | null>) => Ptr | null;
+  } | null;
   /** libXRes (X-Resource client ids: the server-verified PID of a window's client), or null. */
   xres: {
     XResQueryClientIds: (
@@ -514,6 +545,7 @@ const LIBXCB = {
   xcb_ungrab_button:
     "xcb_cookie_t xcb_ungrab_button(xcb_connection_t *c, uint8_t button, uint32_t w, uint16_t modifiers)",
   xcb_get_setup: "const void *xcb_get_setup(xcb_connection_t *c)",
+  xcb_generate_id: "uint32_t xcb_generate_id(xcb_connection_t *c)",
   xcb_get_keyboard_mapping:
     "xcb_cookie_t xcb_get_keyboard_mapping(xcb_connection_t *c, uint8_t first, uint8_t count)",
   xcb_get_keyboard_mapping_reply:
@@ -554,6 +586,23 @@ const LIBXRES = {
   XResQueryClients: "int XResQueryClients(Display *dpy, _Out_ int *n, _Out_ void **clients)",
   XResQueryClientResources:
     "int XResQueryClientResources(Display *dpy, unsigned long xid, _Out_ int *num_types, _Out_ void **types)",
+} as const;
+
+const LIBXCB_SHM = {
+  xcb_shm_attach_checked:
+    "xcb_cookie_t xcb_shm_attach_checked(xcb_connection_t *c, uint32_t shmseg, uint32_t shmid, uint8_t read_only)",
+  xcb_shm_detach: "xcb_cookie_t xcb_shm_detach(xcb_connection_t *c, uint32_t shmseg)",
+  xcb_shm_get_image:
+    "xcb_cookie_t xcb_shm_get_image(xcb_connection_t *c, uint32_t drawable, int16_t x, int16_t y, uint16_t width, uint16_t height, uint32_t plane_mask, uint8_t format, uint32_t shmseg, uint32_t offset)",
+  xcb_shm_get_image_reply:
+    "void *xcb_shm_get_image_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
+} as const;
+
+const LIBXCB_RES = {
+  xcb_res_query_client_ids:
+    "xcb_cookie_t xcb_res_query_client_ids(xcb_connection_t *c, uint32_t num_specs, const uint32_t *specs)",
+  xcb_res_query_client_ids_reply:
+    "void *xcb_res_query_client_ids_reply(xcb_connection_t *c, xcb_cookie_t cookie, _Out_ void **err)",
 } as const;
 
 const LIBX11_XCB = {
@@ -674,6 +723,8 @@ export const libXi = () => bind("libXi.so.6", LIBXI);
 export const libXRes = () => bind("libXRes.so.1", LIBXRES);
 export const libXft = () => bind("libXft.so.2", LIBXFT);
 const libX11Xcb = () => bind("libX11-xcb.so.1", LIBX11_XCB);
+const libXcbShm = () => bind("libxcb-shm.so.0", LIBXCB_SHM);
+const libXcbRes = () => bind("libxcb-res.so.0", LIBXCB_RES);
 
 /** An optional library's bindings, or null when it is not installed. */
 export function optional<T>(load: () => T): T | null {
@@ -750,6 +801,8 @@ export function x11Native(): X11Native {
       XResQueryClients: xres.XResQueryClients,
       XResQueryClientResources: xres.XResQueryClientResources,
     },
+    xcbShm: optional(libXcbShm),
+    xcbRes: optional(libXcbRes),
     XGetXCBConnection: optional(libX11Xcb)?.XGetXCBConnection ?? null,
     noopErrorHandler: noopErrorHandler(),
     XImage: t.XImage,

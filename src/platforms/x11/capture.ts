@@ -15,7 +15,7 @@ import { readSetting } from "../../shared/settingsReader.js";
 import type { XConnection } from "./xconn.js";
 
 /**
- * Root-window capture: XShmGetImage when MIT-SHM works, XGetImage otherwise, converted once
+ * Root-window capture: an MIT-SHM read when MIT-SHM works, XGetImage otherwise, converted once
  * from the server's BGRX to RGB, into the caller's frame when it passes one (the capture
  * worker's PNG rows) or else to packed RGB (the encoder's input as it is). The requested rect
  * is clipped to the screen (its size asked only when an XShm read of the whole rect failed, or
@@ -24,6 +24,11 @@ import type { XConnection } from "./xconn.js";
  * copied out of native memory before the image is destroyed or the segment read again; the shm
  * segment is marked for removal as soon as it is attached, kept while captures keep the same
  * size, and detached on a size change and at dispose.
+ *
+ * With libxcb-shm the segment is attached on, and read through, our own xcb connection (the one
+ * the checks' requests go on), not Xlib's: the server handles one connection's requests in
+ * order, so `afterRead`'s requests, queued right behind the read and sent in the same flush,
+ * are answered from the state after the read, and the read costs no round trip of its own.
  */
 
 const Z_PIXMAP = 2;
@@ -50,7 +55,12 @@ export class X11Capture implements CapturePort {
     this.shmUsable = !noShm && x.n.XShmQueryExtension(x.dpy) !== 0;
   }
 
-  async captureScreen(rect: Rect, into?: FrameTarget): Promise<RawImage> {
+  /**
+   * `afterRead` (CapturePort.captureScreen): called once each read is ordered before anything
+   * it sends (queued behind an xcb read, or after an Xlib read returned), so the last call
+   * follows the read the frame is from.
+   */
+  async captureScreen(rect: Rect, into?: FrameTarget, afterRead?: () => void): Promise<RawImage> {
     const width = rectWidth(rect);
     const height = rectHeight(rect);
     if (width <= 0 || height <= 0 || width * height > MAX_PIXELS) {
@@ -63,7 +73,7 @@ export class X11Capture implements CapturePort {
       // proves the rect was on the screen as the server had it for this very request. A rect
       // off the screen in part (or a failing MIT-SHM) fails that read and takes the path below.
       const whole = fits ?? packedFrame(width, height, true);
-      if (this.grabShm(rect, whole, 0, 0, false)) {
+      if (this.grabShm(rect, whole, 0, 0, false, afterRead)) {
         this.x.checkAlive();
         return imageOf(whole, width, height);
       }
@@ -77,16 +87,20 @@ export class X11Capture implements CapturePort {
     const image = imageOf(out, width, height);
     if (!clip) {
       this.lastMethod = "none";
+      afterRead?.();
       return image;
     }
     const dx = clip[0] - rect[0];
     const dy = clip[1] - rect[1];
     let done = false;
     if (this.shmUsable) {
-      done = this.grabShm(clip, out, dx, dy, true);
+      done = this.grabShm(clip, out, dx, dy, true, afterRead);
       if (!done) this.shmUsable = false;
     }
-    if (!done) this.grabPlain(clip, out, dx, dy);
+    if (!done) {
+      this.grabPlain(clip, out, dx, dy);
+      afterRead?.();
+    }
     this.x.checkAlive();
     return image;
   }
@@ -155,6 +169,7 @@ export class X11Capture implements CapturePort {
       shmid: -1,
       addr: null,
       attached: false,
+      xcbSeg: null,
       width: cw,
       height: ch,
       pixels: null,
@@ -174,9 +189,15 @@ export class X11Capture implements CapturePort {
       koffi.encode(seg.info, koffi.offsetof(n.XShmSegmentInfo, "shmid"), "int", seg.shmid);
       koffi.encode(seg.info, koffi.offsetof(n.XShmSegmentInfo, "shmaddr"), "void *", addr);
       koffi.encode(seg.img, koffi.offsetof(n.XImage, "data"), "void *", addr);
-      if (n.XShmAttach(x.dpy, seg.info) === 0) throw new ShmUnavailable();
-      seg.attached = true;
-      n.XSync(x.dpy, 0);
+      if (x.hasXcbShm) {
+        // Attached for our xcb connection only: the reads go there (see the class comment).
+        seg.xcbSeg = x.shmAttach(seg.shmid);
+        if (seg.xcbSeg === null) throw new ShmUnavailable();
+      } else {
+        if (n.XShmAttach(x.dpy, seg.info) === 0) throw new ShmUnavailable();
+        seg.attached = true;
+        n.XSync(x.dpy, 0);
+      }
       // Marked for removal now: the kernel frees it once we and the server have detached.
       n.shmctl(seg.shmid, IPC_RMID, null);
       // One view of the segment for its whole life (a fresh one per shot was 1.9 MB of external
@@ -195,6 +216,7 @@ export class X11Capture implements CapturePort {
   private freeSegment(seg: ShmSegment): void {
     const n = this.x.n;
     seg.pixels = null;
+    if (seg.xcbSeg !== null) this.x.shmDetach(seg.xcbSeg);
     if (seg.attached) {
       n.XShmDetach(this.x.dpy, seg.info);
       n.XSync(this.x.dpy, 0);
@@ -222,19 +244,49 @@ export class X11Capture implements CapturePort {
    * or the rect is not wholly on the screen. `final`: this was the clipped read, so the segment
    * is dropped (the caller then stops using MIT-SHM); else it is kept for that read.
    */
-  private grabShm(clip: Rect, out: FrameTarget, dx: number, dy: number, final: boolean): boolean {
+  private grabShm(
+    clip: Rect,
+    out: FrameTarget,
+    dx: number,
+    dy: number,
+    final: boolean,
+    afterRead: (() => void) | undefined,
+  ): boolean {
     const cw = rectWidth(clip);
     const ch = rectHeight(clip);
     const seg = this.segment(cw, ch);
     if (!seg || seg.img === null || seg.pixels === null) return false;
-    const n = this.x.n;
-    if (n.XShmGetImage(this.x.dpy, this.x.root, seg.img, clip[0], clip[1], ALL_PLANES) === 0) {
+    if (!this.readShm(seg, clip, afterRead)) {
       if (final) this.releaseShm();
       return false;
     }
     this.convert(seg.pixels, cw, ch, out, dx, dy);
     this.lastMethod = "xshm";
     return true;
+  }
+
+  /**
+   * One MIT-SHM read into `seg`; false when the server refused it. On xcb, `afterRead`'s
+   * requests join the read's flush (waiting for the read's reply sends them); its reply is
+   * read even when `afterRead` throws, so nothing stays queued.
+   */
+  private readShm(seg: ShmSegment, clip: Rect, afterRead: (() => void) | undefined): boolean {
+    if (seg.img === null) return false;
+    if (seg.xcbSeg === null) {
+      const n = this.x.n;
+      const ok = n.XShmGetImage(this.x.dpy, this.x.root, seg.img, clip[0], clip[1], ALL_PLANES) !== 0;
+      afterRead?.();
+      return ok;
+    }
+    const size = { x: clip[0], y: clip[1], width: rectWidth(clip), height: rectHeight(clip) };
+    const read = this.x.shmGetImage(size, seg.xcbSeg);
+    try {
+      if (afterRead) afterRead();
+      else this.x.flush();
+    } finally {
+      read.resolve();
+    }
+    return read.resolve();
   }
 
   /** Detaches and removes the cached segment (worker shutdown). */
@@ -251,6 +303,8 @@ interface ShmSegment {
   shmid: number;
   addr: Ptr | null;
   attached: boolean;
+  /** The segment's id on our xcb connection when attached there, else null. */
+  xcbSeg: number | null;
   width: number;
   height: number;
   /** The segment's pixels, viewed once it is attached; null before and after. */

@@ -49,6 +49,22 @@ interface TargetBatch {
   frameTree: Pending<{ parent: number; children: number[] }> | null;
   frameGeom: Pending<Geometry> | null;
   ahead: Map<number, Pending<{ parent: number; children: number[] }>>;
+  /** The target's owner PID from X-Resource, asked in the batch. */
+  pids: Pending<Map<number, number>>;
+}
+
+/** A listing's requests asked ahead on the last listing's word (askLastListing). */
+interface ListingGuess {
+  stacking: readonly number[];
+  windows: Map<number, PendingWindow>;
+  geoms: Map<number, Pending<Geometry>>;
+  pids: Pending<Map<number, number>> | null;
+  ahead: Map<number, Pending<{ parent: number; children: number[] }>>;
+}
+
+/** Reads every reply of a window's requests nobody will judge (none stays queued). */
+function drainWindow(p: PendingWindow): void {
+  for (const v of Object.values(p)) if (typeof v === "object" && v !== null && "resolve" in v) settle(v);
 }
 
 interface PendingWindow {
@@ -102,9 +118,9 @@ export class X11Desktop implements DesktopPort {
   }
 
   /** Client windows bottom-to-top as the WM reports them. */
-  private stacking(): number[] {
+  private stacking(asked: Pending<PropertyValue | null>): number[] {
     const a = this.x.atoms;
-    const st = cardinals(this.x.getProperty(this.x.root, a._NET_CLIENT_LIST_STACKING).resolve());
+    const st = cardinals(asked.resolve());
     if (st.length > 0) return st;
     return cardinals(this.x.getProperty(this.x.root, a._NET_CLIENT_LIST).resolve());
   }
@@ -498,29 +514,27 @@ export class X11Desktop implements DesktopPort {
     this.afterRead = null;
     if (stale) this.dropBatch(stale);
     dropAhead(this);
-    const rootTree = this.x.queryTree(this.x.root);
-    const focus = this.x.inputFocus();
-    const bottomToTop = this.stacking();
-    // Pipeline: all requests first (every top-level's geometry: the frames are among them),
-    // then all replies.
-    const rootGeoms = new Map<number, Pending<Geometry>>();
-    this.lastRootChildren = rootTree.resolve().children;
-    for (const w of this.lastRootChildren) rootGeoms.set(w, this.x.getGeometry(w));
-    const pending = [...bottomToTop].reverse().map((xid) => this.request(xid));
-    const rootChildren = new Set(rootGeoms.keys());
-    // Answered by the first batch already (stacking() waited for a later reply).
-    const focusWin = focus.resolve();
-    const ahead = this.askFocusChain(focusWin);
+    const x = this.x;
+    const guess = this.askLastListing();
     // The capture's check before the read that follows, asked in this batch (its frame from the
     // last listing; a changed frame is asked about by the check itself).
     // Only a well-formed handle (the listing answers for any other as it always did).
     const checkOf = /^\d{1,10}$/.test(opts.regionCheckOf ?? "") ? Number(opts.regionCheckOf) : null;
     const known = checkOf === null ? undefined : this.framesByClient.get(checkOf);
-    const check = checkOf !== null && known ? askRegionCheckAhead(this.x, this, checkOf, known.frame) : null;
-    // The batch goes out now, so the server answers it while the X-Resource request (one for
-    // the owners of all of them, on the Xlib connection) makes its own round trip.
-    this.x.flush();
-    const serverPids = this.x.clientPids(bottomToTop);
+    const check = checkOf !== null && known ? askRegionCheckAhead(x, this, checkOf, known.frame) : null;
+    // Last in the batch: waiting for the stacking's reply sends the batch, and by the time it
+    // arrives the replies before it have too (read at once, not one by one as they come).
+    const rootTree = x.queryTree(x.root);
+    const focus = x.inputFocus();
+    const bottomToTop = this.stacking(x.getProperty(x.root, x.atoms._NET_CLIENT_LIST_STACKING));
+    this.lastRootChildren = rootTree.resolve().children;
+    const focusWin = focus.resolve();
+    const asked = this.takeLastListing(guess, bottomToTop, focusWin);
+    // Whatever the guess did not cover goes out now (nothing, on a desktop as the last listing).
+    x.flush();
+    const { pending, rootGeoms, ahead } = asked;
+    const serverPids = asked.pids.resolve();
+    const rootChildren = new Set(rootGeoms.keys());
     const focusPath = this.focusPath(focusWin, rootChildren, new Map(pending.map((p) => [p.xid, p])), ahead);
     this.framesByClient = new Map();
     this.framesByFrame = new Map();
@@ -531,6 +545,7 @@ export class X11Desktop implements DesktopPort {
     }
     // Replies nobody asked for stay queued otherwise; a vanished top-level is no error here.
     for (const g of rootGeoms.values()) settle(g);
+    this.lastStacking = bottomToTop;
     // Our own dialogs lose their identity first (never targets), then every other window's
     // instance must be proven to hold its X connection.
     const shown = concealOwnDialogs(out);
@@ -538,6 +553,63 @@ export class X11Desktop implements DesktopPort {
     if (check && this.liveAhead === check)
       check.target = shown.find((w) => w.hwnd === String(checkOf)) ?? null;
     return shown;
+  }
+
+  /** The stacking list the last listing judged, bottom to top (what the next one asks ahead). */
+  private lastStacking: readonly number[] = [];
+
+  /**
+   * A listing's requests asked in its first batch, with the root's tree and the stacking list,
+   * on the guess that the desktop is as the last listing found it: each of its windows, the
+   * root children's geometry, their owners (X-Resource) and the focus chain. Only a guess of
+   * what to ask: the listing judges the replies of the windows this batch's stacking list
+   * names, and asks the others after it.
+   */
+  private askLastListing(): ListingGuess {
+    const x = this.x;
+    const windows = new Map<number, PendingWindow>();
+    for (const xid of [...this.lastStacking].reverse()) windows.set(xid, this.request(xid));
+    const geoms = new Map<number, Pending<Geometry>>();
+    for (const w of this.lastRootChildren) geoms.set(w, x.getGeometry(w));
+    const stacking = this.lastStacking;
+    const pids = stacking.length > 0 ? x.askClientPids(stacking) : null;
+    return { stacking, windows, geoms, pids, ahead: this.askFocusChain(null) };
+  }
+
+  /**
+   * The listing's requests for `bottomToTop` and the root's children: those the guess asked,
+   * the rest asked now (not yet sent); the guess's other replies are read and dropped.
+   */
+  private takeLastListing(
+    guess: ListingGuess,
+    bottomToTop: readonly number[],
+    focusWin: number,
+  ): {
+    pending: PendingWindow[];
+    rootGeoms: Map<number, Pending<Geometry>>;
+    pids: Pending<Map<number, number>>;
+    ahead: Map<number, Pending<{ parent: number; children: number[] }>>;
+  } {
+    const x = this.x;
+    const rootGeoms = new Map<number, Pending<Geometry>>();
+    for (const w of this.lastRootChildren) rootGeoms.set(w, guess.geoms.get(w) ?? x.getGeometry(w));
+    for (const [w, g] of guess.geoms) if (rootGeoms.get(w) !== g) settle(g);
+    const pending = [...bottomToTop].reverse().map((xid) => guess.windows.get(xid) ?? this.request(xid));
+    const used = new Set(pending);
+    for (const p of guess.windows.values()) if (!used.has(p)) drainWindow(p);
+    const same =
+      guess.pids !== null &&
+      guess.stacking.length === bottomToTop.length &&
+      guess.stacking.every((w, i) => bottomToTop[i] === w);
+    if (!same) guess.pids?.resolve();
+    const pids = same && guess.pids ? guess.pids : x.askClientPids(bottomToTop);
+    // The chain asked ahead serves only a walk from the focus this batch answered.
+    let ahead = guess.ahead;
+    if (this.lastFocusChain[0] !== focusWin) {
+      for (const t of ahead.values()) settle(t);
+      ahead = new Map();
+    }
+    return { pending, rootGeoms, pids, ahead };
   }
 
   /**
@@ -595,14 +667,16 @@ export class X11Desktop implements DesktopPort {
       known && known.frame !== xid ? (check?.asked.tree(known.frame) ?? x.queryTree(known.frame)) : null;
     const frameGeom = known ? x.getGeometry(known.frame) : null;
     const ahead = this.askFocusChain(null);
+    // The owner from X-Resource, in the same batch (see listWindows).
+    const pids = x.askClientPids([xid]);
     x.flush();
-    return { xid, known, p, focus, check, frameTree, frameGeom, ahead };
+    return { xid, known, p, focus, check, frameTree, frameGeom, ahead, pids };
   }
 
   private judgeTargetBatch(b: TargetBatch): WindowInfo[] {
-    const { xid, known, p, focus, check, frameTree, frameGeom, ahead } = b;
+    const { xid, known, p, focus, check, frameTree, frameGeom, ahead, pids } = b;
     const x = this.x;
-    const serverPids = x.clientPids([xid]);
+    const serverPids = pids.resolve();
     const rootGeoms = new Map<number, Pending<Geometry>>();
     const rootChildren = new Set<number>();
     if (known && frameGeom) {

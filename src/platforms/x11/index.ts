@@ -44,10 +44,10 @@ export async function createX11Platform(opts: {
   let disposed = false;
 
   const captureProxy: CapturePort = {
-    captureScreen: (rect, into) => {
+    captureScreen: (rect, into, afterRead) => {
       if (disposed) return Promise.reject(uiError("platform_unavailable"));
       capture ??= newCapture();
-      return capture.captureScreen(rect, into);
+      return capture.captureScreen(rect, into, afterRead);
     },
   };
   const inputPort = (): X11Input => {

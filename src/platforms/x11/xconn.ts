@@ -7,7 +7,7 @@ import {
   x11Native,
   xErrorToUi,
 } from "../../os/linux/xlib.js";
-import { uiError } from "../../shared/errors.js";
+import { isUiError, uiError } from "../../shared/errors.js";
 
 /**
  * One worker's X connections: an Xlib Display (XTest, XShm/XGetImage of the root, keyboard
@@ -191,11 +191,74 @@ export class XConnection {
 
   /**
    * One X-Resource QueryClientIds request (PID mask) for `clients` (a window, or 0 = every
-   * client): calls `visit` with each answer's client id base and PID, then frees the list.
+   * client): calls `visit` with each answer's client id base and PID.
    */
   private queryClientIds(clients: readonly number[], visit: (client: number, pid: number) => void): void {
+    if (!this.hasXRes || clients.length === 0) return;
+    for (const [client, pid] of this.xlibClientIds(clients)) visit(client, pid);
+  }
+
+  /**
+   * QueryClientIds (PID mask) for `clients`: `inBatch` with libxcb-res, queued on our xcb connection (sent
+   * by its next flush, so it can join a batch; the answer is read on resolve()), else asked on
+   * resolve() on Xlib's connection (one round trip of its own, after the caller's flush). Each
+   * answer's client id base and PID (-1 when the server knows none); an X error answers none,
+   * as libXRes does.
+   */
+  private askClientIds(clients: readonly number[], inBatch: boolean): Pending<Array<[number, number]>> {
+    if (!this.hasXRes || clients.length === 0) return { resolve: () => [] };
+    const res = inBatch ? this.n.xcbRes : null;
+    if (res === null) {
+      let now: Array<[number, number]> | null = null;
+      return {
+        resolve: () => {
+          now ??= this.xlibClientIds(clients);
+          return now;
+        },
+      };
+    }
+    this.checkAlive();
+    const specs = new Uint32Array(clients.length * 2);
+    clients.forEach((client, i) => {
+      specs[i * 2] = client >>> 0;
+      specs[i * 2 + 1] = XRES_CLIENT_ID_PID_MASK;
+    });
+    const cookie = res.xcb_res_query_client_ids(this.c, clients.length, specs);
+    const asked = this.request(cookie, res.xcb_res_query_client_ids_reply, (reply) => {
+      // xcb_res_query_client_ids_reply_t: 32 bytes (num_ids at 8), then per id: spec (client,
+      // mask), length in bytes, then length / 4 words of value (the PID for the PID mask).
+      const words = 8 + (koffi.decode(reply, 4, "uint32") as number);
+      const count = koffi.decode(reply, 8, "uint32") as number;
+      const u = new Uint32Array(koffi.view(reply, words * 4));
+      const out: Array<[number, number]> = [];
+      for (let i = 0, at = 8; i < count && at + 3 <= words; i++) {
+        const client = u[at] ?? 0;
+        const mask = u[at + 1] ?? 0;
+        const len = (u[at + 2] ?? 0) >>> 2;
+        if (at + 3 + len > words) break;
+        out.push([client, (mask & XRES_CLIENT_ID_PID_MASK) !== 0 && len === 1 ? (u[at + 3] ?? -1) : -1]);
+        at += 3 + len;
+      }
+      return out;
+    });
+    return {
+      resolve: () => {
+        try {
+          return asked.resolve();
+        } catch (e) {
+          this.checkAlive();
+          if (isUiError(e)) return [];
+          throw e;
+        }
+      },
+    };
+  }
+
+  /** QueryClientIds through libXRes on Xlib's connection (without libxcb-res). */
+  private xlibClientIds(clients: readonly number[]): Array<[number, number]> {
     const xres = this.n.xres;
-    if (!xres || !this.hasXRes || clients.length === 0) return;
+    const out: Array<[number, number]> = [];
+    if (!xres) return out;
     const num: Array<number | bigint> = [0];
     const ids: Array<Ptr | null> = [null];
     const specs = clients.map((client) => ({ client, mask: XRES_CLIENT_ID_PID_MASK }));
@@ -203,34 +266,55 @@ export class XConnection {
     const list = ids[0] ?? null;
     try {
       this.checkAlive();
-      if (status !== 0 || list === null || list === 0n) return;
+      if (status !== 0 || list === null || list === 0n) return out;
       for (let i = 0; i < Number(num[0] ?? 0); i++) {
         const at = list + BigInt(i * XRES_ID_VALUE_SIZE);
-        visit(Number(koffi.decode(at, "unsigned long") as number | bigint), xres.XResGetClientPid(at));
+        out.push([Number(koffi.decode(at, "unsigned long") as number | bigint), xres.XResGetClientPid(at)]);
       }
+      return out;
     } finally {
       if (list !== null && list !== 0n) xres.XResClientIdsDestroy(Number(num[0] ?? 0), list);
     }
   }
 
   /**
-   * The PIDs the X server knows for the clients owning `wins`, in one X-Resource request:
-   * window → PID (windows of unknown or remote clients are missing from the map).
+   * The PIDs the X server knows for the clients owning `wins`, in one X-Resource request on
+   * Xlib's connection (so it is answered under our own server grab too): window → PID (windows
+   * of unknown or remote clients are missing from the map).
    */
   clientPids(wins: readonly number[]): Map<number, number> {
-    const out = new Map<number, number>();
-    if (wins.length === 0) return out;
+    return this.pidsOf(wins, false).resolve();
+  }
+
+  /**
+   * clientPids' request, queued now on our xcb connection when libxcb-res is there (sent by the
+   * next flush, in the same batch as the requests queued around it); resolve() reads it. Never
+   * under a server grab taken on Xlib's connection: the server would not answer this one until
+   * the grab ends (clientPids asks on Xlib's, the grabbing one).
+   */
+  askClientPids(wins: readonly number[]): Pending<Map<number, number>> {
+    return this.pidsOf(wins, true);
+  }
+
+  private pidsOf(wins: readonly number[], inBatch: boolean): Pending<Map<number, number>> {
+    if (wins.length === 0) return { resolve: () => new Map() };
     const mask = this.resourceIdMask;
     const base = (w: number) => (w & ~mask) >>> 0;
-    const byClient = new Map<number, number>();
-    this.queryClientIds(wins, (client, pid) => {
-      if (pid > 0) byClient.set(base(client), pid);
-    });
-    for (const w of wins) {
-      const pid = byClient.get(base(w));
-      if (pid !== undefined) out.set(w, pid);
-    }
-    return out;
+    const asked = this.askClientIds(wins, inBatch);
+    let out: Map<number, number> | null = null;
+    return {
+      resolve: () => {
+        if (out) return out;
+        const byClient = new Map<number, number>();
+        for (const [client, pid] of asked.resolve()) if (pid > 0) byClient.set(base(client), pid);
+        out = new Map();
+        for (const w of wins) {
+          const pid = byClient.get(base(w));
+          if (pid !== undefined) out.set(w, pid);
+        }
+        return out;
+      },
+    };
   }
 
   /** How many connected clients the X server attributes to each PID (one X-Resource request). */
@@ -282,6 +366,73 @@ export class XConnection {
         }
         if ("error" in done) throw done.error;
         return done.value;
+      },
+    };
+  }
+
+  /** Whether MIT-SHM reads can go on this xcb connection (libxcb-shm is installed). */
+  get hasXcbShm(): boolean {
+    return this.n.xcbShm !== null;
+  }
+
+  /**
+   * Attaches System V segment `shmid` to the X server for this xcb connection (one round trip,
+   * once per segment); the segment's id, or null when the server refuses it (another IPC
+   * namespace, no MIT-SHM).
+   */
+  shmAttach(shmid: number): number | null {
+    this.checkAlive();
+    const shm = this.n.xcbShm;
+    if (!shm) return null;
+    const seg = this.n.xcb_generate_id(this.c);
+    const err = this.n.xcb_request_check(this.c, shm.xcb_shm_attach_checked(this.c, seg, shmid, 0));
+    if (takeXcbError(this.n, err) !== null) return null;
+    this.checkAlive();
+    return seg;
+  }
+
+  /** Detaches a segment shmAttach attached (sent now; nothing to wait for). */
+  shmDetach(seg: number): void {
+    const shm = this.n.xcbShm;
+    if (!shm || this.closed) return;
+    shm.xcb_shm_detach(this.c, seg);
+    this.n.xcb_flush(this.c);
+  }
+
+  /**
+   * Queues (does not flush) an MIT-SHM read of the root's rect into segment `seg` at offset 0,
+   * ZPixmap, all planes. Requests queued after it on this connection are handled by the server
+   * after the read. resolve(): true once the server has written the pixels, false when it
+   * refused the read (a rect not wholly on the screen: BadMatch).
+   */
+  shmGetImage(rect: { x: number; y: number; width: number; height: number }, seg: number): Pending<boolean> {
+    this.checkAlive();
+    const shm = this.n.xcbShm;
+    if (!shm) throw uiError("platform_unavailable", "MIT-SHM over xcb is unavailable.");
+    const Z_PIXMAP = 2;
+    const cookie = shm.xcb_shm_get_image(
+      this.c,
+      this.root,
+      rect.x,
+      rect.y,
+      rect.width,
+      rect.height,
+      0xffffffff,
+      Z_PIXMAP,
+      seg,
+      0,
+    );
+    let done: boolean | null = null;
+    return {
+      resolve: () => {
+        if (done !== null) return done;
+        const err: Array<Ptr | null> = [null];
+        const reply = shm.xcb_shm_get_image_reply(this.c, cookie, err);
+        const code = takeXcbError(this.n, err[0] ?? null);
+        if (reply !== null && reply !== 0n) this.n.free(reply);
+        this.checkAlive();
+        done = code === null && reply !== null && reply !== 0n;
+        return done;
       },
     };
   }

@@ -157,10 +157,18 @@ async function shoot(
   const screenRect = toScreen(before.window.rect, region);
   const frame = frames.acquire(width, height);
   try {
-    const raw = await capture.captureScreen(screenRect, frame.target);
+    // The check after the read goes out behind the read (in its flush, where the port can);
+    // the server answers it while the frame is encoded.
+    let asked = false;
+    const askAfter = desktop.askCheckAfterRead
+      ? () => {
+          asked = true;
+          desktop.askCheckAfterRead?.(target.hwnd);
+        }
+      : undefined;
+    const raw = await capture.captureScreen(screenRect, frame.target, askAfter);
     checkFrame(raw, region);
-    // The check after the read goes out now; the server answers it while the frame is encoded.
-    desktop.askCheckAfterRead?.(target.hwnd);
+    if (!asked) askAfter?.();
     const window_offset: [number, number] = [screenRect[0], screenRect[1]];
     let made: { shot: Made } | { error: unknown };
     try {

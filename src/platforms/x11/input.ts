@@ -13,6 +13,7 @@ import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../shared/pressL
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
+import { awaitButtonsProcessed } from "./buttonsProcessed.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { PointerDeliveries, pointerGrabHeldBy } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
@@ -172,6 +173,8 @@ export class X11Input implements InputPort {
   async buttonUp(button: MouseButton): Promise<void> {
     this.x.n.XTestFakeButtonEvent(this.x.dpy, BUTTONS[button], 0, 0);
     this.flush();
+    // A click is done once delivered: keys sent next must not overtake a press the WM holds.
+    await awaitButtonsProcessed(this.x, [BUTTONS[button]]);
   }
 
   async wheel(notches: number): Promise<void> {
@@ -182,6 +185,7 @@ export class X11Input implements InputPort {
       this.x.n.XTestFakeButtonEvent(this.x.dpy, button, 0, 0);
     }
     this.flush();
+    await awaitButtonsProcessed(this.x, [button]);
   }
 
   private keycodeForKey(key: LogicalKey): number {

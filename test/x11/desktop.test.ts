@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isUiError } from "../../src/shared/errors.js";
 import type { Platform } from "../../src/shared/platform.js";
@@ -155,6 +156,35 @@ describe.skipIf(!X11_AVAILABLE)("x11 desktop port on Xvfb + openbox", () => {
     });
     expect(restored.iconic).toBe(false);
     // Restoring never focuses: the entry dialog keeps the focus.
+    expect((await p.desktop.getWindow(entry.hwnd))?.foreground).toBe(true);
+  });
+
+  it("restores a window the WM declared minimized before it unmapped it", async () => {
+    // openbox writes _NET_WM_STATE and WM_STATE first and unmaps the window after; on a loaded
+    // machine it can lose the CPU in between. Stopped with a minimize request pending, and the
+    // state it writes first in place, the WM is caught in that gap for certain.
+    const entry = (await p.desktop.listWindows()).find((w) => w.title === "uix entry")!;
+    await p.desktop.activateWindow(entry.hwnd);
+    await waitFor("entry in front", async () => (await p.desktop.getWindow(entry.hwnd))?.foreground);
+    const term = (await p.desktop.listWindows()).find((w) => w.title === "uix term")!;
+    const wmPid = Number(readFileSync(join(session.env.UIINSPECT_X11_STATE!, "openbox.pid"), "utf8"));
+    expect(readFileSync(`/proc/${wmPid}/comm`, "utf8").trim()).toBe("openbox");
+    process.kill(wmPid, "SIGSTOP");
+    try {
+      xdotool("windowminimize", term.hwnd);
+      const atoms = ["-f", "_NET_WM_STATE", "32a", "-set", "_NET_WM_STATE", "_NET_WM_STATE_HIDDEN"];
+      execFileSync("xprop", ["-id", term.hwnd, ...atoms], { env: process.env });
+      const declared = await p.desktop.getWindow(term.hwnd);
+      expect(declared?.iconic).toBe(true);
+      await p.desktop.restoreWindow(term.hwnd);
+    } finally {
+      process.kill(wmPid, "SIGCONT");
+    }
+    const restored = await waitFor("xterm restored", async () => {
+      const w = await p.desktop.getWindow(term.hwnd);
+      return w && !w.iconic && w.visible ? w : null;
+    });
+    expect(restored.iconic).toBe(false);
     expect((await p.desktop.getWindow(entry.hwnd))?.foreground).toBe(true);
   });
 

@@ -748,11 +748,10 @@ export class X11Desktop implements DesktopPort {
   async restoreWindow(hwnd: string): Promise<void> {
     const xid = parseHwnd(hwnd);
     const x = this.x;
-    if (x.getMapState(xid).resolve().mapState === 2) return;
     // Un-minimize only: a window its application withdrew (unmapped, not iconic) stays hidden.
-    const states = cardinals(x.getProperty(xid, x.atoms._NET_WM_STATE).resolve());
-    const wmState = cardinals(x.getProperty(xid, x.atoms.WM_STATE, 2).resolve())[0];
-    if (!states.includes(x.atoms._NET_WM_STATE_HIDDEN) && wmState !== ICONIC_STATE) return;
+    // The WM's declared state decides, not the map state: openbox writes it before it unmaps the
+    // window, and a window still mapped in between is on its way to iconic all the same.
+    if (!this.declaredIconic(xid)) return;
     // EWMH first: removing _NET_WM_STATE_HIDDEN un-minimizes without focusing (openbox honours it).
     x.sendClientMessage(
       x.root,
@@ -763,11 +762,20 @@ export class X11Desktop implements DesktopPort {
     );
     const deadline = Date.now() + RESTORE_WAIT_MS;
     while (Date.now() < deadline) {
-      if (x.getMapState(xid).resolve().mapState === 2) return;
+      if (!this.declaredIconic(xid) && x.getMapState(xid).resolve().mapState === 2) return;
       await new Promise((r) => setTimeout(r, 20));
     }
-    // A WM that ignores the EWMH request: the ICCCM way (map request). Some WMs focus on it.
+    // A WM that ignores the EWMH request: the ICCCM way (map request). Some WMs focus on it. A WM
+    // merely slow gets it after our request and finds the window restored (openbox ignores it then).
     x.mapWindow(xid);
+  }
+
+  /** Minimized by the WM's word: `_NET_WM_STATE_HIDDEN` or `WM_STATE` Iconic. */
+  private declaredIconic(xid: number): boolean {
+    const x = this.x;
+    const states = cardinals(x.getProperty(xid, x.atoms._NET_WM_STATE).resolve());
+    const wmState = cardinals(x.getProperty(xid, x.atoms.WM_STATE, 2).resolve())[0];
+    return states.includes(x.atoms._NET_WM_STATE_HIDDEN) || wmState === ICONIC_STATE;
   }
 
   async activateWindow(hwnd: string): Promise<void> {

@@ -13,6 +13,7 @@ import { type HeldEntry, NO_LEDGER, type PressLedger } from "../../shared/pressL
 import { SETTINGS } from "../../shared/settings.js";
 import { readSetting } from "../../shared/settingsReader.js";
 import { keyAutoRepeats, setKeyAutoRepeat } from "./autoRepeat.js";
+import { awaitButtonsProcessed } from "./buttonsProcessed.js";
 import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { PointerDeliveries } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
@@ -205,6 +206,8 @@ export class X11Input implements InputPort {
   async buttonUp(button: MouseButton): Promise<void> {
     this.x.n.XTestFakeButtonEvent(this.x.dpy, BUTTONS[button], 0, 0);
     this.flush();
+    // A click is done once delivered: keys sent next must not overtake a press the WM holds.
+    await awaitButtonsProcessed(this.x, [BUTTONS[button]]);
   }
 
   /**
@@ -226,9 +229,11 @@ export class X11Input implements InputPort {
     if (!proof) {
       send();
       this.flush();
-      return;
+    } else {
+      await this.deliveredOnlyToParties(await this.pressUnderGrab(proof, button, send, false), button, false);
     }
-    await this.deliveredOnlyToParties(await this.pressUnderGrab(proof, button, send, false), button, false);
+    // As for a click: what is sent next must not overtake a notch the WM holds.
+    await awaitButtonsProcessed(this.x, [button]);
   }
 
   private keycodeForKey(key: LogicalKey): number {

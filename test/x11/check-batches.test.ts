@@ -515,6 +515,36 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     if (size) xdotool("windowsize", "--sync", win.hwnd, size[1]!, size[2]!);
   });
 
+  it("another listing between a shot's listing and its check before the read: its read in the batch is void", async () => {
+    await settled();
+    const frame = {
+      width: REGION[2],
+      height: REGION[3],
+      stride: REGION[2] * 3,
+      data: new Uint8Array(REGION[2] * REGION[3] * 3),
+    };
+    const calls: string[] = [];
+    let read: ReturnType<NonNullable<Platform["capture"]["askRead"]>> = null;
+    const windows = await p.desktop.listWindows({
+      regionCheckOf: win.hwnd,
+      readAhead: {
+        ask: (lastRect) => {
+          calls.push("ask");
+          const [l, t] = lastRect;
+          read = p.capture.askRead?.([l, t, l + REGION[2], t + REGION[3]], frame) ?? null;
+        },
+        stale: () => calls.push("stale"),
+      },
+    });
+    expect(calls).toEqual(["ask"]);
+    expect(windows.some((w) => w.hwnd === win.hwnd)).toBe(true);
+    // Another shot's listing drops the check's requests asked before the read.
+    await p.desktop.listWindows();
+    expect(calls).toEqual(["ask", "stale"]);
+    (read as { drop(): void } | null)?.drop();
+    expect(frame.data.every((b) => b === 0)).toBe(true);
+  });
+
   it("a cover mapped or the window moved between the listing and the read: refused, no pixel leaves", async () => {
     const was = await settled();
     let cover: App | null = null;

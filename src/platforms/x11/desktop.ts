@@ -532,10 +532,14 @@ export class X11Desktop implements DesktopPort {
     // the read queues behind it, and the whole shot goes out in this batch's one flush.
     const lastRect =
       checkOf !== null && check && guess.windows.has(checkOf) ? this.lastRects.get(checkOf) : undefined;
-    if (lastRect && opts.readAhead) {
+    if (lastRect && check && opts.readAhead) {
+      const readAhead = opts.readAhead;
+      // Judged before the read only from these requests: if another listing or check drops them
+      // first (another shot's, in between), the check would ask after the read, so it is void.
+      check.dropped = () => readAhead.stale();
       this.keepAhead = true;
       try {
-        opts.readAhead.ask(lastRect);
+        readAhead.ask(lastRect);
       } finally {
         this.keepAhead = false;
       }

@@ -122,6 +122,8 @@ export interface LiveState {
 export interface LiveAhead {
   readonly asked: Asked;
   target: WindowInfo | null;
+  /** Told when these requests are dropped unread by their check (a read behind them is void). */
+  dropped?: () => void;
 }
 
 /** Asks a region check's batch for `client` (framed by `frame`) now, for confirmLive to judge. */
@@ -153,7 +155,10 @@ export function askRegionCheckAhead(
 export function dropAhead(desktop: LiveState): void {
   const ahead = desktop.liveAhead;
   desktop.liveAhead = [];
-  for (const a of ahead) a.asked.drain();
+  for (const a of ahead) {
+    a.asked.drain();
+    a.dropped?.();
+  }
 }
 
 /** What was asked ahead for exactly this target object and a region check, else null (dropped). */

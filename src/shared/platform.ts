@@ -141,7 +141,7 @@ export interface DesktopPort {
    * read) follows this listing at once; a port may ask that check's requests in the listing's
    * own batch (X11), for the check on the window object this listing returns.
    */
-  listWindows(opts?: { regionCheckOf?: string }): Promise<WindowInfo[]>;
+  listWindows(opts?: { regionCheckOf?: string; readAhead?: ReadAhead }): Promise<WindowInfo[]>;
   /** One window, or null when it does not exist any more. */
   getWindow(hwnd: string): Promise<WindowInfo | null>;
   /** Whether that exact instance still runs (pid alive with the same start time and path). */
@@ -233,8 +233,37 @@ export function frameFits(into: FrameTarget, width: number, height: number): boo
   );
 }
 
+/**
+ * A screen read asked inside a listing's batch (listWindows' `readAhead`, with
+ * `regionCheckOf`): `ask(lastRect)` is called at most once, after the listing's requests and
+ * the region check's requests for that window were queued and before the listing waits for
+ * any reply, with the window's rect as the last listing found it. `stale()` is called when the
+ * fresh listing does not vouch for what was asked before the read (the window's frame
+ * changed): its pixels are then never used. The caller also drops them when the fresh rect
+ * differs from `lastRect`.
+ */
+export interface ReadAhead {
+  ask(lastRect: Rect): void;
+  stale(): void;
+}
+
+/** A read queued in someone else's batch (CapturePort.askRead). */
+export interface PendingRead {
+  /** The frame, once the server wrote it; null when the server refused the read (zeroed). */
+  take(): RawImage | null;
+  /** Waits for the read and zeroes what it wrote: its pixels are never used. */
+  drop(): void;
+}
+
 /** Pixels of a screen rect exactly as the user sees them. */
 export interface CapturePort {
+  /**
+   * Optional: queues a read of `rect` into `into` without sending it (the next flush or wait
+   * on the display connection sends it), then calls `afterRead` so that its requests are
+   * ordered behind the read; null when the port cannot queue one now without a round trip of
+   * its own (the caller then reads with captureScreen).
+   */
+  askRead?(rect: Rect, into: FrameTarget, afterRead?: () => void): PendingRead | null;
   /**
    * `into` (of the rect's size), when given, may be where the pixels go: a port that fills it
    * writes every pixel byte (black where the screen has none), leaves the bytes between rows

@@ -649,3 +649,164 @@ describe("frames the capture port writes into (X11, Win32)", () => {
     expect(late.tiles).toEqual(eager.tiles);
   });
 });
+
+describe("capture.window: the read asked in the listing's batch", () => {
+  const FRESH: Rect = [100, 100, 500, 400];
+  const REGION: Rect = [0, 0, 100, 80];
+
+  function windowArgs() {
+    return OPS["capture.window"].args.parse({
+      hwnd: "1001",
+      region: REGION,
+      masks: [],
+      grid_spacing: null,
+      output: "png",
+      tiles: false,
+      max_png_bytes: 1 << 20,
+      compression_level: 6,
+      granted: [{ instance: INSTANCE, shown_before: [] }],
+    });
+  }
+
+  /**
+   * The fake platform with a desktop that calls the listing's readAhead with `lastRect` (and
+   * `stale()` when asked to) and a port whose askRead queues nothing but records what is done.
+   */
+  async function batched(opts: { lastRect: Rect | null; stale?: boolean; refuseAfter?: boolean }) {
+    const log: string[] = [];
+    const frames: FrameTarget[] = [];
+    const d = platform.desktop;
+    const desktop = new Proxy(d, {
+      get(t, k) {
+        if (k === "listWindows")
+          return async (o?: Parameters<typeof d.listWindows>[0]) => {
+            log.push("list");
+            if (o?.readAhead && opts.lastRect) o.readAhead.ask(opts.lastRect);
+            if (o?.readAhead && opts.stale) o.readAhead.stale();
+            return t.listWindows();
+          };
+        if (k === "askCheckAfterRead") return (hwnd: string) => log.push(`ask ${hwnd}`);
+        if (k === "targetAndCovers")
+          return async () => {
+            log.push("judge after");
+            const all = await t.listWindows();
+            return opts.refuseAfter ? all.filter((w) => w.hwnd !== "1001") : all;
+          };
+        const v = Reflect.get(t, k);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+    const fill = async (rect: Rect, into: FrameTarget) => {
+      const img = toRgb(await platform.capture.captureScreen(rect));
+      const row = img.width * 3;
+      for (let y = 0; y < img.height; y++)
+        into.data.set(img.data.subarray(y * row, y * row + row), y * into.stride);
+      return {
+        width: img.width,
+        height: img.height,
+        channels: 3 as const,
+        data: into.data,
+        stride: into.stride,
+      };
+    };
+    // What the screen shows there now (the fake's read is async; askRead's is queued, not waited).
+    const ahead = opts.lastRect
+      ? toRgb(await platform.capture.captureScreen(toScreenRect(opts.lastRect)))
+      : null;
+    const p: Platform = {
+      ...platform,
+      desktop,
+      capture: {
+        captureScreen: async (rect, into) => {
+          log.push(`read ${rect.join(",")}`);
+          if (!into) throw new Error("the handler passed no frame");
+          frames.push(into);
+          return fill(rect, into);
+        },
+        askRead: (rect, into, afterRead) => {
+          log.push(`read ahead ${rect.join(",")}`);
+          frames.push(into);
+          const row = (ahead?.width ?? 0) * 3;
+          for (let y = 0; y < (ahead?.height ?? 0); y++)
+            into.data.set(ahead!.data.subarray(y * row, y * row + row), y * into.stride);
+          afterRead?.();
+          return {
+            take: () => {
+              log.push("take");
+              return {
+                width: into.width,
+                height: into.height,
+                channels: 3,
+                data: into.data,
+                stride: into.stride,
+              };
+            },
+            drop: () => {
+              log.push("drop");
+              into.data.fill(0);
+            },
+          };
+        },
+      },
+    };
+    return { p, log, frames };
+  }
+
+  function toScreenRect(windowRect: Rect): Rect {
+    return [windowRect[0], windowRect[1], windowRect[0] + REGION[2], windowRect[1] + REGION[3]];
+  }
+
+  async function shot(p: Platform) {
+    const h = captureHandlers["capture.window"];
+    if (!h) throw new Error("no capture.window handler");
+    return h(windowArgs(), ctxFor(p));
+  }
+
+  it("the window where the last listing had it: the read in the batch is the frame, no read or ask of its own", async () => {
+    const plain = await shot(platform);
+    const b = await batched({ lastRect: FRESH });
+    const r = await shot(b.p);
+    expect(b.log).toEqual(["list", "read ahead 100,100,200,180", "ask 1001", "take", "judge after"]);
+    expect(r.shot?.png).toBeTruthy();
+    expect(Buffer.from(r.shot?.png ?? []).equals(Buffer.from(plain.shot?.png ?? []))).toBe(true);
+  });
+
+  it("moved, resized or called stale: the read in the batch is zeroed, a read of the fresh rect follows with its own ask", async () => {
+    const plain = await shot(platform);
+    for (const o of [
+      { lastRect: [90, 100, 490, 400] as Rect },
+      { lastRect: [100, 100, 480, 400] as Rect },
+      { lastRect: FRESH, stale: true },
+    ]) {
+      const b = await batched(o);
+      const r = await shot(b.p);
+      const at = `${o.lastRect[0]},${o.lastRect[1]},${o.lastRect[0] + 100},${o.lastRect[1] + 80}`;
+      expect(b.log).toEqual([
+        "list",
+        `read ahead ${at}`,
+        "ask 1001",
+        "drop",
+        "read 100,100,200,180",
+        "ask 1001",
+        "judge after",
+      ]);
+      expect(Buffer.from(r.shot?.png ?? []).equals(Buffer.from(plain.shot?.png ?? []))).toBe(true);
+    }
+  });
+
+  it("refused before or after the read: nothing leaves and the frame read in the batch is zeroed", async () => {
+    const after = await batched({ lastRect: FRESH, refuseAfter: true });
+    const r = await shot(after.p);
+    expect(r.shot).toBeNull();
+    expect(r.refused?.code).toBe("target_gone");
+    expect(after.log).toEqual(["list", "read ahead 100,100,200,180", "ask 1001", "take", "judge after"]);
+    expect(after.frames[0]?.data.every((b) => b === 0)).toBe(true);
+    writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
+    const covered = await batched({ lastRect: FRESH });
+    const c = await shot(covered.p);
+    expect(c.shot).toBeNull();
+    expect(c.refused?.code).toBe("occluded");
+    expect(covered.log).toEqual(["list", "read ahead 100,100,200,180", "ask 1001", "drop"]);
+    expect(covered.frames[0]?.data.every((b) => b === 0)).toBe(true);
+  });
+});

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { XConnection } from "../../src/platforms/x11/xconn.js";
 import { isUiError } from "../../src/shared/errors.js";
-import type { Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { FrameTarget, Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { OpWireResult } from "../../src/shared/protocol.js";
 import { verifyTarget, verifyUnchangedAfter } from "../../src/workers/verify.js";
 import {
   type App,
@@ -375,6 +376,213 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
       expect(await shotAfter(before)).toBe("target_changed");
     } finally {
       xdotool("windowmove", win.hwnd, String(frame.rect[0]), String(frame.rect[1]));
+    }
+  });
+});
+
+describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing's batch", () => {
+  let session: X11Session;
+  let p: Platform;
+  let xterm: App;
+  let win: WindowInfo;
+  const REGION: [number, number, number, number] = [0, 0, 40, 30];
+
+  beforeAll(async () => {
+    session = startSession();
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    p = await createX11Platform({ workerKind: "capture" });
+    xterm = startApp("xterm", ["-T", "uix onehop", "-geometry", "60x10+60+80"]);
+    win = await waitForWindow(p, "uix onehop");
+  });
+
+  afterAll(async () => {
+    xterm?.child.kill();
+    await p?.dispose();
+    session?.stop();
+  });
+
+  type WindowShot = OpWireResult<"capture.window">;
+
+  /** capture.window in this process on `platform` (the handler the capture worker runs). */
+  async function windowShot(platform: Platform = p): Promise<WindowShot> {
+    const { captureHandlers } = await import("../../src/workers/capture/handlers.js");
+    const { OPS } = await import("../../src/shared/protocol.js");
+    const args = OPS["capture.window"].args.parse({
+      hwnd: win.hwnd,
+      region: REGION,
+      masks: [],
+      grid_spacing: null,
+      output: "png",
+      tiles: false,
+      max_png_bytes: 1 << 24,
+      compression_level: 2,
+      granted: [{ instance: win.instance, shown_before: [] }],
+    });
+    return (await captureHandlers["capture.window"]!(args, {
+      signal: new AbortController().signal,
+      deadline: Date.now() + 30_000,
+      init: { kind: "capture", platform: "x11", fake_desktop: null, log_level: "silent" },
+      platform,
+    })) as WindowShot;
+  }
+
+  /** The platform with `during` run where the read in the listing's batch is asked, and its frame kept. */
+  function readAheadHook(during: (x: XConnection) => void): { platform: Platform; frames: FrameTarget[] } {
+    const frames: FrameTarget[] = [];
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const askRead = p.capture.askRead?.bind(p.capture);
+    const platform: Platform = {
+      ...p,
+      capture: {
+        captureScreen: (rect, into, afterRead) => p.capture.captureScreen(rect, into, afterRead),
+        askRead: (rect, into, afterRead) => {
+          frames.push(into);
+          during(x);
+          return askRead ? askRead(rect, into, afterRead) : null;
+        },
+      },
+    };
+    return { platform, frames };
+  }
+
+  async function settled(): Promise<WindowInfo> {
+    xdotool("windowraise", win.hwnd);
+    await new Promise((r) => setTimeout(r, 200));
+    const first = await windowShot();
+    expect(first.shot?.png).toBeTruthy();
+    return first.windows.find((w) => w.hwnd === win.hwnd)!;
+  }
+
+  it("an unchanged desktop's shot sends every request, the read among them, before its one wait", async () => {
+    await settled();
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const rec = recordBatches(x, { waits: true });
+    const trips = recordXlibTrips(x);
+    let shot: WindowShot;
+    try {
+      shot = await windowShot();
+    } finally {
+      rec.stop();
+      trips.stop();
+    }
+    expect(shot.shot?.png).toBeTruthy();
+    const firstWait = rec.log.indexOf("wait");
+    expect(firstWait).toBeGreaterThan(0);
+    const before = rec.log.slice(0, firstWait);
+    // The listing, the check before the read, the read, the check after it (its X-Resource).
+    const read = before.indexOf("req shmGetImage");
+    expect(read).toBeGreaterThan(0);
+    expect(before.slice(read + 1)).toContain("req askClientPids");
+    expect(before.slice(0, read)).toContain("req askClientPids");
+    // One batch: no request queued after its flush (later flushes find nothing to send).
+    const firstFlush = rec.log.indexOf("flush");
+    expect(firstFlush).toBeGreaterThan(read);
+    expect(firstFlush).toBeLessThan(firstWait);
+    expect(rec.log.slice(firstFlush).filter((e) => e.startsWith("req"))).toEqual([]);
+    expect(trips.log).toEqual([]);
+  });
+
+  it("a moved or resized window is read again where it is now, and the frame is exact", async () => {
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const size = /Geometry: (\d+)x(\d+)/.exec(xdotool("getwindowgeometry", win.hwnd));
+    for (const change of ["move", "resize"] as const) {
+      const was = await settled();
+      if (change === "move")
+        xdotool("windowmove", "--sync", win.hwnd, String(was.rect[0] + 37), String(was.rect[1] + 23));
+      else xdotool("windowsize", "--sync", win.hwnd, "500", "200");
+      await new Promise((r) => setTimeout(r, 200));
+      const rec = recordBatches(x);
+      let moved: WindowShot;
+      try {
+        moved = await windowShot();
+      } finally {
+        rec.stop();
+      }
+      const now = moved.windows.find((w) => w.hwnd === win.hwnd)!;
+      if (change === "move") expect(now.rect[0]).toBe(was.rect[0] + 37);
+      else expect(now.rect).not.toEqual(was.rect);
+      // The read asked at the old rect, dropped, then one at the new rect.
+      expect(rec.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+      // The same pixels as a shot of the window where it now is (which reads in the batch).
+      const again = await windowShot();
+      expect(moved.shot?.frame_hash).toBeTruthy();
+      expect(moved.shot?.frame_hash).toBe(again.shot?.frame_hash);
+      const [l, t] = now.rect;
+      const plain = await p.capture.captureScreen([l, t, l + REGION[2], t + REGION[3]]);
+      const { encodePng } = await import("../../src/workers/capture/png.js");
+      expect(Buffer.from(moved.shot?.png ?? []).equals(Buffer.from(encodePng(plain, 2)))).toBe(true);
+    }
+    if (size) xdotool("windowsize", "--sync", win.hwnd, size[1]!, size[2]!);
+  });
+
+  it("another listing between a shot's listing and its check before the read: its read in the batch is void", async () => {
+    await settled();
+    const frame = {
+      width: REGION[2],
+      height: REGION[3],
+      stride: REGION[2] * 3,
+      data: new Uint8Array(REGION[2] * REGION[3] * 3),
+    };
+    const calls: string[] = [];
+    let read: ReturnType<NonNullable<Platform["capture"]["askRead"]>> = null;
+    const windows = await p.desktop.listWindows({
+      regionCheckOf: win.hwnd,
+      readAhead: {
+        ask: (lastRect) => {
+          calls.push("ask");
+          const [l, t] = lastRect;
+          read = p.capture.askRead?.([l, t, l + REGION[2], t + REGION[3]], frame) ?? null;
+        },
+        stale: () => calls.push("stale"),
+      },
+    });
+    expect(calls).toEqual(["ask"]);
+    expect(windows.some((w) => w.hwnd === win.hwnd)).toBe(true);
+    // Another shot's listing drops the check's requests asked before the read.
+    await p.desktop.listWindows();
+    expect(calls).toEqual(["ask", "stale"]);
+    (read as { drop(): void } | null)?.drop();
+    expect(frame.data.every((b) => b === 0)).toBe(true);
+  });
+
+  it("a cover mapped or the window moved between the listing and the read: refused, no pixel leaves", async () => {
+    const was = await settled();
+    let cover: App | null = null;
+    const covered = readAheadHook((x) => {
+      // The listing's requests and the check's go out first; the cover maps before the read.
+      x.flush();
+      cover = startApp("xterm", [
+        "-T",
+        "uix onehop cover",
+        "-geometry",
+        `20x5+${was.rect[0]}+${was.rect[1]}`,
+      ]);
+      // Until the X server has mapped it.
+      xdotool("search", "--sync", "--onlyvisible", "--name", "uix onehop cover");
+    });
+    try {
+      const r = await windowShot(covered.platform);
+      expect(covered.frames).toHaveLength(1);
+      expect(r.shot).toBeNull();
+      expect(r.refused?.code).toBe("occluded");
+      expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
+    } finally {
+      (cover as App | null)?.child.kill();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const still = await settled();
+    const moved = readAheadHook((x) => {
+      x.flush();
+      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0] + 31), String(still.rect[1]));
+    });
+    try {
+      const r = await windowShot(moved.platform);
+      expect(moved.frames).toHaveLength(1);
+      expect(r.shot).toBeNull();
+      expect(r.refused?.code).toBe("target_changed");
+      expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
+    } finally {
+      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
     }
   });
 });

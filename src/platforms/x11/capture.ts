@@ -7,6 +7,7 @@ import {
   type CapturePort,
   type FrameTarget,
   frameFits,
+  type PendingRead,
   type RawImage,
   type SharedSegment,
 } from "../../shared/platform.js";
@@ -61,6 +62,7 @@ export class X11Capture implements CapturePort {
    * follows the read the frame is from.
    */
   async captureScreen(rect: Rect, into?: FrameTarget, afterRead?: () => void): Promise<RawImage> {
+    this.settleOutstanding();
     const width = rectWidth(rect);
     const height = rectHeight(rect);
     if (width <= 0 || height <= 0 || width * height > MAX_PIXELS) {
@@ -103,6 +105,61 @@ export class X11Capture implements CapturePort {
     }
     this.x.checkAlive();
     return image;
+  }
+
+  /** A read asked ahead (askRead) whose pixels are not yet copied out of the segment. */
+  private outstanding: (() => void) | null = null;
+
+  /** Copies an outstanding read out of the segment before anything reads into it again. */
+  private settleOutstanding(): void {
+    this.outstanding?.();
+  }
+
+  /**
+   * CapturePort.askRead: an xcb MIT-SHM read into the segment already attached for this size,
+   * queued and not flushed (a new segment would cost a round trip: null then, as without
+   * libxcb-shm). The pixels are copied into `into` before any other read can use the segment.
+   */
+  askRead(rect: Rect, into: FrameTarget, afterRead?: () => void): PendingRead | null {
+    this.settleOutstanding();
+    const width = rectWidth(rect);
+    const height = rectHeight(rect);
+    const seg = this.shm;
+    if (!this.shmUsable || width <= 0 || height <= 0 || !frameFits(into, width, height)) return null;
+    if (!seg || seg.width !== width || seg.height !== height || seg.xcbSeg === null) return null;
+    const read = this.x.shmGetImage({ x: rect[0], y: rect[1], width, height }, seg.xcbSeg);
+    let ok: boolean | null = null;
+    const settle = () => {
+      if (ok !== null) return;
+      if (this.outstanding === settle) this.outstanding = null;
+      ok = false;
+      ok = read.resolve() && seg.pixels !== null && this.shm === seg;
+      if (ok && seg.pixels) this.convert(seg.pixels, width, height, into, 0, 0);
+    };
+    this.outstanding = settle;
+    try {
+      afterRead?.();
+    } catch (e) {
+      settle();
+      into.data.fill(0);
+      throw e;
+    }
+    return {
+      take: () => {
+        settle();
+        if (!ok) {
+          into.data.fill(0);
+          return null;
+        }
+        this.lastMethod = "xshm";
+        this.x.checkAlive();
+        return imageOf(into, width, height);
+      },
+      drop: () => {
+        settle();
+        into.data.fill(0);
+      },
+    };
   }
 
   private header(img: Ptr): XImageHeader {
@@ -291,6 +348,7 @@ export class X11Capture implements CapturePort {
 
   /** Detaches and removes the cached segment (worker shutdown). */
   dispose(): void {
+    this.settleOutstanding();
     this.releaseShm();
   }
 }

@@ -3,7 +3,7 @@ import { processExited, resolveInstance } from "../../os/linux/proc.js";
 import { isUiError, uiError } from "../../shared/errors.js";
 import { intersect, type Rect } from "../../shared/geometry.js";
 import { type ProcessInstance, sameInstance } from "../../shared/identity.js";
-import type { DesktopPort, LiveCheck, LiveProof, WindowInfo } from "../../shared/platform.js";
+import type { DesktopPort, LiveCheck, LiveProof, ReadAhead, WindowInfo } from "../../shared/platform.js";
 import { provenOwners } from "./connectionOwner.js";
 import {
   askRegionCheckAhead,
@@ -140,7 +140,7 @@ export class X11Desktop implements DesktopPort {
   /** What the last live check saw inside its target, asked about ahead by the next one. */
   liveHints: LiveHints | null = null;
   /** The capture's check after the read, asked in targetAndCovers' batch (liveCheck.ts). */
-  liveAhead: LiveAhead | null = null;
+  liveAhead: LiveAhead[] = [];
   /**
    * The focus window and its ancestors (nearest first) as the last focus walk found them: their
    * trees are asked in the next listing's (or after-read check's) batch, so the walk, which
@@ -509,7 +509,7 @@ export class X11Desktop implements DesktopPort {
     }
   }
 
-  async listWindows(opts: { regionCheckOf?: string } = {}): Promise<WindowInfo[]> {
+  async listWindows(opts: { regionCheckOf?: string; readAhead?: ReadAhead } = {}): Promise<WindowInfo[]> {
     const stale = this.afterRead;
     this.afterRead = null;
     if (stale) this.dropBatch(stale);
@@ -526,7 +526,25 @@ export class X11Desktop implements DesktopPort {
     // arrives the replies before it have too (read at once, not one by one as they come).
     const rootTree = x.queryTree(x.root);
     const focus = x.inputFocus();
-    const bottomToTop = this.stacking(x.getProperty(x.root, x.atoms._NET_CLIENT_LIST_STACKING));
+    const stackingAsked = x.getProperty(x.root, x.atoms._NET_CLIENT_LIST_STACKING);
+    // The read, behind every request the checks before it judge (the target's own among the
+    // guess's, its region check's), only for a window the guess asked about; its check after
+    // the read queues behind it, and the whole shot goes out in this batch's one flush.
+    const lastRect =
+      checkOf !== null && check && guess.windows.has(checkOf) ? this.lastRects.get(checkOf) : undefined;
+    if (lastRect && check && opts.readAhead) {
+      const readAhead = opts.readAhead;
+      // Judged before the read only from these requests: if another listing or check drops them
+      // first (another shot's, in between), the check would ask after the read, so it is void.
+      check.dropped = () => readAhead.stale();
+      this.keepAhead = true;
+      try {
+        readAhead.ask(lastRect);
+      } finally {
+        this.keepAhead = false;
+      }
+    }
+    const bottomToTop = this.stacking(stackingAsked);
     this.lastRootChildren = rootTree.resolve().children;
     const focusWin = focus.resolve();
     const asked = this.takeLastListing(guess, bottomToTop, focusWin);
@@ -550,10 +568,19 @@ export class X11Desktop implements DesktopPort {
     // instance must be proven to hold its X connection.
     const shown = concealOwnDialogs(out);
     this.requireConnectionOwners(shown, true);
-    if (check && this.liveAhead === check)
+    if (check && this.liveAhead.includes(check))
       check.target = shown.find((w) => w.hwnd === String(checkOf)) ?? null;
+    // What was read ahead is vouched for only by a frame the batch before the read asked about.
+    if (lastRect && known && this.framesByClient.get(known.client)?.frame !== known.frame)
+      opts.readAhead?.stale();
+    this.lastRects = new Map(shown.map((w) => [Number(w.hwnd), w.rect]));
     return shown;
   }
+
+  /** Each window's rect as the last listing found it: where a read asked ahead reads. */
+  private lastRects = new Map<number, Rect>();
+  /** Set while a read asked ahead queues its check after the read behind the check before it. */
+  private keepAhead = false;
 
   /** The stacking list the last listing judged, bottom to top (what the next one asks ahead). */
   private lastStacking: readonly number[] = [];
@@ -661,7 +688,7 @@ export class X11Desktop implements DesktopPort {
     const focus = x.inputFocus();
     // The region check that follows (confirmLive on the window this returns), asked in this
     // batch: after the read like the rest of it, and no round trip of its own.
-    const check = known ? askRegionCheckAhead(x, this, xid, known.frame) : null;
+    const check = known ? askRegionCheckAhead(x, this, xid, known.frame, this.keepAhead) : null;
     // The frame of the last listing, confirmed a root child by the same batch (else the walk).
     const frameTree =
       known && known.frame !== xid ? (check?.asked.tree(known.frame) ?? x.queryTree(known.frame)) : null;
@@ -696,7 +723,7 @@ export class X11Desktop implements DesktopPort {
     if (!w) return [];
     const shown = concealOwnDialogs([w]);
     this.requireConnectionOwners(shown, false);
-    if (check && this.liveAhead === check) check.target = shown[0] ?? null;
+    if (check && this.liveAhead.includes(check)) check.target = shown[0] ?? null;
     return shown;
   }
 

@@ -49,6 +49,11 @@ export async function createX11Platform(opts: {
       capture ??= newCapture();
       return capture.captureScreen(rect, into, afterRead);
     },
+    askRead: (rect, into, afterRead) => {
+      if (disposed) return null;
+      capture ??= newCapture();
+      return capture.askRead(rect, into, afterRead);
+    },
   };
   const inputPort = (): X11Input => {
     if (disposed) throw uiError("platform_unavailable");

@@ -104,8 +104,11 @@ export interface LiveState {
   readonly framesByFrame: ReadonlyMap<number, { frame: number; client: number }>;
   lastRootChildren: readonly number[];
   liveHints: LiveHints | null;
-  /** A region check's requests asked in the caller's batch (askRegionCheckAhead), for one target. */
-  liveAhead: LiveAhead | null;
+  /**
+   * Region checks' requests asked in the caller's batch (askRegionCheckAhead), in the order
+   * asked: the check before a read and the one after it can share one batch.
+   */
+  liveAhead: LiveAhead[];
   inSubtree(win: number, ancestor: number): boolean;
 }
 
@@ -119,6 +122,8 @@ export interface LiveState {
 export interface LiveAhead {
   readonly asked: Asked;
   target: WindowInfo | null;
+  /** Told when these requests are dropped unread by their check (a read behind them is void). */
+  dropped?: () => void;
 }
 
 /** Asks a region check's batch for `client` (framed by `frame`) now, for confirmLive to judge. */
@@ -127,8 +132,11 @@ export function askRegionCheckAhead(
   desktop: LiveState,
   client: number,
   frame: number,
+  keep = false,
 ): LiveAhead {
-  dropAhead(desktop);
+  // `keep`: the checks asked earlier in this batch stay (a check after the read queued behind
+  // the check before it); else they are read and dropped.
+  if (!keep) dropAhead(desktop);
   const asked = new Asked(x);
   const hints = desktop.liveHints?.client === client ? desktop.liveHints : { client, inside: [], path: [] };
   const regionCheck: LiveCheck = {
@@ -139,30 +147,32 @@ export function askRegionCheckAhead(
   };
   askBatch(x, desktop, asked, client, frame, regionCheck, hints, true);
   const ahead: LiveAhead = { asked, target: null };
-  desktop.liveAhead = ahead;
+  desktop.liveAhead = [...desktop.liveAhead, ahead];
   return ahead;
 }
 
 /** Reads and forgets what was asked ahead and not used (nothing stays queued on the connection). */
 export function dropAhead(desktop: LiveState): void {
   const ahead = desktop.liveAhead;
-  desktop.liveAhead = null;
-  ahead?.asked.drain();
+  desktop.liveAhead = [];
+  for (const a of ahead) {
+    a.asked.drain();
+    a.dropped?.();
+  }
 }
 
 /** What was asked ahead for exactly this target object and a region check, else null (dropped). */
 function takeAhead(desktop: LiveState, target: WindowInfo, check: LiveCheck): Asked | null {
-  const ahead = desktop.liveAhead;
-  const fits =
-    ahead !== null &&
-    ahead.target === target &&
+  const region =
     check.region !== null &&
     check.points.length === 0 &&
     !check.focus &&
     !check.grabs.keyboard &&
     !check.grabs.pointer;
-  if (fits) {
-    desktop.liveAhead = null;
+  const ahead = region ? desktop.liveAhead.find((a) => a.target === target) : undefined;
+  if (ahead) {
+    // Only that one is taken: a check asked behind it (after the read) stays for its own target.
+    desktop.liveAhead = desktop.liveAhead.filter((a) => a !== ahead);
     return ahead.asked;
   }
   dropAhead(desktop);

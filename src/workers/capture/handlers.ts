@@ -1,7 +1,7 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
-import { type Rect, rectHeight, rectWidth, toScreen } from "../../shared/geometry.js";
+import { type Rect, rectHeight, rectWidth, sameRect, toScreen } from "../../shared/geometry.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
-import type { RawImage, WindowInfo } from "../../shared/platform.js";
+import type { PendingRead, RawImage, WindowInfo } from "../../shared/platform.js";
 import type {
   OpArgs,
   OpParsedArgs,
@@ -136,8 +136,49 @@ function pixelWork(raw: RawImage, frame: PngFrame, args: ShotArgs, window_offset
 }
 
 /**
+ * A read asked in the listing's batch (capture.window), at the rect the last listing gave the
+ * target, with its check after the read queued behind it; used only when the fresh listing's
+ * rect is the same and the desktop did not call it stale.
+ */
+interface ReadInBatch {
+  frame: ReturnType<FramePool["acquire"]>;
+  /** The window's rect in the last listing, the read's rect on the screen from it. */
+  lastRect: Rect | null;
+  screenRect: Rect | null;
+  read: PendingRead | null;
+  stale: boolean;
+  /** Zeroes what was read and not taken, and gives the frame back (once). */
+  release(): void;
+}
+
+/**
+ * The read in the batch's frame when the window's fresh rect is the one it was read by, else
+ * null (its pixels zeroed): a window moved or resized is read again.
+ */
+function takeReadInBatch(
+  ahead: ReadInBatch | undefined,
+  windowRect: Rect,
+  screenRect: Rect,
+): RawImage | null {
+  const read = ahead?.read;
+  if (!ahead || !read) return null;
+  ahead.read = null;
+  const same =
+    ahead.lastRect !== null &&
+    ahead.screenRect !== null &&
+    sameRect(ahead.lastRect, windowRect) &&
+    sameRect(ahead.screenRect, screenRect);
+  if (ahead.stale || !same) {
+    read.drop();
+    return null;
+  }
+  return read.take();
+}
+
+/**
  * One frame of `target`: verify (against `windows` when given) → read → verify again → masks →
- * grid → PNG or hash. capture.region and capture.window both run it.
+ * grid → PNG or hash. capture.region and capture.window both run it. `ahead`: a read asked in
+ * the listing's batch and its frame (capture.window).
  */
 async function shoot(
   ctx: HandlerContext,
@@ -145,6 +186,7 @@ async function shoot(
   args: ShotArgs,
   windows: WindowInfo[] | undefined,
   keep: KeepSlot,
+  ahead?: ReadInBatch,
 ): Promise<OpResult<"capture.region">> {
   const { desktop, capture } = ctx.platform;
   const region = args.region;
@@ -155,18 +197,21 @@ async function shoot(
   const before = await verifyTarget(desktop, target, { region, ...(windows ? { windows } : {}) });
   throwIfAborted(ctx);
   const screenRect = toScreen(before.window.rect, region);
-  const frame = frames.acquire(width, height);
+  const frame = ahead?.frame ?? frames.acquire(width, height);
+  const release = ahead ? ahead.release : () => frames.release(frame);
   try {
     // The check after the read goes out behind the read (in its flush, where the port can);
-    // the server answers it while the frame is encoded.
-    let asked = false;
+    // the server answers it while the frame is encoded. A read in the listing's batch had its
+    // check queued behind it there.
+    const inBatch = takeReadInBatch(ahead, before.window.rect, screenRect);
+    let asked = inBatch !== null;
     const askAfter = desktop.askCheckAfterRead
       ? () => {
           asked = true;
           desktop.askCheckAfterRead?.(target.hwnd);
         }
       : undefined;
-    const raw = await capture.captureScreen(screenRect, frame.target, askAfter);
+    const raw = inBatch ?? (await capture.captureScreen(screenRect, frame.target, askAfter));
     checkFrame(raw, region);
     if (!asked) askAfter?.();
     const window_offset: [number, number] = [screenRect[0], screenRect[1]];
@@ -194,7 +239,7 @@ async function shoot(
       keep.keep(instanceKey(target.instance), made.shot.later.frame_hash, made.shot.later.png);
     return made.shot.result;
   } finally {
-    frames.release(frame);
+    release();
   }
 }
 
@@ -257,12 +302,26 @@ async function windowShot(
   keep: KeepSlot,
 ): Promise<OpWireResult<"capture.window">> {
   throwIfAborted(ctx);
-  // The check before the read follows at once: its requests may go in the listing's batch.
-  const windows = await ctx.platform.desktop.listWindows({ regionCheckOf: args.hwnd });
+  const ahead = readInBatch(ctx, args.hwnd, args.region);
+  let windows: WindowInfo[];
+  try {
+    // The check before the read follows at once: its requests may go in the listing's batch,
+    // and the read and the check after it behind them (`ahead`).
+    windows = await ctx.platform.desktop.listWindows({
+      regionCheckOf: args.hwnd,
+      ...(ahead ? { readAhead: ahead.readAhead } : {}),
+    });
+  } catch (e) {
+    ahead?.release();
+    throw e;
+  }
   const window = windows.find((w) => w.hwnd === args.hwnd);
   // Not found, no owner, owner gone: the supervisor's own resolution from this listing says
   // which (target_not_found, target_gone, target_not_allowed), in the chain's order.
-  if (!window?.instance || window.owner_exited) return { windows, shot: null, refused: null };
+  if (!window?.instance || window.owner_exited) {
+    ahead?.release();
+    return { windows, shot: null, refused: null };
+  }
   try {
     const own = window.instance;
     const granted = args.granted.find((g) => sameInstance(g.instance, own));
@@ -271,14 +330,59 @@ async function windowShot(
       instance: own,
       ...(granted ? { shown_before: granted.shown_before } : {}),
     };
-    const shot = await shoot(ctx, target, args, windows, granted ? keep : NO_KEEP);
+    const shot = await shoot(ctx, target, args, windows, granted ? keep : NO_KEEP, ahead?.state);
     return { windows, shot, refused: null };
   } catch (e) {
+    // A refusal before shoot reached its read: what was read in the batch is zeroed here.
+    ahead?.release();
     // A check's refusal goes back as a value, so the supervisor answers it only after it has
     // resolved and authorized the target (a refused caller learns nothing about the window).
     if (!isUiError(e) || ctx.signal.aborted) throw e;
     return { windows, shot: null, refused: { code: e.code, message: e.message } };
   }
+}
+
+/**
+ * The read of `region` (window-relative) asked in the listing's batch, when both ports can:
+ * its frame, taken now, and what listWindows calls. `release` gives the frame back (zeroed)
+ * when no shot follows; else shoot releases it.
+ */
+function readInBatch(ctx: HandlerContext, hwnd: string, region: Rect) {
+  const { desktop, capture } = ctx.platform;
+  const width = rectWidth(region);
+  const height = rectHeight(region);
+  if (!capture.askRead || width <= 0 || height <= 0) return null;
+  let released = false;
+  const state: ReadInBatch = {
+    frame: frames.acquire(width, height),
+    lastRect: null,
+    screenRect: null,
+    read: null,
+    stale: false,
+    release: () => {
+      state.read?.drop();
+      state.read = null;
+      if (released) return;
+      released = true;
+      frames.release(state.frame);
+    },
+  };
+  return {
+    state,
+    readAhead: {
+      ask: (lastRect: Rect) => {
+        const screenRect = toScreen(lastRect, region);
+        state.lastRect = lastRect;
+        state.screenRect = screenRect;
+        const after = desktop.askCheckAfterRead ? () => desktop.askCheckAfterRead?.(hwnd) : undefined;
+        state.read = capture.askRead?.(screenRect, state.frame.target, after) ?? null;
+      },
+      stale: () => {
+        state.stale = true;
+      },
+    },
+    release: state.release,
+  };
 }
 
 /**

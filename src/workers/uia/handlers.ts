@@ -75,8 +75,11 @@ export function isPassword(f: A11yNodeFacts): boolean {
   return f.is_password === true || /password/i.test(f.role);
 }
 
-/** Provider facts → the node of the protocol (redacted, window-relative, vocabulary only). */
-export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect): A11yNodeOut {
+/**
+ * Provider facts → the node of the protocol (redacted, window-relative, vocabulary only).
+ * `patterns: false`: none rather than the few a walk without action names could tell.
+ */
+export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect, patterns = true): A11yNodeOut {
   const password = isPassword(f);
   const node: A11yNodeOut = {
     ref,
@@ -89,7 +92,7 @@ export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect): A11yNod
     offscreen: f.offscreen === true,
     focused: f.focused === true,
     states: statesOf(f),
-    patterns: normalizePatterns(f.patterns),
+    patterns: patterns ? normalizePatterns(f.patterns) : [],
     children: [],
   };
   if (password) node.is_password = true;
@@ -105,9 +108,7 @@ function buildTree(
 ): A11yNodeOut[] {
   const out: A11yNodeOut[] = [];
   for (const v of visits) {
-    const node = toNode(live.refFor(v.handle), v.facts, windowRect);
-    // Not asked for: none rather than the few a walk without action names could tell.
-    if (!patterns) node.patterns = [];
+    const node = toNode(live.refFor(v.handle), v.facts, windowRect, patterns);
     out.push(node);
     if (v.parent >= 0) out[v.parent]?.children.push(node);
   }

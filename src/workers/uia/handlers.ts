@@ -371,8 +371,8 @@ async function answer(
 
 /**
  * An inspection on a session already open: the worker's own target check runs beside the walk
- * instead of before it. Its requests go out once the walk's first call is out (or once the walk
- * failed before one), so what it describes is no older than when it ran first. It decides
+ * instead of before it. Its requests go out once the walk's first calls are written (or once the
+ * walk failed before one), so what it describes is no older than when it ran first. It decides
  * first: on a refusal the walk is stopped and dropped before the refusal is answered, as it
  * was; nothing the walk found becomes a node or a ref before the check passed.
  */
@@ -394,7 +394,10 @@ async function inspectBeside(
         verifyTarget(platform.desktop, args.target).then(resolve, reject);
       };
     });
-    const walking = walkWindow(core, args, live, branch.budget, startCheck);
+    // After a turn: the AT-SPI peer link writes the calls of a turn at its end (nextTick), and
+    // the X11 check reads its replies blocking, so a check started in the same turn would hold
+    // the walk's first calls back until it is done and describe a state before them.
+    const walking = walkWindow(core, args, live, branch.budget, () => setImmediate(startCheck));
     walking.then(startCheck, startCheck);
     let window: WindowInfo;
     try {

@@ -23,6 +23,8 @@ function observed(harness: Harness) {
   // Nothing to wait for until armed (the first inspection opens the session, checking first).
   let walkStarted = Promise.resolve();
   let during: () => void = () => {};
+  /** Marks the end of the turn of the walk's first call (where a peer link writes its calls). */
+  let markTurn = false;
   const record = (s: A11ySession): A11ySession =>
     new Proxy(s, {
       get(t, k, r) {
@@ -30,6 +32,10 @@ function observed(harness: Harness) {
         if (typeof v !== "function") return v;
         return (...a: unknown[]) => {
           log.push(`walk:${String(k)}`);
+          if (markTurn) {
+            markTurn = false;
+            process.nextTick(() => log.push("turn-end"));
+          }
           walkCalled();
           return (v as (...x: unknown[]) => unknown).apply(t, a);
         };
@@ -70,6 +76,7 @@ function observed(harness: Harness) {
           })
         : Promise.resolve();
       during = f;
+      markTurn = waitForWalk;
     },
   };
 }
@@ -87,8 +94,11 @@ describe("a11y.inspect on an open session: the target check beside the walk", ()
     const checkStart = o.log.indexOf("check:start");
     const checkSettled = o.log.indexOf("check:settled");
     expect(firstWalk).toBeGreaterThanOrEqual(0);
-    // The check describes a state no older than the walk's start…
+    // The check describes a state no older than the walk's start: it begins after the turn in
+    // which the walk's first calls were made (and written)…
     expect(checkStart).toBeGreaterThan(firstWalk);
+    expect(checkStart).toBeGreaterThan(o.log.indexOf("turn-end"));
+    expect(o.log.indexOf("turn-end")).toBeGreaterThan(firstWalk);
     // …and the walk went on while it ran (before it settled, the walk had asked for children).
     expect(o.log.slice(0, checkSettled).filter((e) => e === "walk:children").length).toBeGreaterThan(0);
   });

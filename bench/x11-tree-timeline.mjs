@@ -8,8 +8,9 @@
 //
 //   client_send → call_start (the SDK's parse) → parsed (the arguments) → resolve_start →
 //   resolved (the target from the capture worker's listing) → authorized (grant, budgets) →
-//   uia_send → w_start (the message to the uia worker) → w_checked (its target check) →
-//   w_walked (session, root and walk) → w_built (nodes) → w_popups (popup trees, pack) →
+//   uia_send → w_start (the message to the uia worker) → w_checked (its target check; on an
+//   open session it runs beside the walk) → w_walked (session, root and walk; beside the check:
+//   what is left of the walk once the check passed) → w_built (nodes) → w_popups (popup trees, pack) →
 //   uia_back (the reply to the supervisor) → call_end (outline, result) → client_back
 //
 //   npm run build && node bench/x11-tree-timeline.mjs   (BENCH_ROUNDS, default 40;
@@ -56,12 +57,23 @@ const MARKS = {
     ["const root = ctx.sessions.externalize(s, r.root);", "__tl('uia_back');"],
   ],
   "workers/uia/handlers.js": [
+    // Alternatives, first found: the check beside the walk on an open session (w_checked when
+    // the check passed, the walk still running; w_walked when it is done), or the check first.
     [
-      "const window = await checked(core, platform, args.session_key, args.target, budget);",
+      [
+        "const branch = budget.branch();",
+        "const window = await checked(core, platform, args.session_key, args.target, budget);",
+      ],
       "__tl('w_start');",
     ],
-    ["const live = await obtained(core, platform, args, window, budget);", "__tl('w_checked');"],
-    ["throwIfClosed(live);\n    const out = buildTree", "__tl('w_walked');"],
+    [
+      ["if (live.closed) {", "const live = await obtained(core, platform, args, window, budget);"],
+      "__tl('w_checked');",
+    ],
+    [
+      ["throwIfClosed(live);\n    const patterns", "throwIfClosed(live);\n    const out = buildTree"],
+      "__tl('w_walked');",
+    ],
     ["const extra = await popupTrees(", "__tl('w_built');"],
     ["return {\n        // As columns", "__tl('w_popups');"],
   ],
@@ -76,7 +88,8 @@ function stampedDist(log) {
   for (const [file, marks] of Object.entries(MARKS)) {
     const path = join(dir, "dist", file);
     let code = readFileSync(path, "utf8");
-    for (const [find, put] of marks) {
+    for (const [alternatives, put] of marks) {
+      const find = [alternatives].flat().find((f) => code.includes(f)) ?? [alternatives].flat()[0];
       const at = code.indexOf(find);
       if (at < 0) throw new Error(`x11-tree-timeline: no "${find.split("\n")[0]}" in dist/${file}`);
       code = `${code.slice(0, at)}${put} ${code.slice(at)}`;

@@ -13,9 +13,9 @@ import type {
 import { ACTION_PATTERN, normalizePatterns, normalizeRole, ROLES } from "../../shared/roles.js";
 import { type ElementState, statesOf } from "../../shared/states.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
-import { pointsInside, verifyTarget } from "../verify.js";
+import { pointsInside, type VerifiedTarget, verifyTarget } from "../verify.js";
 import { type LiveSession, SessionStore } from "./sessions.js";
-import { Budget, relativeRect, STOPPED, walk } from "./walk.js";
+import { Budget, relativeRect, STOPPED, type Visit, walk } from "./walk.js";
 
 /**
  * The uia worker's handlers: a11y.inspect, a11y.find, a11y.act, a11y.element_center and
@@ -75,8 +75,11 @@ export function isPassword(f: A11yNodeFacts): boolean {
   return f.is_password === true || /password/i.test(f.role);
 }
 
-/** Provider facts → the node of the protocol (redacted, window-relative, vocabulary only). */
-export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect): A11yNodeOut {
+/**
+ * Provider facts → the node of the protocol (redacted, window-relative, vocabulary only).
+ * `patterns: false`: none rather than the few a walk without action names could tell.
+ */
+export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect, patterns = true): A11yNodeOut {
   const password = isPassword(f);
   const node: A11yNodeOut = {
     ref,
@@ -89,7 +92,7 @@ export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect): A11yNod
     offscreen: f.offscreen === true,
     focused: f.focused === true,
     states: statesOf(f),
-    patterns: normalizePatterns(f.patterns),
+    patterns: patterns ? normalizePatterns(f.patterns) : [],
     children: [],
   };
   if (password) node.is_password = true;
@@ -105,9 +108,7 @@ function buildTree(
 ): A11yNodeOut[] {
   const out: A11yNodeOut[] = [];
   for (const v of visits) {
-    const node = toNode(live.refFor(v.handle), v.facts, windowRect);
-    // Not asked for: none rather than the few a walk without action names could tell.
-    if (!patterns) node.patterns = [];
+    const node = toNode(live.refFor(v.handle), v.facts, windowRect, patterns);
     out.push(node);
     if (v.parent >= 0) out[v.parent]?.children.push(node);
   }
@@ -154,6 +155,19 @@ function refuseSelf(core: UiaCore, target: TargetExpectation): void {
   }
 }
 
+/** A refusal of the target check: a target that no longer verifies ends the sessions bound to it. */
+async function refused(
+  core: UiaCore,
+  sessionKey: string,
+  target: TargetExpectation,
+  e: unknown,
+): Promise<never> {
+  const code = isUiError(e) ? e.code : null;
+  if (code === "target_changed") await core.store.endKey(sessionKey);
+  else if (code === "target_gone" || code === "minimized") await core.store.end(sessionKey, target.hwnd);
+  throw toUiError(e);
+}
+
 /** verifyTarget; a target that no longer verifies ends the sessions bound to it. */
 async function checked(
   core: UiaCore,
@@ -166,10 +180,7 @@ async function checked(
     const { window } = await budget.must(verifyTarget(platform.desktop, target));
     return window;
   } catch (e) {
-    const code = isUiError(e) ? e.code : null;
-    if (code === "target_changed") await core.store.endKey(sessionKey);
-    else if (code === "target_gone" || code === "minimized") await core.store.end(sessionKey, target.hwnd);
-    throw toUiError(e);
+    return refused(core, sessionKey, target, e);
   }
 }
 
@@ -285,36 +296,61 @@ async function popupTrees(
   return { popups, nodes, cut };
 }
 
-async function inspect(
+/** What the walk of an inspection found, before any of it becomes a node or a ref. */
+interface WindowWalk {
+  visits: Visit[];
+  truncated: boolean;
+  /** The popup roots being looked for (whole-window walks only). */
+  found: Promise<{ roots: A11yHandle[]; cut: boolean }> | null;
+}
+
+/**
+ * The root, the popup lookup and the window's own walk. `started` is called as soon as the
+ * walk's first provider call is out (the walk sends it in the same turn it is called).
+ */
+async function walkWindow(
   core: UiaCore,
   args: OpParsedArgs<"a11y.inspect">,
-  platform: Platform,
+  live: LiveSession,
   budget: Budget,
-): Promise<OpWireResult<"a11y.inspect">> {
-  refuseSelf(core, args.target);
-  const window = await checked(core, platform, args.session_key, args.target, budget);
-  const live = await obtained(core, platform, args, window, budget);
+  started: () => void,
+): Promise<WindowWalk> {
   const root =
     args.root_ref !== null
       ? await liveNode(live, args.root_ref, budget)
       : await budget.must(live.provider.root());
-  const patterns = args.patterns !== false;
   // The popups are looked for while the window's own tree is walked (a few calls beside its
   // hundreds) instead of after it; their trees are walked after it, as before.
   const found = args.root_ref === null ? popupRootsOf(live, budget, args.target) : null;
   // Settled here too, so a walk that fails leaves no unhandled rejection behind.
   found?.catch(() => {});
-  const { visits, truncated } = await walk(live.provider, root, budget, {
+  const walking = walk(live.provider, root, budget, {
     maxDepth: args.max_depth,
     maxNodes: args.max_nodes,
     concurrency: core.concurrency,
-    patterns,
+    patterns: args.patterns !== false,
   });
+  started();
+  const { visits, truncated } = await walking;
+  return { visits, truncated, found };
+}
+
+/** The checked window's nodes, refs and popups from a walk (only ever after the check passed). */
+async function answer(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.inspect">,
+  live: LiveSession,
+  window: WindowInfo,
+  walked: WindowWalk,
+  budget: Budget,
+): Promise<OpWireResult<"a11y.inspect">> {
   throwIfClosed(live);
-  const out = buildTree(live, visits, window.rect, patterns);
+  const patterns = args.patterns !== false;
+  const out = buildTree(live, walked.visits, window.rect, patterns);
   const rootNode = out[0];
   if (rootNode === undefined)
     throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
+  const { truncated, found } = walked;
   // A subtree walk (root_ref) is about that subtree only.
   if (found === null) return { trees: packTrees([rootNode]), node_count: out.length, truncated };
   const extra = await popupTrees(
@@ -331,6 +367,82 @@ async function inspect(
     node_count: out.length + extra.nodes,
     truncated: truncated || extra.cut,
   };
+}
+
+/**
+ * An inspection on a session already open: the worker's own target check runs beside the walk
+ * instead of before it. Its requests go out once the walk's first calls are written (or once the
+ * walk failed before one), so what it describes is no older than when it ran first. It decides
+ * first: on a refusal the walk is stopped and dropped before the refusal is answered, as it
+ * was; nothing the walk found becomes a node or a ref before the check passed.
+ */
+async function inspectBeside(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.inspect">,
+  platform: Platform,
+  live: LiveSession,
+  budget: Budget,
+): Promise<OpWireResult<"a11y.inspect">> {
+  const branch = budget.branch();
+  try {
+    let startCheck: () => void = () => {};
+    const checking = new Promise<VerifiedTarget>((resolve, reject) => {
+      let sent = false;
+      startCheck = () => {
+        if (sent || budget.ended) return;
+        sent = true;
+        verifyTarget(platform.desktop, args.target).then(resolve, reject);
+      };
+    });
+    // After a turn: the AT-SPI peer link writes the calls of a turn at its end (nextTick), and
+    // the X11 check reads its replies blocking, so a check started in the same turn would hold
+    // the walk's first calls back until it is done and describe a state before them.
+    const walking = walkWindow(core, args, live, branch.budget, () => setImmediate(startCheck));
+    walking.then(startCheck, startCheck);
+    let window: WindowInfo;
+    try {
+      ({ window } = await budget.must(checking));
+    } catch (e) {
+      branch.stop();
+      await walking.catch(() => {});
+      return await refused(core, args.session_key, args.target, e);
+    }
+    if (live.closed) {
+      // Ended while it was checked (another call's refusal, a dispose): as before, the checked
+      // window gets a session of its own and is walked on it.
+      branch.stop();
+      await walking.catch(() => {});
+      const fresh = await obtained(core, platform, args, window, budget);
+      return await answer(
+        core,
+        args,
+        fresh,
+        window,
+        await walkWindow(core, args, fresh, budget, () => {}),
+        budget,
+      );
+    }
+    return await answer(core, args, live, window, await walking, branch.budget);
+  } finally {
+    branch.budget.release();
+  }
+}
+
+async function inspect(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.inspect">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpWireResult<"a11y.inspect">> {
+  refuseSelf(core, args.target);
+  const kept = core.store.find(args.session_key, args.target.hwnd);
+  if (kept !== null && sameInstance(kept.instance, args.target.instance)) {
+    return inspectBeside(core, args, platform, kept, budget);
+  }
+  // No session yet (opening one needs the checked window), or one that obtain ends: in order.
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  const live = await obtained(core, platform, args, window, budget);
+  return answer(core, args, live, window, await walkWindow(core, args, live, budget, () => {}), budget);
 }
 
 /** The filter of a find: role (by the shared vocabulary), automation id, state, name substring. */

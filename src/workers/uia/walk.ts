@@ -104,6 +104,17 @@ export class Budget {
     return r;
   }
 
+  /**
+   * A budget with the same deadline and the same caller's signal that also stops on its own
+   * `stop()`: for work that may have to be dropped while it runs (a walk whose target check
+   * refused meanwhile).
+   */
+  branch(): { budget: Budget; stop: () => void } {
+    const own = new AbortController();
+    const budget = new Budget(this.deadlineAt, AbortSignal.any([this.signal, own.signal]));
+    return { budget, stop: () => own.abort() };
+  }
+
   release(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;

@@ -1,0 +1,77 @@
+// The uia worker's whole a11y.inspect handler of two builds, in this process, rounds rotated, on
+// one private Xvfb desktop with gtk3-widget-factory (260 nodes), one X11 platform for both (each
+// build its own session store, so its own open session); the target check alone beside them.
+//
+//   npm run build && BENCH_BASELINE_REPO=<checkout with a built dist/> node bench/x11-inspect-ab.mjs
+//   (BENCH_ROUNDS, default 40; BENCH_DETAIL=full for patterns)
+// Prints p50 and min per handler (ms), the ratio of p50s, and the load average at start and end.
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { REPO, startDesk } from "./lib/x11desk.mjs";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
+const BASE = process.env.BENCH_BASELINE_REPO;
+if (!BASE) throw new Error("BENCH_BASELINE_REPO: a checkout with a built dist/");
+const patterns = process.env.BENCH_DETAIL === "full";
+const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
+const l0 = la();
+const desk = await startDesk();
+try {
+  const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
+  const { createX11Platform } = await import(join(REPO, "dist/platforms/x11/index.js"));
+  const { verifyTarget } = await import(join(REPO, "dist/workers/verify.js"));
+  const platform = await createX11Platform({ workerKind: "uia" });
+  const target = { hwnd: win.hwnd, instance: win.instance };
+  const init = { kind: "uia", platform: "x11", fake_desktop: null, log_level: "error" };
+  const handlerOf = async (repo) => {
+    const { createUiaRuntime } = await import(join(resolve(repo), "dist/workers/uia/handlers.js"));
+    const rt = createUiaRuntime();
+    return () =>
+      rt.handlers["a11y.inspect"](
+        {
+          session_key: "k",
+          target,
+          max_depth: 32,
+          max_nodes: 5000,
+          deadline_ms: 60000,
+          root_ref: null,
+          patterns,
+        },
+        { signal: new AbortController().signal, deadline: Date.now() + 60000, init, platform },
+      );
+  };
+  const steps = {
+    this: await handlerOf(REPO),
+    base: await handlerOf(BASE),
+    check: () => verifyTarget(platform.desktop, target),
+  };
+  for (const f of Object.values(steps)) for (let i = 0; i < 3; i++) await f();
+  const t = Object.fromEntries(Object.keys(steps).map((k) => [k, []]));
+  const keys = Object.keys(steps);
+  for (let i = 0; i < ROUNDS; i++) {
+    for (let j = 0; j < keys.length; j++) {
+      const k = keys[(i + j) % keys.length];
+      const a = performance.now();
+      await steps[k]();
+      t[k].push(performance.now() - a);
+    }
+  }
+  const q = (v, p) => {
+    const s = [...v].sort((a, b) => a - b);
+    return Math.round(s[Math.floor(p * (s.length - 1))] * 100) / 100;
+  };
+  console.log(
+    JSON.stringify({
+      rounds: ROUNDS,
+      detail: patterns ? "full" : "outline",
+      load: [l0, la()],
+      p50: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, q(v, 0.5)])),
+      min: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, q(v, 0)])),
+      this_over_base: Math.round((q(t.this, 0.5) / q(t.base, 0.5)) * 1000) / 1000,
+    }),
+  );
+  await platform.dispose();
+} finally {
+  await desk.stop();
+}

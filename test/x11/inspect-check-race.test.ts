@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { A11ySession, DesktopPort, Platform, WindowInfo } from "../../src/shared/platform.js";
+import { OPS, type TargetExpectation } from "../../src/shared/protocol.js";
+import type { HandlerContext } from "../../src/workers/handlers.js";
+import { createUiaRuntime, type UiaRuntime } from "../../src/workers/uia/handlers.js";
+import {
+  type App,
+  startApp,
+  startSession,
+  waitFor,
+  waitForWindow,
+  X11_AVAILABLE,
+  type X11Session,
+  xdotool,
+} from "./support.js";
+
+/**
+ * The uia worker's own target check runs beside the walk on an open session. Here the window
+ * changes after the walk has started and while the check runs, on a real X server and a real
+ * GTK app: minimized before the check's listing, destroyed (XKillClient) between the listing,
+ * which still shows it, and what the X server itself is asked (confirmLive). Each is refused as
+ * a check before the walk was refused, and no node leaves.
+ */
+describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walks", () => {
+  let session: X11Session;
+  let p: Platform;
+  let runtime: UiaRuntime;
+  const log: string[] = [];
+  /** Runs once inside the next check, at its listing or at its server-side confirmation. */
+  let atListing: (() => Promise<void>) | null = null;
+  let atConfirm: (() => Promise<void>) | null = null;
+  let platform: Platform;
+
+  beforeAll(async () => {
+    session = startSession();
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    p = await createX11Platform({ workerKind: "uia" });
+    runtime = createUiaRuntime({ env: () => ({}) });
+    const record = (s: A11ySession): A11ySession =>
+      new Proxy(s, {
+        get(t, k, r) {
+          const v: unknown = Reflect.get(t, k, r);
+          if (typeof v !== "function") return v;
+          return (...a: unknown[]) => {
+            log.push(`walk:${String(k)}`);
+            return (v as (...x: unknown[]) => unknown).apply(t, a);
+          };
+        },
+      });
+    const desk = p.desktop;
+    const confirm = desk.confirmLive;
+    if (confirm === undefined) throw new Error("the X11 desktop confirms with the X server");
+    const desktop: DesktopPort = Object.assign(Object.create(desk) as DesktopPort, {
+      listWindows: async () => {
+        log.push("check:listing");
+        const f = atListing;
+        atListing = null;
+        await f?.();
+        return desk.listWindows();
+      },
+      confirmLive: async (...a: Parameters<typeof confirm>) => {
+        log.push("check:confirm");
+        const f = atConfirm;
+        atConfirm = null;
+        await f?.();
+        return confirm.apply(desk, a);
+      },
+    });
+    const acc = p.accessibility;
+    platform = {
+      ...p,
+      desktop,
+      accessibility: Object.assign(Object.create(acc) as typeof acc, {
+        openSession: async (w: WindowInfo) => record(await acc.openSession(w)),
+      }),
+    };
+  });
+
+  afterAll(async () => {
+    await runtime?.shutdown();
+    await p?.dispose();
+    session?.stop();
+  });
+
+  function ctx(): HandlerContext {
+    return {
+      signal: new AbortController().signal,
+      deadline: Date.now() + 20_000,
+      init: { kind: "uia", platform: "x11", fake_desktop: null, log_level: "silent" },
+      platform,
+    };
+  }
+
+  async function inspect(target: TargetExpectation): Promise<{ node_count: number } | { code: string }> {
+    const args = OPS["a11y.inspect"].args.parse({
+      session_key: "k1",
+      target,
+      max_depth: 8,
+      max_nodes: 500,
+      deadline_ms: 15_000,
+      root_ref: null,
+    });
+    try {
+      const r = await runtime.handlers["a11y.inspect"]?.(args as never, ctx());
+      return OPS["a11y.inspect"].result.parse(r);
+    } catch (e) {
+      return { code: String((e as { code?: unknown }).code) };
+    }
+  }
+
+  async function opened(title: string): Promise<{ app: App; w: WindowInfo; target: TargetExpectation }> {
+    // Each case on its own: no session left by the one before.
+    await runtime.store.endAll();
+    const app = startApp("zenity", ["--forms", `--title=${title}`, "--add-entry=Login", "--add-entry=Mail"]);
+    const w = await waitForWindow(p, title);
+    if (w.instance === null) throw new Error("the test's own window has an instance");
+    const target: TargetExpectation = { hwnd: w.hwnd, instance: w.instance };
+    // The first inspection opens the session (checked first); the walk is then beside the check.
+    const first = await inspect(target);
+    expect("node_count" in first && first.node_count).toBeGreaterThan(3);
+    expect(runtime.store.size).toBe(1);
+    return { app, w, target };
+  }
+
+  /** Whether the walk had sent its first provider call before the check's first request. */
+  function walkedFirst(): boolean {
+    const walked = log.findIndex((e) => e.startsWith("walk:"));
+    return walked >= 0 && walked < log.indexOf("check:listing");
+  }
+
+  it("control: an unchanged window walks beside its check and answers the tree", async () => {
+    const { app, target } = await opened("uix race control");
+    log.length = 0;
+    const r = await inspect(target);
+    expect("node_count" in r && r.node_count).toBeGreaterThan(3);
+    expect(walkedFirst()).toBe(true);
+    expect(log).toContain("check:confirm");
+    app.child.kill("SIGKILL");
+    await app.exited;
+    await runtime.store.endKey("k1");
+  });
+
+  it("minimized after the walk started, before the check's listing: minimized, no nodes", async () => {
+    const { app, w, target } = await opened("uix race minimize");
+    log.length = 0;
+    atListing = async () => {
+      xdotool("windowminimize", w.hwnd);
+      await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
+    };
+    const r = await inspect(target);
+    expect(r).toEqual({ code: "minimized" });
+    expect(walkedFirst()).toBe(true);
+    expect(runtime.store.size).toBe(0);
+    app.child.kill("SIGKILL");
+    await app.exited;
+  });
+
+  it("destroyed (XKillClient) after the listing showed it, before the X server is asked: target_gone, no nodes", async () => {
+    const { app, w, target } = await opened("uix race kill");
+    log.length = 0;
+    atConfirm = async () => {
+      xdotool("windowkill", w.hwnd);
+      await waitFor("window destroyed", async () =>
+        (await p.desktop.getWindow(w.hwnd)) === null ? true : null,
+      );
+    };
+    const r = await inspect(target);
+    expect(r).toEqual({ code: "target_gone" });
+    expect(walkedFirst()).toBe(true);
+    expect(log).toContain("check:confirm");
+    expect(runtime.store.size).toBe(0);
+    await app.exited;
+  });
+});

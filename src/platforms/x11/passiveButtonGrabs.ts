@@ -1,8 +1,8 @@
-import koffi from "koffi";
 import { takeXcbError } from "../../os/linux/xlib.js";
 import { uiError } from "../../shared/errors.js";
 import { onlyHolders } from "./grabHolders.js";
 import type { XConnection } from "./xconn.js";
+import { xiEventMask } from "./xiEventMask.js";
 import { announce } from "./xtestRoute.js";
 
 /**
@@ -36,20 +36,6 @@ const XI_BUTTON_RELEASE = 5;
 const X_BAD_ACCESS = 10;
 /** The core modifier bits (Shift, Lock, Control, Mod1–Mod5) of a pointer state mask. */
 const MODIFIER_BITS = 0xff;
-
-/** XIEventMask for button press and release, with its mask bytes kept alive beside it. */
-let buttonMask: { struct: Buffer; keep: unknown } | null = null;
-function xiButtonMask(): Buffer {
-  if (buttonMask) return buttonMask.struct;
-  const mem = koffi.alloc("uint8_t", 4);
-  koffi.encode(mem, koffi.array("uint8_t", 4), [(1 << XI_BUTTON_PRESS) | (1 << XI_BUTTON_RELEASE), 0, 0, 0]);
-  const struct = Buffer.alloc(16);
-  struct.writeInt32LE(XI_ALL_DEVICES, 0);
-  struct.writeInt32LE(4, 4);
-  struct.writeBigUInt64LE(BigInt(koffi.address(mem)), 8);
-  buttonMask = { struct, keep: mem };
-  return struct;
-}
 
 /** The windows of `windows` where another client holds a core passive grab of `button` with `state`. */
 function coreConflicts(
@@ -91,7 +77,7 @@ function xiConflicts(x: XConnection, windows: readonly number[], button: number,
   const xi = x.n.xi;
   if (!xi) throw uiError("platform_unavailable", "libXi (XInput 2) is not installed.");
   announce(x);
-  const mask = xiButtonMask();
+  const mask = xiEventMask((1 << XI_BUTTON_PRESS) | (1 << XI_BUTTON_RELEASE));
   const mods = Buffer.alloc(8);
   mods.writeInt32LE(state, 0);
   const taken: number[] = [];

@@ -2,6 +2,7 @@ import koffi from "koffi";
 import { takeXcbError } from "../../os/linux/xlib.js";
 import { uiError } from "../../shared/errors.js";
 import type { XConnection } from "./xconn.js";
+import { xiEventMask } from "./xiEventMask.js";
 import { announce } from "./xtestRoute.js";
 
 /**
@@ -37,20 +38,6 @@ const XI_KEY_RELEASE = 3;
 const X_BAD_ACCESS = 10;
 /** A deeper window tree is refused, not half-checked. */
 const MAX_DEPTH = 32;
-
-/** XIEventMask for key press and release, with its mask bytes kept alive beside it. */
-let keyMask: { struct: Buffer; keep: unknown } | null = null;
-function xiKeyMask(): Buffer {
-  if (keyMask) return keyMask.struct;
-  const mem = koffi.alloc("uint8_t", 4);
-  koffi.encode(mem, koffi.array("uint8_t", 4), [(1 << XI_KEY_PRESS) | (1 << XI_KEY_RELEASE), 0, 0, 0]);
-  const struct = Buffer.alloc(16);
-  struct.writeInt32LE(XI_ALL_DEVICES, 0);
-  struct.writeInt32LE(4, 4);
-  struct.writeBigUInt64LE(BigInt(koffi.address(mem)), 8);
-  keyMask = { struct, keep: mem };
-  return struct;
-}
 
 /**
  * The windows a press could be grabbed on: the root, the focus's ancestors, the focus, and the
@@ -134,7 +121,7 @@ export function requireNoPassiveKeyGrab(
   if (taken) throw uiError("input_grabbed", "Another client holds a passive grab of a key we would press.");
   // XI2, for all devices: one request per window and keycode, with all its modifier states.
   announce(x);
-  const mask = xiKeyMask();
+  const mask = xiEventMask((1 << XI_KEY_PRESS) | (1 << XI_KEY_RELEASE));
   for (const w of windows)
     for (const [kc, mods] of byKey) {
       const list = [...mods];

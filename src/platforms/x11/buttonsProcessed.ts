@@ -59,7 +59,7 @@ function classHolds(cls: Ptr, button: number): boolean {
 }
 
 /** The buttons of `buttons` another slave of the virtual core pointer than ours holds down. */
-export function heldByOtherSlaves(x: XConnection, buttons: readonly number[]): Set<number> {
+function heldByOtherSlaves(x: XConnection, buttons: readonly number[]): Set<number> {
   const held = new Set<number>();
   const xi = x.n.xi;
   if (!xi || buttons.length === 0) return held;

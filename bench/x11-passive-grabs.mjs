@@ -6,8 +6,10 @@
 // on the client window conflicts, so the X-Resource holder count runs too), a wheel notch (no
 // conflict) and a 3-notch scroll; then the left button again with a second xterm running (it
 // holds passive grabs of its own, so the conflict is ambiguous and the press is recorded).
+// `--without-xlib-xcb`: the same with the X connection as without libX11-xcb (the core probes on
+// Xlib, judged by X-Resource counts: corePassiveXlib.ts).
 // Run after `npm run build`, inside `source .ci/x11-session.sh start`:
-//   node bench/x11-passive-grabs.mjs
+//   node bench/x11-passive-grabs.mjs [--without-xlib-xcb]
 import { spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -24,7 +26,7 @@ const term = spawn(
   },
 );
 await sleep(1500);
-const x = XConnection.open();
+const x = XConnection.open({ withoutXlibXcb: process.argv.includes("--without-xlib-xcb") });
 const focusOf = () => {
   const f = [0];
   x.n.XGetInputFocus(x.dpy, f, [0]);
@@ -40,17 +42,18 @@ const typed = Number(process.hrtime.bigint() - t0) / 1e6 / (N * text.length);
 const kc = x.n.XKeysymToKeycode(x.dpy, 0x61);
 const probes = N * text.length;
 const t1 = process.hrtime.bigint();
-for (let i = 0; i < probes; i++) requireNoPassiveKeyGrab(x, focusOf(), [{ kc, shifted: false }], true);
+for (let i = 0; i < probes; i++) requireNoPassiveKeyGrab(x, focusOf(), [{ kc, shifted: false }]);
 const probe = Number(process.hrtime.bigint() - t1) / 1e6 / probes;
 const first = process.hrtime.bigint();
 const all = [...new Set(text)].map((c) => ({
   kc: x.n.XKeysymToKeycode(x.dpy, c.codePointAt(0)),
   shifted: false,
 }));
-requireNoPassiveKeyGrab(x, focusOf(), all, true);
+requireNoPassiveKeyGrab(x, focusOf(), all);
 const whole = Number(process.hrtime.bigint() - first) / 1e6;
 console.log(
   JSON.stringify({
+    xlib_xcb: x.xlibXcb !== null,
     per_char_ms: +typed.toFixed(3),
     probe_per_char_ms: +probe.toFixed(3),
     probe_share: +(probe / typed).toFixed(3),
@@ -110,7 +113,7 @@ const click = async () => {
   await input.buttonDown("left", point);
   await input.buttonUp("left");
 };
-const verdict = (b) => probePassiveButtonGrabs(x, x.xlibXcb, windows, b, 0, parties);
+const verdict = (b) => probePassiveButtonGrabs(x, windows, b, 0, parties);
 const pressLeft = await time(click);
 const probeLeft = await time(() => verdict(1));
 const notch = await time(() => input.wheel(1, point));

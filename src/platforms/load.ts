@@ -1,6 +1,8 @@
 import type { Platform } from "../shared/platform.js";
 import type { PressLedger } from "../shared/pressLedger.js";
 import type { WorkerInit } from "../shared/protocol.js";
+import { SETTINGS } from "../shared/settings.js";
+import { readSetting } from "../shared/settingsReader.js";
 
 /**
  * Loads the platform implementation a worker runs on. Imported lazily so that the
@@ -20,6 +22,8 @@ export async function loadPlatform(init: WorkerInit, ledger?: PressLedger): Prom
       return createX11Platform({
         workerKind: init.kind,
         ledger,
+        // A test switch, read here only: the X11 input checks as without libX11-xcb.
+        withoutXlibXcb: readSetting(process.env, SETTINGS.x11TestWithoutXlibXcb) === "1",
         ...(init.orphan_segments ? { orphanSegments: init.orphan_segments } : {}),
       });
     }

@@ -342,6 +342,13 @@ export const SETTINGS = {
     max: 5000,
     doc: "X11: wait before a remapped spare keycode is restored or reused; 10–5000",
   }),
+  x11TestWithoutXlibXcb: choice({
+    env: "UIINSPECT_X11_TEST_WITHOUT_XLIB_XCB",
+    scope: "worker",
+    values: ["0", "1"],
+    default: "0",
+    doc: "X11, a test switch: `1` makes each worker's X connection act as without libX11-xcb (the passive-grab probes' core requests go on Xlib, judged by X-Resource)",
+  }),
   x11NoShm: choice({
     env: "UIINSPECT_X11_NO_SHM",
     scope: "worker",

@@ -3,6 +3,7 @@ import { instanceKey } from "../../src/shared/identity.js";
 import { GrantStore } from "../../src/supervisor/access/grants.js";
 import type { WorkerHost, WorkerStats } from "../../src/supervisor/hosting/workerHost.js";
 import { keptFrames } from "../../src/supervisor/screenshot/keptFrames.js";
+import { FrameMemo } from "../../src/supervisor/screenshot/visual.js";
 import { instance, ManualTime } from "./helpers.js";
 
 const A = "aaaaaaaaaaaa";
@@ -29,10 +30,10 @@ function fakeCapture(state: WorkerStats["state"] = "ready") {
   return { host, sent };
 }
 
-function setup(state?: WorkerStats["state"]) {
+function setup(state?: WorkerStats["state"], memo = new FrameMemo()) {
   const grants = new GrantStore(new ManualTime().clock, 300_000);
   const capture = fakeCapture(state);
-  const kept = keptFrames(capture.host, 1000);
+  const kept = keptFrames(capture.host, 1000, memo);
   grants.onRevoke((e) => kept.grantEnded(e));
   const i = instance(10);
   for (const client of [A, B]) grants.put({ client, instance: i, hwnd: "1001", capabilities: ["observe"] });
@@ -64,5 +65,25 @@ describe("the capture worker's kept frames end with the grant", () => {
     grants.revokeClient(A, "credential_revoked");
     grants.revokeInstance(key, "target_gone");
     expect(sent).toEqual([]);
+  });
+
+  it("the supervisor's tile hashes of the frames handed out go with the grant too, up or not", () => {
+    const memo = new FrameMemo();
+    const { grants, kept, key } = setup("stopped", memo);
+    const other = instanceKey(instance(11));
+    for (const client of [A, B]) {
+      memo.remember(client, `${client}-here`, [1, 2, 3], key);
+      memo.remember(client, `${client}-there`, { later: "f" }, other);
+    }
+    grants.release(A, key);
+    expect(memo.tiles(A, `${A}-here`)).toBeNull();
+    expect(memo.tiles(A, `${A}-there`)).toEqual({ later: "f" });
+    expect(memo.tiles(B, `${B}-here`)).toEqual([1, 2, 3]);
+    grants.revokeInstance(key, "target_gone");
+    expect(memo.tiles(B, `${B}-here`)).toBeNull();
+    expect(memo.tiles(B, `${B}-there`)).toEqual({ later: "f" });
+    kept.policyChanged();
+    expect(memo.tiles(A, `${A}-there`)).toBeNull();
+    expect(memo.tiles(B, `${B}-there`)).toBeNull();
   });
 });

@@ -80,13 +80,13 @@ describe("tile hashes and changed rectangles", () => {
 
   it("remembers a few frames per client, oldest out", () => {
     const m = new FrameMemo(2, 2);
-    m.remember("c1", "h1", [1]);
-    m.remember("c1", "h2", [2]);
-    m.remember("c1", "h3", [3]);
+    m.remember("c1", "h1", [1], "i");
+    m.remember("c1", "h2", [2], "i");
+    m.remember("c1", "h3", [3], "i");
     expect(m.tiles("c1", "h1")).toBeNull();
     expect(m.tiles("c1", "h3")).toEqual([3]);
-    m.remember("c2", "x", [4]);
-    m.remember("c3", "y", [5]);
+    m.remember("c2", "x", [4], "i");
+    m.remember("c3", "y", [5], "i");
     expect(m.tiles("c1", "h3")).toBeNull();
     expect(m.tiles("c3", "y")).toEqual([5]);
   });

@@ -21,8 +21,15 @@ export interface Attacker {
 /** Compiles the attacker into `dir`; returns its path. */
 export function buildAttacker(dir: string): string {
   const bin = join(dir, "attacker");
-  // libXi by its soname: its -dev package (the unversioned link) need not be installed.
-  execFileSync("cc", ["-o", bin, join(REPO, "test/x11/fixtures/attacker.c"), "-lX11", "-l:libXi.so.6"]);
+  // libXi and libXtst by their sonames: their -dev packages (the unversioned links) need not be installed.
+  execFileSync("cc", [
+    "-o",
+    bin,
+    join(REPO, "test/x11/fixtures/attacker.c"),
+    "-lX11",
+    "-l:libXi.so.6",
+    "-l:libXtst.so.6",
+  ]);
   return bin;
 }
 

@@ -1,8 +1,11 @@
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
+import { type Attacker, buildAttacker, startAttacker } from "./attacker.js";
 import {
   atspiBus,
   atspiText,
@@ -42,6 +45,21 @@ async function characterExtents(
   return [x ?? 0, y ?? 0, w ?? 0, h ?? 0];
 }
 
+/** The buttons the X server holds down on the virtual core pointer (XQueryPointer, our own connection). */
+async function coreButtons(): Promise<number> {
+  const { XConnection } = await import("../../src/platforms/x11/xconn.js");
+  const x = XConnection.open();
+  try {
+    const mask = [0];
+    x.n.XQueryPointer(x.dpy, x.root, [0], [0], [0], [0], [0], [0], mask);
+    return (mask[0] ?? 0) & 0x1f00;
+  } finally {
+    x.close();
+  }
+}
+
+const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
+
 describe.skipIf(!X11_AVAILABLE)("x11 click then type: keys never overtake a press the WM holds", () => {
   let session: X11Session;
   let p: Platform;
@@ -52,10 +70,45 @@ describe.skipIf(!X11_AVAILABLE)("x11 click then type: keys never overtake a pres
     p = await createX11Platform({ workerKind: "input" });
   });
 
+  const attackers: Attacker[] = [];
+  let dir = "";
+
   afterAll(async () => {
+    for (const a of attackers) await a.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
     await p?.dispose();
     session?.stop();
   });
+
+  it.skipIf(!HAVE_CC)(
+    "a click while another device holds the same button down: the release wait ends, the call returns with the button still held there",
+    async () => {
+      dir = mkdtempSync(join(tmpdir(), "uix-click-hold-"));
+      // "Xvfb mouse", another slave of the virtual core pointer, as a hand holding the mouse's left button.
+      const hold = await startAttacker(buildAttacker(dir), ["holdbutton", "1"], attackers);
+      const release = async () => {
+        if (hold.count("released") === 0) hold.child.kill("SIGUSR1");
+        await waitFor("hold released", async () => (hold.count("released") === 1 ? true : null));
+      };
+      try {
+        expect(await coreButtons()).toBe(0x100);
+        await p.input.moveTo(5, 5);
+        // The master takes our press of a button it holds down as none; the release leaves it down.
+        await p.input.buttonDown("left");
+        await p.input.buttonUp("left");
+        // Returned while the other device still holds it: the wait did not take that for ours.
+        expect(hold.count("released")).toBe(0);
+        expect(await coreButtons()).toBe(0x100);
+      } finally {
+        await release();
+      }
+      expect(await coreButtons()).toBe(0);
+      // Our own release leaves nothing down: a click now waits for its own release as before.
+      await p.input.buttonDown("left");
+      await p.input.buttonUp("left");
+      expect(await coreButtons()).toBe(0);
+    },
+  );
 
   it("types at the caret the click put, though the WM replays the press late", async () => {
     const app = startApp("zenity", ["--entry", "--title=uix click order", "--text=Type"]);

@@ -406,6 +406,8 @@ export interface GrantedTargetOptions {
   start(f: GrantedTarget): Promise<WindowInfo>;
   /** Safe regions besides "body" (the whole window), window-relative, from the started target. */
   moreRegions?(target: WindowInfo): Array<{ name: string; rect: [number, number, number, number] }>;
+  /** More environment for the server (e.g. UIINSPECT_X11_TEST_WITHOUT_XLIB_XCB). */
+  env?: Record<string, string>;
 }
 
 export function grantedTarget(opts: GrantedTargetOptions): GrantedTarget {
@@ -477,6 +479,7 @@ export function grantedTarget(opts: GrantedTargetOptions): GrantedTarget {
       ...UNSAFE_XTEST,
       DESKTOP_AUTOMATION_POLICY_FILE: policy,
       UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
+      ...opts.env,
     });
     const pending = state.h.call("request_access", { hwnd: target.hwnd });
     await approveConsentDialog();

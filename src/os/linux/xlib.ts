@@ -189,6 +189,39 @@ export interface X11Native {
     time: number,
   ) => number;
   XUngrabKeyboard: (dpy: Ptr, time: number) => number;
+  /** Core passive grabs on Xlib's connection (the probes without libX11-xcb, corePassiveXlib.ts). */
+  XGrabKey: (
+    dpy: Ptr,
+    key: number,
+    modifiers: number,
+    w: number,
+    owner: number,
+    pm: number,
+    km: number,
+  ) => number;
+  XUngrabKey: (dpy: Ptr, key: number, modifiers: number, w: number) => number;
+  XGrabButton: (
+    dpy: Ptr,
+    button: number,
+    modifiers: number,
+    w: number,
+    owner: number,
+    mask: number,
+    pm: number,
+    km: number,
+    confine: number,
+    cursor: number,
+  ) => number;
+  XUngrabButton: (dpy: Ptr, button: number, modifiers: number, w: number) => number;
+  XCreatePixmap: (dpy: Ptr, d: number, w: number, h: number, depth: number) => bigint | number;
+  XQueryTree: (
+    dpy: Ptr,
+    w: number,
+    root: Array<bigint | number>,
+    parent: Array<bigint | number>,
+    children: Array<Ptr | null>,
+    n: number[],
+  ) => number;
   XGrabPointer: (
     dpy: Ptr,
     win: bigint | number,
@@ -418,6 +451,14 @@ const LIBX11 = {
   XGrabKeyboard:
     "int XGrabKeyboard(Display *dpy, unsigned long w, int owner, int pm, int km, unsigned long time)",
   XUngrabKeyboard: "int XUngrabKeyboard(Display *dpy, unsigned long time)",
+  XGrabKey:
+    "int XGrabKey(Display *dpy, int key, unsigned int mods, unsigned long w, int owner, int pm, int km)",
+  XUngrabKey: "int XUngrabKey(Display *dpy, int key, unsigned int mods, unsigned long w)",
+  XGrabButton:
+    "int XGrabButton(Display *dpy, unsigned int button, unsigned int mods, unsigned long w, int owner, unsigned int mask, int pm, int km, unsigned long confine, unsigned long cursor)",
+  XUngrabButton: "int XUngrabButton(Display *dpy, unsigned int button, unsigned int mods, unsigned long w)",
+  XCreatePixmap:
+    "unsigned long XCreatePixmap(Display *dpy, unsigned long d, unsigned int w, unsigned int h, unsigned int depth)",
   XGrabPointer:
     "int XGrabPointer(Display *dpy, unsigned long w, int owner, unsigned int mask, int pm, int km, unsigned long confine, unsigned long cursor, unsigned long time)",
   XUngrabPointer: "int XUngrabPointer(Display *dpy, unsigned long time)",

@@ -33,7 +33,6 @@ function passiveGrabAtom(x: XConnection): number {
 export function onlyHolders(x: XConnection, allowed: ReadonlySet<number>): boolean {
   const xres = x.n.xres;
   if (!xres) throw uiError("platform_unavailable", "libXRes (X-Resource) is not installed.");
-  const atom = passiveGrabAtom(x);
   const count = [0];
   const out: Array<Ptr | null> = [null];
   if (xres.XResQueryClients(x.dpy, count, out) === 0)
@@ -50,25 +49,36 @@ export function onlyHolders(x: XConnection, allowed: ReadonlySet<number>): boole
   }
   for (const base of bases) {
     if (allowed.has(base)) continue;
-    const n = [0];
-    const types: Array<Ptr | null> = [null];
     // libXRes answers 0 for a client without any resource (measured: a bare xcb connection) and
     // for one gone since the list (BadValue); neither holds a grab. A lost server: checkAlive.
-    const ok = xres.XResQueryClientResources(x.dpy, base, n, types) !== 0;
-    const p = types[0] ?? null;
-    if (!ok || p === null) continue;
-    let holds = false;
-    try {
-      for (let i = 0; i < (n[0] ?? 0); i++) {
-        const type = Number(koffi.decode(p, i * TYPE_SIZE, "unsigned long") as bigint | number);
-        const c = koffi.decode(p, i * TYPE_SIZE + 8, "uint32") as number;
-        if (type === atom && c > 0) holds = true;
-      }
-    } finally {
-      x.n.XFree(p);
-    }
-    if (holds) return false;
+    if ((passiveGrabCount(x, base) ?? 0) > 0) return false;
   }
   x.checkAlive();
   return true;
+}
+
+/**
+ * How many passive grabs the client that `xid` belongs to holds (its "PASSIVE GRAB" resources),
+ * or null when X-Resource does not answer for it (no resource at all, or gone). One round trip on
+ * the Xlib connection.
+ */
+export function passiveGrabCount(x: XConnection, xid: number): number | null {
+  const xres = x.n.xres;
+  if (!xres) throw uiError("platform_unavailable", "libXRes (X-Resource) is not installed.");
+  const atom = passiveGrabAtom(x);
+  const n = [0];
+  const types: Array<Ptr | null> = [null];
+  const ok = xres.XResQueryClientResources(x.dpy, xid, n, types) !== 0;
+  const p = types[0] ?? null;
+  if (!ok || p === null) return null;
+  let count = 0;
+  try {
+    for (let i = 0; i < (n[0] ?? 0); i++) {
+      const type = Number(koffi.decode(p, i * TYPE_SIZE, "unsigned long") as bigint | number);
+      if (type === atom) count += koffi.decode(p, i * TYPE_SIZE + 8, "uint32") as number;
+    }
+  } finally {
+    x.n.XFree(p);
+  }
+  return count;
 }

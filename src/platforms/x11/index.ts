@@ -28,8 +28,10 @@ export async function createX11Platform(opts: {
   ledger?: PressLedger;
   /** Segments a terminated worker thread of this kind left attached: detached first. */
   orphanSegments?: readonly SharedSegment[];
+  /** Tests of the path without libX11-xcb: Xlib's connection gets no xcb view (xconn.ts). */
+  withoutXlibXcb?: boolean;
 }): Promise<Platform> {
-  const x = XConnection.open();
+  const x = XConnection.open({ withoutXlibXcb: opts.withoutXlibXcb === true });
   detachOrphanSegments(x.n, opts.orphanSegments ?? []);
   let segmentsListener: ((segments: SharedSegment[]) => void) | undefined;
   const newCapture = () => new X11Capture(x, (segments) => segmentsListener?.(segments));

@@ -18,13 +18,7 @@ import { announcedDialogOpen, presenceDir } from "./dialog/presence.js";
 import { PointerDeliveries } from "./grabOwner.js";
 import { keysymForChar, keysymForKey, SHIFT_KEYSYM } from "./keys.js";
 import { type KeyPress, requireNoPassiveKeyGrab } from "./passiveGrabs.js";
-import {
-  checkPressUnderGrab,
-  type PressCheck,
-  type PressParties,
-  probePassiveBeforeGrab,
-  probesUnderGrab,
-} from "./pressCheck.js";
+import { checkPressUnderGrab, type PressCheck, type PressParties } from "./pressCheck.js";
 import type { XConnection } from "./xconn.js";
 import { requireXTestRoute } from "./xtestRoute.js";
 
@@ -135,8 +129,7 @@ export class X11Input implements InputPort {
     const deliveries = await this.recordOwnPopupGrab(proof);
     let presses: PointerDeliveries | null = null;
     try {
-      let ambiguous =
-        !probesUnderGrab(this.x) && probePassiveBeforeGrab(this.x, proof, button) === "ambiguous";
+      let ambiguous = false;
       if (record || ambiguous) presses = await PointerDeliveries.presses(this.x);
       for (;;) {
         let sent: PressCheck | null = null;
@@ -279,10 +272,6 @@ export class X11Input implements InputPort {
       this.flush();
       return;
     }
-    // Without libX11-xcb the passive grabs are probed on our own xcb connection just before the
-    // server grab (a request on another connection would wait for the grab's end).
-    const underGrab = this.x.xlibXcb !== null && this.x.xlibXcb !== 0n;
-    if (!underGrab) requireNoPassiveKeyGrab(this.x, Number(expected), presses, false);
     n.XGrabServer(dpy);
     try {
       const focus: Array<bigint | number> = [0];
@@ -293,7 +282,7 @@ export class X11Input implements InputPort {
       if (n.XGrabKeyboard(dpy, this.x.root, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, 0) !== GRAB_SUCCESS)
         throw uiError("input_grabbed");
       n.XUngrabKeyboard(dpy, 0);
-      if (underGrab) requireNoPassiveKeyGrab(this.x, Number(expected), presses, true);
+      requireNoPassiveKeyGrab(this.x, Number(expected), presses);
       send();
     } finally {
       n.XUngrabServer(dpy);

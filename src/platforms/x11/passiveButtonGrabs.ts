@@ -1,5 +1,6 @@
 import { takeXcbError } from "../../os/linux/xlib.js";
 import { uiError } from "../../shared/errors.js";
+import { refusedCoreGrabs } from "./corePassiveXlib.js";
 import { onlyHolders } from "./grabHolders.js";
 import type { XConnection } from "./xconn.js";
 import { xiEventMask } from "./xiEventMask.js";
@@ -37,15 +38,19 @@ const X_BAD_ACCESS = 10;
 /** The core modifier bits (Shift, Lock, Control, Mod1–Mod5) of a pointer state mask. */
 const MODIFIER_BITS = 0xff;
 
-/** The windows of `windows` where another client holds a core passive grab of `button` with `state`. */
-function coreConflicts(
-  x: XConnection,
-  c: unknown,
-  windows: readonly number[],
-  button: number,
-  state: number,
-): number[] {
+/**
+ * The windows of `windows` where another client holds a core passive grab of `button` with
+ * `state`: checked requests on the Xlib connection's xcb side (libX11-xcb), else on Xlib itself,
+ * judged by X-Resource (corePassiveXlib.ts).
+ */
+function coreConflicts(x: XConnection, windows: readonly number[], button: number, state: number): number[] {
   const n = x.n;
+  const c = x.xlibXcb;
+  if (c === null || c === 0n)
+    return refusedCoreGrabs(
+      x,
+      windows.map((window) => ({ kind: "button", code: button, mods: state, window })),
+    ).map((g) => g.window);
   // Every grab, then every ungrab (a no-op where ours failed), then the errors: one round trip.
   const cookies = windows.map((w) =>
     n.xcb_grab_button_checked(
@@ -118,22 +123,19 @@ export type PassiveVerdict =
  * Throws input_grabbed when another client than those in `allowed` may hold a passive grab
  * (core or XI2) that a press of `button` with the modifier `state` on the innermost of `windows`
  * (root first) would activate, unless every such window is one of `managed` (the WM's frame and
- * the client's top-level, where the WM's own bindings sit): then "ambiguous". `c`: the xcb
- * connection for the checked core requests (Xlib's own under our server grab, so the tree and the
- * grabs cannot change before the press).
+ * the client's top-level, where the WM's own bindings sit): then "ambiguous". Under our server
+ * grab, on the Xlib connection (so the tree and the grabs cannot change before the press).
  */
 export function probePassiveButtonGrabs(
   x: XConnection,
-  c: unknown,
   windows: readonly number[],
   button: number,
   state: number,
   parties: { allowed: ReadonlySet<number>; managed: ReadonlySet<number> },
 ): PassiveVerdict {
-  if (c === null || c === 0n) throw uiError("platform_unavailable", "libX11-xcb is not installed.");
   const mods = state & MODIFIER_BITS;
   // Both kinds always probed: they do not overlap each other, and one holder may hold either.
-  const taken = [...coreConflicts(x, c, windows, button, mods), ...xiConflicts(x, windows, button, mods)];
+  const taken = [...coreConflicts(x, windows, button, mods), ...xiConflicts(x, windows, button, mods)];
   if (taken.length === 0 || onlyHolders(x, parties.allowed)) return "clear";
   if (taken.every((w) => parties.managed.has(w))) return "ambiguous";
   throw uiError("input_grabbed", "Another client holds a passive grab of our press.");

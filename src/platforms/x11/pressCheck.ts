@@ -32,38 +32,16 @@ export interface PressCheck extends PressParties {
   verdict: PassiveVerdict;
 }
 
-/** Whether the passive-grab probe can run on Xlib's own connection, under the server grab. */
-export function probesUnderGrab(x: XConnection): boolean {
-  return x.xlibXcb !== null && x.xlibXcb !== 0n;
-}
-
-/**
- * Without libX11-xcb the passive grabs are probed on our own xcb connection just before the
- * server grab (a request on another connection would wait for the grab's end), at every point
- * of the proof.
- */
-export function probePassiveBeforeGrab(x: XConnection, proof: LiveProof, button: number): PassiveVerdict {
-  const mask = [0];
-  x.n.XQueryPointer(x.dpy, x.root, [0], [0], [0], [0], [0], [0], mask);
-  let verdict: PassiveVerdict = "clear";
-  for (const at of proof.points) {
-    const path = at.path.map(Number);
-    const found = probe(x, x.c, path, button, mask[0] ?? 0);
-    if (found === "ambiguous") verdict = found;
-  }
-  return verdict;
-}
-
 function partiesOf(x: XConnection, path: readonly number[]): PressParties {
   return { owner: x.clientOf(path[path.length - 1] ?? 0), wm: x.clientOf(path[0] ?? 0) };
 }
 
 /** The passive-grab probe of one point's path (root first), with its parties and managed windows. */
-function probe(x: XConnection, c: unknown, path: readonly number[], button: number, state: number) {
+function probe(x: XConnection, path: readonly number[], button: number, state: number) {
   const { owner, wm } = partiesOf(x, path);
   // A WM's frame (made by another client than the target's) and the client's top-level in it.
   const managed = new Set(wm !== owner ? path.slice(0, 2) : []);
-  return probePassiveButtonGrabs(x, c, [x.root, ...path], button, state, {
+  return probePassiveButtonGrabs(x, [x.root, ...path], button, state, {
     allowed: new Set([owner, wm]),
     managed,
   });
@@ -108,6 +86,6 @@ export async function checkPressUnderGrab(
   } else if (deliveries === null || !(await pointerGrabHeldBy(x, at.grabOwner ?? 0, deliveries, true))) {
     throw uiError("input_grabbed");
   }
-  const verdict = probesUnderGrab(x) ? probe(x, x.xlibXcb, path, button, mask[0] ?? 0) : "clear";
+  const verdict = probe(x, path, button, mask[0] ?? 0);
   return { ...parties, verdict };
 }

@@ -88,13 +88,13 @@ export class XConnection {
   readonly xlibXcb: Ptr | null;
   private closed = false;
   private xresOk: boolean | undefined;
-  private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string) {
+  private constructor(n: X11Native, dpy: Ptr, c: Ptr, displayName: string, withXlibXcb: boolean) {
     this.n = n;
     this.dpy = dpy;
     this.c = c;
     this.displayName = displayName;
     this.screen = n.XDefaultScreen(dpy);
-    this.xlibXcb = n.XGetXCBConnection ? n.XGetXCBConnection(dpy) : null;
+    this.xlibXcb = withXlibXcb && n.XGetXCBConnection ? n.XGetXCBConnection(dpy) : null;
     this.root = Number(n.XRootWindow(dpy, this.screen));
     // All requests first, then all replies: one round trip for the whole list.
     const cookies = ATOM_NAMES.map(
@@ -112,7 +112,11 @@ export class XConnection {
     this.atoms = atoms as Record<AtomName, number>;
   }
 
-  static open(): XConnection {
+  /**
+   * `opts.withoutXlibXcb`: behave as without libX11-xcb (no xcb view of Xlib's connection), as
+   * the tests of that path ask (see SETTINGS.x11TestWithoutXlibXcb).
+   */
+  static open(opts: { withoutXlibXcb?: boolean } = {}): XConnection {
     const displayName = process.env.DISPLAY ?? "";
     if (!displayName)
       throw uiError(
@@ -136,7 +140,7 @@ export class XConnection {
       throw uiError("platform_unavailable", "The X display cannot be opened.");
     }
     try {
-      return new XConnection(n, dpy, c, displayName);
+      return new XConnection(n, dpy, c, displayName, opts.withoutXlibXcb !== true);
     } catch (e) {
       n.xcb_disconnect(c);
       n.XCloseDisplay(dpy);

@@ -78,16 +78,20 @@ export function changedRects(
  */
 export type MemoTiles = readonly number[] | { readonly later: string };
 
-/** Tile hashes of the frames a client was last given, by frame hash (a few per client, oldest out). */
+/**
+ * Tile hashes of the frames a client was last given, by frame hash (a few per client, oldest
+ * out), each with the key of the process instance it showed: when a grant ends, its identity's
+ * entries of that instance go (forget), like the capture worker's kept frames (keptFrames.ts).
+ */
 export class FrameMemo {
-  private readonly byClient = new Map<string, Map<string, MemoTiles>>();
+  private readonly byClient = new Map<string, Map<string, { tiles: MemoTiles; instance: string }>>();
 
   constructor(
     private readonly perClient = 8,
     private readonly clients = 64,
   ) {}
 
-  remember(client: string, hash: string, tiles: MemoTiles | undefined): void {
+  remember(client: string, hash: string, tiles: MemoTiles | undefined, instance: string): void {
     if (!tiles) return;
     let m = this.byClient.get(client);
     if (m) this.byClient.delete(client);
@@ -100,7 +104,7 @@ export class FrameMemo {
       this.byClient.delete(oldest);
     }
     m.delete(hash);
-    m.set(hash, tiles);
+    m.set(hash, { tiles, instance });
     while (m.size > this.perClient) {
       const oldest = m.keys().next().value;
       if (oldest === undefined) break;
@@ -109,13 +113,21 @@ export class FrameMemo {
   }
 
   tiles(client: string, hash: string): MemoTiles | null {
-    return this.byClient.get(client)?.get(hash) ?? null;
+    return this.byClient.get(client)?.get(hash)?.tiles ?? null;
   }
 
-  forget(client: string): void {
-    this.byClient.delete(client);
+  /** Drops every entry matching each field that is not null (both null: all). */
+  forget(client: string | null, instance: string | null): void {
+    for (const [c, m] of this.byClient) {
+      if (client !== null && c !== client) continue;
+      for (const [hash, e] of m) if (instance === null || e.instance === instance) m.delete(hash);
+      if (m.size === 0) this.byClient.delete(c);
+    }
   }
 }
+
+/** The tile hashes of the frames screenshot_window and wait_for_visual_change handed out. */
+export const frameMemo = new FrameMemo();
 
 /** The short form of a frame hash handed to clients (128 bits of the SHA-256). */
 export function shortHash(frameHash: string): string {

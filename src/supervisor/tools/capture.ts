@@ -6,7 +6,7 @@ import { sleep } from "../../shared/sleep.js";
 import type { CaptureService } from "../access/services.js";
 import { heldFits, shotInOneHop, takeHeldShot } from "../screenshot/oneHop.js";
 import { planScreenshot } from "../screenshot/plan.js";
-import { changedRects, FrameMemo, type MemoTiles, shortHash } from "../screenshot/visual.js";
+import { changedRects, type MemoTiles, frameMemo as memo, shortHash } from "../screenshot/visual.js";
 import { type CallBase, defineWindowTool } from "./define.js";
 
 const Crop = z.number().int().min(0).max(100_000);
@@ -19,9 +19,6 @@ const RegionArgs = {
   crop_bottom: Crop.default(12),
 };
 const Hash = z.string().regex(/^[0-9a-f]{32}$/);
-
-/** Tile hashes of the frames each client was handed, to say later what changed since one. */
-const memo = new FrameMemo();
 
 type Frame = OpResult<"capture.region">;
 
@@ -107,6 +104,7 @@ export const captureTools = [
           call.client.hash,
           hash,
           r.tiles ?? (r.frame_hash ? { later: r.frame_hash } : undefined),
+          target.instanceKey,
         );
         const out = frameResult(call, r, plan.region);
         call.counters.masks = plan.masks.length;
@@ -194,7 +192,7 @@ export const captureTools = [
             since = hash;
             sinceTiles = r.tiles ?? null;
           } else if (hash !== since) {
-            memo.remember(call.client.hash, hash, r.tiles);
+            memo.remember(call.client.hash, hash, r.tiles, call.target.instanceKey);
             const out = frameResult(call, r, plan.region);
             const rects = changedRects(sinceTiles, r.tiles ?? [], out.fields.width, out.fields.height, [
               plan.region[0],

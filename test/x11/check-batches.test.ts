@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { XConnection } from "../../src/platforms/x11/xconn.js";
 import { isUiError } from "../../src/shared/errors.js";
+import type { Rect } from "../../src/shared/geometry.js";
 import type { FrameTarget, Platform, WindowInfo } from "../../src/shared/platform.js";
 import type { OpWireResult } from "../../src/shared/protocol.js";
 import { verifyTarget, verifyUnchangedAfter } from "../../src/workers/verify.js";
@@ -515,6 +516,31 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     if (size) xdotool("windowsize", "--sync", win.hwnd, size[1]!, size[2]!);
   });
 
+  it("a window mapped above the target since the last listing: the check before the read would ask about it after the read, so the read is void and read again", async () => {
+    const was = await settled();
+    const x = (p.desktop as unknown as { x: XConnection }).x;
+    const other = startApp("xterm", ["-T", "uix onehop other", "-geometry", "10x3+420+420"]);
+    try {
+      xdotool("search", "--sync", "--onlyvisible", "--name", "uix onehop other");
+      await new Promise((r) => setTimeout(r, 200));
+      const rec = recordBatches(x);
+      let shot: WindowShot;
+      try {
+        shot = await windowShot();
+      } finally {
+        rec.stop();
+      }
+      expect(shot.shot?.png).toBeTruthy();
+      expect(rec.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+      const [l, t] = was.rect;
+      const plain = await p.capture.captureScreen([l, t, l + REGION[2], t + REGION[3]]);
+      const { encodePng } = await import("../../src/workers/capture/png.js");
+      expect(Buffer.from(shot.shot?.png ?? []).equals(Buffer.from(encodePng(plain, 2)))).toBe(true);
+    } finally {
+      other.child.kill();
+    }
+  });
+
   it("another listing between a shot's listing and its check before the read: its read in the batch is void", async () => {
     await settled();
     const frame = {
@@ -580,6 +606,235 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
       expect(moved.frames).toHaveLength(1);
       expect(r.shot).toBeNull();
       expect(r.refused?.code).toBe("target_changed");
+      expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
+    } finally {
+      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
+    }
+  });
+});
+
+describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of the check before it", () => {
+  let session: X11Session;
+  let p: Platform;
+  let xterm: App;
+  let win: WindowInfo;
+  /** Window-relative, away from the window's corner (the read is at its place in the window). */
+  const REGION: [number, number, number, number] = [8, 6, 48, 36];
+
+  beforeAll(async () => {
+    session = startSession();
+    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
+    p = await createX11Platform({ workerKind: "capture" });
+    xterm = startApp("xterm", ["-T", "uix region", "-geometry", "60x10+70+90"]);
+    win = await waitForWindow(p, "uix region");
+  });
+
+  afterAll(async () => {
+    xterm?.child.kill();
+    await p?.dispose();
+    session?.stop();
+  });
+
+  type Frame = OpWireResult<"capture.region">;
+  const xOf = (): XConnection => (p.desktop as unknown as { x: XConnection }).x;
+
+  function ctxOn(platform: Platform) {
+    return {
+      signal: new AbortController().signal,
+      deadline: Date.now() + 30_000,
+      init: {
+        kind: "capture" as const,
+        platform: "x11" as const,
+        fake_desktop: null,
+        log_level: "silent" as const,
+      },
+      platform,
+    };
+  }
+
+  /**
+   * The supervisor's way: desktop.list (its id), then capture.region against it, in this
+   * process on `platform` (the handlers the capture worker runs). `listing`: "id" (the worker's
+   * own, as the supervisor sends it), "none" (too old: the shot lists the desktop itself), or
+   * windows sent by value.
+   */
+  async function regionShot(
+    platform: Platform = p,
+    listing: "id" | "none" | WindowInfo[] = "id",
+    record?: () => { log: string[]; stop: () => void },
+  ): Promise<{ frame: Frame | null; code: string | null; log: string[] }> {
+    const { captureHandlers } = await import("../../src/workers/capture/handlers.js");
+    const { OPS } = await import("../../src/shared/protocol.js");
+    const listed =
+      listing === "id"
+        ? ((await captureHandlers["desktop.list"]!({}, ctxOn(platform))) as OpWireResult<"desktop.list">)
+        : null;
+    const args = OPS["capture.region"].args.parse({
+      target: { hwnd: win.hwnd, instance: win.instance, shown_before: [] },
+      region: REGION,
+      masks: [],
+      grid_spacing: null,
+      output: "png",
+      tiles: false,
+      max_png_bytes: 1 << 24,
+      compression_level: 2,
+      listing_id: listed?.listing_id ?? null,
+      listing: Array.isArray(listing) ? { at: Date.now(), windows: listing } : null,
+    });
+    const rec = record?.();
+    try {
+      const frame = (await captureHandlers["capture.region"]!(args, ctxOn(platform))) as Frame;
+      return { frame, code: null, log: rec?.log ?? [] };
+    } catch (e) {
+      if (!isUiError(e)) throw e;
+      return { frame: null, code: e.code, log: rec?.log ?? [] };
+    } finally {
+      rec?.stop();
+    }
+  }
+
+  /** The platform with `during` run where the read in the check's batch is asked, its frame kept. */
+  function readAheadHook(during: (x: XConnection) => void): { platform: Platform; frames: FrameTarget[] } {
+    const frames: FrameTarget[] = [];
+    const askRead = p.capture.askRead?.bind(p.capture);
+    const platform: Platform = {
+      ...p,
+      capture: {
+        captureScreen: (rect, into, afterRead) => p.capture.captureScreen(rect, into, afterRead),
+        askRead: (rect, into, afterRead) => {
+          frames.push(into);
+          during(xOf());
+          return askRead ? askRead(rect, into, afterRead) : null;
+        },
+      },
+    };
+    return { platform, frames };
+  }
+
+  /** A direct read of the region where the window is now, as PNG. */
+  async function directPng(rect: Rect): Promise<Buffer> {
+    const [l, t] = rect;
+    const plain = await p.capture.captureScreen([l + REGION[0], t + REGION[1], l + REGION[2], t + REGION[3]]);
+    const { encodePng } = await import("../../src/workers/capture/png.js");
+    return Buffer.from(encodePng(plain, 2));
+  }
+
+  async function settled(): Promise<WindowInfo> {
+    xdotool("windowraise", win.hwnd);
+    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 3; i++) expect((await regionShot()).frame?.png).toBeTruthy();
+    return (await p.desktop.listWindows()).find((w) => w.hwnd === win.hwnd)!;
+  }
+
+  it("an unchanged desktop's shot, against the supervisor's listing or a listing of its own, is one flush, the read at the region's place", async () => {
+    const now = await settled();
+    for (const listing of ["id", "none"] as const) {
+      await regionShot(p, listing);
+      const reads: Rect[] = [];
+      const x = xOf();
+      const shm = x.shmGetImage.bind(x);
+      const spy = x as unknown as { shmGetImage: XConnection["shmGetImage"] };
+      spy.shmGetImage = (r, seg) => {
+        reads.push([r.x, r.y, r.x + r.width, r.y + r.height]);
+        return shm(r, seg);
+      };
+      let trips: { log: string[]; stop: () => void } | null = null;
+      let shot: Awaited<ReturnType<typeof regionShot>>;
+      try {
+        shot = await regionShot(p, listing, () => {
+          trips = recordXlibTrips(x);
+          return recordBatches(x, { waits: true });
+        });
+      } finally {
+        delete (spy as { shmGetImage?: unknown }).shmGetImage;
+        (trips as { stop: () => void } | null)?.stop();
+      }
+      expect(shot.code).toBeNull();
+      expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(now.rect))).toBe(true);
+      const [l, t] = now.rect;
+      expect(reads).toEqual([[l + REGION[0], t + REGION[1], l + REGION[2], t + REGION[3]]]);
+      const log = shot.log;
+      const firstWait = log.indexOf("wait");
+      const read = log.indexOf("req shmGetImage");
+      expect(firstWait).toBeGreaterThan(read);
+      // The check before the read asked before it, the check after it (its X-Resource) behind.
+      expect(log.slice(0, read).filter((e) => e.startsWith("req")).length).toBeGreaterThan(0);
+      expect(log.slice(read + 1, firstWait)).toContain("req askClientPids");
+      const firstFlush = log.indexOf("flush");
+      expect(firstFlush).toBeGreaterThan(read);
+      expect(firstFlush).toBeLessThan(firstWait);
+      expect(log.slice(firstFlush).filter((e) => e.startsWith("req"))).toEqual([]);
+      expect((trips as { log: string[] } | null)?.log).toEqual([]);
+    }
+  });
+
+  it("a window moved since the last listing is read again where it is now (the shot's own listing), and the frame is exact", async () => {
+    const was = await settled();
+    xdotool("windowmove", "--sync", win.hwnd, String(was.rect[0] + 29), String(was.rect[1] + 17));
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const shot = await regionShot(p, "none", () => recordBatches(xOf()));
+      expect(shot.code).toBeNull();
+      // The read asked at the old rect, dropped, then one at the new rect with its own check.
+      expect(shot.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+      const now = (await p.desktop.listWindows()).find((w) => w.hwnd === win.hwnd)!;
+      expect(now.rect[0]).toBe(was.rect[0] + 29);
+      expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(now.rect))).toBe(true);
+    } finally {
+      xdotool("windowmove", "--sync", win.hwnd, String(was.rect[0]), String(was.rect[1]));
+    }
+  });
+
+  it("a window mapped above the target after the listing: the check before the read asks about it after the read, so the read is void and read again", async () => {
+    const was = await settled();
+    const listed = await p.desktop.listWindows();
+    const other = startApp("xterm", ["-T", "uix region other", "-geometry", "10x3+400+400"]);
+    try {
+      xdotool("search", "--sync", "--onlyvisible", "--name", "uix region other");
+      await new Promise((r) => setTimeout(r, 200));
+      const shot = await regionShot(p, listed, () => recordBatches(xOf()));
+      expect(shot.code).toBeNull();
+      expect(shot.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+      expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(was.rect))).toBe(true);
+    } finally {
+      other.child.kill();
+    }
+  });
+
+  it("a cover mapped or the window moved between the check's requests and the read: refused, the frame zeroed", async () => {
+    const was = await settled();
+    let cover: App | null = null;
+    const covered = readAheadHook((x) => {
+      // The check's requests go out first; the cover maps before the read.
+      x.flush();
+      cover = startApp("xterm", [
+        "-T",
+        "uix region cover",
+        "-geometry",
+        `20x5+${was.rect[0]}+${was.rect[1]}`,
+      ]);
+      xdotool("search", "--sync", "--onlyvisible", "--name", "uix region cover");
+    });
+    try {
+      const r = await regionShot(covered.platform);
+      expect(covered.frames).toHaveLength(1);
+      expect(r.frame).toBeNull();
+      expect(r.code).toBe("occluded");
+      expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
+    } finally {
+      (cover as App | null)?.child.kill();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const still = await settled();
+    const moved = readAheadHook((x) => {
+      x.flush();
+      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0] + 31), String(still.rect[1]));
+    });
+    try {
+      const r = await regionShot(moved.platform);
+      expect(moved.frames).toHaveLength(1);
+      expect(r.frame).toBeNull();
+      expect(r.code).toBe("target_changed");
       expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
     } finally {
       xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));

@@ -599,7 +599,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     const still = await settled();
     const moved = readAheadHook((x) => {
       x.flush();
-      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0] + 31), String(still.rect[1]));
+      moveAndWait(win.hwnd, still.rect[0] + 31, still.rect[1]);
     });
     try {
       const r = await windowShot(moved.platform);
@@ -612,6 +612,16 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     }
   });
 });
+
+/** Moves `hwnd` and waits until the X server reports it elsewhere (not only the WM's word). */
+function moveAndWait(hwnd: string, x: number, y: number): void {
+  const where = () =>
+    /Position: (-?\d+),(-?\d+)/.exec(xdotool("getwindowgeometry", hwnd))?.slice(1).join(",");
+  const was = where();
+  xdotool("windowmove", "--sync", hwnd, String(x), String(y));
+  for (let i = 0; i < 100 && where() === was; i++)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+}
 
 describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of the check before it", () => {
   let session: X11Session;
@@ -828,7 +838,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
     const still = await settled();
     const moved = readAheadHook((x) => {
       x.flush();
-      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0] + 31), String(still.rect[1]));
+      moveAndWait(win.hwnd, still.rect[0] + 31, still.rect[1]);
     });
     try {
       const r = await regionShot(moved.platform);

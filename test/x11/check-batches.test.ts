@@ -381,7 +381,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
   });
 });
 
-describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing's batch", () => {
+describe.skipIf(!X11_AVAILABLE)("x11 shots: the read in the batch of the check before it", () => {
   let session: X11Session;
   let p: Platform;
   let xterm: App;
@@ -516,31 +516,6 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     if (size) xdotool("windowsize", "--sync", win.hwnd, size[1]!, size[2]!);
   });
 
-  it("a window mapped above the target since the last listing: the check before the read would ask about it after the read, so the read is void and read again", async () => {
-    const was = await settled();
-    const x = (p.desktop as unknown as { x: XConnection }).x;
-    const other = startApp("xterm", ["-T", "uix onehop other", "-geometry", "10x3+420+420"]);
-    try {
-      xdotool("search", "--sync", "--onlyvisible", "--name", "uix onehop other");
-      await new Promise((r) => setTimeout(r, 200));
-      const rec = recordBatches(x);
-      let shot: WindowShot;
-      try {
-        shot = await windowShot();
-      } finally {
-        rec.stop();
-      }
-      expect(shot.shot?.png).toBeTruthy();
-      expect(rec.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
-      const [l, t] = was.rect;
-      const plain = await p.capture.captureScreen([l, t, l + REGION[2], t + REGION[3]]);
-      const { encodePng } = await import("../../src/workers/capture/png.js");
-      expect(Buffer.from(shot.shot?.png ?? []).equals(Buffer.from(encodePng(plain, 2)))).toBe(true);
-    } finally {
-      other.child.kill();
-    }
-  });
-
   it("another listing between a shot's listing and its check before the read: its read in the batch is void", async () => {
     await settled();
     const frame = {
@@ -571,79 +546,55 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     expect(frame.data.every((b) => b === 0)).toBe(true);
   });
 
-  it("a cover mapped or the window moved between the listing and the read: refused, no pixel leaves", async () => {
-    const was = await settled();
-    let cover: App | null = null;
-    const covered = readAheadHook((x) => {
-      // The listing's requests and the check's go out first; the cover maps before the read.
-      x.flush();
-      cover = startApp("xterm", [
-        "-T",
-        "uix onehop cover",
-        "-geometry",
-        `20x5+${was.rect[0]}+${was.rect[1]}`,
-      ]);
-      // Until the X server has mapped it.
-      xdotool("search", "--sync", "--onlyvisible", "--name", "uix onehop cover");
-    });
-    try {
-      const r = await windowShot(covered.platform);
-      expect(covered.frames).toHaveLength(1);
-      expect(r.shot).toBeNull();
-      expect(r.refused?.code).toBe("occluded");
-      expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
-    } finally {
-      (cover as App | null)?.child.kill();
+  it("a cover mapped or the window moved between the check's requests and the read: refused, no pixel leaves (screenshot_window, capture.region)", async () => {
+    const shots = {
+      window: async (on: Platform) => {
+        const r = await windowShot(on);
+        return { made: r.shot !== null, code: r.refused?.code ?? null };
+      },
+      region: async (on: Platform) => {
+        const r = await regionShot(on);
+        return { made: r.frame !== null, code: r.code };
+      },
+    };
+    for (const [kind, shot] of Object.entries(shots)) {
+      const was = await settled();
+      let cover: App | null = null;
+      const title = `uix onehop cover ${kind}`;
+      const covered = readAheadHook((x) => {
+        // The listing's requests and the check's go out first; the cover maps before the read.
+        x.flush();
+        cover = startApp("xterm", ["-T", title, "-geometry", `20x5+${was.rect[0]}+${was.rect[1]}`]);
+        // Until the X server has mapped it.
+        xdotool("search", "--sync", "--onlyvisible", "--name", title);
+      });
+      try {
+        const r = await shot(covered.platform);
+        expect(covered.frames).toHaveLength(1);
+        expect(r).toEqual({ made: false, code: "occluded" });
+        expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
+      } finally {
+        (cover as App | null)?.child.kill();
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      const still = await settled();
+      const moved = readAheadHook((x) => {
+        x.flush();
+        moveAndWait(win.hwnd, still.rect[0] + 31, still.rect[1]);
+      });
+      try {
+        const r = await shot(moved.platform);
+        expect(moved.frames).toHaveLength(1);
+        expect(r).toEqual({ made: false, code: "target_changed" });
+        expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
+      } finally {
+        xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
+      }
     }
-    await new Promise((r) => setTimeout(r, 300));
-    const still = await settled();
-    const moved = readAheadHook((x) => {
-      x.flush();
-      moveAndWait(win.hwnd, still.rect[0] + 31, still.rect[1]);
-    });
-    try {
-      const r = await windowShot(moved.platform);
-      expect(moved.frames).toHaveLength(1);
-      expect(r.shot).toBeNull();
-      expect(r.refused?.code).toBe("target_changed");
-      expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
-    } finally {
-      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
-    }
-  });
-});
-
-/** Moves `hwnd` and waits until the X server reports it elsewhere (not only the WM's word). */
-function moveAndWait(hwnd: string, x: number, y: number): void {
-  const where = () =>
-    /Position: (-?\d+),(-?\d+)/.exec(xdotool("getwindowgeometry", hwnd))?.slice(1).join(",");
-  const was = where();
-  xdotool("windowmove", "--sync", hwnd, String(x), String(y));
-  for (let i = 0; i < 100 && where() === was; i++)
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-}
-
-describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of the check before it", () => {
-  let session: X11Session;
-  let p: Platform;
-  let xterm: App;
-  let win: WindowInfo;
-  /** Window-relative, away from the window's corner (the read is at its place in the window). */
-  const REGION: [number, number, number, number] = [8, 6, 48, 36];
-
-  beforeAll(async () => {
-    session = startSession();
-    const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-    p = await createX11Platform({ workerKind: "capture" });
-    xterm = startApp("xterm", ["-T", "uix region", "-geometry", "60x10+70+90"]);
-    win = await waitForWindow(p, "uix region");
   });
 
-  afterAll(async () => {
-    xterm?.child.kill();
-    await p?.dispose();
-    session?.stop();
-  });
+  /** capture.region's area, window-relative, away from the corner (the read is at its place). */
+  const AREA: [number, number, number, number] = [8, 6, 48, 36];
 
   type Frame = OpWireResult<"capture.region">;
   const xOf = (): XConnection => (p.desktop as unknown as { x: XConnection }).x;
@@ -681,7 +632,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
         : null;
     const args = OPS["capture.region"].args.parse({
       target: { hwnd: win.hwnd, instance: win.instance, shown_before: [] },
-      region: REGION,
+      region: AREA,
       masks: [],
       grid_spacing: null,
       output: "png",
@@ -703,33 +654,15 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
     }
   }
 
-  /** The platform with `during` run where the read in the check's batch is asked, its frame kept. */
-  function readAheadHook(during: (x: XConnection) => void): { platform: Platform; frames: FrameTarget[] } {
-    const frames: FrameTarget[] = [];
-    const askRead = p.capture.askRead?.bind(p.capture);
-    const platform: Platform = {
-      ...p,
-      capture: {
-        captureScreen: (rect, into, afterRead) => p.capture.captureScreen(rect, into, afterRead),
-        askRead: (rect, into, afterRead) => {
-          frames.push(into);
-          during(xOf());
-          return askRead ? askRead(rect, into, afterRead) : null;
-        },
-      },
-    };
-    return { platform, frames };
-  }
-
   /** A direct read of the region where the window is now, as PNG. */
-  async function directPng(rect: Rect): Promise<Buffer> {
+  async function directPng(rect: Rect, area: Rect = AREA): Promise<Buffer> {
     const [l, t] = rect;
-    const plain = await p.capture.captureScreen([l + REGION[0], t + REGION[1], l + REGION[2], t + REGION[3]]);
+    const plain = await p.capture.captureScreen([l + area[0], t + area[1], l + area[2], t + area[3]]);
     const { encodePng } = await import("../../src/workers/capture/png.js");
     return Buffer.from(encodePng(plain, 2));
   }
 
-  async function settled(): Promise<WindowInfo> {
+  async function settledRegion(): Promise<WindowInfo> {
     xdotool("windowraise", win.hwnd);
     await new Promise((r) => setTimeout(r, 200));
     for (let i = 0; i < 3; i++) expect((await regionShot()).frame?.png).toBeTruthy();
@@ -737,7 +670,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
   }
 
   it("an unchanged desktop's shot, against the supervisor's listing or a listing of its own, is one flush, the read at the region's place", async () => {
-    const now = await settled();
+    const now = await settledRegion();
     for (const listing of ["id", "none"] as const) {
       await regionShot(p, listing);
       const reads: Rect[] = [];
@@ -762,7 +695,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
       expect(shot.code).toBeNull();
       expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(now.rect))).toBe(true);
       const [l, t] = now.rect;
-      expect(reads).toEqual([[l + REGION[0], t + REGION[1], l + REGION[2], t + REGION[3]]]);
+      expect(reads).toEqual([[l + AREA[0], t + AREA[1], l + AREA[2], t + AREA[3]]]);
       const log = shot.log;
       const firstWait = log.indexOf("wait");
       const read = log.indexOf("req shmGetImage");
@@ -779,7 +712,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
   });
 
   it("a window moved since the last listing is read again where it is now (the shot's own listing), and the frame is exact", async () => {
-    const was = await settled();
+    const was = await settledRegion();
     xdotool("windowmove", "--sync", win.hwnd, String(was.rect[0] + 29), String(was.rect[1] + 17));
     try {
       await new Promise((r) => setTimeout(r, 200));
@@ -795,59 +728,44 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture.region: the read in the batch of th
     }
   });
 
-  it("a window mapped above the target after the listing: the check before the read asks about it after the read, so the read is void and read again", async () => {
-    const was = await settled();
-    const listed = await p.desktop.listWindows();
-    const other = startApp("xterm", ["-T", "uix region other", "-geometry", "10x3+400+400"]);
-    try {
-      xdotool("search", "--sync", "--onlyvisible", "--name", "uix region other");
-      await new Promise((r) => setTimeout(r, 200));
-      const shot = await regionShot(p, listed, () => recordBatches(xOf()));
-      expect(shot.code).toBeNull();
-      expect(shot.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
-      expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(was.rect))).toBe(true);
-    } finally {
-      other.child.kill();
-    }
-  });
-
-  it("a cover mapped or the window moved between the check's requests and the read: refused, the frame zeroed", async () => {
-    const was = await settled();
-    let cover: App | null = null;
-    const covered = readAheadHook((x) => {
-      // The check's requests go out first; the cover maps before the read.
-      x.flush();
-      cover = startApp("xterm", [
-        "-T",
-        "uix region cover",
-        "-geometry",
-        `20x5+${was.rect[0]}+${was.rect[1]}`,
-      ]);
-      xdotool("search", "--sync", "--onlyvisible", "--name", "uix region cover");
-    });
-    try {
-      const r = await regionShot(covered.platform);
-      expect(covered.frames).toHaveLength(1);
-      expect(r.frame).toBeNull();
-      expect(r.code).toBe("occluded");
-      expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
-    } finally {
-      (cover as App | null)?.child.kill();
-    }
-    await new Promise((r) => setTimeout(r, 300));
-    const still = await settled();
-    const moved = readAheadHook((x) => {
-      x.flush();
-      moveAndWait(win.hwnd, still.rect[0] + 31, still.rect[1]);
-    });
-    try {
-      const r = await regionShot(moved.platform);
-      expect(moved.frames).toHaveLength(1);
-      expect(r.frame).toBeNull();
-      expect(r.code).toBe("target_changed");
-      expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
-    } finally {
-      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
+  it("a window mapped above the target since the last listing: the check before the read would ask about it after the read, so the read is void and read again (screenshot_window, capture.region)", async () => {
+    for (const kind of ["window", "region"] as const) {
+      const was = kind === "window" ? await settled() : await settledRegion();
+      const listed = await p.desktop.listWindows();
+      const title = `uix other ${kind}`;
+      const other = startApp("xterm", ["-T", title, "-geometry", "10x3+420+420"]);
+      try {
+        xdotool("search", "--sync", "--onlyvisible", "--name", title);
+        await new Promise((r) => setTimeout(r, 200));
+        const rec = recordBatches(xOf());
+        let png: Uint8Array | null = null;
+        try {
+          // capture.region against the listing made before the window was mapped.
+          if (kind === "window") png = (await windowShot()).shot?.png ?? null;
+          else png = (await regionShot(p, listed)).frame?.png ?? null;
+        } finally {
+          rec.stop();
+        }
+        expect(rec.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+        const area = kind === "window" ? REGION : AREA;
+        expect(Buffer.from(png ?? []).equals(await directPng(was.rect, area))).toBe(true);
+      } finally {
+        other.child.kill();
+      }
+      for (let i = 0; i < 50; i++) {
+        if (!(await p.desktop.listWindows()).some((w) => w.title === title)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   });
 });
+
+/** Moves `hwnd` and waits until the X server reports it elsewhere (not only the WM's word). */
+function moveAndWait(hwnd: string, x: number, y: number): void {
+  const where = () =>
+    /Position: (-?\d+),(-?\d+)/.exec(xdotool("getwindowgeometry", hwnd))?.slice(1).join(",");
+  const was = where();
+  xdotool("windowmove", "--sync", hwnd, String(x), String(y));
+  for (let i = 0; i < 100 && where() === was; i++)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+}

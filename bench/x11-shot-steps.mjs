@@ -5,17 +5,19 @@
 // step alone, against the floor (XShmGetImage + BGRX→RGB + sharp PNG level 1), interleaved
 // round by round.
 //
-//   npm run build && node bench/x11-shot-steps.mjs      (BENCH_ROUNDS, default 60;
-//   BENCH_DIST: another build's dist/, to run the same steps on it)
+//   npm run build && node bench/x11-shot-steps.mjs      (BENCH_ROUNDS, default 60)
+//
+// Another build: copy this file into its bench/ and run it there (it loads that build's dist/;
+// two builds' native bindings cannot share one process).
 import { loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { deflate, deflateSync } from "node:zlib";
 import { percentiles } from "./lib/mcp.mjs";
 import { floorShot, REPO, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
-const DIST = resolve(process.env.BENCH_DIST ?? join(REPO, "dist"));
+const DIST = join(REPO, "dist");
 const REGION = [0, 0, 800, 600];
 const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
 const loadStart = la();

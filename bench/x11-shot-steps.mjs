@@ -1,7 +1,8 @@
 // Where one screenshot_window's time goes, step by step, in this process on a private Xvfb
 // desktop (gtk3-widget-factory), with the built capture worker's own code (dist/): the
 // capture.window handler as a whole, capture.region's as the supervisor asks it (desktop.list,
-// then capture.region by the listing's id; and the capture.region message alone), and each
+// then capture.region by the listing's id; and the capture.region message alone; and both again
+// on the same platform without askRead, which is capture.region's two-flush path), and each
 // step alone, against the floor (XShmGetImage + BGRX→RGB + sharp PNG level 1), interleaved
 // round by round.
 //
@@ -34,6 +35,12 @@ try {
   const { OPS } = await import(join(DIST, "shared/protocol.js"));
   const platform = await createX11Platform({ workerKind: "capture" });
   const ctx = { signal: new AbortController().signal, deadline: Date.now() + 1e9, init: {}, platform };
+  // The same platform without a read asked ahead: capture.region's two flushes (check, then read
+  // and the check after it), as before the read went in the check's batch.
+  const twoFlushes = {
+    ...ctx,
+    platform: { ...platform, capture: { captureScreen: (...a) => platform.capture.captureScreen(...a) } },
+  };
   const shot = {
     region: REGION,
     masks: [],
@@ -69,6 +76,13 @@ try {
       );
       const region = OPS["capture.region"].args.parse({ target: regionTarget, listing_id, ...shot });
       return rec("handler_capture_region", () => captureHandlers["capture.region"](region, ctx));
+    });
+    await rec("handler_list_then_region_two_flushes", async () => {
+      const { listing_id } = await captureHandlers["desktop.list"]({}, ctx);
+      const region = OPS["capture.region"].args.parse({ target: regionTarget, listing_id, ...shot });
+      return rec("handler_capture_region_two_flushes", () =>
+        captureHandlers["capture.region"](region, twoFlushes),
+      );
     });
     const windows = await rec("list", () => platform.desktop.listWindows());
     const target = { hwnd: win.hwnd, instance: windows.find((w) => w.hwnd === win.hwnd).instance };

@@ -9,7 +9,9 @@
 // (the difference between the two runs over 200 is one check's share; BENCH_DIST: another build).
 // BENCH_CHECK=shot_window runs a whole screenshot instead (capture.window: listing, check, read,
 // check, encode) and BENCH_CHECK=shot_two_hop the same as the two messages it replaced
-// (desktop.list, then capture.region on that listing).
+// (desktop.list, then capture.region on that listing). BENCH_CHECK=shot_region is capture.region
+// alone, against the supervisor's listing sent by value (made once before the rounds, on this
+// unchanged desktop; its time stamp renewed each round so the check judges against it).
 import { join, resolve } from "node:path";
 import { startBenchApps, startX11Session, stopX11Session } from "./lib/x11.mjs";
 
@@ -21,11 +23,11 @@ const CHECKS = {
   click: { requireForeground: true, points: [{ x: 200, y: 200 }], grabs: { keyboard: true, pointer: true } },
   shot: { region: [0, 0, 800, 600] },
 };
-const SHOTS = ["shot_window", "shot_two_hop"];
+const SHOTS = ["shot_window", "shot_two_hop", "shot_region"];
 const kind = process.env.BENCH_CHECK ?? "key";
 const check = CHECKS[kind];
 if (!check && !SHOTS.includes(kind))
-  throw new Error("BENCH_CHECK: key, click, shot, shot_window or shot_two_hop");
+  throw new Error("BENCH_CHECK: key, click, shot, shot_window, shot_two_hop or shot_region");
 
 const sessionEnv = startX11Session();
 const apps = [];
@@ -69,14 +71,25 @@ try {
             granted: [{ instance: win.instance, shown_before: [] }],
           })
         : null;
+    const { windows } = kind === "shot_region" ? await captureHandlers["desktop.list"]({}, ctx) : {};
+    const byValue = () => {
+      const args = OPS["capture.region"].args.parse({
+        target,
+        listing: { at: Date.now(), windows },
+        ...shot,
+      });
+      return captureHandlers["capture.region"](args, ctx);
+    };
     once =
       kind === "shot_window"
         ? () => captureHandlers["capture.window"](one, ctx)
-        : async () => {
-            const { listing_id } = await captureHandlers["desktop.list"]({}, ctx);
-            const args = OPS["capture.region"].args.parse({ target, listing_id, ...shot });
-            return captureHandlers["capture.region"](args, ctx);
-          };
+        : kind === "shot_region"
+          ? byValue
+          : async () => {
+              const { listing_id } = await captureHandlers["desktop.list"]({}, ctx);
+              const args = OPS["capture.region"].args.parse({ target, listing_id, ...shot });
+              return captureHandlers["capture.region"](args, ctx);
+            };
   }
   // Same setup either way; only the checks differ between a 0-round and an N-round run.
   await once();

@@ -217,6 +217,16 @@ export interface DesktopPort {
    * encodes. Sent after the read either way, so what they show is the state after it.
    */
   askCheckAfterRead?(hwnd: string): void;
+  /**
+   * For a check before a read judged against a listing already made (capture.region with the
+   * supervisor's listing): asks the region check of exactly `target` (a window object of that
+   * listing, which the next confirmLive of it judges) now, then `readAhead.ask(target.rect)`
+   * behind its requests, unflushed, so the check, the read and the check after it go out in
+   * one flush. `readAhead.stale()` when the check judges anything but those requests (dropped
+   * by another listing or check, or a request more, sent after the read). Asks nothing where
+   * the port cannot (the caller then reads the usual way).
+   */
+  askCheckBeforeRead?(target: WindowInfo, readAhead: ReadAhead): void;
   /** Polite close request (WM_CLOSE / WM_DELETE_WINDOW); never a kill. */
   closeWindow(hwnd: string): Promise<void>;
   dispose(): Promise<void>;
@@ -235,12 +245,13 @@ export function frameFits(into: FrameTarget, width: number, height: number): boo
 
 /**
  * A screen read asked inside a listing's batch (listWindows' `readAhead`, with
- * `regionCheckOf`): `ask(lastRect)` is called at most once, after the listing's requests and
- * the region check's requests for that window were queued and before the listing waits for
- * any reply, with the window's rect as the last listing found it. `stale()` is called when the
- * fresh listing does not vouch for what was asked before the read (the window's frame
- * changed): its pixels are then never used. The caller also drops them when the fresh rect
- * differs from `lastRect`.
+ * `regionCheckOf`), or behind a check's (DesktopPort.askCheckBeforeRead): `ask(lastRect)` is
+ * called at most once, after the listing's requests and the region check's requests for that
+ * window were queued and before anything waits for a reply, with the window's rect as the
+ * last listing found it. `stale()` is called when the fresh listing does not vouch for what
+ * was asked before the read (the window's frame changed) or the check before the read judged
+ * anything but the requests asked before it: its pixels are then never used. The caller also
+ * drops them when the fresh rect differs from `lastRect`.
  */
 export interface ReadAhead {
   ask(lastRect: Rect): void;

@@ -8,7 +8,7 @@ import { createFakePlatform, type ScenarioInput, writeScenarioFile } from "../..
 import { isUiError } from "../../src/shared/errors.js";
 import type { Rect } from "../../src/shared/geometry.js";
 import { instanceKey } from "../../src/shared/identity.js";
-import type { FrameTarget, Platform, RawImage } from "../../src/shared/platform.js";
+import type { FrameTarget, Platform, RawImage, ReadAhead, WindowInfo } from "../../src/shared/platform.js";
 import { OPS, type OpArgs, type OpResult } from "../../src/shared/protocol.js";
 import { captureHandlers } from "../../src/workers/capture/handlers.js";
 import { GRID_RGB, toRgb } from "../../src/workers/capture/pixels.js";
@@ -650,6 +650,116 @@ describe("frames the capture port writes into (X11, Win32)", () => {
   });
 });
 
+interface BatchOpts {
+  lastRect: Rect | null;
+  stale?: boolean;
+  refuseAfter?: boolean;
+  /** The desktop has askCheckBeforeRead (capture.region against a listing already made). */
+  checkAhead?: boolean;
+}
+
+/** Where a window-relative region of a window at `windowRect` lies on the screen. */
+function screenRectOf(windowRect: Rect, region: Rect): Rect {
+  return [
+    windowRect[0] + region[0],
+    windowRect[1] + region[1],
+    windowRect[0] + region[2],
+    windowRect[1] + region[3],
+  ];
+}
+
+/**
+ * The fake platform with a desktop that calls the listing's readAhead with `lastRect` (and
+ * `stale()` when asked to), with `checkAhead` askCheckBeforeRead as X11 does it, and a port
+ * whose askRead queues nothing but records what is done. `region`: the shots' region.
+ */
+async function batchedPlatform(region: Rect, opts: BatchOpts) {
+  const log: string[] = [];
+  const frames: FrameTarget[] = [];
+  const d = platform.desktop;
+  const desktop = new Proxy(d, {
+    get(t, k) {
+      if (k === "listWindows")
+        return async (o?: Parameters<typeof d.listWindows>[0]) => {
+          log.push("list");
+          if (o?.readAhead && opts.lastRect) o.readAhead.ask(opts.lastRect);
+          if (o?.readAhead && opts.stale) o.readAhead.stale();
+          return t.listWindows();
+        };
+      if (k === "askCheckAfterRead") return (hwnd: string) => log.push(`ask ${hwnd}`);
+      // As X11's: the check's requests, then the read at the listed window's rect behind them.
+      if (k === "askCheckBeforeRead" && opts.checkAhead)
+        return (w: WindowInfo, readAhead: ReadAhead) => {
+          log.push(`check ahead ${w.hwnd}`);
+          readAhead.ask(w.rect);
+          if (opts.stale) readAhead.stale();
+        };
+      if (k === "targetAndCovers")
+        return async () => {
+          log.push("judge after");
+          const all = await t.listWindows();
+          return opts.refuseAfter ? all.filter((w) => w.hwnd !== "1001") : all;
+        };
+      const v = Reflect.get(t, k);
+      return typeof v === "function" ? v.bind(t) : v;
+    },
+  });
+  const fill = async (rect: Rect, into: FrameTarget) => {
+    const img = toRgb(await platform.capture.captureScreen(rect));
+    const row = img.width * 3;
+    for (let y = 0; y < img.height; y++)
+      into.data.set(img.data.subarray(y * row, y * row + row), y * into.stride);
+    return {
+      width: img.width,
+      height: img.height,
+      channels: 3 as const,
+      data: into.data,
+      stride: into.stride,
+    };
+  };
+  // What the screen shows there now (the fake's read is async; askRead's is queued, not waited).
+  const ahead = opts.lastRect
+    ? toRgb(await platform.capture.captureScreen(screenRectOf(opts.lastRect, region)))
+    : null;
+  const p: Platform = {
+    ...platform,
+    desktop,
+    capture: {
+      captureScreen: async (rect, into) => {
+        log.push(`read ${rect.join(",")}`);
+        if (!into) throw new Error("the handler passed no frame");
+        frames.push(into);
+        return fill(rect, into);
+      },
+      askRead: (rect, into, afterRead) => {
+        log.push(`read ahead ${rect.join(",")}`);
+        frames.push(into);
+        const row = (ahead?.width ?? 0) * 3;
+        for (let y = 0; y < (ahead?.height ?? 0); y++)
+          into.data.set(ahead!.data.subarray(y * row, y * row + row), y * into.stride);
+        afterRead?.();
+        return {
+          take: () => {
+            log.push("take");
+            return {
+              width: into.width,
+              height: into.height,
+              channels: 3,
+              data: into.data,
+              stride: into.stride,
+            };
+          },
+          drop: () => {
+            log.push("drop");
+            into.data.fill(0);
+          },
+        };
+      },
+    },
+  };
+  return { p, log, frames };
+}
+
 describe("capture.window: the read asked in the listing's batch", () => {
   const FRESH: Rect = [100, 100, 500, 400];
   const REGION: Rect = [0, 0, 100, 80];
@@ -668,93 +778,7 @@ describe("capture.window: the read asked in the listing's batch", () => {
     });
   }
 
-  /**
-   * The fake platform with a desktop that calls the listing's readAhead with `lastRect` (and
-   * `stale()` when asked to) and a port whose askRead queues nothing but records what is done.
-   */
-  async function batched(opts: { lastRect: Rect | null; stale?: boolean; refuseAfter?: boolean }) {
-    const log: string[] = [];
-    const frames: FrameTarget[] = [];
-    const d = platform.desktop;
-    const desktop = new Proxy(d, {
-      get(t, k) {
-        if (k === "listWindows")
-          return async (o?: Parameters<typeof d.listWindows>[0]) => {
-            log.push("list");
-            if (o?.readAhead && opts.lastRect) o.readAhead.ask(opts.lastRect);
-            if (o?.readAhead && opts.stale) o.readAhead.stale();
-            return t.listWindows();
-          };
-        if (k === "askCheckAfterRead") return (hwnd: string) => log.push(`ask ${hwnd}`);
-        if (k === "targetAndCovers")
-          return async () => {
-            log.push("judge after");
-            const all = await t.listWindows();
-            return opts.refuseAfter ? all.filter((w) => w.hwnd !== "1001") : all;
-          };
-        const v = Reflect.get(t, k);
-        return typeof v === "function" ? v.bind(t) : v;
-      },
-    });
-    const fill = async (rect: Rect, into: FrameTarget) => {
-      const img = toRgb(await platform.capture.captureScreen(rect));
-      const row = img.width * 3;
-      for (let y = 0; y < img.height; y++)
-        into.data.set(img.data.subarray(y * row, y * row + row), y * into.stride);
-      return {
-        width: img.width,
-        height: img.height,
-        channels: 3 as const,
-        data: into.data,
-        stride: into.stride,
-      };
-    };
-    // What the screen shows there now (the fake's read is async; askRead's is queued, not waited).
-    const ahead = opts.lastRect
-      ? toRgb(await platform.capture.captureScreen(toScreenRect(opts.lastRect)))
-      : null;
-    const p: Platform = {
-      ...platform,
-      desktop,
-      capture: {
-        captureScreen: async (rect, into) => {
-          log.push(`read ${rect.join(",")}`);
-          if (!into) throw new Error("the handler passed no frame");
-          frames.push(into);
-          return fill(rect, into);
-        },
-        askRead: (rect, into, afterRead) => {
-          log.push(`read ahead ${rect.join(",")}`);
-          frames.push(into);
-          const row = (ahead?.width ?? 0) * 3;
-          for (let y = 0; y < (ahead?.height ?? 0); y++)
-            into.data.set(ahead!.data.subarray(y * row, y * row + row), y * into.stride);
-          afterRead?.();
-          return {
-            take: () => {
-              log.push("take");
-              return {
-                width: into.width,
-                height: into.height,
-                channels: 3,
-                data: into.data,
-                stride: into.stride,
-              };
-            },
-            drop: () => {
-              log.push("drop");
-              into.data.fill(0);
-            },
-          };
-        },
-      },
-    };
-    return { p, log, frames };
-  }
-
-  function toScreenRect(windowRect: Rect): Rect {
-    return [windowRect[0], windowRect[1], windowRect[0] + REGION[2], windowRect[1] + REGION[3]];
-  }
+  const batched = (opts: BatchOpts) => batchedPlatform(REGION, opts);
 
   async function shot(p: Platform) {
     const h = captureHandlers["capture.window"];
@@ -808,5 +832,77 @@ describe("capture.window: the read asked in the listing's batch", () => {
     expect(c.refused?.code).toBe("occluded");
     expect(covered.log).toEqual(["list", "read ahead 100,100,200,180", "ask 1001", "drop"]);
     expect(covered.frames[0]?.data.every((b) => b === 0)).toBe(true);
+  });
+});
+
+describe("capture.region: the read asked in the batch of the check before it", () => {
+  const FRESH: Rect = [100, 100, 500, 400];
+  /** Away from the window's corner: the read is at the region's place in the listed rect. */
+  const REGION: Rect = [10, 20, 110, 100];
+  const AT = "110,120,210,200";
+
+  /** The shot the supervisor asks: against this worker's listing by its id, or none (too old). */
+  async function regionShot(p: Platform, listing: "id" | "none") {
+    const list = captureHandlers["desktop.list"];
+    if (!list) throw new Error("no desktop.list handler");
+    const listed = listing === "id" ? ((await list({}, ctxFor(platform))) as { listing_id?: string }) : null;
+    return capture({ region: REGION, listing_id: listed?.listing_id ?? null }, p);
+  }
+
+  it("against the supervisor's listing: the check's requests and the read at the region's place asked before the check, the read is the frame, no read or ask of its own", async () => {
+    const plain = await regionShot(platform, "id");
+    const b = await batchedPlatform(REGION, { lastRect: FRESH, checkAhead: true });
+    const r = await regionShot(b.p, "id");
+    expect(b.log).toEqual(["check ahead 1001", `read ahead ${AT}`, "ask 1001", "take", "judge after"]);
+    expect(Buffer.from(r.png ?? []).equals(Buffer.from(plain.png ?? []))).toBe(true);
+  });
+
+  it("its listing too old: the shot lists with the check and the read in the batch, and a moved window is read again where it is now", async () => {
+    const plain = await regionShot(platform, "none");
+    const same = await batchedPlatform(REGION, { lastRect: FRESH, checkAhead: true });
+    await regionShot(same.p, "none");
+    expect(same.log).toEqual(["list", `read ahead ${AT}`, "ask 1001", "take", "judge after"]);
+    const moved = await batchedPlatform(REGION, { lastRect: [90, 100, 490, 400], checkAhead: true });
+    const r = await regionShot(moved.p, "none");
+    expect(moved.log).toEqual([
+      "list",
+      "read ahead 100,120,200,200",
+      "ask 1001",
+      "drop",
+      `read ${AT}`,
+      "ask 1001",
+      "judge after",
+    ]);
+    expect(Buffer.from(r.png ?? []).equals(Buffer.from(plain.png ?? []))).toBe(true);
+  });
+
+  it("called stale (its check's requests dropped, or one more asked after the read): zeroed, read again with its own ask", async () => {
+    const plain = await regionShot(platform, "id");
+    const b = await batchedPlatform(REGION, { lastRect: FRESH, checkAhead: true, stale: true });
+    const r = await regionShot(b.p, "id");
+    expect(b.log).toEqual([
+      "check ahead 1001",
+      `read ahead ${AT}`,
+      "ask 1001",
+      "drop",
+      `read ${AT}`,
+      "ask 1001",
+      "judge after",
+    ]);
+    // The same frame, zeroed by the drop, then written by the read of its own.
+    expect(b.frames[1]).toBe(b.frames[0]);
+    expect(Buffer.from(r.png ?? []).equals(Buffer.from(plain.png ?? []))).toBe(true);
+  });
+
+  it("refused before or after the read: nothing leaves and the frame read in the batch is zeroed", async () => {
+    const after = await batchedPlatform(REGION, { lastRect: FRESH, checkAhead: true, refuseAfter: true });
+    expect(await codeOf(regionShot(after.p, "id"))).toBe("target_gone");
+    expect(after.log).toEqual(["check ahead 1001", `read ahead ${AT}`, "ask 1001", "take", "judge after"]);
+    expect(after.frames[0]?.data.every((v) => v === 0)).toBe(true);
+    writeScenarioFile(path, scenario({ coverRect: [120, 120, 200, 200] }));
+    const covered = await batchedPlatform(REGION, { lastRect: FRESH, checkAhead: true });
+    expect(await codeOf(regionShot(covered.p, "id"))).toBe("occluded");
+    expect(covered.log).toEqual(["check ahead 1001", `read ahead ${AT}`, "ask 1001", "drop"]);
+    expect(covered.frames[0]?.data.every((v) => v === 0)).toBe(true);
   });
 });

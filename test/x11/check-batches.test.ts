@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { XConnection } from "../../src/platforms/x11/xconn.js";
 import { isUiError } from "../../src/shared/errors.js";
+import type { Rect } from "../../src/shared/geometry.js";
 import type { FrameTarget, Platform, WindowInfo } from "../../src/shared/platform.js";
 import type { OpWireResult } from "../../src/shared/protocol.js";
 import { verifyTarget, verifyUnchangedAfter } from "../../src/workers/verify.js";
@@ -380,7 +381,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 capture checks asked in the batch before th
   });
 });
 
-describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing's batch", () => {
+describe.skipIf(!X11_AVAILABLE)("x11 shots: the read in the batch of the check before it", () => {
   let session: X11Session;
   let p: Platform;
   let xterm: App;
@@ -545,44 +546,226 @@ describe.skipIf(!X11_AVAILABLE)("x11 screenshot_window: the read in the listing'
     expect(frame.data.every((b) => b === 0)).toBe(true);
   });
 
-  it("a cover mapped or the window moved between the listing and the read: refused, no pixel leaves", async () => {
-    const was = await settled();
-    let cover: App | null = null;
-    const covered = readAheadHook((x) => {
-      // The listing's requests and the check's go out first; the cover maps before the read.
-      x.flush();
-      cover = startApp("xterm", [
-        "-T",
-        "uix onehop cover",
-        "-geometry",
-        `20x5+${was.rect[0]}+${was.rect[1]}`,
-      ]);
-      // Until the X server has mapped it.
-      xdotool("search", "--sync", "--onlyvisible", "--name", "uix onehop cover");
-    });
-    try {
-      const r = await windowShot(covered.platform);
-      expect(covered.frames).toHaveLength(1);
-      expect(r.shot).toBeNull();
-      expect(r.refused?.code).toBe("occluded");
-      expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
-    } finally {
-      (cover as App | null)?.child.kill();
+  it("a cover mapped or the window moved between the check's requests and the read: refused, no pixel leaves (screenshot_window, capture.region)", async () => {
+    const shots = {
+      window: async (on: Platform) => {
+        const r = await windowShot(on);
+        return { made: r.shot !== null, code: r.refused?.code ?? null };
+      },
+      region: async (on: Platform) => {
+        const r = await regionShot(on);
+        return { made: r.frame !== null, code: r.code };
+      },
+    };
+    for (const [kind, shot] of Object.entries(shots)) {
+      const was = await settled();
+      let cover: App | null = null;
+      const title = `uix onehop cover ${kind}`;
+      const covered = readAheadHook((x) => {
+        // The listing's requests and the check's go out first; the cover maps before the read.
+        x.flush();
+        cover = startApp("xterm", ["-T", title, "-geometry", `20x5+${was.rect[0]}+${was.rect[1]}`]);
+        // Until the X server has mapped it.
+        xdotool("search", "--sync", "--onlyvisible", "--name", title);
+      });
+      try {
+        const r = await shot(covered.platform);
+        expect(covered.frames).toHaveLength(1);
+        expect(r).toEqual({ made: false, code: "occluded" });
+        expect(covered.frames[0]!.data.every((b) => b === 0)).toBe(true);
+      } finally {
+        (cover as App | null)?.child.kill();
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      const still = await settled();
+      const moved = readAheadHook((x) => {
+        x.flush();
+        moveAndWait(win.hwnd, still.rect[0] + 31, still.rect[1]);
+      });
+      try {
+        const r = await shot(moved.platform);
+        expect(moved.frames).toHaveLength(1);
+        expect(r).toEqual({ made: false, code: "target_changed" });
+        expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
+      } finally {
+        xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
+      }
     }
-    await new Promise((r) => setTimeout(r, 300));
-    const still = await settled();
-    const moved = readAheadHook((x) => {
-      x.flush();
-      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0] + 31), String(still.rect[1]));
+  });
+
+  /** capture.region's area, window-relative, away from the corner (the read is at its place). */
+  const AREA: [number, number, number, number] = [8, 6, 48, 36];
+
+  type Frame = OpWireResult<"capture.region">;
+  const xOf = (): XConnection => (p.desktop as unknown as { x: XConnection }).x;
+
+  function ctxOn(platform: Platform) {
+    return {
+      signal: new AbortController().signal,
+      deadline: Date.now() + 30_000,
+      init: {
+        kind: "capture" as const,
+        platform: "x11" as const,
+        fake_desktop: null,
+        log_level: "silent" as const,
+      },
+      platform,
+    };
+  }
+
+  /**
+   * The supervisor's way: desktop.list (its id), then capture.region against it, in this
+   * process on `platform` (the handlers the capture worker runs). `listing`: "id" (the worker's
+   * own, as the supervisor sends it), "none" (too old: the shot lists the desktop itself), or
+   * windows sent by value.
+   */
+  async function regionShot(
+    platform: Platform = p,
+    listing: "id" | "none" | WindowInfo[] = "id",
+    record?: () => { log: string[]; stop: () => void },
+  ): Promise<{ frame: Frame | null; code: string | null; log: string[] }> {
+    const { captureHandlers } = await import("../../src/workers/capture/handlers.js");
+    const { OPS } = await import("../../src/shared/protocol.js");
+    const listed =
+      listing === "id"
+        ? ((await captureHandlers["desktop.list"]!({}, ctxOn(platform))) as OpWireResult<"desktop.list">)
+        : null;
+    const args = OPS["capture.region"].args.parse({
+      target: { hwnd: win.hwnd, instance: win.instance, shown_before: [] },
+      region: AREA,
+      masks: [],
+      grid_spacing: null,
+      output: "png",
+      tiles: false,
+      max_png_bytes: 1 << 24,
+      compression_level: 2,
+      listing_id: listed?.listing_id ?? null,
+      listing: Array.isArray(listing) ? { at: Date.now(), windows: listing } : null,
     });
+    const rec = record?.();
     try {
-      const r = await windowShot(moved.platform);
-      expect(moved.frames).toHaveLength(1);
-      expect(r.shot).toBeNull();
-      expect(r.refused?.code).toBe("target_changed");
-      expect(moved.frames[0]!.data.every((b) => b === 0)).toBe(true);
+      const frame = (await captureHandlers["capture.region"]!(args, ctxOn(platform))) as Frame;
+      return { frame, code: null, log: rec?.log ?? [] };
+    } catch (e) {
+      if (!isUiError(e)) throw e;
+      return { frame: null, code: e.code, log: rec?.log ?? [] };
     } finally {
-      xdotool("windowmove", "--sync", win.hwnd, String(still.rect[0]), String(still.rect[1]));
+      rec?.stop();
+    }
+  }
+
+  /** A direct read of the region where the window is now, as PNG. */
+  async function directPng(rect: Rect, area: Rect = AREA): Promise<Buffer> {
+    const [l, t] = rect;
+    const plain = await p.capture.captureScreen([l + area[0], t + area[1], l + area[2], t + area[3]]);
+    const { encodePng } = await import("../../src/workers/capture/png.js");
+    return Buffer.from(encodePng(plain, 2));
+  }
+
+  async function settledRegion(): Promise<WindowInfo> {
+    xdotool("windowraise", win.hwnd);
+    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 3; i++) expect((await regionShot()).frame?.png).toBeTruthy();
+    return (await p.desktop.listWindows()).find((w) => w.hwnd === win.hwnd)!;
+  }
+
+  it("an unchanged desktop's shot, against the supervisor's listing or a listing of its own, is one flush, the read at the region's place", async () => {
+    const now = await settledRegion();
+    for (const listing of ["id", "none"] as const) {
+      await regionShot(p, listing);
+      const reads: Rect[] = [];
+      const x = xOf();
+      const shm = x.shmGetImage.bind(x);
+      const spy = x as unknown as { shmGetImage: XConnection["shmGetImage"] };
+      spy.shmGetImage = (r, seg) => {
+        reads.push([r.x, r.y, r.x + r.width, r.y + r.height]);
+        return shm(r, seg);
+      };
+      let trips: { log: string[]; stop: () => void } | null = null;
+      let shot: Awaited<ReturnType<typeof regionShot>>;
+      try {
+        shot = await regionShot(p, listing, () => {
+          trips = recordXlibTrips(x);
+          return recordBatches(x, { waits: true });
+        });
+      } finally {
+        delete (spy as { shmGetImage?: unknown }).shmGetImage;
+        (trips as { stop: () => void } | null)?.stop();
+      }
+      expect(shot.code).toBeNull();
+      expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(now.rect))).toBe(true);
+      const [l, t] = now.rect;
+      expect(reads).toEqual([[l + AREA[0], t + AREA[1], l + AREA[2], t + AREA[3]]]);
+      const log = shot.log;
+      const firstWait = log.indexOf("wait");
+      const read = log.indexOf("req shmGetImage");
+      expect(firstWait).toBeGreaterThan(read);
+      // The check before the read asked before it, the check after it (its X-Resource) behind.
+      expect(log.slice(0, read).filter((e) => e.startsWith("req")).length).toBeGreaterThan(0);
+      expect(log.slice(read + 1, firstWait)).toContain("req askClientPids");
+      const firstFlush = log.indexOf("flush");
+      expect(firstFlush).toBeGreaterThan(read);
+      expect(firstFlush).toBeLessThan(firstWait);
+      expect(log.slice(firstFlush).filter((e) => e.startsWith("req"))).toEqual([]);
+      expect((trips as { log: string[] } | null)?.log).toEqual([]);
+    }
+  });
+
+  it("a window moved since the last listing is read again where it is now (the shot's own listing), and the frame is exact", async () => {
+    const was = await settledRegion();
+    xdotool("windowmove", "--sync", win.hwnd, String(was.rect[0] + 29), String(was.rect[1] + 17));
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const shot = await regionShot(p, "none", () => recordBatches(xOf()));
+      expect(shot.code).toBeNull();
+      // The read asked at the old rect, dropped, then one at the new rect with its own check.
+      expect(shot.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+      const now = (await p.desktop.listWindows()).find((w) => w.hwnd === win.hwnd)!;
+      expect(now.rect[0]).toBe(was.rect[0] + 29);
+      expect(Buffer.from(shot.frame?.png ?? []).equals(await directPng(now.rect))).toBe(true);
+    } finally {
+      xdotool("windowmove", "--sync", win.hwnd, String(was.rect[0]), String(was.rect[1]));
+    }
+  });
+
+  it("a window mapped above the target since the last listing: the check before the read would ask about it after the read, so the read is void and read again (screenshot_window, capture.region)", async () => {
+    for (const kind of ["window", "region"] as const) {
+      const was = kind === "window" ? await settled() : await settledRegion();
+      const listed = await p.desktop.listWindows();
+      const title = `uix other ${kind}`;
+      const other = startApp("xterm", ["-T", title, "-geometry", "10x3+420+420"]);
+      try {
+        xdotool("search", "--sync", "--onlyvisible", "--name", title);
+        await new Promise((r) => setTimeout(r, 200));
+        const rec = recordBatches(xOf());
+        let png: Uint8Array | null = null;
+        try {
+          // capture.region against the listing made before the window was mapped.
+          if (kind === "window") png = (await windowShot()).shot?.png ?? null;
+          else png = (await regionShot(p, listed)).frame?.png ?? null;
+        } finally {
+          rec.stop();
+        }
+        expect(rec.log.filter((e) => e === "req shmGetImage")).toHaveLength(2);
+        const area = kind === "window" ? REGION : AREA;
+        expect(Buffer.from(png ?? []).equals(await directPng(was.rect, area))).toBe(true);
+      } finally {
+        other.child.kill();
+      }
+      for (let i = 0; i < 50; i++) {
+        if (!(await p.desktop.listWindows()).some((w) => w.title === title)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   });
 });
+
+/** Moves `hwnd` and waits until the X server reports it elsewhere (not only the WM's word). */
+function moveAndWait(hwnd: string, x: number, y: number): void {
+  const where = () =>
+    /Position: (-?\d+),(-?\d+)/.exec(xdotool("getwindowgeometry", hwnd))?.slice(1).join(",");
+  const was = where();
+  xdotool("windowmove", "--sync", hwnd, String(x), String(y));
+  for (let i = 0; i < 100 && where() === was; i++)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+}

@@ -532,18 +532,7 @@ export class X11Desktop implements DesktopPort {
     // the read queues behind it, and the whole shot goes out in this batch's one flush.
     const lastRect =
       checkOf !== null && check && guess.windows.has(checkOf) ? this.lastRects.get(checkOf) : undefined;
-    if (lastRect && check && opts.readAhead) {
-      const readAhead = opts.readAhead;
-      // Judged before the read only from these requests: if another listing or check drops them
-      // first (another shot's, in between), the check would ask after the read, so it is void.
-      check.dropped = () => readAhead.stale();
-      this.keepAhead = true;
-      try {
-        readAhead.ask(lastRect);
-      } finally {
-        this.keepAhead = false;
-      }
-    }
+    if (lastRect && check && opts.readAhead) this.askReadBehind(check, lastRect, opts.readAhead);
     const bottomToTop = this.stacking(stackingAsked);
     this.lastRootChildren = rootTree.resolve().children;
     const focusWin = focus.resolve();
@@ -575,6 +564,38 @@ export class X11Desktop implements DesktopPort {
       opts.readAhead?.stale();
     this.lastRects = new Map(shown.map((w) => [Number(w.hwnd), w.rect]));
     return shown;
+  }
+
+  /**
+   * The read asked behind `check`'s requests (the check before it), at `rect`. The check is
+   * judged only from the requests asked before the read: if another listing or check drops
+   * them first (another shot's, in between), or the check needs a request more (sent after the
+   * read), the read is void.
+   */
+  private askReadBehind(check: LiveAhead, rect: Rect, readAhead: ReadAhead): void {
+    check.dropped = () => readAhead.stale();
+    this.keepAhead = true;
+    try {
+      readAhead.ask(rect);
+    } finally {
+      this.keepAhead = false;
+    }
+    check.asked.seal(() => readAhead.stale());
+  }
+
+  /**
+   * DesktopPort.askCheckBeforeRead: the region check of `target` (a window of a listing already
+   * made, which the check judges against) asked now, the read at its rect behind it, for the
+   * next confirmLive of that very object. Nothing is asked for a window whose frame this
+   * desktop's last listing does not know (the check asks it itself, then the read follows).
+   */
+  askCheckBeforeRead(target: WindowInfo, readAhead: ReadAhead): void {
+    if (!/^\d{1,10}$/.test(target.hwnd)) return;
+    const known = this.framesByClient.get(Number(target.hwnd));
+    if (!known) return;
+    const check = askRegionCheckAhead(this.x, this, known.client, known.frame);
+    check.target = target;
+    this.askReadBehind(check, target.rect, readAhead);
   }
 
   /** Each window's rect as the last listing found it: where a read asked ahead reads. */

@@ -53,24 +53,45 @@ export class Asked {
   private readonly hits = new Map<string, Pending<number>>();
   private readonly origins = new Map<number, Pending<{ x: number; y: number }>>();
 
+  /** Told of every request asked after seal() (a read was queued behind those before it). */
+  private late: (() => void) | null = null;
+
   constructor(readonly x: XConnection) {}
 
+  /**
+   * A read is queued behind these requests: any request asked from now on goes out after it,
+   * and its reply describes the state after the read, so `late` is told (the read is void).
+   */
+  seal(late: () => void): void {
+    this.late = late;
+  }
+
+  /** Called before a request this check sends outside these maps (X-Resource, properties). */
+  more(): void {
+    this.late?.();
+  }
+
   tree(w: number): Pending<{ parent: number; children: number[] }> {
-    return once(this.trees, w, () => this.x.queryTree(w));
+    return once(this.trees, w, () => this.ask(() => this.x.queryTree(w)));
   }
   attrs(w: number): Pending<Attrs> {
-    return once(this.attrMap, w, () => this.x.getMapState(w));
+    return once(this.attrMap, w, () => this.ask(() => this.x.getMapState(w)));
   }
   geom(w: number): Pending<Geometry> {
-    return once(this.geomMap, w, () => this.x.getGeometry(w));
+    return once(this.geomMap, w, () => this.ask(() => this.x.getGeometry(w)));
   }
   /** The child of `w` that contains root point (px, py), 0 when none. */
   childAt(w: number, px: number, py: number): Pending<number> {
-    return once(this.hits, `${w}:${px},${py}`, () => this.x.childAt(w, px, py));
+    return once(this.hits, `${w}:${px},${py}`, () => this.ask(() => this.x.childAt(w, px, py)));
   }
   /** Root coordinates of `w`'s origin (inside its border). */
   origin(w: number): Pending<{ x: number; y: number }> {
-    return once(this.origins, w, () => this.x.translateToRoot(w));
+    return once(this.origins, w, () => this.ask(() => this.x.translateToRoot(w)));
+  }
+
+  private ask<T>(request: () => T): T {
+    this.more();
+    return request();
   }
 
   /** Reads every reply still unread, so nothing stays queued on the connection. */
@@ -436,6 +457,8 @@ function targetsPopups(
   const out = new Set<number>();
   const ask = [...new Set(wins)].filter((w) => w !== 0 && w !== frame && w !== client);
   if (ask.length === 0 || target.pid <= 0) return out;
+  // Its owners and WM_TRANSIENT_FOR are asked now, outside the batch (after a read behind it).
+  asked.more();
   const pids = ownerPids(x, desktop, ask);
   const managed: Array<{ top: number; client: number }> = [];
   for (const w of ask) {

@@ -136,9 +136,10 @@ function pixelWork(raw: RawImage, frame: PngFrame, args: ShotArgs, window_offset
 }
 
 /**
- * A read asked in the listing's batch (capture.window), at the rect the last listing gave the
- * target, with its check after the read queued behind it; used only when the fresh listing's
- * rect is the same and the desktop did not call it stale.
+ * A read asked in the batch of the check before it (capture.window's listing, capture.region's
+ * check against the supervisor's listing), at the rect the last listing gave the target, with
+ * its check after the read queued behind it; used only when the rect the check judges is the
+ * same and the desktop did not call it stale.
  */
 interface ReadInBatch {
   frame: ReturnType<FramePool["acquire"]>;
@@ -178,7 +179,7 @@ function takeReadInBatch(
 /**
  * One frame of `target`: verify (against `windows` when given) → read → verify again → masks →
  * grid → PNG or hash. capture.region and capture.window both run it. `ahead`: a read asked in
- * the listing's batch and its frame (capture.window).
+ * the batch of the check before it, and its frame.
  */
 async function shoot(
   ctx: HandlerContext,
@@ -288,11 +289,32 @@ const ops: HandlerTable = {
   "desktop.health": async (_args, ctx) => ({ facts: await ctx.platform.desktop.health() }),
 };
 
-/** capture.region's shot, keeping its PNG (tiles "later") through `keep`. */
-function regionShot(args: OpParsedArgs<"capture.region">, ctx: HandlerContext, keep: KeepSlot) {
-  const windows =
+/**
+ * capture.region's shot, keeping its PNG (tiles "later") through `keep`. Its read is asked in
+ * the check before it's batch where both ports can: behind the check's requests against the
+ * supervisor's fresh listing, else in the listing made here (as capture.window's).
+ */
+async function regionShot(
+  args: OpParsedArgs<"capture.region">,
+  ctx: HandlerContext,
+  keep: KeepSlot,
+): Promise<OpResult<"capture.region">> {
+  throwIfAborted(ctx);
+  const { desktop } = ctx.platform;
+  const hwnd = args.target.hwnd;
+  const fresh =
     (args.listing_id !== null ? listings.fresh(args.listing_id) : undefined) ?? freshListing(args.listing);
-  return shoot(ctx, args.target, args, windows, keep);
+  const ahead = readInBatch(ctx, hwnd, args.region);
+  try {
+    let windows = fresh;
+    const listed = windows?.find((w) => w.hwnd === hwnd);
+    if (ahead && listed) desktop.askCheckBeforeRead?.(listed, ahead.readAhead);
+    windows ??= await listAhead(ctx, hwnd, ahead);
+    return await shoot(ctx, args.target, args, windows, keep, ahead?.state);
+  } finally {
+    // A refusal before shoot reached its read: what was read in the batch is zeroed here.
+    ahead?.release();
+  }
 }
 
 /** capture.window's listing and shot; its PNG is kept only for an instance the caller holds a grant on. */
@@ -307,10 +329,7 @@ async function windowShot(
   try {
     // The check before the read follows at once: its requests may go in the listing's batch,
     // and the read and the check after it behind them (`ahead`).
-    windows = await ctx.platform.desktop.listWindows({
-      regionCheckOf: args.hwnd,
-      ...(ahead ? { readAhead: ahead.readAhead } : {}),
-    });
+    windows = await listAhead(ctx, args.hwnd, ahead);
   } catch (e) {
     ahead?.release();
     throw e;
@@ -383,6 +402,17 @@ function readInBatch(ctx: HandlerContext, hwnd: string, region: Rect) {
     },
     release: state.release,
   };
+}
+
+/**
+ * A listing with the region check of `hwnd` asked in its batch, and the read of `ahead`
+ * behind it when there is one (the check before the read follows at once).
+ */
+function listAhead(ctx: HandlerContext, hwnd: string, ahead: ReturnType<typeof readInBatch>) {
+  return ctx.platform.desktop.listWindows({
+    regionCheckOf: hwnd,
+    ...(ahead ? { readAhead: ahead.readAhead } : {}),
+  });
 }
 
 /**

@@ -64,15 +64,22 @@ export function fdSink(fd: number): StdoutSink {
 export type StdoutStream = NodeJS.WritableStream & { destroyed?: boolean; isTTY?: boolean; fd?: number };
 
 /**
- * Node writes process.stdout synchronously to a terminal on Linux and macOS, to a file, and to a
- * pipe on Windows (lib/net.js makes fd 1 and 2 blocking there); a client that stops reading then
- * stops the whole event loop. Those go through the thread pool. A pipe or socket on Linux and
- * macOS is already asynchronous (libuv sets O_NONBLOCK), as is a Windows console: those keep
- * the stream, which also keeps its EPIPE and 'close' events for the shutdown path.
+ * Whether Node writes this stdout synchronously: a terminal on Linux and macOS (tty.js makes it
+ * blocking), a file (a SyncWriteStream, not a socket), and any pipe or file on Windows (lib/net.js
+ * makes fd 1 and 2 blocking there). A client that stops reading then stops the whole event loop.
+ * A pipe or socket on Linux and macOS is asynchronous (libuv sets O_NONBLOCK), and so is a
+ * Windows console.
+ */
+export function writesSynchronously(stdout: StdoutStream, platform: NodeJS.Platform): boolean {
+  if (platform === "win32") return stdout.isTTY !== true;
+  return stdout.isTTY === true || !(stdout instanceof Socket);
+}
+
+/**
+ * The sink for process.stdout: the thread pool where Node would write synchronously, else the
+ * stream itself, which also keeps its EPIPE and 'close' events for the shutdown path.
  */
 export function stdoutSink(stdout: StdoutStream, platform: NodeJS.Platform = process.platform): StdoutSink {
   const fd = typeof stdout.fd === "number" ? stdout.fd : 1;
-  const synchronous =
-    platform === "win32" ? stdout.isTTY !== true : stdout.isTTY === true || !(stdout instanceof Socket);
-  return synchronous ? fdSink(fd) : streamSink(stdout);
+  return writesSynchronously(stdout, platform) ? fdSink(fd) : streamSink(stdout);
 }

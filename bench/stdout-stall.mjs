@@ -54,6 +54,8 @@ const env = {
   UIINSPECT_LOG_LEVEL: "warn",
 };
 const frame = (id, method, params) => `${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`;
+const INITIALIZED = `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`;
+const HELLO = `${frame(0, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } })}${INITIALIZED}`;
 
 /** Reads `out` at about `bytesPerSec`, 64 KiB at a time; calls onMessage for each JSON line. */
 function slowReader(out, bytesPerSec, onMessage) {
@@ -99,13 +101,8 @@ async function run(cli, kind) {
         child.stdin.write(frame(99999, "tools/call", { name: "health_check", arguments: {} }));
     });
   });
-  child.stdin.write(
-    frame(0, "initialize", {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "b", version: "1" },
-    }) + `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`,
-  );
+  child.stdin.write(HELLO);
+
   for (let i = 1; i <= CALLS; i++) {
     child.stdin.write(frame(i, "tools/call", { name: "list_windows", arguments: {} }));
     await new Promise((r) => setTimeout(r, 10));

@@ -6,8 +6,9 @@ import { ConfigError } from "../supervisor/config.js";
 import { boundHeap } from "../supervisor/heap.js";
 import { log } from "../supervisor/log.js";
 import { createMcpServer } from "../supervisor/mcp/server.js";
-import { singleDrainWriter } from "../supervisor/mcp/stdoutWriter.js";
-import { installShutdown } from "../supervisor/shutdown.js";
+import { stdoutSink } from "../supervisor/mcp/stdoutSinks.js";
+import { StdoutQueue } from "../supervisor/mcp/stdoutWriter.js";
+import { installShutdown, SHUTDOWN_BOUND_MS } from "../supervisor/shutdown.js";
 
 /**
  * `uiinspect-mcp serve [--http HOST:PORT …]`: one MCP connection over stdio until stdin closes
@@ -35,8 +36,8 @@ export async function serve(argv: string[] = []): Promise<number> {
   }
   warmWorkers(sup);
   const server = createMcpServer(sup, (info) => sup.setClient(info));
-  // One 'drain' listener on stdout however many answers are in flight (stdoutWriter.ts).
-  const transport = new StdioServerTransport(process.stdin, singleDrainWriter(process.stdout));
+  const out = boundedStdout(sup.config.stdoutQueueBytes);
+  const transport = new StdioServerTransport(process.stdin, out.queue.stream);
   // One bounded, orderly way out for every end (signals, stdin/stdout closed, uncaught errors):
   // in-flight input is cancelled and released before anything closes (src/supervisor/shutdown.ts).
   const shutdown = installShutdown({
@@ -47,14 +48,50 @@ export async function serve(argv: string[] = []): Promise<number> {
     },
   });
   server.onclose = () => shutdown.begin("connection_closed");
+  out.onGone(() => shutdown.begin("stdout_closed"));
   await server.connect(transport);
   // Debug, not info: clients show any stderr line of a server as an error (Claude Code: [ERROR]).
   log.debug({ platform: sup.config.platform, isolation: sup.config.isolation }, "server_started");
   const code = await shutdown.done;
+  out.stopped();
+  // Every answer queued before the end goes out, unless the client stays unread this long.
+  if (!(await out.queue.flush(SHUTDOWN_BOUND_MS)))
+    log.debug({ bytes: out.queue.queuedBytes }, "stdout_unflushed");
   log.flush();
   // Nothing left may keep a stopped server alive (a half-closed pipe, a stuck handle).
   setTimeout(() => process.exit(code), 200).unref();
   return code;
+}
+
+/**
+ * The MCP frames' way to stdout (src/supervisor/mcp/stdoutWriter.ts): in order, never blocking the
+ * event loop, and bounded. While more than `limitBytes` of answers wait for a client that is not
+ * reading, no further request is read from stdin (the client's own writes back up); reading
+ * resumes once half has gone out. What can still queue past the limit is the answers of the
+ * requests already read, so the queue never grows with the time the client stays unread.
+ */
+function boundedStdout(limitBytes: number) {
+  let ended = false;
+  let gone: (() => void) | null = null;
+  const queue = new StdoutQueue(stdoutSink(process.stdout), {
+    limitBytes,
+    onPressure: (full) => {
+      log.debug({ bytes: queue.queuedBytes, full }, "stdout_backpressure");
+      if (full) process.stdin.pause();
+      else if (!ended) process.stdin.resume();
+    },
+    onGone: () => gone?.(),
+  });
+  return {
+    queue,
+    onGone: (f: () => void) => {
+      gone = f;
+    },
+    /** After the shutdown: stdin stays as the transport left it. */
+    stopped: () => {
+      ended = true;
+    },
+  };
 }
 
 /** Remote mode until SIGINT/SIGTERM; the listening URL goes to stderr (stdout carries nothing here). */

@@ -211,6 +211,15 @@ export const SETTINGS = {
     defaultDoc: "`67108864` (64 MiB)",
     doc: "process-wide cap on frames kept for frame streams (undelivered and last read PNGs), 1 MiB–1 GiB",
   }),
+  stdoutQueueBytes: int({
+    env: "UIINSPECT_STDOUT_QUEUE_BYTES",
+    scope: "server",
+    default: 16 * 1024 * 1024,
+    min: 64 * 1024,
+    max: 1024 * 1024 * 1024,
+    defaultDoc: "`16777216` (16 MiB)",
+    doc: "stdio: answers queued for a client slow to read stdout; past it no request is read until half has gone out, 64 KiB–1 GiB",
+  }),
   maxDiscoveryPerMinute: int({
     env: "UIINSPECT_MAX_DISCOVERY_PER_MINUTE",
     scope: "server",

@@ -26,6 +26,8 @@ export interface ServerConfig {
   visualSampleRate: number;
   /** Process-wide bytes of PNG frames frame streams may keep. */
   streamMemoryBytes: number;
+  /** Bytes of answers queued for stdout past which the stdio server stops reading requests. */
+  stdoutQueueBytes: number;
 }
 
 export { ConfigError };
@@ -69,5 +71,6 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     uiaIdleRetireMs: readSetting(env, SETTINGS.uiaIdleRetireMs),
     visualSampleRate: readSetting(env, SETTINGS.visualSampleRate),
     streamMemoryBytes: readSetting(env, SETTINGS.streamMemoryBytes),
+    stdoutQueueBytes: readSetting(env, SETTINGS.stdoutQueueBytes),
   };
 }

@@ -1,17 +1,17 @@
 // The uia worker's whole a11y.inspect (or a11y.find) handler of two builds, in this process,
 // rounds rotated, on one private Xvfb desktop with gtk3-widget-factory (260 nodes), one X11
 // platform for both (each build its own session store, so its own open session); the target
-// check alone beside them.
+// check alone and the GetItems floor beside them.
 //
 //   npm run build && BENCH_BASELINE_REPO=<checkout with a built dist/> node bench/x11-inspect-ab.mjs
 //   (BENCH_ROUNDS, default 40; BENCH_DETAIL=full for patterns; BENCH_OP=find for a11y.find with
 //   BENCH_FIND_NAME, default a name nothing has so the whole tree is searched, or BENCH_FIND_ROLE
 //   and BENCH_FIND_MAX for a find that stops after more than BENCH_FIND_MAX matches)
-// Prints p50 and min per handler (ms), the ratio of p50s, and the load average at start and end.
+// Prints p50 and min per step (ms), the ratios of p50s, and the load average at start and end.
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { REPO, startDesk } from "./lib/x11desk.mjs";
+import { openFloorWalk, REPO, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
 const BASE = process.env.BENCH_BASELINE_REPO;
@@ -48,10 +48,13 @@ try {
         { signal: new AbortController().signal, deadline: Date.now() + 60000, init, platform },
       );
   };
+  // The floor of x11-floor.mjs: one Cache.GetItems plus every GetExtents in flight.
+  const floorLink = await openFloorWalk(win);
   const steps = {
     this: await handlerOf(REPO),
     base: await handlerOf(BASE),
     check: () => verifyTarget(platform.desktop, target),
+    floor: floorLink.walk,
   };
   for (const f of Object.values(steps)) for (let i = 0; i < 3; i++) await f();
   const sample = await steps.this();
@@ -80,8 +83,11 @@ try {
       p50: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, q(v, 0.5)])),
       min: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, q(v, 0)])),
       this_over_base: Math.round((q(t.this, 0.5) / q(t.base, 0.5)) * 1000) / 1000,
+      this_over_floor: Math.round((q(t.this, 0.5) / q(t.floor, 0.5)) * 1000) / 1000,
+      base_over_floor: Math.round((q(t.base, 0.5) / q(t.floor, 0.5)) * 1000) / 1000,
     }),
   );
+  floorLink.close();
   await platform.dispose();
 } finally {
   await desk.stop();

@@ -1,6 +1,33 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { A11ySession, DesktopPort, Platform } from "../../src/shared/platform.js";
+import type {
+  A11ySession,
+  AccessibilityPort,
+  DesktopPort,
+  Platform,
+  WindowInfo,
+} from "../../src/shared/platform.js";
 import type { Harness } from "./helpers.js";
+
+/**
+ * The accessibility port whose sessions tell `onCall` of each of their method calls (by name),
+ * as the call is made; a promise `onCall` returns is the call's answer instead of the provider's.
+ */
+export function recording(
+  acc: AccessibilityPort,
+  onCall: (method: string) => Promise<never> | undefined,
+): AccessibilityPort {
+  const record = (s: A11ySession): A11ySession =>
+    new Proxy(s, {
+      get(t, k, r) {
+        const v: unknown = Reflect.get(t, k, r);
+        if (typeof v !== "function") return v;
+        return (...a: unknown[]) => onCall(String(k)) ?? (v as (...x: unknown[]) => unknown).apply(t, a);
+      },
+    });
+  return Object.assign(Object.create(acc) as AccessibilityPort, {
+    openSession: async (w: WindowInfo) => record(await acc.openSession(w)),
+  });
+}
 
 /**
  * A platform whose provider sessions log every call and whose listing (the uia worker's own
@@ -18,24 +45,6 @@ export function observed(harness: Harness) {
   /** Marks the end of the turn of the walk's first call (where a peer link writes its calls). */
   let markTurn = false;
   let failing: string | null = null;
-  const record = (s: A11ySession): A11ySession =>
-    new Proxy(s, {
-      get(t, k, r) {
-        const v: unknown = Reflect.get(t, k, r);
-        if (typeof v !== "function") return v;
-        return (...a: unknown[]) => {
-          log.push(`walk:${String(k)}`);
-          if (markTurn) {
-            markTurn = false;
-            process.nextTick(() => log.push("turn-end"));
-          }
-          walkCalled();
-          if (k === failing) return Promise.reject(new Error("the provider failed"));
-          return (v as (...x: unknown[]) => unknown).apply(t, a);
-        };
-      },
-    });
-  const acc = harness.platform.accessibility;
   const desk = harness.platform.desktop;
   const desktop: DesktopPort = Object.assign(Object.create(desk) as DesktopPort, {
     listWindows: async () => {
@@ -54,8 +63,14 @@ export function observed(harness: Harness) {
   const platform: Platform = {
     ...harness.platform,
     desktop,
-    accessibility: Object.assign(Object.create(acc) as typeof acc, {
-      openSession: async (w: Parameters<typeof acc.openSession>[0]) => record(await acc.openSession(w)),
+    accessibility: recording(harness.platform.accessibility, (k) => {
+      log.push(`walk:${k}`);
+      if (markTurn) {
+        markTurn = false;
+        process.nextTick(() => log.push("turn-end"));
+      }
+      walkCalled();
+      return k === failing ? Promise.reject(new Error("the provider failed")) : undefined;
     }),
   };
   return {

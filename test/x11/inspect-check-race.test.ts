@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { A11ySession, DesktopPort, Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { DesktopPort, Platform, WindowInfo } from "../../src/shared/platform.js";
 import { OPS, type TargetExpectation } from "../../src/shared/protocol.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { createUiaRuntime, type UiaRuntime } from "../../src/workers/uia/handlers.js";
+import { recording } from "../a11y/observed.js";
 import {
   type App,
   startApp,
@@ -39,17 +40,6 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
     const { createX11Platform } = await import("../../src/platforms/x11/index.js");
     p = await createX11Platform({ workerKind: "uia" });
     runtime = createUiaRuntime({ env: () => ({}) });
-    const record = (s: A11ySession): A11ySession =>
-      new Proxy(s, {
-        get(t, k, r) {
-          const v: unknown = Reflect.get(t, k, r);
-          if (typeof v !== "function") return v;
-          return (...a: unknown[]) => {
-            log.push(`walk:${String(k)}`);
-            return (v as (...x: unknown[]) => unknown).apply(t, a);
-          };
-        },
-      });
     const desk = p.desktop;
     const confirm = desk.confirmLive;
     if (confirm === undefined) throw new Error("the X11 desktop confirms with the X server");
@@ -69,12 +59,12 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
         return confirm.apply(desk, a);
       },
     });
-    const acc = p.accessibility;
     platform = {
       ...p,
       desktop,
-      accessibility: Object.assign(Object.create(acc) as typeof acc, {
-        openSession: async (w: WindowInfo) => record(await acc.openSession(w)),
+      accessibility: recording(p.accessibility, (k) => {
+        log.push(`walk:${k}`);
+        return undefined;
       }),
     };
   });

@@ -1,7 +1,7 @@
 // The uia worker's whole a11y.inspect (or a11y.find) handler of two builds, in this process,
-// rounds rotated, on one private Xvfb desktop with gtk3-widget-factory (260 nodes), one X11
-// platform for both (each build its own session store, so its own open session); the target
-// check alone and the GetItems floor beside them.
+// rounds in a balanced order, on one private Xvfb desktop with gtk3-widget-factory (260 nodes),
+// one X11 platform for both (each build its own session store, so its own open session); the
+// target check alone and the GetItems floor beside them.
 //
 //   npm run build && BENCH_BASELINE_REPO=<checkout with a built dist/> node bench/x11-inspect-ab.mjs
 //   (BENCH_ROUNDS, default 40; BENCH_DETAIL=full for patterns; BENCH_OP=find for a11y.find with
@@ -60,9 +60,19 @@ try {
   const sample = await steps.this();
   const t = Object.fromEntries(Object.keys(steps).map((k) => [k, []]));
   const keys = Object.keys(steps);
+  // The four steps in a balanced order (a Williams square): within rounds each step comes
+  // right after each other step equally often. A plain rotation put the baseline right after
+  // this build in three rounds of four, so it waited behind the calls this build's find left in
+  // flight in the app when it stopped early (an A/A run gave 0.85-0.90 with it).
+  const ORDERS = [
+    [0, 1, 3, 2],
+    [1, 2, 0, 3],
+    [2, 3, 1, 0],
+    [3, 0, 2, 1],
+  ];
   for (let i = 0; i < ROUNDS; i++) {
-    for (let j = 0; j < keys.length; j++) {
-      const k = keys[(i + j) % keys.length];
+    for (const j of ORDERS[i % ORDERS.length]) {
+      const k = keys[j];
       const a = performance.now();
       await steps[k]();
       t[k].push(performance.now() - a);

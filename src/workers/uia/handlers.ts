@@ -535,9 +535,9 @@ async function walkFind(
     truncated ||= result.truncated;
   };
   // The walk sends its first calls in the same turn it is called.
-  const window = search(root, false);
+  const searching = search(root, false);
   started();
-  await window;
+  await searching;
   // The instance's menus, popups and dialogs are part of the granted window.
   const extra = enough() ? { roots: [], cut: false } : await popupRootsOf(live, budget, args.target);
   truncated ||= extra.cut;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import type { A11ySession, DesktopPort, Platform } from "../../src/shared/platform.js";
 import { failure, Harness, inspectArgs, ruffle, targetFor } from "./helpers.js";
+import { observed } from "./observed.js";
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -10,76 +10,6 @@ afterEach(async () => {
 });
 
 const R = targetFor(ruffle());
-
-/**
- * A platform whose provider sessions log every call and whose listing (the uia worker's own
- * target check) logs when it starts and settles. A started check waits for the walk's first
- * call (up to a second, so a handler that checks first still goes on) and then runs `during`,
- * once, so a refusal can be made to happen while the walk runs.
- */
-function observed(harness: Harness) {
-  const log: string[] = [];
-  let walkCalled: () => void = () => {};
-  // Nothing to wait for until armed (the first inspection opens the session, checking first).
-  let walkStarted = Promise.resolve();
-  let during: () => void = () => {};
-  /** Marks the end of the turn of the walk's first call (where a peer link writes its calls). */
-  let markTurn = false;
-  const record = (s: A11ySession): A11ySession =>
-    new Proxy(s, {
-      get(t, k, r) {
-        const v: unknown = Reflect.get(t, k, r);
-        if (typeof v !== "function") return v;
-        return (...a: unknown[]) => {
-          log.push(`walk:${String(k)}`);
-          if (markTurn) {
-            markTurn = false;
-            process.nextTick(() => log.push("turn-end"));
-          }
-          walkCalled();
-          return (v as (...x: unknown[]) => unknown).apply(t, a);
-        };
-      },
-    });
-  const acc = harness.platform.accessibility;
-  const desk = harness.platform.desktop;
-  const desktop: DesktopPort = Object.assign(Object.create(desk) as DesktopPort, {
-    listWindows: async () => {
-      log.push("check:start");
-      await Promise.race([walkStarted, sleep(1000)]);
-      const f = during;
-      during = () => {};
-      f();
-      try {
-        return await desk.listWindows();
-      } finally {
-        log.push("check:settled");
-      }
-    },
-  });
-  const platform: Platform = {
-    ...harness.platform,
-    desktop,
-    accessibility: Object.assign(Object.create(acc) as typeof acc, {
-      openSession: async (w: Parameters<typeof acc.openSession>[0]) => record(await acc.openSession(w)),
-    }),
-  };
-  return {
-    log,
-    ctx: () => ({ ...harness.ctx(), platform }),
-    /** Clears the log and what the next check waits for; `f` runs inside that check. */
-    arm(f: () => void = () => {}, waitForWalk = true) {
-      log.length = 0;
-      walkStarted = waitForWalk
-        ? new Promise<void>((r) => {
-            walkCalled = r;
-          })
-        : Promise.resolve();
-      during = f;
-      markTurn = waitForWalk;
-    },
-  };
-}
 
 describe("a11y.inspect on an open session: the target check beside the walk", () => {
   it("walks while the check runs, the check's requests after the walk's first call, same answer", async () => {

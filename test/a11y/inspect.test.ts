@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { A11ySession, Platform } from "../../src/shared/platform.js";
+import type { Platform } from "../../src/shared/platform.js";
 import { formatElements, formatTree } from "../../src/supervisor/tree/format.js";
 import {
   CANARY,
@@ -13,6 +13,7 @@ import {
   ruffleTree,
   targetFor,
 } from "./helpers.js";
+import { recording } from "./observed.js";
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -175,22 +176,11 @@ describe("a11y.inspect", () => {
     h = new Harness([ruffle({ a11y_delay_ms: 5 })]);
     // Every provider call of the session the handler opens, in the order they were made.
     const calls: string[] = [];
-    const record = (s: A11ySession): A11ySession =>
-      new Proxy(s, {
-        get(t, k, r) {
-          const v: unknown = Reflect.get(t, k, r);
-          if (typeof v !== "function") return v;
-          return (...a: unknown[]) => {
-            calls.push(String(k));
-            return (v as (...x: unknown[]) => unknown).apply(t, a);
-          };
-        },
-      });
-    const acc = h.platform.accessibility;
     const platform: Platform = {
       ...h.platform,
-      accessibility: Object.assign(Object.create(acc) as typeof acc, {
-        openSession: async (w: Parameters<typeof acc.openSession>[0]) => record(await acc.openSession(w)),
+      accessibility: recording(h.platform.accessibility, (k) => {
+        calls.push(k);
+        return undefined;
       }),
     };
     const r = await h.call("a11y.inspect", inspectArgs("k1", R), { ...h.ctx(), platform });

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { A11ySession, DesktopPort, Platform, WindowInfo } from "../../src/shared/platform.js";
+import type { DesktopPort, Platform, WindowInfo } from "../../src/shared/platform.js";
 import { OPS, type TargetExpectation } from "../../src/shared/protocol.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
 import { createUiaRuntime, type UiaRuntime } from "../../src/workers/uia/handlers.js";
+import { recording } from "../a11y/observed.js";
 import {
   type App,
   startApp,
@@ -14,14 +15,17 @@ import {
   xdotool,
 } from "./support.js";
 
+type Op = "a11y.inspect" | "a11y.find";
+const OPS_RACED: Op[] = ["a11y.inspect", "a11y.find"];
+
 /**
- * The uia worker's own target check runs beside the walk on an open session. Here the window
- * changes after the walk has started and while the check runs, on a real X server and a real
- * GTK app: minimized before the check's listing, destroyed (XKillClient) between the listing,
+ * The uia worker's own target check runs beside the walk on an open session, for an inspection
+ * and for a find. Here the window changes after the walk has started and while the check runs,
+ * on a real X server and a real GTK app: minimized before the check's listing, destroyed (XKillClient) between the listing,
  * which still shows it, and what the X server itself is asked (confirmLive). Each is refused as
- * a check before the walk was refused, and no node leaves.
+ * a check before the walk was refused, and no node or match leaves.
  */
-describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walks", () => {
+describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or find walks", () => {
   let session: X11Session;
   let p: Platform;
   let runtime: UiaRuntime;
@@ -36,17 +40,6 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walk
     const { createX11Platform } = await import("../../src/platforms/x11/index.js");
     p = await createX11Platform({ workerKind: "uia" });
     runtime = createUiaRuntime({ env: () => ({}) });
-    const record = (s: A11ySession): A11ySession =>
-      new Proxy(s, {
-        get(t, k, r) {
-          const v: unknown = Reflect.get(t, k, r);
-          if (typeof v !== "function") return v;
-          return (...a: unknown[]) => {
-            log.push(`walk:${String(k)}`);
-            return (v as (...x: unknown[]) => unknown).apply(t, a);
-          };
-        },
-      });
     const desk = p.desktop;
     const confirm = desk.confirmLive;
     if (confirm === undefined) throw new Error("the X11 desktop confirms with the X server");
@@ -66,12 +59,12 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walk
         return confirm.apply(desk, a);
       },
     });
-    const acc = p.accessibility;
     platform = {
       ...p,
       desktop,
-      accessibility: Object.assign(Object.create(acc) as typeof acc, {
-        openSession: async (w: WindowInfo) => record(await acc.openSession(w)),
+      accessibility: recording(p.accessibility, (k) => {
+        log.push(`walk:${k}`);
+        return undefined;
       }),
     };
   });
@@ -91,33 +84,49 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walk
     };
   }
 
-  async function inspect(target: TargetExpectation): Promise<{ node_count: number } | { code: string }> {
-    const args = OPS["a11y.inspect"].args.parse({
-      session_key: "k1",
-      target,
-      max_depth: 8,
-      max_nodes: 500,
-      deadline_ms: 15_000,
-      root_ref: null,
-    });
+  /** One observation of the window under key k1: its node count, or the code it failed with. */
+  async function observe(op: Op, target: TargetExpectation): Promise<{ count: number } | { code: string }> {
+    const args =
+      op === "a11y.inspect"
+        ? OPS[op].args.parse({
+            session_key: "k1",
+            target,
+            max_depth: 8,
+            max_nodes: 500,
+            deadline_ms: 15_000,
+            root_ref: null,
+          })
+        : OPS[op].args.parse({
+            session_key: "k1",
+            target,
+            name_contains: null,
+            role: null,
+            automation_id: null,
+            max_results: 500,
+            deadline_ms: 15_000,
+          });
     try {
-      const r = await runtime.handlers["a11y.inspect"]?.(args as never, ctx());
-      return OPS["a11y.inspect"].result.parse(r);
+      const r = await runtime.handlers[op]?.(args as never, ctx());
+      if (op === "a11y.inspect") return { count: OPS[op].result.parse(r).node_count };
+      return { count: OPS["a11y.find"].result.parse(r).elements.length };
     } catch (e) {
       return { code: String((e as { code?: unknown }).code) };
     }
   }
 
-  async function opened(title: string): Promise<{ app: App; w: WindowInfo; target: TargetExpectation }> {
+  async function opened(
+    op: Op,
+    title: string,
+  ): Promise<{ app: App; w: WindowInfo; target: TargetExpectation }> {
     // Each case on its own: no session left by the one before.
     await runtime.store.endAll();
     const app = startApp("zenity", ["--forms", `--title=${title}`, "--add-entry=Login", "--add-entry=Mail"]);
     const w = await waitForWindow(p, title);
     if (w.instance === null) throw new Error("the test's own window has an instance");
     const target: TargetExpectation = { hwnd: w.hwnd, instance: w.instance };
-    // The first inspection opens the session (checked first); the walk is then beside the check.
-    const first = await inspect(target);
-    expect("node_count" in first && first.node_count).toBeGreaterThan(3);
+    // The first observation opens the session (checked first); the walk is then beside the check.
+    const first = await observe(op, target);
+    expect("count" in first && first.count).toBeGreaterThan(3);
     expect(runtime.store.size).toBe(1);
     return { app, w, target };
   }
@@ -128,11 +137,11 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walk
     return walked >= 0 && walked < log.indexOf("check:listing");
   }
 
-  it("control: an unchanged window walks beside its check and answers the tree", async () => {
-    const { app, target } = await opened("uix race control");
+  it.each(OPS_RACED)("%s, control: an unchanged window walks beside its check and answers", async (op) => {
+    const { app, target } = await opened(op, "uix race control");
     log.length = 0;
-    const r = await inspect(target);
-    expect("node_count" in r && r.node_count).toBeGreaterThan(3);
+    const r = await observe(op, target);
+    expect("count" in r && r.count).toBeGreaterThan(3);
     expect(walkedFirst()).toBe(true);
     expect(log).toContain("check:confirm");
     app.child.kill("SIGKILL");
@@ -140,35 +149,41 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection walk
     await runtime.store.endKey("k1");
   });
 
-  it("minimized after the walk started, before the check's listing: minimized, no nodes", async () => {
-    const { app, w, target } = await opened("uix race minimize");
-    log.length = 0;
-    atListing = async () => {
-      xdotool("windowminimize", w.hwnd);
-      await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
-    };
-    const r = await inspect(target);
-    expect(r).toEqual({ code: "minimized" });
-    expect(walkedFirst()).toBe(true);
-    expect(runtime.store.size).toBe(0);
-    app.child.kill("SIGKILL");
-    await app.exited;
-  });
+  it.each(OPS_RACED)(
+    "%s, minimized after the walk started, before the check's listing: minimized, no nodes",
+    async (op) => {
+      const { app, w, target } = await opened(op, "uix race minimize");
+      log.length = 0;
+      atListing = async () => {
+        xdotool("windowminimize", w.hwnd);
+        await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
+      };
+      const r = await observe(op, target);
+      expect(r).toEqual({ code: "minimized" });
+      expect(walkedFirst()).toBe(true);
+      expect(runtime.store.size).toBe(0);
+      app.child.kill("SIGKILL");
+      await app.exited;
+    },
+  );
 
-  it("destroyed (XKillClient) after the listing showed it, before the X server is asked: target_gone, no nodes", async () => {
-    const { app, w, target } = await opened("uix race kill");
-    log.length = 0;
-    atConfirm = async () => {
-      xdotool("windowkill", w.hwnd);
-      await waitFor("window destroyed", async () =>
-        (await p.desktop.getWindow(w.hwnd)) === null ? true : null,
-      );
-    };
-    const r = await inspect(target);
-    expect(r).toEqual({ code: "target_gone" });
-    expect(walkedFirst()).toBe(true);
-    expect(log).toContain("check:confirm");
-    expect(runtime.store.size).toBe(0);
-    await app.exited;
-  });
+  it.each(OPS_RACED)(
+    "%s, destroyed (XKillClient) after the listing showed it, before the X server is asked: target_gone, no nodes",
+    async (op) => {
+      const { app, w, target } = await opened(op, "uix race kill");
+      log.length = 0;
+      atConfirm = async () => {
+        xdotool("windowkill", w.hwnd);
+        await waitFor("window destroyed", async () =>
+          (await p.desktop.getWindow(w.hwnd)) === null ? true : null,
+        );
+      };
+      const r = await observe(op, target);
+      expect(r).toEqual({ code: "target_gone" });
+      expect(walkedFirst()).toBe(true);
+      expect(log).toContain("check:confirm");
+      expect(runtime.store.size).toBe(0);
+      await app.exited;
+    },
+  );
 });

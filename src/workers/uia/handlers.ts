@@ -370,19 +370,30 @@ async function answer(
 }
 
 /**
- * An inspection on a session already open: the worker's own target check runs beside the walk
+ * What an observation (inspect, find) does on its session: a walk that only gathers what the
+ * provider says, and an answer that makes nodes and refs of it (only ever after the check passed).
+ */
+interface Observation<W, R> {
+  /** The walk; `started` is called as soon as its first provider calls are out. */
+  walk(live: LiveSession, budget: Budget, started: () => void): Promise<W>;
+  answer(live: LiveSession, window: WindowInfo, walked: W, budget: Budget): Promise<R>;
+}
+
+/**
+ * An observation on a session already open: the worker's own target check runs beside the walk
  * instead of before it. Its requests go out once the walk's first calls are written (or once the
  * walk failed before one), so what it describes is no older than when it ran first. It decides
  * first: on a refusal the walk is stopped and dropped before the refusal is answered, as it
  * was; nothing the walk found becomes a node or a ref before the check passed.
  */
-async function inspectBeside(
+async function beside<W, R>(
   core: UiaCore,
-  args: OpParsedArgs<"a11y.inspect">,
   platform: Platform,
+  args: { session_key: string; target: TargetExpectation },
   live: LiveSession,
   budget: Budget,
-): Promise<OpWireResult<"a11y.inspect">> {
+  o: Observation<W, R>,
+): Promise<R> {
   const branch = budget.branch();
   try {
     let startCheck: () => void = () => {};
@@ -397,7 +408,7 @@ async function inspectBeside(
     // After a turn: the AT-SPI peer link writes the calls of a turn at its end (nextTick), and
     // the X11 check reads its replies blocking, so a check started in the same turn would hold
     // the walk's first calls back until it is done and describe a state before them.
-    const walking = walkWindow(core, args, live, branch.budget, () => setImmediate(startCheck));
+    const walking = o.walk(live, branch.budget, () => setImmediate(startCheck));
     walking.then(startCheck, startCheck);
     let window: WindowInfo;
     try {
@@ -413,19 +424,32 @@ async function inspectBeside(
       branch.stop();
       await walking.catch(() => {});
       const fresh = await obtained(core, platform, args, window, budget);
-      return await answer(
-        core,
-        args,
-        fresh,
-        window,
-        await walkWindow(core, args, fresh, budget, () => {}),
-        budget,
-      );
+      return await o.answer(fresh, window, await o.walk(fresh, budget, () => {}), budget);
     }
-    return await answer(core, args, live, window, await walking, branch.budget);
+    return await o.answer(live, window, await walking, branch.budget);
   } finally {
     branch.budget.release();
   }
+}
+
+/**
+ * An observation of the target: beside its check on a session already open, in order otherwise
+ * (opening a session needs the checked window; a session of another instance is ended by obtain).
+ */
+async function observe<W, R>(
+  core: UiaCore,
+  platform: Platform,
+  args: { session_key: string; target: TargetExpectation },
+  budget: Budget,
+  o: Observation<W, R>,
+): Promise<R> {
+  const kept = core.store.find(args.session_key, args.target.hwnd);
+  if (kept !== null && sameInstance(kept.instance, args.target.instance)) {
+    return beside(core, platform, args, kept, budget, o);
+  }
+  const window = await checked(core, platform, args.session_key, args.target, budget);
+  const live = await obtained(core, platform, args, window, budget);
+  return o.answer(live, window, await o.walk(live, budget, () => {}), budget);
 }
 
 async function inspect(
@@ -435,14 +459,10 @@ async function inspect(
   budget: Budget,
 ): Promise<OpWireResult<"a11y.inspect">> {
   refuseSelf(core, args.target);
-  const kept = core.store.find(args.session_key, args.target.hwnd);
-  if (kept !== null && sameInstance(kept.instance, args.target.instance)) {
-    return inspectBeside(core, args, platform, kept, budget);
-  }
-  // No session yet (opening one needs the checked window), or one that obtain ends: in order.
-  const window = await checked(core, platform, args.session_key, args.target, budget);
-  const live = await obtained(core, platform, args, window, budget);
-  return answer(core, args, live, window, await walkWindow(core, args, live, budget, () => {}), budget);
+  return observe(core, platform, args, budget, {
+    walk: (live, b, started) => walkWindow(core, args, live, b, started),
+    answer: (live, window, walked, b) => answer(core, args, live, window, walked, b),
+  });
 }
 
 /** The filter of a find: role (by the shared vocabulary), automation id, state, name substring. */
@@ -470,18 +490,34 @@ function findFilter(args: OpParsedArgs<"a11y.find">): (f: A11yNodeFacts) => bool
   };
 }
 
-async function find(
+/** One element a find matched (a ref is made of it only in the answer). */
+interface FindMatch {
+  handle: A11yHandle;
+  facts: A11yNodeFacts;
+  popup: boolean;
+}
+
+/** What the walks of a find matched, before any of it becomes a node or a ref. */
+interface FindWalk {
+  found: FindMatch[];
+  truncated: boolean;
+}
+
+/**
+ * The walks of a find: the window's tree, then its instance's popups, within FIND_MAX_NODES and
+ * FIND_MAX_DEPTH, until more than max_results matched. `started` is called as soon as the first
+ * walk's first provider calls are out.
+ */
+async function walkFind(
   core: UiaCore,
   args: OpParsedArgs<"a11y.find">,
-  platform: Platform,
+  matches: (f: A11yNodeFacts) => boolean,
+  live: LiveSession,
   budget: Budget,
-): Promise<OpResult<"a11y.find">> {
-  refuseSelf(core, args.target);
-  const matches = findFilter(args);
-  const window = await checked(core, platform, args.session_key, args.target, budget);
-  const live = await obtained(core, platform, args, window, budget);
+  started: () => void,
+): Promise<FindWalk> {
   const root = await budget.must(live.provider.root());
-  const found: { handle: A11yHandle; facts: A11yNodeFacts; popup: boolean }[] = [];
+  const found: FindMatch[] = [];
   let walked = 0;
   let truncated = false;
   const enough = () => found.length > args.max_results;
@@ -498,7 +534,10 @@ async function find(
     walked += result.visits.length;
     truncated ||= result.truncated;
   };
-  await search(root, false);
+  // The walk sends its first calls in the same turn it is called.
+  const searching = search(root, false);
+  started();
+  await searching;
   // The instance's menus, popups and dialogs are part of the granted window.
   const extra = enough() ? { roots: [], cut: false } : await popupRootsOf(live, budget, args.target);
   truncated ||= extra.cut;
@@ -514,15 +553,39 @@ async function find(
       truncated = true;
     }
   }
+  return { found, truncated: truncated || enough() };
+}
+
+/** The matches of a find as nodes with refs, on the checked window (only after the check passed). */
+function findAnswer(
+  args: OpParsedArgs<"a11y.find">,
+  live: LiveSession,
+  window: WindowInfo,
+  walked: FindWalk,
+): OpResult<"a11y.find"> {
   throwIfClosed(live);
   return {
-    elements: found.slice(0, args.max_results).map((m) => {
+    elements: walked.found.slice(0, args.max_results).map((m) => {
       const node = toNode(live.refFor(m.handle), m.facts, window.rect);
       if (m.popup) node.popup = true;
       return node;
     }),
-    truncated: truncated || enough(),
+    truncated: walked.truncated,
   };
+}
+
+async function find(
+  core: UiaCore,
+  args: OpParsedArgs<"a11y.find">,
+  platform: Platform,
+  budget: Budget,
+): Promise<OpResult<"a11y.find">> {
+  refuseSelf(core, args.target);
+  const matches = findFilter(args);
+  return observe(core, platform, args, budget, {
+    walk: (live, b, started) => walkFind(core, args, matches, live, b, started),
+    answer: async (live, window, walked) => findAnswer(args, live, window, walked),
+  });
 }
 
 /** A ref op's target: never our own process; identity, visible, not minimized (no foreground: semantic ops need none). */

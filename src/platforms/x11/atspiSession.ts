@@ -16,6 +16,7 @@ import {
   CACHE_PATH,
   COORD_SCREEN,
   optional,
+  propertiesOf,
   refs,
   StaleError,
   staleToUi,
@@ -57,6 +58,8 @@ const MAX_NODES = 20_000;
 const SCROLL_ANYWHERE = 6;
 /** How deep under a list / combo box select_option looks for the option (combo → menu → item). */
 const OPTION_DEPTH = 2;
+
+const PROPERTIES = "org.freedesktop.DBus.Properties";
 
 /** A node: where it lives, plus the parent needed for Selection. */
 export interface Node {
@@ -163,6 +166,17 @@ export class AtspiSession implements A11ySession {
     return this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
   }
 
+  /**
+   * A node's Accessible properties in one call (Properties.GetAll): a walk keeps its Name and
+   * ChildCount, nothing else. Null when the app does not answer GetAll (the walk then asks Name
+   * and GetChildren as before).
+   */
+  private accessibleProps(n: Node): Promise<Map<string, unknown> | null> {
+    return this.bus
+      .call(n.bus, n.path, PROPERTIES, "GetAll", "s", [ACCESSIBLE])
+      .then(propertiesOf, () => null);
+  }
+
   private async states(n: Node): Promise<number[]> {
     return statesOf((await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState"))[0]);
   }
@@ -193,13 +207,21 @@ export class AtspiSession implements A11ySession {
    * Everything about a node by its own calls (what the cache lacks, or no cache at all); the
    * action names only `withActions` (they serve the patterns alone).
    */
-  private async input(n: Node, withActions = true): Promise<AtspiFactsInput> {
+  private async input(
+    n: Node,
+    withActions = true,
+    props: Promise<Map<string, unknown> | null> | null = null,
+  ): Promise<AtspiFactsInput> {
     // The actions wait only for the interfaces (known from an earlier walk, usually), not for
     // the other answers: no second round trip after them.
     const ifaces = this.interfaces(n);
     const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
       this.roleName(n),
-      this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
+      props === null
+        ? this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name")
+        : props.then((p) =>
+            p?.has("Name") ? p.get("Name") : this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
+          ),
       this.states(n),
       ifaces,
       this.extents(n),
@@ -259,11 +281,15 @@ export class AtspiSession implements A11ySession {
     return this.factsOf(h, true);
   }
 
-  private async factsOf(h: A11yHandle, actions: boolean): Promise<A11yNodeFacts> {
+  private async factsOf(
+    h: A11yHandle,
+    actions: boolean,
+    props: Promise<Map<string, unknown> | null> | null = null,
+  ): Promise<A11yNodeFacts> {
     this.check();
     const n = asNode(h);
     try {
-      return this.finish(await this.input(n, actions));
+      return this.finish(await this.input(n, actions, props));
     } catch (e) {
       return staleToUi(e);
     }
@@ -300,27 +326,10 @@ export class AtspiSession implements A11ySession {
     return n;
   }
 
-  async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
-    this.check();
-    const root = asNode(h);
-    if (!this.bulk) return this;
-    let cache: CacheSnapshot;
-    try {
-      cache = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
-    } catch (e) {
-      // An application without the cache (or one that failed it) is walked node by node.
-      if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
-      throw e;
-    }
+  /** The calls of one walk asked ahead from the cache's prediction (atspiPrefetch.ts). */
+  private prefetch(root: Node, cache: CacheSnapshot, limits: WalkLimits, withActions: boolean): Prefetch {
     const { items, childrenOf, ordered } = cache;
-    // Without patterns no GetActions: the names serve nothing else.
-    const withActions = limits.patterns !== false;
-    if (items.size === 0) return this;
-    const cached = (n: Node): CachedItem | undefined => {
-      const it = items.get(n.path);
-      return it !== undefined && it.bus === n.bus ? it : undefined;
-    };
-    const ahead = new Prefetch(
+    return new Prefetch(
       {
         root: root.path,
         node: (path) => {
@@ -343,6 +352,42 @@ export class AtspiSession implements A11ySession {
         return this.childrenCall(n);
       },
     );
+  }
+
+  async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
+    this.check();
+    const root = asNode(h);
+    if (!this.bulk) return this;
+    let cache: CacheSnapshot;
+    try {
+      cache = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
+    } catch (e) {
+      // An application without the cache (or one that failed it) is walked node by node.
+      if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
+      throw e;
+    }
+    const { items, ordered } = cache;
+    // Without patterns no GetActions: the names serve nothing else.
+    const withActions = limits.patterns !== false;
+    if (items.size === 0) return this;
+    const cached = (n: Node): CachedItem | undefined => {
+      const it = items.get(n.path);
+      return it !== undefined && it.bus === n.bus ? it : undefined;
+    };
+    // A node the cache lacks (GTK's tree view cells): its name and child count in one GetAll,
+    // asked once for both its facts and its children; a child count of 0 is no GetChildren, as
+    // for a cached leaf (GTK's and Qt's bridges answer GetChildren from that same count).
+    const uncached = new Map<string, Promise<Map<string, unknown> | null>>();
+    const propsOf = (n: Node): Promise<Map<string, unknown> | null> => {
+      const key = `${n.bus}\u0000${n.path}`;
+      let p = uncached.get(key);
+      if (p === undefined) {
+        p = this.accessibleProps(n);
+        uncached.set(key, p);
+      }
+      return p;
+    };
+    const ahead = this.prefetch(root, cache, limits, withActions);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
         let n: Node;
@@ -354,7 +399,7 @@ export class AtspiSession implements A11ySession {
         } catch (e) {
           return Promise.reject(e);
         }
-        if (it === undefined) return this.factsOf(n, withActions);
+        if (it === undefined) return this.factsOf(n, withActions, propsOf(n));
         return this.cachedInput(n, it, items, ahead, withActions).then((input) => {
           try {
             return this.finish(input);
@@ -372,9 +417,13 @@ export class AtspiSession implements A11ySession {
         // ordersChildren); any other parent, top-levels included, is asked.
         const kids = it !== undefined ? ordered.get(n.path) : undefined;
         if (kids !== undefined) return kids.map((k) => this.node(k.bus, k.path, n));
+        if (it === undefined && (await propsOf(n))?.get("ChildCount") === 0) return [];
         return this.childrenFrom(n, ahead);
       },
-      release: () => ahead.stop(),
+      release: () => {
+        ahead.stop();
+        uncached.clear();
+      },
       // Most of the walk's calls only take an answer already asked for: the walk may hold as
       // many as the prefetch has in flight.
       inFlight: PREFETCH_WINDOW,

@@ -97,8 +97,11 @@ function cacheItems(): unknown[] {
   );
 }
 
-function fakeBus(getAll = true): { bus: AtspiBus; calls: string[] } {
+function fakeBus(getAll = true): { bus: AtspiBus; calls: string[]; early: string[] } {
   const calls: string[] = [];
+  /** Calls made while a GetItems was still unanswered. */
+  const early: string[] = [];
+  let itemsPending = false;
   const answer = (path: string, member: string): unknown[] => {
     if (member === "GetItems") return [cacheItems()];
     const n = TREE[path];
@@ -129,7 +132,10 @@ function fakeBus(getAll = true): { bus: AtspiBus; calls: string[] } {
   const bus = {
     call: async (_dest: string, path: string, _iface: string, member: string) => {
       calls.push(`${member} ${path}`);
+      if (itemsPending) early.push(`${member} ${path}`);
+      if (member === "GetItems") itemsPending = true;
       await Promise.resolve();
+      if (member === "GetItems") itemsPending = false;
       return answer(path, member);
     },
     getProperty: async (_dest: string, path: string) => {
@@ -138,7 +144,7 @@ function fakeBus(getAll = true): { bus: AtspiBus; calls: string[] } {
       return TREE[path]?.name;
     },
   } as unknown as AtspiBus;
-  return { bus, calls };
+  return { bus, calls, early };
 }
 
 interface Row {
@@ -238,6 +244,53 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
       "Get /cell2",
       "Get /cell2a",
     ]);
+  });
+
+  it("a walk after the tree changed, sent the last walk's calls early, is the new tree", async () => {
+    const { bus, calls, early } = fakeBus();
+    const root: Node = { bus: APP, path: "/win", parent: null };
+    const s = new AtspiSession(bus, root, true);
+    const once = async () => {
+      const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
+      try {
+        const r = await walk(s, root as A11yHandle, budget, { maxDepth: 32, maxNodes: 1000, concurrency: 4 });
+        return r.visits.map((v) => ({
+          path: (v.handle as Node).path,
+          depth: v.depth,
+          parent: v.parent,
+          facts: v.facts,
+        }));
+      } finally {
+        budget.release();
+      }
+    };
+    await once();
+    // The first walk sends nothing before the cache has answered.
+    expect(early).toEqual([]);
+    const firstCalls = calls.filter((c) => !c.startsWith("GetItems ")).length;
+    const saved = { panel: TREE["/panel"]!.children, c: TREE["/c"]!.children };
+    try {
+      // /p3 moves under /c in front of /table (GetChildren's truth; the cache still has the old
+      // links), /p1 is gone from /panel's GetChildren.
+      TREE["/panel"]!.children = ["/p2"];
+      TREE["/c"]!.children = ["/p3", "/table"];
+      calls.length = 0;
+      const again = await once();
+      // The last walk's calls asked ahead left right behind GetItems, before its answer.
+      expect(calls[0]).toBe("GetItems /org/a11y/atspi/cache");
+      expect(early).toContain("GetChildren /a");
+      expect(early).toContain("GetExtents /p1");
+      expect(early.length).toBeGreaterThan(10);
+      expect(early.length).toBeLessThan(firstCalls);
+      // Only the calls asked ahead (the cells the cache lacks are asked once known).
+      expect(early.every((c) => /^(GetChildren|GetExtents|GetActions) /.test(c))).toBe(true);
+      const perNode = await walked(false);
+      expect(again.map((r) => r.path)).toEqual(perNode.rows.map((r) => r.path));
+      expect(again).toEqual(perNode.rows);
+    } finally {
+      TREE["/panel"]!.children = saved.panel;
+      TREE["/c"]!.children = saved.c;
+    }
   });
 
   it("reads no action names when the walk needs no patterns, and the rest is the same", async () => {

@@ -195,6 +195,50 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
     }
   });
 
+  it("factory: a second walk with the same limits sends the last walk's calls behind GetItems", async () => {
+    const quick = await fast.openSession(windows.factory!);
+    const plain = AtspiBus.prototype.call;
+    let itemsAnswered = true;
+    let early = 0;
+    let total = 0;
+    try {
+      AtspiBus.prototype.call = function (this: AtspiBus, ...args: Parameters<AtspiBus["call"]>) {
+        const p = plain.apply(this, args);
+        if (args[3] === "GetItems") {
+          itemsAnswered = false;
+          const answered = () => {
+            itemsAnswered = true;
+          };
+          p.then(answered, answered);
+        } else {
+          total += 1;
+          if (!itemsAnswered) early += 1;
+        }
+        return p;
+      };
+      const first = await streamingWalk(quick);
+      // The first walk of the session has nothing to send early: its calls wait for the cache.
+      expect(early).toBe(0);
+      early = 0;
+      total = 0;
+      const second = await streamingWalk(quick);
+      // The second: every call asked ahead last time (all but the cells the cache lacks).
+      expect(early).toBeGreaterThan(200);
+      expect(early).toBeLessThan(total);
+      expect(second.rows).toEqual(first.rows);
+      // Other limits: nothing is sent early; the walk of the first limits after it still is.
+      early = 0;
+      await streamingWalk(quick, 37);
+      expect(early).toBe(0);
+      const third = await streamingWalk(quick);
+      expect(early).toBeGreaterThan(200);
+      expect(third.rows).toEqual(first.rows);
+    } finally {
+      AtspiBus.prototype.call = plain;
+      await quick.dispose();
+    }
+  });
+
   it("accepts an application's peer address only when the kernel says the app listens there", async () => {
     const w = windows.factory!;
     const pid = w.instance!.pid;

@@ -43,7 +43,7 @@ import {
   ST_SELECTABLE,
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
-import { PREFETCH_WINDOW, Prefetch } from "./atspiPrefetch.js";
+import { type CallKind, keyOf, PREFETCH_WINDOW, Prefetch, type SentCall } from "./atspiPrefetch.js";
 import { scrollCellIntoView } from "./scrollInto.js";
 import { ATSPI_STATE } from "./states.js";
 
@@ -54,6 +54,8 @@ import { ATSPI_STATE } from "./states.js";
 
 /** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
 const MAX_NODES = 20_000;
+/** Walks (root and limits) whose calls a session keeps to send again (the outline and the full tree). */
+const KEPT_WALKS = 4;
 /** AtspiScrollType ANYWHERE: the least scrolling that brings the node into view. */
 const SCROLL_ANYWHERE = 6;
 /** How deep under a list / combo box select_option looks for the option (combo → menu → item). */
@@ -112,6 +114,12 @@ export class AtspiSession implements A11ySession {
   private readonly nodes = new Map<string, Node>();
   /** Role number → GetRoleName, per application: the cache carries numbers, facts carry names. */
   private readonly roleNames = new Map<string, Promise<string>>();
+  /**
+   * The calls the last walk of a root with given limits asked ahead: the next walk of the same
+   * root with the same limits sends them again behind its GetItems (atspiPrefetch.ts). A few
+   * kinds of walk are kept, the oldest forgotten first.
+   */
+  private readonly lastWalks = new Map<string, readonly SentCall[]>();
   private disposed = false;
 
   constructor(
@@ -326,8 +334,47 @@ export class AtspiSession implements A11ySession {
     return n;
   }
 
+  private aheadCall(root: Node, kind: CallKind, path: string): Promise<unknown[]> {
+    const n = { bus: root.bus, path };
+    if (kind === "extents") return this.extentsCall(n);
+    if (kind === "actions") return this.actionsCall(n);
+    return this.childrenCall(n);
+  }
+
+  /**
+   * The last walk's calls sent again, when it walked the same root with the same limits; each
+   * failure is kept for whoever takes the answer (none is left unhandled).
+   */
+  private seed(root: Node, key: string): Map<string, Promise<unknown[]>> {
+    const out = new Map<string, Promise<unknown[]>>();
+    const last = this.lastWalks.get(key);
+    if (last === undefined) return out;
+    for (const { kind, path } of last.slice(0, PREFETCH_WINDOW)) {
+      const p = this.aheadCall(root, kind, path);
+      p.catch(() => {});
+      out.set(keyOf(kind, path), p);
+    }
+    return out;
+  }
+
+  private keepWalk(key: string, calls: readonly SentCall[]): void {
+    this.lastWalks.delete(key);
+    this.lastWalks.set(key, calls);
+    while (this.lastWalks.size > KEPT_WALKS) {
+      const oldest = this.lastWalks.keys().next();
+      if (oldest.done) break;
+      this.lastWalks.delete(oldest.value);
+    }
+  }
+
   /** The calls of one walk asked ahead from the cache's prediction (atspiPrefetch.ts). */
-  private prefetch(root: Node, cache: CacheSnapshot, limits: WalkLimits, withActions: boolean): Prefetch {
+  private prefetch(
+    root: Node,
+    cache: CacheSnapshot,
+    limits: WalkLimits,
+    withActions: boolean,
+    seeded: Map<string, Promise<unknown[]>>,
+  ): Prefetch {
     const { items, childrenOf, ordered } = cache;
     return new Prefetch(
       {
@@ -345,12 +392,9 @@ export class AtspiSession implements A11ySession {
         maxNodes: limits.maxNodes,
         maxDepth: limits.maxDepth,
       },
-      (kind, path) => {
-        const n = { bus: root.bus, path };
-        if (kind === "extents") return this.extentsCall(n);
-        if (kind === "actions") return this.actionsCall(n);
-        return this.childrenCall(n);
-      },
+      (kind, path) => this.aheadCall(root, kind, path),
+      PREFETCH_WINDOW,
+      seeded,
     );
   }
 
@@ -358,17 +402,21 @@ export class AtspiSession implements A11ySession {
     this.check();
     const root = asNode(h);
     if (!this.bulk) return this;
+    // Without patterns no GetActions: the names serve nothing else.
+    const withActions = limits.patterns !== false;
+    const walkKey = [root.bus, root.path, limits.maxNodes, limits.maxDepth, withActions].join("\u0000");
+    const itemsCall = this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems");
+    // In the same write as GetItems, behind it: the app answers the cache first.
+    const seeded = this.seed(root, walkKey);
     let cache: CacheSnapshot;
     try {
-      cache = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
+      cache = parseCache(await itemsCall);
     } catch (e) {
       // An application without the cache (or one that failed it) is walked node by node.
       if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
       throw e;
     }
     const { items, ordered } = cache;
-    // Without patterns no GetActions: the names serve nothing else.
-    const withActions = limits.patterns !== false;
     if (items.size === 0) return this;
     const cached = (n: Node): CachedItem | undefined => {
       const it = items.get(n.path);
@@ -387,7 +435,7 @@ export class AtspiSession implements A11ySession {
       }
       return p;
     };
-    const ahead = this.prefetch(root, cache, limits, withActions);
+    const ahead = this.prefetch(root, cache, limits, withActions, seeded);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
         let n: Node;
@@ -421,6 +469,7 @@ export class AtspiSession implements A11ySession {
         return this.childrenFrom(n, ahead);
       },
       release: () => {
+        this.keepWalk(walkKey, ahead.sent());
         ahead.stop();
         uncached.clear();
       },
@@ -601,5 +650,6 @@ export class AtspiSession implements A11ySession {
   async dispose(): Promise<void> {
     this.disposed = true;
     this.nodes.clear();
+    this.lastWalks.clear();
   }
 }

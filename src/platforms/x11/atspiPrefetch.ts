@@ -42,7 +42,8 @@ export interface PrefetchPlan {
 /**
  * Calls in flight at once. Measured on gtk3-widget-factory at load ~20: 1024 in flight walked in
  * 0.8–0.9× the time of 128 (fewer wake-ups of both processes); bounded all the same, since a
- * walk that stops early (find_elements found enough) wastes at most this many calls.
+ * walk that stops early (find_elements found enough) wastes at most this many calls, and as
+ * many again of the calls sent early behind its GetItems (the session sends at most this many).
  */
 export const PREFETCH_WINDOW = 512;
 

@@ -10,7 +10,8 @@ import { Budget, walk } from "../../src/workers/uia/walk.js";
  * GetChildren's, node for node the per-node walk's, and every call is made once. A parent whose
  * cached children are complete and in place is not asked, unless it is a top-level: gtk3-demo's
  * window lists its header bar and content at places 1 and 0 while GetChildren answers them the
- * other way round.
+ * other way round. A node the cache lacks gives its name and child count in one
+ * Properties.GetAll, and is asked GetChildren only when that count is not 0.
  */
 
 const APP = ":1.7";
@@ -33,7 +34,8 @@ interface FakeNode {
  * /win is a top-level whose cached places (/a 0, /h 1) look complete but
  * GetChildren answers /h first (GtkWindow's header bar). /a's cache links /b under /other and
  * gives /c no place; /panel's cached places are complete and in place (0, 1, 2), as GetChildren
- * answers; /table's cells are not cached and its count is -1.
+ * answers; /table's cells are not cached and its count is -1; /cell2 (a container cell, as
+ * GTK's) holds one more uncached cell.
  */
 const TREE: Record<string, FakeNode> = {
   "/root": { children: ["/win"], role: 75, name: "app", cached: { rank: -1, parent: "" } },
@@ -53,7 +55,8 @@ const TREE: Record<string, FakeNode> = {
     cached: { rank: 0, parent: "/c", count: -1 },
   },
   "/cell1": { children: [], role: 56, name: "x", cached: undefined },
-  "/cell2": { children: [], role: 56, name: "y", cached: undefined },
+  "/cell2": { children: ["/cell2a"], role: 56, name: "y", cached: undefined },
+  "/cell2a": { children: [], role: 56, name: "z", cached: undefined },
 };
 
 const ROLE_NAMES: Record<number, string> = {
@@ -94,8 +97,11 @@ function cacheItems(): unknown[] {
   );
 }
 
-function fakeBus(): { bus: AtspiBus; calls: string[] } {
+function fakeBus(getAll = true): { bus: AtspiBus; calls: string[]; early: string[] } {
   const calls: string[] = [];
+  /** Calls made while a GetItems was still unanswered. */
+  const early: string[] = [];
+  let itemsPending = false;
   const answer = (path: string, member: string): unknown[] => {
     if (member === "GetItems") return [cacheItems()];
     const n = TREE[path];
@@ -115,6 +121,10 @@ function fakeBus(): { bus: AtspiBus; calls: string[] } {
         return [ifacesOf(path)];
       case "Get":
         return [n.name];
+      case "GetAll":
+        // What GTK's bridge answers for the Accessible interface, less the fields a walk drops.
+        if (!getAll) throw new Error("org.freedesktop.DBus.Error.UnknownMethod");
+        return [{ Name: n.name, Description: "", ChildCount: n.children.length, Locale: "C" }];
       default:
         throw new Error(`unexpected ${member}`);
     }
@@ -122,7 +132,10 @@ function fakeBus(): { bus: AtspiBus; calls: string[] } {
   const bus = {
     call: async (_dest: string, path: string, _iface: string, member: string) => {
       calls.push(`${member} ${path}`);
+      if (itemsPending) early.push(`${member} ${path}`);
+      if (member === "GetItems") itemsPending = true;
       await Promise.resolve();
+      if (member === "GetItems") itemsPending = false;
       return answer(path, member);
     },
     getProperty: async (_dest: string, path: string) => {
@@ -131,7 +144,7 @@ function fakeBus(): { bus: AtspiBus; calls: string[] } {
       return TREE[path]?.name;
     },
   } as unknown as AtspiBus;
-  return { bus, calls };
+  return { bus, calls, early };
 }
 
 interface Row {
@@ -141,8 +154,12 @@ interface Row {
   facts: A11yNodeFacts;
 }
 
-async function walked(bulk: boolean, patterns = true): Promise<{ rows: Row[]; calls: string[] }> {
-  const { bus, calls } = fakeBus();
+async function walked(
+  bulk: boolean,
+  patterns = true,
+  getAll = true,
+): Promise<{ rows: Row[]; calls: string[] }> {
+  const { bus, calls } = fakeBus(getAll);
   const root: Node = { bus: APP, path: "/win", parent: null };
   const s = new AtspiSession(bus, root, bulk);
   const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
@@ -185,12 +202,13 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
       "/table",
       "/cell1",
       "/cell2",
+      "/cell2a",
     ]);
     // Every parent whose children the cache does not hold in order (the top-level included) and
-    // every node the cache lacks is asked, once; a cached leaf, /panel and /c are not.
+    // every node the cache lacks whose child count is not 0 is asked, once; a cached leaf,
+    // /panel, /c and the cells without children are not.
     expect(bulk.calls.filter((c) => c.startsWith("GetChildren ")).sort()).toEqual([
       "GetChildren /a",
-      "GetChildren /cell1",
       "GetChildren /cell2",
       "GetChildren /table",
       "GetChildren /win",
@@ -201,7 +219,78 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
     expect(bulk.calls.filter((c) => c.startsWith("GetState ")).sort()).toEqual([
       "GetState /cell1",
       "GetState /cell2",
+      "GetState /cell2a",
     ]);
+    // Their names and child counts: one GetAll each, no Properties.Get.
+    expect(bulk.calls.filter((c) => c.startsWith("GetAll ")).sort()).toEqual([
+      "GetAll /cell1",
+      "GetAll /cell2",
+      "GetAll /cell2a",
+    ]);
+    expect(bulk.calls.filter((c) => c.startsWith("Get "))).toEqual([]);
+  });
+
+  it("asks the name and GetChildren of an uncached node when the app does not answer GetAll", async () => {
+    const perNode = await walked(false);
+    const bulk = await walked(true, true, false);
+    expect(bulk.rows).toEqual(perNode.rows);
+    expect(bulk.calls.filter((c) => c.startsWith("GetChildren /cell")).sort()).toEqual([
+      "GetChildren /cell1",
+      "GetChildren /cell2",
+      "GetChildren /cell2a",
+    ]);
+    expect(bulk.calls.filter((c) => c.startsWith("Get /")).sort()).toEqual([
+      "Get /cell1",
+      "Get /cell2",
+      "Get /cell2a",
+    ]);
+  });
+
+  it("a walk after the tree changed, sent the last walk's calls early, is the new tree", async () => {
+    const { bus, calls, early } = fakeBus();
+    const root: Node = { bus: APP, path: "/win", parent: null };
+    const s = new AtspiSession(bus, root, true);
+    const once = async () => {
+      const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
+      try {
+        const r = await walk(s, root as A11yHandle, budget, { maxDepth: 32, maxNodes: 1000, concurrency: 4 });
+        return r.visits.map((v) => ({
+          path: (v.handle as Node).path,
+          depth: v.depth,
+          parent: v.parent,
+          facts: v.facts,
+        }));
+      } finally {
+        budget.release();
+      }
+    };
+    await once();
+    // The first walk sends nothing before the cache has answered.
+    expect(early).toEqual([]);
+    const firstCalls = calls.filter((c) => !c.startsWith("GetItems ")).length;
+    const saved = { panel: TREE["/panel"]!.children, c: TREE["/c"]!.children };
+    try {
+      // /p3 moves under /c in front of /table (GetChildren's truth; the cache still has the old
+      // links), /p1 is gone from /panel's GetChildren.
+      TREE["/panel"]!.children = ["/p2"];
+      TREE["/c"]!.children = ["/p3", "/table"];
+      calls.length = 0;
+      const again = await once();
+      // The last walk's calls asked ahead left right behind GetItems, before its answer.
+      expect(calls[0]).toBe("GetItems /org/a11y/atspi/cache");
+      expect(early).toContain("GetChildren /a");
+      expect(early).toContain("GetExtents /p1");
+      expect(early.length).toBeGreaterThan(10);
+      expect(early.length).toBeLessThan(firstCalls);
+      // Only the calls asked ahead (the cells the cache lacks are asked once known).
+      expect(early.every((c) => /^(GetChildren|GetExtents|GetActions) /.test(c))).toBe(true);
+      const perNode = await walked(false);
+      expect(again.map((r) => r.path)).toEqual(perNode.rows.map((r) => r.path));
+      expect(again).toEqual(perNode.rows);
+    } finally {
+      TREE["/panel"]!.children = saved.panel;
+      TREE["/c"]!.children = saved.c;
+    }
   });
 
   it("reads no action names when the walk needs no patterns, and the rest is the same", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   type CallKind,
   FACTS_AHEAD,
+  keyOf,
   type PredictedNode,
   Prefetch,
   type PrefetchPlan,
@@ -100,6 +101,38 @@ describe("AT-SPI prefetch", () => {
       "extents /a",
       "extents /b",
     ]);
+  });
+
+  it("takes the calls sent early that it predicts, sends the rest, and learns from early children", async () => {
+    // The app's truth: /x, which the cache places nowhere, sits under /a.
+    const truth = { ...TREE, "/a": ["/a1", "/a2", "/x"] };
+    const early = recorder(truth);
+    const seeded = new Map<string, Promise<unknown[]>>();
+    for (const [kind, path] of [
+      ["children", "/a"],
+      ["extents", "/a"],
+      ["extents", "/gone"],
+    ] as const)
+      seeded.set(keyOf(kind, path), early.call(kind, path));
+    const r = recorder(truth);
+    const noLimits = plan(100, 32);
+    const ahead = new Prefetch(noLimits, r.call, 100, seeded);
+    await early.settleAll();
+    await r.settleAll();
+    // None of the seeded calls is sent again; the predicted ones are taken as answers.
+    expect(r.calls).not.toContain("children /a");
+    expect(r.calls).not.toContain("extents /a");
+    expect(await ahead.take("extents", "/a")).toEqual(["extents /a"]);
+    expect(await ahead.take("children", "/a")).toEqual([["/a1", "/a2", "/x"], "children /a"]);
+    // The early GetChildren answer planned /x, as one sent here would have.
+    expect(r.calls).toContain("extents /x");
+    // An early call nothing predicts is no answer; everything else is sent as without seeds.
+    expect(ahead.take("extents", "/gone")).toBeUndefined();
+    expect(ahead.sent().map((c) => `${c.kind} ${c.path}`)).toEqual(
+      expect.arrayContaining(["children /a", "extents /a", "children /r", "extents /b1"]),
+    );
+    expect(ahead.sent().map((c) => c.path)).not.toContain("/gone");
+    ahead.stop();
   });
 
   it("keeps at most the window in flight", async () => {

@@ -1,6 +1,7 @@
 import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { X11Accessibility } from "../../src/platforms/x11/atspi.js";
+import { AtspiBus } from "../../src/platforms/x11/atspiBus.js";
 import { parseCache } from "../../src/platforms/x11/atspiCache.js";
 import { verifiedPeerPath } from "../../src/platforms/x11/atspiPeer.js";
 import type { Node } from "../../src/platforms/x11/atspiSession.js";
@@ -154,6 +155,86 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
       }
     } finally {
       bus.disconnect();
+      await quick.dispose();
+    }
+  });
+
+  it("factory: a node the cache lacks is asked GetAll, not its name, and GetChildren only with children", async () => {
+    const quick = await fast.openSession(windows.factory!);
+    const bus = await atspiBus();
+    const asked: Array<{ member: string; path: string }> = [];
+    const plain = AtspiBus.prototype.call;
+    try {
+      await streamingWalk(quick);
+      const root = (await quick.root()) as Node;
+      AtspiBus.prototype.call = function (this: AtspiBus, ...args: Parameters<AtspiBus["call"]>) {
+        asked.push({ path: args[1], member: args[3] });
+        return plain.apply(this, args);
+      };
+      const { rows } = await streamingWalk(quick);
+      AtspiBus.prototype.call = plain;
+      const cache = parseCache(
+        await ask(bus, root, "/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems"),
+      );
+      const lacked = asked.filter((a) => a.member === "GetAll").map((a) => a.path);
+      // gtk3-widget-factory's tree view cells are not in its cache: 20 of them.
+      expect(lacked.length).toBeGreaterThanOrEqual(10);
+      expect(lacked.every((path) => !cache.items.has(path))).toBe(true);
+      expect(new Set(lacked).size).toBe(lacked.length);
+      expect(asked.filter((a) => a.member === "Get")).toEqual([]);
+      // GetChildren of a node the cache lacks only where its child count is not 0.
+      for (const a of asked.filter((c) => c.member === "GetChildren" && !cache.items.has(c.path))) {
+        const kids = (await ask(bus, root, a.path, "org.a11y.atspi.Accessible", "GetChildren"))[0];
+        expect((kids as unknown[]).length).toBeGreaterThan(0);
+      }
+      expect(rows.length).toBeGreaterThan(100);
+    } finally {
+      AtspiBus.prototype.call = plain;
+      bus.disconnect();
+      await quick.dispose();
+    }
+  });
+
+  it("factory: a second walk with the same limits sends the last walk's calls behind GetItems", async () => {
+    const quick = await fast.openSession(windows.factory!);
+    const plain = AtspiBus.prototype.call;
+    let itemsAnswered = true;
+    let early = 0;
+    let total = 0;
+    try {
+      AtspiBus.prototype.call = function (this: AtspiBus, ...args: Parameters<AtspiBus["call"]>) {
+        const p = plain.apply(this, args);
+        if (args[3] === "GetItems") {
+          itemsAnswered = false;
+          const answered = () => {
+            itemsAnswered = true;
+          };
+          p.then(answered, answered);
+        } else {
+          total += 1;
+          if (!itemsAnswered) early += 1;
+        }
+        return p;
+      };
+      const first = await streamingWalk(quick);
+      // The first walk of the session has nothing to send early: its calls wait for the cache.
+      expect(early).toBe(0);
+      early = 0;
+      total = 0;
+      const second = await streamingWalk(quick);
+      // The second: every call asked ahead last time (all but the cells the cache lacks).
+      expect(early).toBeGreaterThan(200);
+      expect(early).toBeLessThan(total);
+      expect(second.rows).toEqual(first.rows);
+      // Other limits: nothing is sent early; the walk of the first limits after it still is.
+      early = 0;
+      await streamingWalk(quick, 37);
+      expect(early).toBe(0);
+      const third = await streamingWalk(quick);
+      expect(early).toBeGreaterThan(200);
+      expect(third.rows).toEqual(first.rows);
+    } finally {
+      AtspiBus.prototype.call = plain;
       await quick.dispose();
     }
   });

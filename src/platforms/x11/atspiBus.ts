@@ -270,6 +270,18 @@ export function statesOf(v: unknown): number[] {
 }
 
 /** Settles a call to its value or null (a missing interface is not an error for facts). */
+/**
+ * Properties.GetAll's a{sv} → property name → value (variants unwrapped); an answer of another
+ * shape is no property at all.
+ */
+export function propertiesOf(body: unknown[]): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  const dict = body[0];
+  if (typeof dict !== "object" || dict === null || Array.isArray(dict)) return out;
+  for (const [k, v] of Object.entries(dict)) out.set(k, v instanceof dbus.Variant ? v.value : v);
+  return out;
+}
+
 export async function optional<T>(p: Promise<T>): Promise<T | null> {
   try {
     return await p;

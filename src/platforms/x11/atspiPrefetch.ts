@@ -9,6 +9,12 @@
  * cache's parent link disagrees) adds that node's cached subtree. The walk then takes each
  * answer (once) instead of asking, and asks itself for any node the prediction missed. The calls
  * are the same ones the walk would make: only what the cache lacks, never a value or text.
+ *
+ * A session's next walk of the same root with the same limits sends the calls the last one
+ * sent (`seeded`) right behind its GetItems, in the same write: the app answers them while this
+ * side reads and parses the cache instead of idling. A seeded call is taken only where the new
+ * prediction asks that same call (same kind, same path), so the tree is the new walk's; the
+ * others are dropped unread.
  */
 
 /** One node as the cache describes it. */
@@ -36,7 +42,8 @@ export interface PrefetchPlan {
 /**
  * Calls in flight at once. Measured on gtk3-widget-factory at load ~20: 1024 in flight walked in
  * 0.8–0.9× the time of 128 (fewer wake-ups of both processes); bounded all the same, since a
- * walk that stops early (find_elements found enough) wastes at most this many calls.
+ * walk that stops early (find_elements found enough) wastes at most this many calls, and as
+ * many again of the calls sent early behind its GetItems (the session sends at most this many).
  */
 export const PREFETCH_WINDOW = 512;
 
@@ -45,7 +52,13 @@ export const FACTS_AHEAD = 48;
 
 type Call = (kind: CallKind, path: string) => Promise<unknown[]>;
 
-const keyOf = (kind: CallKind, path: string): string => `${kind}\u0000${path}`;
+export const keyOf = (kind: CallKind, path: string): string => `${kind}\u0000${path}`;
+
+/** A call a walk sent, to send again behind the next walk's GetItems. */
+export interface SentCall {
+  kind: CallKind;
+  path: string;
+}
 
 export class Prefetch {
   private readonly answers = new Map<string, Promise<unknown[]>>();
@@ -66,11 +79,15 @@ export class Prefetch {
   private stopped = false;
   /** Depth of every node planned so far (the root 0); their count is bounded by maxNodes. */
   private readonly depthOf = new Map<string, number>();
+  /** The calls sent (or adopted from `seeded`), in order. */
+  private readonly sentCalls: SentCall[] = [];
 
   constructor(
     private readonly plan: PrefetchPlan,
     private readonly call: Call,
     private readonly window = PREFETCH_WINDOW,
+    /** Calls already in flight, by keyOf: the walk takes those the prediction asks for. */
+    private readonly seeded = new Map<string, Promise<unknown[]>>(),
   ) {
     // Predicted breadth-first order: the order the walk asks in, as far as the cache knows it.
     if (plan.node(plan.root) === undefined) return;
@@ -90,6 +107,11 @@ export class Prefetch {
       for (const kind of plan.needs(node)) {
         const key = keyOf(kind, node.path);
         if (this.queued.has(key) || this.answers.has(key)) continue;
+        const early = this.seeded.get(key);
+        if (early !== undefined) {
+          this.adopt(kind, node.path, key, early);
+          continue;
+        }
         this.queued.add(key);
         (kind === "children" ? this.kidsQueue : this.factsQueue).push({ kind, path: node.path });
       }
@@ -102,6 +124,29 @@ export class Prefetch {
         level.push({ node: c, depth: d + 1 });
       }
     }
+  }
+
+  /** A seeded call the prediction asks: its answer is taken like one sent here. */
+  private adopt(kind: CallKind, path: string, key: string, p: Promise<unknown[]>): void {
+    this.seeded.delete(key);
+    this.answers.set(key, p);
+    this.sentCalls.push({ kind, path });
+    if (kind !== "children") return;
+    p.then(
+      (body) => {
+        try {
+          this.learn(path, body);
+        } catch {
+          // Only a prediction, as for the calls sent here.
+        }
+      },
+      () => {},
+    );
+  }
+
+  /** The calls this walk sent or adopted, in order. */
+  sent(): readonly SentCall[] {
+    return this.sentCalls;
   }
 
   /**
@@ -136,6 +181,7 @@ export class Prefetch {
   stop(): void {
     this.stopped = true;
     this.answers.clear();
+    this.seeded.clear();
     this.queued.clear();
     this.kidsQueue.length = 0;
     this.factsQueue.length = 0;
@@ -164,6 +210,7 @@ export class Prefetch {
       if (kind === "children") this.activeKids += 1;
       const p = this.call(kind, path);
       this.answers.set(key, p);
+      this.sentCalls.push({ kind, path });
       const done = (): void => {
         this.active -= 1;
         if (kind === "children") this.activeKids -= 1;

@@ -16,6 +16,7 @@ import {
   CACHE_PATH,
   COORD_SCREEN,
   optional,
+  propertiesOf,
   refs,
   StaleError,
   staleToUi,
@@ -42,7 +43,7 @@ import {
   ST_SELECTABLE,
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
-import { PREFETCH_WINDOW, Prefetch } from "./atspiPrefetch.js";
+import { type CallKind, keyOf, PREFETCH_WINDOW, Prefetch, type SentCall } from "./atspiPrefetch.js";
 import { scrollCellIntoView } from "./scrollInto.js";
 import { ATSPI_STATE } from "./states.js";
 
@@ -53,10 +54,14 @@ import { ATSPI_STATE } from "./states.js";
 
 /** Node handles a session keeps for reuse across walks (the uia store keeps 20000 refs). */
 const MAX_NODES = 20_000;
+/** Walks (root and limits) whose calls a session keeps to send again (the outline and the full tree). */
+const KEPT_WALKS = 4;
 /** AtspiScrollType ANYWHERE: the least scrolling that brings the node into view. */
 const SCROLL_ANYWHERE = 6;
 /** How deep under a list / combo box select_option looks for the option (combo → menu → item). */
 const OPTION_DEPTH = 2;
+
+const PROPERTIES = "org.freedesktop.DBus.Properties";
 
 /** A node: where it lives, plus the parent needed for Selection. */
 export interface Node {
@@ -109,6 +114,12 @@ export class AtspiSession implements A11ySession {
   private readonly nodes = new Map<string, Node>();
   /** Role number → GetRoleName, per application: the cache carries numbers, facts carry names. */
   private readonly roleNames = new Map<string, Promise<string>>();
+  /**
+   * The calls the last walk of a root with given limits asked ahead: the next walk of the same
+   * root with the same limits sends them again behind its GetItems (atspiPrefetch.ts). A few
+   * kinds of walk are kept, the oldest forgotten first.
+   */
+  private readonly lastWalks = new Map<string, readonly SentCall[]>();
   private disposed = false;
 
   constructor(
@@ -163,6 +174,17 @@ export class AtspiSession implements A11ySession {
     return this.bus.call(n.bus, n.path, ACCESSIBLE, "GetChildren");
   }
 
+  /**
+   * A node's Accessible properties in one call (Properties.GetAll): a walk keeps its Name and
+   * ChildCount, nothing else. Null when the app does not answer GetAll (the walk then asks Name
+   * and GetChildren as before).
+   */
+  private accessibleProps(n: Node): Promise<Map<string, unknown> | null> {
+    return this.bus
+      .call(n.bus, n.path, PROPERTIES, "GetAll", "s", [ACCESSIBLE])
+      .then(propertiesOf, () => null);
+  }
+
   private async states(n: Node): Promise<number[]> {
     return statesOf((await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState"))[0]);
   }
@@ -193,13 +215,21 @@ export class AtspiSession implements A11ySession {
    * Everything about a node by its own calls (what the cache lacks, or no cache at all); the
    * action names only `withActions` (they serve the patterns alone).
    */
-  private async input(n: Node, withActions = true): Promise<AtspiFactsInput> {
+  private async input(
+    n: Node,
+    withActions = true,
+    props: Promise<Map<string, unknown> | null> | null = null,
+  ): Promise<AtspiFactsInput> {
     // The actions wait only for the interfaces (known from an earlier walk, usually), not for
     // the other answers: no second round trip after them.
     const ifaces = this.interfaces(n);
     const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
       this.roleName(n),
-      this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
+      props === null
+        ? this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name")
+        : props.then((p) =>
+            p?.has("Name") ? p.get("Name") : this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
+          ),
       this.states(n),
       ifaces,
       this.extents(n),
@@ -259,11 +289,15 @@ export class AtspiSession implements A11ySession {
     return this.factsOf(h, true);
   }
 
-  private async factsOf(h: A11yHandle, actions: boolean): Promise<A11yNodeFacts> {
+  private async factsOf(
+    h: A11yHandle,
+    actions: boolean,
+    props: Promise<Map<string, unknown> | null> | null = null,
+  ): Promise<A11yNodeFacts> {
     this.check();
     const n = asNode(h);
     try {
-      return this.finish(await this.input(n, actions));
+      return this.finish(await this.input(n, actions, props));
     } catch (e) {
       return staleToUi(e);
     }
@@ -300,27 +334,49 @@ export class AtspiSession implements A11ySession {
     return n;
   }
 
-  async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
-    this.check();
-    const root = asNode(h);
-    if (!this.bulk) return this;
-    let cache: CacheSnapshot;
-    try {
-      cache = parseCache(await this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems"));
-    } catch (e) {
-      // An application without the cache (or one that failed it) is walked node by node.
-      if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
-      throw e;
+  private aheadCall(root: Node, kind: CallKind, path: string): Promise<unknown[]> {
+    const n = { bus: root.bus, path };
+    if (kind === "extents") return this.extentsCall(n);
+    if (kind === "actions") return this.actionsCall(n);
+    return this.childrenCall(n);
+  }
+
+  /**
+   * The last walk's calls sent again, when it walked the same root with the same limits; each
+   * failure is kept for whoever takes the answer (none is left unhandled).
+   */
+  private seed(root: Node, key: string): Map<string, Promise<unknown[]>> {
+    const out = new Map<string, Promise<unknown[]>>();
+    const last = this.lastWalks.get(key);
+    if (last === undefined) return out;
+    for (const { kind, path } of last.slice(0, PREFETCH_WINDOW)) {
+      const p = this.aheadCall(root, kind, path);
+      p.catch(() => {});
+      out.set(keyOf(kind, path), p);
     }
+    return out;
+  }
+
+  private keepWalk(key: string, calls: readonly SentCall[]): void {
+    this.lastWalks.delete(key);
+    this.lastWalks.set(key, calls);
+    while (this.lastWalks.size > KEPT_WALKS) {
+      const oldest = this.lastWalks.keys().next();
+      if (oldest.done) break;
+      this.lastWalks.delete(oldest.value);
+    }
+  }
+
+  /** The calls of one walk asked ahead from the cache's prediction (atspiPrefetch.ts). */
+  private prefetch(
+    root: Node,
+    cache: CacheSnapshot,
+    limits: WalkLimits,
+    withActions: boolean,
+    seeded: Map<string, Promise<unknown[]>>,
+  ): Prefetch {
     const { items, childrenOf, ordered } = cache;
-    // Without patterns no GetActions: the names serve nothing else.
-    const withActions = limits.patterns !== false;
-    if (items.size === 0) return this;
-    const cached = (n: Node): CachedItem | undefined => {
-      const it = items.get(n.path);
-      return it !== undefined && it.bus === n.bus ? it : undefined;
-    };
-    const ahead = new Prefetch(
+    return new Prefetch(
       {
         root: root.path,
         node: (path) => {
@@ -336,13 +392,50 @@ export class AtspiSession implements A11ySession {
         maxNodes: limits.maxNodes,
         maxDepth: limits.maxDepth,
       },
-      (kind, path) => {
-        const n = { bus: root.bus, path };
-        if (kind === "extents") return this.extentsCall(n);
-        if (kind === "actions") return this.actionsCall(n);
-        return this.childrenCall(n);
-      },
+      (kind, path) => this.aheadCall(root, kind, path),
+      PREFETCH_WINDOW,
+      seeded,
     );
+  }
+
+  async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
+    this.check();
+    const root = asNode(h);
+    if (!this.bulk) return this;
+    // Without patterns no GetActions: the names serve nothing else.
+    const withActions = limits.patterns !== false;
+    const walkKey = [root.bus, root.path, limits.maxNodes, limits.maxDepth, withActions].join("\u0000");
+    const itemsCall = this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems");
+    // In the same write as GetItems, behind it: the app answers the cache first.
+    const seeded = this.seed(root, walkKey);
+    let cache: CacheSnapshot;
+    try {
+      cache = parseCache(await itemsCall);
+    } catch (e) {
+      // An application without the cache (or one that failed it) is walked node by node.
+      if (e instanceof StaleError || (isUiError(e) && e.code === "platform_unavailable")) return this;
+      throw e;
+    }
+    const { items, ordered } = cache;
+    if (items.size === 0) return this;
+    const cached = (n: Node): CachedItem | undefined => {
+      const it = items.get(n.path);
+      return it !== undefined && it.bus === n.bus ? it : undefined;
+    };
+    // A node the cache lacks (GTK's tree view cells): its name and child count in one GetAll,
+    // asked once for both its facts and its children; a child count of 0 is no GetChildren, as
+    // for a cached leaf (GTK's and Qt's bridges answer GetChildren from that same count).
+    const uncached = new Map<string, Promise<Map<string, unknown> | null>>();
+    const propsOf = (n: Node): Promise<Map<string, unknown> | null> => {
+      const key = `${n.bus}\u0000${n.path}`;
+      let p = uncached.get(key);
+      if (p === undefined) {
+        p = this.accessibleProps(n);
+        uncached.set(key, p);
+      }
+      return p;
+    };
+    const ahead = this.prefetch(root, cache, limits, withActions, seeded);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
         let n: Node;
@@ -354,7 +447,7 @@ export class AtspiSession implements A11ySession {
         } catch (e) {
           return Promise.reject(e);
         }
-        if (it === undefined) return this.factsOf(n, withActions);
+        if (it === undefined) return this.factsOf(n, withActions, propsOf(n));
         return this.cachedInput(n, it, items, ahead, withActions).then((input) => {
           try {
             return this.finish(input);
@@ -372,9 +465,14 @@ export class AtspiSession implements A11ySession {
         // ordersChildren); any other parent, top-levels included, is asked.
         const kids = it !== undefined ? ordered.get(n.path) : undefined;
         if (kids !== undefined) return kids.map((k) => this.node(k.bus, k.path, n));
+        if (it === undefined && (await propsOf(n))?.get("ChildCount") === 0) return [];
         return this.childrenFrom(n, ahead);
       },
-      release: () => ahead.stop(),
+      release: () => {
+        this.keepWalk(walkKey, ahead.sent());
+        ahead.stop();
+        uncached.clear();
+      },
       // Most of the walk's calls only take an answer already asked for: the walk may hold as
       // many as the prefetch has in flight.
       inFlight: PREFETCH_WINDOW,
@@ -552,5 +650,6 @@ export class AtspiSession implements A11ySession {
   async dispose(): Promise<void> {
     this.disposed = true;
     this.nodes.clear();
+    this.lastWalks.clear();
   }
 }

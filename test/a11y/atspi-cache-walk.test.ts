@@ -27,6 +27,8 @@ interface FakeNode {
   name: string;
   /** In the app's cache (with this place among its parent's children and this parent). */
   cached?: { rank: number; parent: string; count?: number };
+  /** Not SHOWING nor VISIBLE (a widget on a hidden stack page): in the cache and in GetState. */
+  hidden?: boolean;
 }
 
 /**
@@ -68,6 +70,10 @@ const ROLE_NAMES: Record<number, string> = {
   75: "application",
 };
 
+// ENABLED | SENSITIVE only: the app does not show the node.
+const HIDDEN_STATES = [(1 << 8) | (1 << 24), 0];
+const statesOf = (path: string): number[] => (TREE[path]?.hidden === true ? HIDDEN_STATES : STATES);
+
 const ifacesOf = (path: string): string[] =>
   path === "/root"
     ? [ACC, "org.a11y.atspi.Application"]
@@ -91,7 +97,7 @@ function cacheItems(): unknown[] {
             n.name,
             n.role,
             "",
-            STATES,
+            statesOf(p),
           ],
         ],
   );
@@ -116,7 +122,7 @@ function fakeBus(getAll = true): { bus: AtspiBus; calls: string[]; early: string
       case "GetRoleName":
         return [ROLE_NAMES[n.role]];
       case "GetState":
-        return [STATES];
+        return [statesOf(path)];
       case "GetInterfaces":
         return [ifacesOf(path)];
       case "Get":
@@ -305,5 +311,61 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
         facts: { ...r.facts, patterns: r.facts.patterns.filter((p) => p !== "invoke") },
       }));
     expect(strip(bare.rows)).toEqual(strip(full.rows));
+  });
+});
+
+describe("AT-SPI walk of nodes the app does not show", () => {
+  const HIDDEN = ["/panel", "/p1", "/p2", "/p3"];
+
+  it("gives them no rect and asks no GetExtents of them in the cached walk, walk after walk", async () => {
+    for (const p of HIDDEN) TREE[p]!.hidden = true;
+    try {
+      const perNode = await walked(false);
+      const { bus, calls } = fakeBus();
+      const root: Node = { bus: APP, path: "/win", parent: null };
+      const s = new AtspiSession(bus, root, true);
+      const rowsOf = async () => {
+        const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
+        try {
+          const r = await walk(s, root as A11yHandle, budget, {
+            maxDepth: 32,
+            maxNodes: 1000,
+            concurrency: 4,
+          });
+          return r.visits.map((v) => ({
+            path: (v.handle as Node).path,
+            depth: v.depth,
+            parent: v.parent,
+            facts: v.facts,
+          }));
+        } finally {
+          budget.release();
+        }
+      };
+      const first = await rowsOf();
+      // The second walk also sends the first one's calls right behind its GetItems.
+      const second = await rowsOf();
+      // Both ways of reading a node give the same node.
+      expect(first).toEqual(perNode.rows);
+      expect(second).toEqual(perNode.rows);
+      for (const r of first) {
+        if (HIDDEN.includes(r.path)) {
+          expect(r.facts.rect).toBeNull();
+          expect(r.facts.offscreen).toBe(true);
+        } else {
+          expect(r.facts.rect).toEqual([10, 20, 40, 60]);
+          expect(r.facts.offscreen).toBe(false);
+        }
+      }
+      // Their actions and patterns are as for any node.
+      expect(first.find((r) => r.path === "/p1")?.facts.patterns).toContain("invoke");
+      expect(calls.filter((c) => c.startsWith("GetActions /p")).length).toBe(6);
+      const extents = calls.filter((c) => c.startsWith("GetExtents "));
+      expect(extents.filter((c) => HIDDEN.includes(c.slice("GetExtents ".length)))).toEqual([]);
+      // Every shown node's extents, once per walk: /win /h /a /b /c /table and the three cells.
+      expect(extents.length).toBe(18);
+    } finally {
+      for (const p of HIDDEN) delete TREE[p]!.hidden;
+    }
   });
 });

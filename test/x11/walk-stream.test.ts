@@ -239,6 +239,63 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
     }
   });
 
+  it("factory: a node the app does not show has no rect and is never asked GetExtents", async () => {
+    const quick = await fast.openSession(windows.factory!);
+    const bus = await atspiBus();
+    const plain = AtspiBus.prototype.call;
+    const extentsOf = new Set<string>();
+    const walkNodes = async () => {
+      const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
+      try {
+        const r = await walk(quick, await quick.root(), budget, {
+          maxDepth: 64,
+          maxNodes: 5000,
+          concurrency: 16,
+        });
+        return r.visits.map((v) => ({ path: (v.handle as Node).path, facts: v.facts }));
+      } finally {
+        budget.release();
+      }
+    };
+    try {
+      await walkNodes();
+      AtspiBus.prototype.call = function (this: AtspiBus, ...args: Parameters<AtspiBus["call"]>) {
+        if (args[3] === "GetExtents") extentsOf.add(args[1]);
+        return plain.apply(this, args);
+      };
+      // A first walk of this session's kind was made: the second also sends its calls early.
+      const rows = await walkNodes();
+      AtspiBus.prototype.call = plain;
+      const root = (await quick.root()) as Node;
+      const cache = parseCache(
+        await ask(bus, root, "/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems"),
+      );
+      const shows = (states: readonly number[]) =>
+        ((states[0] ?? 0) & (1 << 25)) !== 0 && ((states[0] ?? 0) & (1 << 30)) !== 0;
+      const component = rows.filter((r) =>
+        cache.items.get(r.path)?.interfaces.includes("org.a11y.atspi.Component"),
+      );
+      const hidden = component.filter((r) => !shows(cache.items.get(r.path)!.states));
+      const shown = component.filter((r) => shows(cache.items.get(r.path)!.states));
+      // The widget factory's two stack pages not on view, and the like: about 110 nodes.
+      expect(hidden.length).toBeGreaterThan(50);
+      expect(hidden.some((r) => r.facts.patterns.includes("invoke"))).toBe(true);
+      for (const r of hidden) {
+        expect(r.facts.rect).toBeNull();
+        expect(r.facts.offscreen).toBe(true);
+        expect(extentsOf.has(r.path)).toBe(false);
+      }
+      // A shown node is asked, and has its place on screen.
+      expect(shown.length).toBeGreaterThan(50);
+      for (const r of shown) expect(extentsOf.has(r.path)).toBe(true);
+      expect(shown.filter((r) => r.facts.rect !== null).length).toBeGreaterThan(50);
+    } finally {
+      AtspiBus.prototype.call = plain;
+      bus.disconnect();
+      await quick.dispose();
+    }
+  }, 120_000);
+
   it("accepts an application's peer address only when the kernel says the app listens there", async () => {
     const w = windows.factory!;
     const pid = w.instance!.pid;

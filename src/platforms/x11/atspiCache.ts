@@ -1,5 +1,5 @@
 import { refs, statesOf, stringsOf } from "./atspiBus.js";
-import { ACTION, COMPONENT } from "./atspiFacts.js";
+import { ACTION, needsExtents } from "./atspiFacts.js";
 import type { CallKind } from "./atspiPrefetch.js";
 
 const APPLICATION = "org.a11y.atspi.Application";
@@ -127,12 +127,13 @@ function ordersChildren(
 
 /**
  * The calls a cached node needs during a walk (the rest comes from the cache); no GetChildren
- * where the cache holds the children in order (`ordered`).
+ * where the cache holds the children in order (`ordered`), no GetExtents for a node the cached
+ * states say the app does not show (`needsExtents`: its facts carry no rect).
  */
 export function callsOf(it: CachedItem, ordered: boolean): CallKind[] {
   const out: CallKind[] = [];
   if (it.childCount !== 0 && !ordered) out.push("children");
-  if (it.interfaces.includes(COMPONENT)) out.push("extents");
+  if (needsExtents(it.interfaces, it.states)) out.push("extents");
   if (it.interfaces.includes(ACTION)) out.push("actions");
   return out;
 }

@@ -49,6 +49,25 @@ export function hasState(states: readonly number[], bit: number): boolean {
   return ((word >>> (bit & 31)) & 1) === 1;
 }
 
+/**
+ * Whether the application shows the node (SHOWING and VISIBLE). One it does not show (a widget
+ * on a hidden GtkStack page, a closed menu's item) is not drawn anywhere: its extents name no
+ * place on screen, so its facts carry no rect (`atspiFacts`) and it is `offscreen`.
+ */
+export function shownByStates(states: readonly number[]): boolean {
+  return hasState(states, ST_SHOWING) && hasState(states, ST_VISIBLE);
+}
+
+/**
+ * Whether a node whose states and interfaces are known needs its Component.GetExtents: only a
+ * shown Component node (the answer of any other is dropped by `atspiFacts`). The cached walk,
+ * its prediction of the calls to ask ahead and the calls a walk keeps for the next one all ask
+ * by this rule.
+ */
+export function needsExtents(interfaces: readonly string[], states: readonly number[]): boolean {
+  return interfaces.includes(COMPONENT) && shownByStates(states);
+}
+
 /** What AT-SPI answered about a node (strings as the provider gave them). */
 export interface AtspiFactsInput {
   /** GetRoleName, lower-cased. */
@@ -57,7 +76,10 @@ export interface AtspiFactsInput {
   /** GetState's two words. */
   states: readonly number[];
   interfaces: readonly string[];
-  /** Screen rect from Component.GetExtents, or null (no Component, nothing drawn). */
+  /**
+   * Screen rect from Component.GetExtents, or null (no Component, nothing drawn, not asked).
+   * Dropped by `atspiFacts` for a node the states say is not shown.
+   */
   rect: Rect | null;
   /** Action names, lower-cased; only read when the node has the Action interface. */
   actions: readonly string[];
@@ -82,7 +104,11 @@ export function actionNamesOf(body: unknown[]): string[] {
 }
 
 export function atspiFacts(input: AtspiFactsInput): A11yNodeFacts {
-  const { roleName, states, interfaces, rect } = input;
+  const { roleName, states, interfaces } = input;
+  const shown = shownByStates(states);
+  // A node the app does not show has no rect, whichever way it was read (the node-by-node
+  // reading asks its extents beside its states and drops the answer here).
+  const rect = shown ? input.rect : null;
   const editable = interfaces.includes(EDITABLE_TEXT);
   const acts = interfaces.includes(ACTION) ? input.actions : [];
   const patterns: string[] = [];
@@ -111,9 +137,7 @@ export function atspiFacts(input: AtspiFactsInput): A11yNodeFacts {
     class_name: roleName || null,
     rect,
     enabled: hasState(states, ST_ENABLED) || hasState(states, ST_SENSITIVE),
-    offscreen:
-      !(hasState(states, ST_SHOWING) && hasState(states, ST_VISIBLE)) ||
-      (rect !== null && (rect[0] <= NO_EXTENT || rect[1] <= NO_EXTENT)),
+    offscreen: !shown || (rect !== null && (rect[0] <= NO_EXTENT || rect[1] <= NO_EXTENT)),
     focused: hasState(states, ST_FOCUSED),
     is_password: roleName === "password text",
     patterns,

@@ -36,6 +36,7 @@ import {
   extentsRect,
   hasState,
   INVOKE_ACTIONS,
+  needsExtents,
   SELECTION,
   ST_DEFUNCT,
   ST_EXPANDABLE,
@@ -223,6 +224,10 @@ export class AtspiSession implements A11ySession {
     // The actions wait only for the interfaces (known from an earlier walk, usually), not for
     // the other answers: no second round trip after them.
     const ifaces = this.interfaces(n);
+    // The extents are asked beside the states, not after them: chaining them on the states'
+    // answer would add a round trip to every node read this way (walks without the cache,
+    // GTK's uncached tree cells, element facts) to save one call on hidden nodes, whose answer
+    // atspiFacts then drops (a node the app does not show has no rect, as in the cached path).
     const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
       this.roleName(n),
       props === null
@@ -243,8 +248,8 @@ export class AtspiSession implements A11ySession {
   }
 
   /**
-   * A cached node: only its extents, actions (Action nodes) and role name (once per role) are
-   * asked, or taken from what `ahead` asked already.
+   * A cached node: only its extents (shown Component nodes), actions (Action nodes) and role
+   * name (once per role) are asked, or taken from what `ahead` asked already.
    */
   private cachedInput(
     n: Node,
@@ -257,7 +262,8 @@ export class AtspiSession implements A11ySession {
     const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
     // One Promise.all and one callback per node (no async frame, no callback per part): the
     // parts are mostly known already, and a walk builds this for every cached node.
-    const extents = interfaces.includes(COMPONENT)
+    // A node the cached states say is not shown has no rect: its extents are never asked.
+    const extents = needsExtents(interfaces, it.states)
       ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n))
       : null;
     const actions =

@@ -52,6 +52,8 @@ _uix_start() {
   done
   if [ -z "$state" ]; then state=$(mktemp -d "${TMPDIR:-/tmp}/uiinspect-x11.XXXXXX") || return 1; fi
   mkdir -p "$state" && chmod 0700 "$state" || return 1
+  # Marks the folder as this script's state (a test run's leak guard stops only such folders).
+  echo "x11-session.sh" >"$state/x11-session.state" || return 1
   local runtime="$state/runtime"
   mkdir -p "$runtime" && chmod 0700 "$runtime" || return 1
 

@@ -36,7 +36,7 @@ export async function teardown(): Promise<void> {
   const leaks = await settled();
   if (leaks.length === 0) return;
   stopLeaks(leaks);
-  const message = `test run left private X11 desktops running (now stopped):\n${describeLeaks(leaks)}`;
+  const message = `test run left processes of private X11 desktops running (now ended):\n${describeLeaks(leaks)}`;
   process.stderr.write(`\n${message}\n`);
   throw new Error(message);
 }

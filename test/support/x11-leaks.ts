@@ -28,6 +28,8 @@ export interface LeakedProcess {
   file: string | null;
   /** The x11-session state folder it belongs to. */
   state: string;
+  /** Whether that desktop was started by this run (its Xvfb, bus or openbox carries the token). */
+  runsDesktop: boolean;
 }
 
 function readText(path: string): string | null {
@@ -59,13 +61,13 @@ function liveParent(pid: number): number | null {
 
 const isState = (dir: string) => existsSync(join(dir, STATE_MARKER));
 
-/** The folders a process's environment and its stdout/stderr point into (a desktop's state, if any). */
+/**
+ * The folders a process's stdout/stderr, XDG_RUNTIME_DIR and UIINSPECT_X11_STATE point into,
+ * most specific first: a desktop's parts inherit the environment of whoever started them (which
+ * may name another desktop), but their logs and runtime folder are the script's own choice.
+ */
 function foldersOf(pid: number, env: Map<string, string>): string[] {
   const folders: string[] = [];
-  const named = env.get("UIINSPECT_X11_STATE");
-  if (named) folders.push(named);
-  const runtime = env.get("XDG_RUNTIME_DIR");
-  if (runtime && basename(runtime) === "runtime") folders.push(dirname(runtime));
   for (const fd of [1, 2]) {
     try {
       // A removed log reads "PATH (deleted)": its folder is still dirname's answer.
@@ -74,6 +76,10 @@ function foldersOf(pid: number, env: Map<string, string>): string[] {
       // closed, or not ours to read
     }
   }
+  const runtime = env.get("XDG_RUNTIME_DIR");
+  if (runtime && basename(runtime) === "runtime") folders.push(dirname(runtime));
+  const named = env.get("UIINSPECT_X11_STATE");
+  if (named) folders.push(named);
   return folders;
 }
 
@@ -92,6 +98,14 @@ export function processesOfState(state: string): number[] {
   });
 }
 
+/** Whether the desktop of `state` was started by the run of `token`: a part it recorded carries it. */
+function startedByRun(state: string, token: string): boolean {
+  return ["xvfb", "dbus", "openbox"].some((part) => {
+    const pid = Number((readText(join(state, `${part}.pid`)) ?? "").trim());
+    return pid > 0 && environOf(pid)?.get(RUN_TOKEN_VAR) === token;
+  });
+}
+
 /**
  * The live processes carrying `token` that belong to an x11-session desktop, except `self` and
  * its direct children (the vitest process and its workers, which carry the token themselves).
@@ -104,10 +118,18 @@ export function leakedX11Processes(token: string, self: number = process.pid): L
     const env = environOf(pid);
     if (env?.get(RUN_TOKEN_VAR) !== token) continue;
     if (liveParent(pid) === self) continue;
-    const state = foldersOf(pid, env).find(isState);
-    if (state === undefined) continue;
+    const states = foldersOf(pid, env).filter(isState);
+    if (states.length === 0) continue;
+    // A desktop of the run's own before one it did not start (whose variables it inherited).
+    const state = states.find((st) => startedByRun(st, token)) ?? states[0]!;
     const args = (readText(`/proc/${pid}/cmdline`) ?? "").split("\0").join(" ").trim();
-    out.push({ pid, args, file: env.get(RUN_FILE_VAR) ?? null, state });
+    out.push({
+      pid,
+      args,
+      file: env.get(RUN_FILE_VAR) ?? null,
+      state,
+      runsDesktop: startedByRun(state, token),
+    });
   }
   return out;
 }
@@ -117,11 +139,12 @@ function alive(pid: number): boolean {
 }
 
 /**
- * Ends what the leaks hold: each desktop through its own script (`stop STATE`, by the PIDs it
- * recorded), then any process of theirs still alive (one a test started itself) by its PID.
+ * Ends what the leaks hold: each desktop the run started through its own script (`stop STATE`,
+ * by the PIDs it recorded), then every leaked process still alive by its PID. A desktop the run
+ * did not start (a developer's, whose environment a test passed on) keeps running.
  */
 export function stopLeaks(leaks: LeakedProcess[]): void {
-  for (const state of new Set(leaks.map((l) => l.state))) {
+  for (const state of new Set(leaks.filter((l) => l.runsDesktop).map((l) => l.state))) {
     try {
       execFileSync("bash", [SCRIPT, "stop", state], {
         stdio: ["ignore", "ignore", "inherit"],
@@ -145,7 +168,10 @@ export function stopLeaks(leaks: LeakedProcess[]): void {
 export function describeLeaks(leaks: LeakedProcess[]): string {
   const lines: string[] = [];
   for (const state of new Set(leaks.map((l) => l.state))) {
-    lines.push(`x11 session ${state}:`);
+    const ours = leaks.some((l) => l.state === state && l.runsDesktop);
+    lines.push(
+      `x11 session ${state}${ours ? "" : " (not started by this run; only its processes below were ended)"}:`,
+    );
     for (const l of leaks.filter((x) => x.state === state))
       lines.push(`  pid ${l.pid} ${l.args} (started by ${l.file ?? "an unknown test file"})`);
   }

@@ -9,5 +9,8 @@ export default defineConfig({
     pool: "forks",
     fileParallelism: true,
     maxWorkers: 2,
+    // Fails the run when a private X11 desktop a test started is still alive at the end.
+    globalSetup: ["test/support/run-guard.ts"],
+    setupFiles: ["test/support/run-file.ts"],
   },
 });

@@ -41,8 +41,29 @@ _uix_stop() {
   rm -rf "$state"
 }
 
+# Executed (not sourced), a start that is interrupted (SIGINT, SIGTERM, SIGHUP: its caller killed
+# or timed out) stops what it has started before it exits: what its PID files name, and the last
+# process it started in the background ($!), in case the signal came before its PID was written.
+# Sourced, the shell's own traps stay.
+_uix_interrupted() {
+  local state="$1" last="$2"
+  [ -n "$last" ] && _uis_kill_tree "$last"
+  [ -n "$state" ] && [ -d "$state" ] && _uix_stop "$state"
+}
+
+_uix_trap_signals() {
+  [ "$_uix_sourced" = 1 ] && return 0
+  local sig code
+  for sig in INT:130 TERM:143 HUP:129; do
+    code="${sig#*:}"
+    # shellcheck disable=SC2064 # the exit code is fixed now; $state and $! are read when it runs
+    trap "_uix_interrupted \"\$state\" \"\$!\"; exit $code" "${sig%%:*}"
+  done
+}
+
 _uix_start() {
   local state="${1:-}"
+  _uix_trap_signals
   local d
   for d in Xvfb xdpyinfo xprop openbox dbus-daemon dbus-send; do
     if ! command -v "$d" >/dev/null 2>&1; then
@@ -52,6 +73,8 @@ _uix_start() {
   done
   if [ -z "$state" ]; then state=$(mktemp -d "${TMPDIR:-/tmp}/uiinspect-x11.XXXXXX") || return 1; fi
   mkdir -p "$state" && chmod 0700 "$state" || return 1
+  # Marks the folder as this script's state (a test run's leak guard stops only such folders).
+  echo "x11-session.sh" >"$state/x11-session.state" || return 1
   local runtime="$state/runtime"
   mkdir -p "$runtime" && chmod 0700 "$runtime" || return 1
 
@@ -86,15 +109,14 @@ _uix_start() {
   # 2. A private session bus.
   local out
   out=$(env XDG_RUNTIME_DIR="$runtime" DISPLAY="$display" \
-    dbus-daemon --session --fork --print-address=1 --print-pid=1 </dev/null) || {
+    dbus-daemon --session --fork --print-address=1 --print-pid=3 </dev/null 3>"$state/dbus.pid") || {
     _uix_log "dbus-daemon failed"
     _uix_stop "$state"
     return 1
   }
-  local bus_address bus_pid
+  # The daemon wrote its PID into dbus.pid itself (fd 3), before its parent returned.
+  local bus_address
   bus_address=$(printf '%s\n' "$out" | sed -n 1p)
-  bus_pid=$(printf '%s\n' "$out" | sed -n 2p)
-  echo "$bus_pid" >"$state/dbus.pid"
 
   local -a envs=(DISPLAY="$display" DBUS_SESSION_BUS_ADDRESS="$bus_address" XDG_RUNTIME_DIR="$runtime")
 
@@ -125,6 +147,7 @@ _uix_start() {
 
   printf 'DISPLAY=%s\nDBUS_SESSION_BUS_ADDRESS=%s\nXDG_RUNTIME_DIR=%s\nUIINSPECT_X11_STATE=%s\n' \
     "$display" "$bus_address" "$runtime" "$state" >"$state/env"
+  [ "$_uix_sourced" = 1 ] || trap - INT TERM HUP
   if [ "$_uix_sourced" = 1 ]; then
     export DISPLAY="$display" DBUS_SESSION_BUS_ADDRESS="$bus_address" XDG_RUNTIME_DIR="$runtime" \
       UIINSPECT_X11_STATE="$state"

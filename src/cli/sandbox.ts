@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -43,6 +44,62 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+const START_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/**
+ * The first SIGINT, SIGTERM or SIGHUP that arrives while `start` runs. Caught so that start can
+ * end what it has started (its caller timed out or was stopped) instead of dying with a desktop
+ * left running; `onSignal` passes it on to the script while the script runs.
+ */
+class StartSignals {
+  signal: NodeJS.Signals | null = null;
+  private forward: ((s: NodeJS.Signals) => void) | null = null;
+  private readonly handler = (s: NodeJS.Signals) => {
+    if (this.signal === null) this.signal = s;
+    this.forward?.(s);
+  };
+
+  constructor() {
+    for (const s of START_SIGNALS) process.on(s, this.handler);
+  }
+
+  onSignal(fn: ((s: NodeJS.Signals) => void) | null): void {
+    this.forward = fn;
+  }
+
+  /** The exit status of a command ended by the signal (128 + its number). */
+  status(): number {
+    return 128 + (this.signal ? constants.signals[this.signal] : 0);
+  }
+
+  dispose(): void {
+    for (const s of START_SIGNALS) process.off(s, this.handler);
+  }
+}
+
+/**
+ * Runs `x11-session.sh start [DIR]` (its stderr on ours) and gives its stdout, or null when it
+ * failed. A signal caught meanwhile goes to the script, which then stops what it had started.
+ */
+function runStartScript(args: string[], signals: StartSignals): Promise<string | null> {
+  return new Promise((resolve) => {
+    const child = spawn("bash", [SCRIPT, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (d: string) => {
+      out += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGTERM"), 120_000);
+    signals.onSignal((s) => child.kill(s));
+    child.once("error", () => undefined);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      signals.onSignal(null);
+      resolve(code === 0 ? out : null);
+    });
+  });
+}
+
 /** The top-level windows the window manager lists (_NET_CLIENT_LIST), by id. */
 function clientWindows(env: NodeJS.ProcessEnv): string[] {
   try {
@@ -68,7 +125,13 @@ function windowPid(env: NodeJS.ProcessEnv, id: string): number | null {
   }
 }
 
-async function startApp(program: string, state: string, env: NodeJS.ProcessEnv, io: Io): Promise<boolean> {
+async function startApp(
+  program: string,
+  state: string,
+  env: NodeJS.ProcessEnv,
+  io: Io,
+  signals: StartSignals,
+): Promise<boolean> {
   const log = openSync(join(state, "app.log"), "a");
   const child = spawn(program, [], {
     env: { ...env, GDK_BACKEND: "x11" },
@@ -92,6 +155,7 @@ async function startApp(program: string, state: string, env: NodeJS.ProcessEnv, 
   child.unref();
   const deadline = Date.now() + APP_READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
+    if (signals.signal !== null) return false;
     if (why !== null) {
       io.err(`sandbox: ${program} ${why} (its output: ${join(state, "app.log")})\n`);
       return false;
@@ -138,26 +202,39 @@ export async function runSandbox(
     io.err("sandbox: usage: sandbox start [--app PROGRAM] [--dir DIR] | sandbox stop [DIR]\n");
     return 2;
   }
-  const args = ["start", ...(typeof values.dir === "string" ? [values.dir] : [])];
-  let out: string;
+  const signals = new StartSignals();
   try {
-    out = execFileSync("bash", [SCRIPT, ...args], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-      timeout: 120_000,
-    });
-  } catch {
+    return await start(values, io, signals);
+  } finally {
+    signals.dispose();
+  }
+}
+
+async function start(values: Record<string, unknown>, io: Io, signals: StartSignals): Promise<number> {
+  // After a signal: what was started is stopped, and start exits 128 + the signal's number.
+  const ended = (state: string | undefined): number => {
+    if (state) stopState(state, io);
+    io.err(`sandbox: start ended by ${signals.signal}\n`);
+    return signals.status();
+  };
+  const args = ["start", ...(typeof values.dir === "string" ? [values.dir] : [])];
+  const out = await runStartScript(args, signals);
+  const env = out === null ? {} : parseEnvLines(out);
+  const state = env.UIINSPECT_X11_STATE;
+  // Interrupted while the script ran, the script stopped what it had started itself.
+  if (signals.signal !== null) return ended(state);
+  if (out === null) {
     io.err("sandbox: the private desktop did not start (see the lines above)\n");
     return 1;
   }
-  const env = parseEnvLines(out);
-  const state = env.UIINSPECT_X11_STATE;
   if (!env.DISPLAY || !env.DBUS_SESSION_BUS_ADDRESS || !state) {
     io.err("sandbox: the private desktop reported no environment\n");
     return 1;
   }
   const app = typeof values.app === "string" ? values.app : null;
-  if (app !== null && !(await startApp(app, state, { ...process.env, ...env }, io))) {
+  const appUp = app === null || (await startApp(app, state, { ...process.env, ...env }, io, signals));
+  if (signals.signal !== null) return ended(state);
+  if (!appUp) {
     stopState(state, io);
     return 1;
   }

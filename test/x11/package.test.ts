@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -84,6 +84,16 @@ async function doctor(
 
 const failed = (rep: DoctorReport) => rep.checks.filter((c) => c.status === "fail");
 
+/** Stops every sandbox whose folder is in `dir` (the TMPDIR the README's trial ran with). */
+function stopSandboxesIn(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    const state = join(dir, name);
+    if (name.startsWith("uiinspect-x11.") && existsSync(join(state, "xvfb.pid")))
+      execFileSync("bash", [join(REPO, "sandbox/x11-session.sh"), "stop", state], { stdio: "inherit" });
+  }
+}
+
 describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", () => {
   let session: X11Session;
   let work: string;
@@ -119,8 +129,12 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
   }, 600_000);
 
   afterAll(() => {
-    session?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
+    try {
+      if (work) stopSandboxesIn(join(work, "tmp"));
+    } finally {
+      session?.stop();
+      if (work) rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it("ships the bin executable, docs and LICENSE, and no source maps", () => {
@@ -223,7 +237,8 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
       npm_config_prefix: globalPrefix,
       PATH: `${join(globalPrefix, "bin")}:${process.env.PATH}`,
     });
-    const bash = (script: string) => run("bash", ["-euo", "pipefail", "-c", script], work, env, 600_000);
+    const bash = (script: string, over: Record<string, string> = {}) =>
+      run("bash", ["-euo", "pipefail", "-c", script], work, { ...env, ...over }, 600_000);
     // `npm pack` ran above (beforeAll) in the checkout; the rest of the block runs as written here.
     const install = readmeBlock("tarball")
       .split("\n")
@@ -232,7 +247,11 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
     expect(install).toContain(`./${basename(tarball)}`);
     const inst = await bash(install);
     expect(inst.status, inst.stderr).toBe(0);
-    const trial = await bash(readmeBlock("trial"));
+    // The trial's sandbox makes its folder in TMPDIR: a step that fails ends the block (set -e)
+    // before its `sandbox stop`, and afterAll stops what is left there.
+    const sandboxes = join(work, "tmp");
+    mkdirSync(sandboxes, { recursive: true });
+    const trial = await bash(readmeBlock("trial"), { TMPDIR: sandboxes });
     expect(trial.status, `${trial.stdout}\n${trial.stderr}`).toBe(0);
     expect(trial.stdout).toContain("valid policy");
     expect(trial.stdout).toMatch(/doctor: USABLE/);

@@ -35,21 +35,28 @@ const centre = (r: [number, number, number, number]) => ({
 
 describe.skipIf(!run)("the README's typical session on the sandbox", () => {
   let work: string;
+  let state: string;
   let exports: Record<string, string>;
   let h: McpHarness;
   let hwnd: string;
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "uiinspect-readme-"));
+    // The sandbox's folder is chosen here, before it starts: afterAll stops whatever is in it,
+    // also after a start that failed, timed out or printed less than it should.
+    state = join(work, "sandbox");
     // As the README says: eval "$(uiinspect-mcp sandbox start --app gtk3-widget-factory)".
-    const out = execFileSync(process.execPath, [CLI, "sandbox", "start", "--app", "gtk3-widget-factory"], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-      timeout: 120_000,
-    });
+    const out = execFileSync(
+      process.execPath,
+      [CLI, "sandbox", "start", "--app", "gtk3-widget-factory", "--dir", state],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 120_000 },
+    );
     exports = {};
-    for (const m of out.matchAll(/^export ([A-Z_]+)=(.*)$/gm)) exports[m[1]] = m[2].replace(/^'(.*)'$/, "$1");
+    for (const m of out.matchAll(/^export ([A-Z][A-Z0-9_]*)=(.*)$/gm))
+      exports[m[1]] = m[2].replace(/^'(.*)'$/, "$1");
     expect(exports.DISPLAY).toMatch(/^:\d+$/);
+    // What `sandbox stop` in that shell reads.
+    expect(exports.UIINSPECT_X11_STATE).toBe(state);
     Object.assign(process.env, exports);
     // A user's own copy of the example policy.
     const policy = join(work, "policy.yaml");
@@ -59,12 +66,13 @@ describe.skipIf(!run)("the README's typical session on the sandbox", () => {
   }, 180_000);
 
   afterAll(async () => {
-    await h?.close();
-    if (exports?.UIINSPECT_X11_STATE)
-      execFileSync(process.execPath, [CLI, "sandbox", "stop", exports.UIINSPECT_X11_STATE], {
-        stdio: "inherit",
-      });
-    if (work) rmSync(work, { recursive: true, force: true });
+    try {
+      await h?.close();
+    } finally {
+      if (state && existsSync(join(state, "xvfb.pid")))
+        execFileSync(process.execPath, [CLI, "sandbox", "stop", state], { stdio: "inherit" });
+      if (work) rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it("1-2. list_windows shows the app; request_access is approved at the dialog", async () => {

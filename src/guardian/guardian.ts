@@ -31,6 +31,10 @@ export class Guardian {
   private readonly dead = new Set<string>();
   /** Releases run one at a time, in the order they were asked for. */
   private chain: Promise<void> = Promise.resolve();
+  /** The server's pipe closed: no source may hold anything more, known or not. */
+  private ending = false;
+  /** What was held when the pipe closed, released once more by `settle`. */
+  private final: HeldEntry[] = [];
 
   constructor(
     private readonly releaser: Releaser,
@@ -39,7 +43,7 @@ export class Guardian {
 
   /** Records entries a source is about to hold; false when the source was already released. */
   hold(source: string, entries: readonly HeldEntry[]): boolean {
-    if (this.dead.has(source)) return false;
+    if (this.ending || this.dead.has(source)) return false;
     const list = this.held.get(source) ?? [];
     for (const e of entries) {
       const k = entryKey(e);
@@ -80,16 +84,43 @@ export class Guardian {
     return this.run(list);
   }
 
+  /**
+   * The server's pipe closed: everything held is released and every later record refused, from
+   * any source, including one that held nothing at this moment (a worker between two remaps of a
+   * text would otherwise remap once more after this release, with no guardian left to undo it).
+   * The journal keeps the keyboard changes until `settle` has released them again.
+   */
+  shutdown(): Promise<void> {
+    this.ending = true;
+    const all = [...this.held.keys()];
+    for (const s of all) this.dead.add(s);
+    this.final = all.flatMap((s) => this.held.get(s) ?? []);
+    this.held.clear();
+    return this.run(this.final, false);
+  }
+
+  /**
+   * After the workers' connections closed (or their bound passed): the shutdown's entries once
+   * more. A worker told "ok" just before the pipe closed may have made its change after the first
+   * pass looked (a remap not yet written is skipped as not ours); releases skip what is already
+   * undone, so a second pass costs nothing where there is nothing left.
+   */
+  settle(): Promise<void> {
+    const list = this.final;
+    this.final = [];
+    return this.run(list, true);
+  }
+
   /** Entries currently held (for tests and the state journal). */
   snapshot(): HeldEntry[] {
     return [...this.held.values()].flat();
   }
 
-  private run(list: readonly HeldEntry[]): Promise<void> {
+  private run(list: readonly HeldEntry[], journal = true): Promise<void> {
     const newestFirst = [...list].reverse();
     const step = this.chain.then(async () => {
       if (newestFirst.length > 0) await this.releaser.release(newestFirst);
-      if (newestFirst.some(isKeyboardState)) this.persist();
+      if (journal && newestFirst.some(isKeyboardState)) this.persist();
     });
     this.chain = step.catch(() => undefined);
     return this.chain;

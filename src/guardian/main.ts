@@ -19,6 +19,23 @@ import { ENV, readLines, SOURCE_PATTERN, TOKEN_PATTERN } from "./wire.js";
 const EXIT_BOUND_MS = 2000;
 /** A worker must say hello this soon after connecting. */
 const HELLO_TIMEOUT_MS = 5000;
+/** After the pipe closed, the workers' connections are awaited this long before the second pass. */
+const WORKERS_GONE_MS = 1000;
+
+/** Resolves once every socket in `open` has closed, or after `boundMs`. */
+function allClosed(open: Set<Socket>, boundMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, boundMs);
+    timer.unref();
+    const check = () => {
+      if (open.size > 0) return;
+      clearTimeout(timer);
+      resolve();
+    };
+    for (const sock of open) sock.once("close", () => setImmediate(check));
+    check();
+  });
+}
 
 async function makeReleaser(platform: string): Promise<{ releaser: Releaser; journal: RemapJournal | null }> {
   if (platform === "x11") {
@@ -59,14 +76,16 @@ async function makeReleaser(platform: string): Promise<{ releaser: Releaser; jou
   throw new Error("unknown platform");
 }
 
-function serveWorker(guardian: Guardian, token: string, sock: Socket): void {
+function serveWorker(guardian: Guardian, token: string, sock: Socket, open: Set<Socket>): void {
   let source: string | null = null;
+  open.add(sock);
   const hello = setTimeout(() => sock.destroy(), HELLO_TIMEOUT_MS);
   const say = (line: string) => {
     if (!sock.destroyed) sock.write(`${line}\n`);
   };
   sock.on("error", () => undefined);
   sock.on("close", () => {
+    open.delete(sock);
     clearTimeout(hello);
     // The worker's end closed: it died or finished; anything it still held is released.
     if (source !== null) void guardian.releaseSource(source);
@@ -108,14 +127,21 @@ async function main(): Promise<void> {
 
   const { releaser, journal } = await makeReleaser(platform);
   const guardian = new Guardian(releaser, journal);
-  const server = createServer((sock) => serveWorker(guardian, token, sock));
+  const workers = new Set<Socket>();
+  const server = createServer((sock) => serveWorker(guardian, token, sock, workers));
   let ending = false;
   const end = () => {
     if (ending) return;
     ending = true;
     setTimeout(() => process.exit(0), EXIT_BOUND_MS).unref();
     server.close();
-    void guardian.releaseAll().finally(() => {
+    // Release now, then again once the workers are gone: one told "ok" just before the pipe
+    // closed may make its change after the first pass (workers die with the server).
+    const released = guardian
+      .shutdown()
+      .then(() => allClosed(workers, WORKERS_GONE_MS))
+      .then(() => guardian.settle());
+    void released.finally(() => {
       releaser.close();
       if (process.platform !== "win32") rmSync(dirname(socketPath), { recursive: true, force: true });
       process.exit(0);

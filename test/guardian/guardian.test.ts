@@ -137,4 +137,35 @@ describe("remap journal", () => {
     await g.releaseSource("s");
     expect(writes.at(-1)).toEqual([]);
   });
+
+  it("once the server's pipe closed, no source may hold anything, one that held nothing then included", async () => {
+    const r = new RecordingReleaser();
+    const g = new Guardian(r);
+    // A worker between two characters of a text: its last remap undone, nothing held right now.
+    g.hold("input-1-1", [{ kind: "remap", code: 250, keysym: 0x1000141 }]);
+    g.released("input-1-1", [{ kind: "remap", code: 250, keysym: 0x1000141 }]);
+    await g.shutdown();
+    expect(g.hold("input-1-1", [{ kind: "remap", code: 250, keysym: 0x100263a }])).toBe(false);
+    expect(g.hold("input-2-1", [{ kind: "key", key: "a" }])).toBe(false);
+    expect(g.snapshot()).toEqual([]);
+  });
+
+  it("settle releases the shutdown's entries again, and the journal keeps them until then", async () => {
+    const r = new RecordingReleaser();
+    const writes: string[][] = [];
+    const g = new Guardian(r, { write: (changes) => writes.push(changes.map((c) => encodeEntry(c))) });
+    const remap: HeldEntry = { kind: "remap", code: 250, keysym: 0x1000141 };
+    g.hold("input-1-1", [{ kind: "key", key: "shift" }, remap]);
+    expect(writes.at(-1)).toEqual([encodeEntry(remap)]);
+    await g.shutdown();
+    const once = [remap, { kind: "key", key: "shift" }];
+    expect(r.released).toEqual([once]);
+    // A guardian that dies here still leaves the remap for the next one to repair.
+    expect(writes.at(-1)).toEqual([encodeEntry(remap)]);
+    await g.settle();
+    expect(r.released).toEqual([once, once]);
+    expect(writes.at(-1)).toEqual([]);
+    await g.settle();
+    expect(r.released).toHaveLength(2);
+  });
 });

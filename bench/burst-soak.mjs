@@ -3,7 +3,7 @@
 // find_elements, list_windows, health_check) plus a burst of 64 calls in flight every
 // BURST_EVERY_S seconds (default 5), and rewrites the scenario every 10 s, for SOAK_MINUTES
 // (default 10). The resident set of the server and every process below it is sampled every
-// SOAK_SAMPLE_S seconds (default 5).
+// SOAK_SAMPLE_S seconds (default 5), with the server's open file descriptors and threads.
 //
 //   npm run build && node bench/burst-soak.mjs
 //   SOAK_MINUTES=3 BENCH_BASELINE=/other/dist/cli.js node bench/burst-soak.mjs   # this build, then the other
@@ -13,7 +13,7 @@
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { CLI, call, LOOSE, RUFFLE, scratch, startServer } from "./lib/mcp.mjs";
-import { memory, round2, slope, smapsBreakdown } from "./lib/stats.mjs";
+import { fdsAndThreads, memory, round2, slope, smapsBreakdown } from "./lib/stats.mjs";
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const SAMPLE_S = Number(process.env.SOAK_SAMPLE_S ?? 5);
@@ -125,7 +125,7 @@ async function soak(cli) {
   let peak = 0;
   const sample = () => {
     const m = memory(server.pid);
-    r.samples.push({ min: round2((performance.now() - t0) / 60_000), ...m });
+    r.samples.push({ min: round2((performance.now() - t0) / 60_000), ...m, ...fdsAndThreads(server.pid) });
     if (SMAPS && m.total > peak) r.server_smaps_mib_at_peak = smapsBreakdown(server.pid);
     peak = Math.max(peak, m.total);
   };
@@ -140,6 +140,7 @@ async function soak(cli) {
   })();
   await Promise.all([...lanes, bursts, rewrites, sampler]);
   sample();
+  if (SMAPS) r.server_smaps_mib_at_end = smapsBreakdown(server.pid);
   await c.close();
   const totals = r.samples.map((x) => x.total);
   const after1 = r.samples.filter((x) => x.min >= 1);

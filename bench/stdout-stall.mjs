@@ -13,6 +13,7 @@
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
+import { stallDesktop } from "../test/e2e/fixtures/stall-desktop.mjs";
 import { CLI, cleanEnv, LOOSE, RUFFLE, scratch } from "./lib/mcp.mjs";
 
 const BASELINE = process.env.BENCH_BASELINE;
@@ -23,28 +24,12 @@ const PTY = resolve(import.meta.dirname, "../test/e2e/fixtures/pty-stdout.py");
 const la = () => loadavg().map((v) => Math.round(v * 100) / 100);
 const loadStart = la();
 
-const windows = Array.from({ length: 200 }, (_, i) => ({
-  hwnd: 2000 + i,
-  title: `Ruffle - w${i} ${"t".repeat(200)}`,
-  class: "RuffleWindow",
-  pid: 4242,
-  process_start: "2026-11-30T08:00:00Z",
-  process_path: RUFFLE,
-  rect: [0, 0, 100, 100],
-  visible: true,
-  iconic: false,
-  z: i,
-  fill: "#3366cc",
-}));
-const s = scratch(
-  { session: 1, foreground: 2000, windows },
-  {
-    schema_version: 1,
-    policy_id: "stall",
-    application: { executable_path: RUFFLE, title_patterns: ["Ruffle - *"] },
-    allowed_actions: ["observe"],
-  },
-);
+const s = scratch(stallDesktop(RUFFLE), {
+  schema_version: 1,
+  policy_id: "stall",
+  application: { executable_path: RUFFLE, title_patterns: ["Ruffle - *"] },
+  allowed_actions: ["observe"],
+});
 const env = {
   ...cleanEnv(),
   ...LOOSE,

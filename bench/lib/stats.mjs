@@ -58,6 +58,16 @@ export function memory(pid) {
   };
 }
 
+/** Open file descriptors and threads of one process (0 once it is gone). */
+export function fdsAndThreads(pid) {
+  try {
+    const threads = Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+    return { fds: readdirSync(`/proc/${pid}/fd`).length, threads };
+  } catch {
+    return { fds: 0, threads: 0 };
+  }
+}
+
 /**
  * Where a process's resident memory is, in MiB, from /proc/PID/smaps: malloc's main heap,
  * the other anonymous mappings by size (64 MiB arena heaps, V8's 256 KiB pages, the rest), and

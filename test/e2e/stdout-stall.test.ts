@@ -14,6 +14,7 @@ import type { Readable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, filePolicy, RUFFLE } from "../support/mcp.js";
 import { pollUntil } from "../support/serverProcess.js";
+import { stallDesktop } from "./fixtures/stall-desktop.mjs";
 
 /**
  * A client that stops reading the server's stdout. The answers (list_windows over 200 windows
@@ -34,21 +35,8 @@ afterAll(() => {
 
 function scenario() {
   const dir = mkdtempSync(join(tmpdir(), "uiinspect-stall-"));
-  const windows = Array.from({ length: 200 }, (_, i) => ({
-    hwnd: 2000 + i,
-    title: `Ruffle - w${i} ${"t".repeat(200)}`,
-    class: "RuffleWindow",
-    pid: 4242,
-    process_start: "2026-11-30T08:00:00Z",
-    process_path: RUFFLE,
-    rect: [0, 0, 100, 100],
-    visible: true,
-    iconic: false,
-    z: i,
-    fill: "#3366cc",
-  }));
   const desktop = join(dir, "desktop.json");
-  writeFileSync(desktop, JSON.stringify({ session: 1, foreground: 2000, windows }));
+  writeFileSync(desktop, JSON.stringify(stallDesktop(RUFFLE)));
   const policy = join(dir, "policy.json");
   writeFileSync(policy, JSON.stringify(filePolicy({ allowed_actions: ["observe"] })));
   const audit = join(dir, "audit.jsonl");

@@ -368,4 +368,29 @@ describe("AT-SPI walk of nodes the app does not show", () => {
       for (const p of HIDDEN) delete TREE[p]!.hidden;
     }
   });
+
+  it("asks no GetExtents of an uncached cell under a table or cell known not SHOWING", async () => {
+    // A hidden tree view: the app reports its cells not SHOWING either (SHOWING means the
+    // object and all its ancestors are shown). /cell1 and /cell2 sit under the cached /table,
+    // /cell2a under the uncached /cell2.
+    const CELLS = ["/cell1", "/cell2", "/cell2a"];
+    for (const p of ["/table", ...CELLS]) TREE[p]!.hidden = true;
+    try {
+      const perNode = await walked(false);
+      for (const patterns of [true, false]) {
+        const bulk = await walked(true, patterns);
+        if (patterns) expect(bulk.rows).toEqual(perNode.rows);
+        for (const r of bulk.rows.filter((r) => CELLS.includes(r.path))) {
+          expect(r.facts.rect).toBeNull();
+          expect(r.facts.offscreen).toBe(true);
+        }
+        const extents = bulk.calls.filter((c) => c.startsWith("GetExtents "));
+        expect(extents.filter((c) => CELLS.includes(c.slice("GetExtents ".length)))).toEqual([]);
+        // The cells' other facts are still read, each once.
+        for (const c of CELLS) expect(bulk.calls.filter((x) => x === `GetState ${c}`).length).toBe(1);
+      }
+    } finally {
+      for (const p of ["/table", ...CELLS]) delete TREE[p]!.hidden;
+    }
+  });
 });

@@ -296,6 +296,39 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
     }
   }, 120_000);
 
+  for (const app of ["factory", "demo"]) {
+    it(`${app}: no child of a node that is not SHOWING reports SHOWING (the walk relies on it)`, async () => {
+      // The cached walk asks no GetExtents of an uncached node under a parent known not
+      // SHOWING: exact only if the app never reports a child SHOWING below such a parent.
+      const slow = await perNode.openSession(windows[app]!);
+      const bus = await atspiBus();
+      const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
+      try {
+        const r = await walk(slow, await slow.root(), budget, {
+          maxDepth: 64,
+          maxNodes: 5000,
+          concurrency: 8,
+        });
+        const showing = await Promise.all(
+          r.visits.map(async (v) => {
+            const n = v.handle as Node;
+            const body = await ask(bus, n, n.path, "org.a11y.atspi.Accessible", "GetState");
+            const word = Array.isArray(body[0]) ? Number(body[0][0] ?? 0) : 0;
+            return ((word >>> 25) & 1) === 1;
+          }),
+        );
+        const under = r.visits.flatMap((v, i) => (v.parent >= 0 && !showing[v.parent] ? [i] : []));
+        // The factory's stack pages not on view hold about ninety nodes.
+        if (app === "factory") expect(under.length).toBeGreaterThan(50);
+        expect(under.filter((i) => showing[i])).toEqual([]);
+      } finally {
+        budget.release();
+        bus.disconnect();
+        await slow.dispose();
+      }
+    }, 120_000);
+  }
+
   it("accepts an application's peer address only when the kernel says the app listens there", async () => {
     const w = windows.factory!;
     const pid = w.instance!.pid;

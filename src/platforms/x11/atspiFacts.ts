@@ -22,7 +22,7 @@ export const ST_EXPANDED = 10;
 const ST_FOCUSED = 12;
 export const ST_SELECTABLE = 22;
 const ST_SENSITIVE = 24;
-const ST_SHOWING = 25;
+export const ST_SHOWING = 25;
 const ST_VISIBLE = 30;
 
 export const INVOKE_ACTIONS = ["click", "press", "activate", "jump"];

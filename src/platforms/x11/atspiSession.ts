@@ -42,6 +42,7 @@ import {
   ST_EXPANDABLE,
   ST_EXPANDED,
   ST_SELECTABLE,
+  ST_SHOWING,
   TOGGLE_ACTIONS,
 } from "./atspiFacts.js";
 import { type CallKind, keyOf, PREFETCH_WINDOW, Prefetch, type SentCall } from "./atspiPrefetch.js";
@@ -220,6 +221,7 @@ export class AtspiSession implements A11ySession {
     n: Node,
     withActions = true,
     props: Promise<Map<string, unknown> | null> | null = null,
+    parentHidden = false,
   ): Promise<AtspiFactsInput> {
     // The actions wait only for the interfaces (known from an earlier walk, usually), not for
     // the other answers: no second round trip after them.
@@ -228,6 +230,8 @@ export class AtspiSession implements A11ySession {
     // answer would add a round trip to every node read this way (walks without the cache,
     // GTK's uncached tree cells, element facts) to save one call on hidden nodes, whose answer
     // atspiFacts then drops (a node the app does not show has no rect, as in the cached path).
+    // A node whose parent is known not SHOWING is not shown either (SHOWING means the object
+    // and all its ancestors are shown): its extents are not asked.
     const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
       this.roleName(n),
       props === null
@@ -237,7 +241,7 @@ export class AtspiSession implements A11ySession {
           ),
       this.states(n),
       ifaces,
-      this.extents(n),
+      parentHidden ? null : this.extents(n),
       n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
       ifaces.then(
         async (i) => (withActions && i.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : []),
@@ -299,11 +303,12 @@ export class AtspiSession implements A11ySession {
     h: A11yHandle,
     actions: boolean,
     props: Promise<Map<string, unknown> | null> | null = null,
+    parentHidden = false,
   ): Promise<A11yNodeFacts> {
     this.check();
     const n = asNode(h);
     try {
-      return this.finish(await this.input(n, actions, props));
+      return this.finish(await this.input(n, actions, props, parentHidden));
     } catch (e) {
       return staleToUi(e);
     }
@@ -404,6 +409,44 @@ export class AtspiSession implements A11ySession {
     );
   }
 
+  /**
+   * How one walk reads the nodes the cache lacks (GTK's tree view cells), node by node.
+   * Their name and child count come in one GetAll, asked once for both their facts and their
+   * children; a child count of 0 is no GetChildren, as for a cached leaf (GTK's and Qt's
+   * bridges answer GetChildren from that same count). SHOWING means the object and all its
+   * ancestors are shown: a node under a cached parent whose states lack SHOWING is not shown,
+   * nor is one under such a node (a container cell's cells); their extents are not asked (no
+   * rect by the rule). On gtk3-widget-factory and gtk3-demo no child of a node that is not
+   * SHOWING reports SHOWING (test/x11/walk-stream.test.ts).
+   */
+  private uncachedReader(cached: (n: Node) => CachedItem | undefined, withActions: boolean) {
+    const props = new Map<string, Promise<Map<string, unknown> | null>>();
+    const hidden = new Set<Node>();
+    const propsOf = (n: Node): Promise<Map<string, unknown> | null> => {
+      const key = `${n.bus}\u0000${n.path}`;
+      let p = props.get(key);
+      if (p === undefined) {
+        p = this.accessibleProps(n);
+        props.set(key, p);
+      }
+      return p;
+    };
+    return {
+      propsOf,
+      facts: (n: Node): Promise<A11yNodeFacts> => {
+        const p = n.parent;
+        const pit = p === null ? undefined : cached(p);
+        const under = p !== null && (pit !== undefined ? !hasState(pit.states, ST_SHOWING) : hidden.has(p));
+        if (under) hidden.add(n);
+        return this.factsOf(n, withActions, propsOf(n), under);
+      },
+      clear: (): void => {
+        props.clear();
+        hidden.clear();
+      },
+    };
+  }
+
   async walkSource(h: A11yHandle, limits: WalkLimits): Promise<A11yNodeSource> {
     this.check();
     const root = asNode(h);
@@ -428,19 +471,7 @@ export class AtspiSession implements A11ySession {
       const it = items.get(n.path);
       return it !== undefined && it.bus === n.bus ? it : undefined;
     };
-    // A node the cache lacks (GTK's tree view cells): its name and child count in one GetAll,
-    // asked once for both its facts and its children; a child count of 0 is no GetChildren, as
-    // for a cached leaf (GTK's and Qt's bridges answer GetChildren from that same count).
-    const uncached = new Map<string, Promise<Map<string, unknown> | null>>();
-    const propsOf = (n: Node): Promise<Map<string, unknown> | null> => {
-      const key = `${n.bus}\u0000${n.path}`;
-      let p = uncached.get(key);
-      if (p === undefined) {
-        p = this.accessibleProps(n);
-        uncached.set(key, p);
-      }
-      return p;
-    };
+    const uncached = this.uncachedReader(cached, withActions);
     const ahead = this.prefetch(root, cache, limits, withActions, seeded);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
@@ -453,7 +484,7 @@ export class AtspiSession implements A11ySession {
         } catch (e) {
           return Promise.reject(e);
         }
-        if (it === undefined) return this.factsOf(n, withActions, propsOf(n));
+        if (it === undefined) return uncached.facts(n);
         return this.cachedInput(n, it, items, ahead, withActions).then((input) => {
           try {
             return this.finish(input);
@@ -471,7 +502,7 @@ export class AtspiSession implements A11ySession {
         // ordersChildren); any other parent, top-levels included, is asked.
         const kids = it !== undefined ? ordered.get(n.path) : undefined;
         if (kids !== undefined) return kids.map((k) => this.node(k.bus, k.path, n));
-        if (it === undefined && (await propsOf(n))?.get("ChildCount") === 0) return [];
+        if (it === undefined && (await uncached.propsOf(n))?.get("ChildCount") === 0) return [];
         return this.childrenFrom(n, ahead);
       },
       release: () => {

@@ -83,16 +83,20 @@ export async function remoteSetup(policyId) {
       limits: { max_actions_per_minute: 10_000_000, max_screenshot_pixels_per_minute: 2_000_000_000_000 },
     }),
   );
-  const token = (sub) =>
-    new SignJWT({ scope: "uiinspect:observe uiinspect:inspect" })
+  // One clock reading for iat and exp: jose reads the clock for each, and a second that ticks
+  // between them makes a token of 3601 s, which the server refuses (its cap is 3600 s).
+  const token = (sub) => {
+    const iat = Math.floor(Date.now() / 1000);
+    return new SignJWT({ scope: "uiinspect:observe uiinspect:inspect" })
       .setProtectedHeader({ alg: "ES256", kid: "k" })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
       .setSubject(sub)
       .setJti(`${sub}-${Date.now()}`)
-      .setIssuedAt()
-      .setExpirationTime("1h")
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + 3600)
       .sign(privateKey);
+  };
   return { dir, jwks, desktop, policy, token, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 

@@ -38,17 +38,7 @@ export interface Libc {
   mallocTrim(pad: number): number;
   /** sched_setscheduler(pid, policy, &{ sched_priority }); pid 0 is the calling thread. */
   schedSetScheduler(pid: number, policy: number, priority: number): number;
-  /** sched_getscheduler(pid): the thread's policy, or -1. */
-  schedGetScheduler(pid: number): number;
-  /**
-   * The sched_setattr system call (glibc 2.36 has no wrapper) with a `struct sched_attr` of
-   * SCHED_ATTR_SIZE_VER1 bytes; -1 where this architecture's call number is not known.
-   */
-  schedSetAttr(tid: number, attr: Buffer): number;
 }
-
-/** __NR_sched_setattr by architecture (x86_64 and the generic table of arm64). */
-const SCHED_SETATTR: Partial<Record<NodeJS.Architecture, number>> = { x64: 314, arm64: 274 };
 
 let cached: Libc | null = null;
 
@@ -63,9 +53,6 @@ export function libc(): Libc {
   const setScheduler = f<(pid: number, policy: number, param: { sched_priority: number }) => number>(
     "int sched_setscheduler(int pid, int policy, const uiinspect_sched_param *param)",
   );
-  // syscall(2) is variadic: koffi passes each further argument with its type.
-  const syscall = f<(nr: number, ...typed: unknown[]) => number | bigint>("long syscall(long nr, ...)");
-  const setAttrNr = SCHED_SETATTR[process.arch];
   cached = {
     free: f("void free(void *p)"),
     sysconf: f("long sysconf(int name)"),
@@ -87,11 +74,6 @@ export function libc(): Libc {
     mallocTrim: (pad) => Number(mallocTrim(pad)),
     schedSetScheduler: (pid, policy, priority) =>
       Number(setScheduler(pid, policy, { sched_priority: priority })),
-    schedGetScheduler: f("int sched_getscheduler(int pid)"),
-    schedSetAttr: (tid, attr) =>
-      setAttrNr === undefined
-        ? -1
-        : Number(syscall(setAttrNr, "int", tid, "uint8_t *", attr, "unsigned int", 0)),
   };
   return cached;
 }

@@ -1455,6 +1455,10 @@ registerLease({
   },
 });
 
+// The server's stdout on Windows: a pipe nobody reads, the queue bound, a file --------------------
+const { registerStdout } = await import("./stdout.mjs");
+registerStdout({ dist, test, assert, eq, waitFor, sleep, h: { facts } });
+
 // Benchmarks (figures only, no assertions on time) ------------------------------------------------
 test("bench: EnumWindows + identity per call, BitBlt 800x600", async () => {
   const n = await startNotepad();

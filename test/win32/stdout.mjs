@@ -15,28 +15,18 @@ import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { stallDesktop } from "../e2e/fixtures/stall-desktop.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const APP = "C:\\Program Files\\ruffle\\bin\\ruffle.exe";
-const WINDOWS = 200;
+/** The stall test's desktop (test/e2e/fixtures/stall-desktop.mjs), every window of the app above. */
+const DESKTOP = stallDesktop(APP);
+const WINDOWS = DESKTOP.windows.length;
 
 function scenario() {
   const dir = mkdtempSync(join(tmpdir(), "uiinspect-wine-stdout-"));
-  const windows = Array.from({ length: WINDOWS }, (_, i) => ({
-    hwnd: 2000 + i,
-    title: `Ruffle - w${i} ${"t".repeat(200)}`,
-    class: "RuffleWindow",
-    pid: 4242,
-    process_start: "2026-11-30T08:00:00Z",
-    process_path: APP,
-    rect: [0, 0, 100, 100],
-    visible: true,
-    iconic: false,
-    z: i,
-    fill: "#3366cc",
-  }));
   const desktop = join(dir, "desktop.json");
-  writeFileSync(desktop, JSON.stringify({ session: 1, foreground: 2000, windows }));
+  writeFileSync(desktop, JSON.stringify(DESKTOP));
   const policy = join(dir, "policy.json");
   writeFileSync(
     policy,

@@ -160,14 +160,8 @@ interface Row {
   facts: A11yNodeFacts;
 }
 
-async function walked(
-  bulk: boolean,
-  patterns = true,
-  getAll = true,
-): Promise<{ rows: Row[]; calls: string[] }> {
-  const { bus, calls } = fakeBus(getAll);
-  const root: Node = { bus: APP, path: "/win", parent: null };
-  const s = new AtspiSession(bus, root, bulk);
+/** One walk of `s` from `root`, as rows (the same limits in every test here). */
+async function rowsOf(s: AtspiSession, root: Node, patterns = true): Promise<Row[]> {
   const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
   try {
     const r = await walk(s, root as A11yHandle, budget, {
@@ -176,18 +170,26 @@ async function walked(
       concurrency: 4,
       patterns,
     });
-    return {
-      rows: r.visits.map((v) => ({
-        path: (v.handle as Node).path,
-        depth: v.depth,
-        parent: v.parent,
-        facts: v.facts,
-      })),
-      calls,
-    };
+    return r.visits.map((v) => ({
+      path: (v.handle as Node).path,
+      depth: v.depth,
+      parent: v.parent,
+      facts: v.facts,
+    }));
   } finally {
     budget.release();
   }
+}
+
+async function walked(
+  bulk: boolean,
+  patterns = true,
+  getAll = true,
+): Promise<{ rows: Row[]; calls: string[] }> {
+  const { bus, calls } = fakeBus(getAll);
+  const root: Node = { bus: APP, path: "/win", parent: null };
+  const s = new AtspiSession(bus, root, bulk);
+  return { rows: await rowsOf(s, root, patterns), calls };
 }
 
 describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () => {
@@ -256,20 +258,7 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
     const { bus, calls, early } = fakeBus();
     const root: Node = { bus: APP, path: "/win", parent: null };
     const s = new AtspiSession(bus, root, true);
-    const once = async () => {
-      const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
-      try {
-        const r = await walk(s, root as A11yHandle, budget, { maxDepth: 32, maxNodes: 1000, concurrency: 4 });
-        return r.visits.map((v) => ({
-          path: (v.handle as Node).path,
-          depth: v.depth,
-          parent: v.parent,
-          facts: v.facts,
-        }));
-      } finally {
-        budget.release();
-      }
-    };
+    const once = () => rowsOf(s, root);
     await once();
     // The first walk sends nothing before the cache has answered.
     expect(early).toEqual([]);
@@ -324,27 +313,10 @@ describe("AT-SPI walk of nodes the app does not show", () => {
       const { bus, calls } = fakeBus();
       const root: Node = { bus: APP, path: "/win", parent: null };
       const s = new AtspiSession(bus, root, true);
-      const rowsOf = async () => {
-        const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
-        try {
-          const r = await walk(s, root as A11yHandle, budget, {
-            maxDepth: 32,
-            maxNodes: 1000,
-            concurrency: 4,
-          });
-          return r.visits.map((v) => ({
-            path: (v.handle as Node).path,
-            depth: v.depth,
-            parent: v.parent,
-            facts: v.facts,
-          }));
-        } finally {
-          budget.release();
-        }
-      };
-      const first = await rowsOf();
+      const walkOnce = () => rowsOf(s, root);
+      const first = await walkOnce();
       // The second walk also sends the first one's calls right behind its GetItems.
-      const second = await rowsOf();
+      const second = await walkOnce();
       // Both ways of reading a node give the same node.
       expect(first).toEqual(perNode.rows);
       expect(second).toEqual(perNode.rows);

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { approvingDesktop, filePolicy, LOOSE_BUDGETS, ruffleWindow } from "../support/mcp.js";
+import { readStat, STAT, statField } from "../support/procStat.js";
 import { pollUntil, ServerProcess } from "../support/serverProcess.js";
 
 /**
@@ -22,15 +23,9 @@ interface ThreadSched {
 function threadsOf(pid: number): ThreadSched[] {
   const out: ThreadSched[] = [];
   for (const t of readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
-    } catch {
-      continue; // gone between listing and reading
-    }
-    // Fields 19 (nice) and 41 (policy), counted after the parenthesised name.
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    out.push({ tid: Number(t), nice: Number(f[16]), policy: Number(f[38]) });
+    const stat = readStat(`/proc/${pid}/task/${t}/stat`);
+    if (stat === null) continue; // gone between listing and reading
+    out.push({ tid: Number(t), nice: statField(stat, STAT.nice), policy: statField(stat, STAT.policy) });
   }
   return out;
 }

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { WorkerKind } from "../../src/shared/protocol.js";
 import type { Isolation, WorkerHost as WorkerHostType } from "../../src/supervisor/hosting/workerHost.js";
 import { approvingDesktop, ruffleWindow } from "../support/mcp.js";
+import { readStat, STAT, statField } from "../support/procStat.js";
 
 /**
  * The observation workers of the built code (capture, uia) run in Linux's batch scheduling
@@ -16,20 +17,12 @@ import { approvingDesktop, ruffleWindow } from "../support/mcp.js";
 const SCHED_OTHER = 0;
 const SCHED_BATCH = 3;
 
-/** Field 41 of a stat line (the scheduling policy), counted after the parenthesised name. */
-const policyOf = (stat: string) => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[38]);
-const statOf = (path: string) => {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return null; // gone between listing and reading
-  }
-};
+const policyOf = (stat: string) => statField(stat, STAT.policy);
 
 function threadPolicies(): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync("/proc/self/task")) {
-    const stat = statOf(`/proc/self/task/${tid}/stat`);
+    const stat = readStat(`/proc/self/task/${tid}/stat`);
     if (stat) out.set(tid, policyOf(stat));
   }
   return out;
@@ -39,10 +32,9 @@ function threadPolicies(): Map<string, number> {
 function childPolicies(): Map<string, number> {
   const out = new Map<string, number>();
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    const stat = statOf(`/proc/${pid}/stat`);
+    const stat = readStat(`/proc/${pid}/stat`);
     if (!stat) continue;
-    if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === process.pid)
-      out.set(pid, policyOf(stat));
+    if (statField(stat, STAT.ppid) === process.pid) out.set(pid, policyOf(stat));
   }
   return out;
 }

@@ -49,21 +49,30 @@ async function referenceWalk(s: A11ySession): Promise<Row[]> {
   return out;
 }
 
+/** One streaming walk of `s` from its root (visits with their handles). */
+async function walkVisits(
+  s: A11ySession,
+  maxNodes = 5000,
+  maxDepth = 64,
+): Promise<Awaited<ReturnType<typeof walk>>> {
+  const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
+  try {
+    return await walk(s, await s.root(), budget, { maxDepth, maxNodes, concurrency: 16 });
+  } finally {
+    budget.release();
+  }
+}
+
 async function streamingWalk(
   s: A11ySession,
   maxNodes = 5000,
   maxDepth = 64,
 ): Promise<{ rows: Row[]; truncated: boolean }> {
-  const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
-  try {
-    const r = await walk(s, await s.root(), budget, { maxDepth, maxNodes, concurrency: 16 });
-    return {
-      rows: r.visits.map((v) => ({ depth: v.depth, parent: v.parent, facts: v.facts })),
-      truncated: r.truncated,
-    };
-  } finally {
-    budget.release();
-  }
+  const r = await walkVisits(s, maxNodes, maxDepth);
+  return {
+    rows: r.visits.map((v) => ({ depth: v.depth, parent: v.parent, facts: v.facts })),
+    truncated: r.truncated,
+  };
 }
 
 describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK demo apps", () => {
@@ -244,19 +253,8 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
     const bus = await atspiBus();
     const plain = AtspiBus.prototype.call;
     const extentsOf = new Set<string>();
-    const walkNodes = async () => {
-      const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
-      try {
-        const r = await walk(quick, await quick.root(), budget, {
-          maxDepth: 64,
-          maxNodes: 5000,
-          concurrency: 16,
-        });
-        return r.visits.map((v) => ({ path: (v.handle as Node).path, facts: v.facts }));
-      } finally {
-        budget.release();
-      }
-    };
+    const walkNodes = async () =>
+      (await walkVisits(quick)).visits.map((v) => ({ path: (v.handle as Node).path, facts: v.facts }));
     try {
       await walkNodes();
       AtspiBus.prototype.call = function (this: AtspiBus, ...args: Parameters<AtspiBus["call"]>) {
@@ -302,13 +300,8 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
       // SHOWING: exact only if the app never reports a child SHOWING below such a parent.
       const slow = await perNode.openSession(windows[app]!);
       const bus = await atspiBus();
-      const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
       try {
-        const r = await walk(slow, await slow.root(), budget, {
-          maxDepth: 64,
-          maxNodes: 5000,
-          concurrency: 8,
-        });
+        const r = await walkVisits(slow);
         const showing = await Promise.all(
           r.visits.map(async (v) => {
             const n = v.handle as Node;
@@ -322,7 +315,6 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
         if (app === "factory") expect(under.length).toBeGreaterThan(50);
         expect(under.filter((i) => showing[i])).toEqual([]);
       } finally {
-        budget.release();
         bus.disconnect();
         await slow.dispose();
       }

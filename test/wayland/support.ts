@@ -449,8 +449,23 @@ export async function readOwnMonitorFrame(
 
 const PICKER = "xdg-desktop-portal-gnome";
 // The picker's objects reach the a11y bus slowly on a loaded machine (a wait, not an assertion).
-const PICKER_WAIT_MS = 60_000;
+export const PICKER_WAIT_MS = 60_000;
 const ST_CHECKED = 4;
+
+/**
+ * The portal's picker as it is on the a11y bus now: its "Single Window" tab (a dialog for windows
+ * and monitors has tabs), `{ tab: null }` for a windows-only dialog showing the window's row, or
+ * null while it is not shown.
+ */
+export async function pickerShown(
+  reader: A11yReader,
+  windowApp: string,
+): Promise<{ tab: { bus: string; path: string } | null } | null> {
+  const tab = await reader.findNode(PICKER, "tab", "Single Window");
+  if (tab) return { tab };
+  const row = await reader.findNode(PICKER, "list item", windowApp);
+  return row ? { tab: null } : null;
+}
 
 /**
  * Answers xdg-desktop-portal-gnome's screen-share dialog the way a person would, through the
@@ -462,17 +477,7 @@ export async function answerPicker(
   reader: A11yReader,
   opts: { windowApp: string; monitor: boolean; allowInput: boolean; share?: boolean },
 ): Promise<void> {
-  // A dialog for windows and monitors has tabs; one for windows only shows the window list.
-  const first = await waitFor(
-    "the picker",
-    async () => {
-      const tab = await reader.findNode(PICKER, "tab", "Single Window");
-      if (tab) return { tab };
-      const row = await reader.findNode(PICKER, "list item", opts.windowApp);
-      return row ? { tab: null } : null;
-    },
-    PICKER_WAIT_MS,
-  );
+  const first = await waitFor("the picker", () => pickerShown(reader, opts.windowApp), PICKER_WAIT_MS);
   if (first.tab) await reader.doAction(first.tab);
   const row = await waitFor(
     "the shared window's row",

@@ -88,6 +88,8 @@ export class Prefetch {
   private readonly depthOf = new Map<string, number>();
   /** The calls sent (or adopted from `seeded`), in order. */
   private readonly sentCalls: SentCall[] = [];
+  /** The keys of the walk's own calls among them (each kept once). */
+  private readonly ownKeys = new Set<string>();
 
   constructor(
     private readonly plan: PrefetchPlan,
@@ -192,7 +194,10 @@ export class Prefetch {
   own(kind: CallKind, path: string, ask: () => Promise<unknown[]>): Promise<unknown[]> {
     if (this.stopped) return ask();
     const key = keyOf(kind, path);
-    this.sentCalls.push({ kind, path });
+    if (!this.ownKeys.has(key)) {
+      this.ownKeys.add(key);
+      this.sentCalls.push({ kind, path });
+    }
     const early = this.seeded.get(key);
     if (early === undefined) return ask();
     this.seeded.delete(key);

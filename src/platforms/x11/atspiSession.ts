@@ -449,7 +449,8 @@ export class AtspiSession implements A11ySession {
    * ancestors are shown: a node under a cached parent whose states lack SHOWING is not shown,
    * nor is one under such a node (a container cell's cells); their extents are not asked (no
    * rect by the rule). On gtk3-widget-factory and gtk3-demo no child of a node that is not
-   * SHOWING reports SHOWING (test/x11/walk-stream.test.ts).
+   * SHOWING reports SHOWING (test/x11/walk-stream.test.ts). Their calls go through `ask`: the
+   * walk's prefetch keeps them for the next walk, which sends them behind its GetItems.
    */
   private uncachedReader(cached: (n: Node) => CachedItem | undefined, withActions: boolean, ask: Ask) {
     const props = new Map<string, Promise<Map<string, unknown> | null>>();

@@ -17,7 +17,9 @@
 //   BENCH_DETAIL=full for detail "full", else the default outline; BENCH_DIST_REPO=<checkout>
 //   times that checkout's dist/ instead, e.g. a baseline build)
 // Prints, per step, the p50 and min of its own duration and the p50 of its time since
-// client_send (ms), and the load average at start and end. A marker that no longer matches the
+// client_send (ms), the uia worker's garbage collections per call during the timed rounds (by
+// kind: count and ms, from a PerformanceObserver in the copy's uia worker; a collection is CPU
+// on the walk's thread), and the load average at start and end. A marker that no longer matches the
 // built code stops the bench (the steps must be moved along with the code).
 import {
   appendFileSync,
@@ -79,7 +81,37 @@ const MARKS = {
   ],
 };
 
-function stampedDist(log) {
+/** The copy's uia worker writes "<ms> <kind> <duration>" per garbage collection to `gcLog`. */
+function gcObserved(dir, gcLog) {
+  const path = join(dir, "dist/workers/uia/main.js");
+  const observe = `import { PerformanceObserver as __gcObserver } from "node:perf_hooks";\nimport { appendFileSync as __gcAppend } from "node:fs";\nnew __gcObserver((list) => { for (const e of list.getEntries()) __gcAppend(${JSON.stringify(gcLog)}, \`\${(performance.timeOrigin + e.startTime).toFixed(3)} \${e.detail?.kind ?? 0} \${e.duration.toFixed(3)}\\n\`); }).observe({ entryTypes: ["gc"] });\n`;
+  writeFileSync(path, observe + readFileSync(path, "utf8"));
+}
+
+/** perf_hooks' NODE_PERFORMANCE_GC_* kinds. */
+const GC_KINDS = {
+  1: "scavenge",
+  2: "minor_mark_compact",
+  4: "mark_compact",
+  8: "incremental_marking",
+  16: "weak_callbacks",
+};
+
+function gcPerCall(gcLog, rounds) {
+  const by = {};
+  for (const line of readFileSync(gcLog, "utf8").split("\n")) {
+    const [, kind, ms] = line.split(" ");
+    if (ms === undefined) continue;
+    const k = GC_KINDS[kind] ?? `kind_${kind}`;
+    by[k] ??= { count: 0, ms: 0 };
+    by[k].count += 1;
+    by[k].ms += Number(ms);
+  }
+  const r = (v) => Math.round((v / rounds) * 100) / 100;
+  return Object.fromEntries(Object.entries(by).map(([k, v]) => [k, { count: r(v.count), ms: r(v.ms) }]));
+}
+
+function stampedDist(log, gcLog) {
   const dir = mkdtempSync(join(tmpdir(), "uix-tree-timeline-"));
   cpSync(join(FROM, "dist"), join(dir, "dist"), { recursive: true });
   symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
@@ -96,11 +128,14 @@ function stampedDist(log) {
     }
     writeFileSync(path, stamp + code);
   }
+  gcObserved(dir, gcLog);
   return dir;
 }
 
-const log = join(mkdtempSync(join(tmpdir(), "uix-tree-timeline-log-")), "steps.log");
-const copy = stampedDist(log);
+const logDir = mkdtempSync(join(tmpdir(), "uix-tree-timeline-log-"));
+const log = join(logDir, "steps.log");
+const gcLog = join(logDir, "gc.log");
+const copy = stampedDist(log, gcLog);
 const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
 const desk = await startDesk();
 try {
@@ -110,11 +145,15 @@ try {
   if (process.env.BENCH_DETAIL === "full") args.detail = "full";
   for (let i = 0; i < 5; i++) await call(client, "inspect_tree", args);
   writeFileSync(log, "");
+  writeFileSync(gcLog, "");
   for (let r = 0; r < ROUNDS; r++) {
     appendFileSync(log, `${now()} client_send\n`);
     await call(client, "inspect_tree", args);
     appendFileSync(log, `${now()} client_back\n`);
   }
+  // The worker's observer reports after the collection's task: one turn for the last one.
+  await new Promise((r) => setTimeout(r, 50));
+  const gc = gcPerCall(gcLog, ROUNDS);
   const rounds = [];
   for (const line of readFileSync(log, "utf8").split("\n")) {
     const [t, step] = line.split(" ");
@@ -141,6 +180,7 @@ try {
         rounds: ROUNDS,
         detail: args.detail ?? "outline",
         load: [l0, la()],
+        uia_worker_gc_per_call: gc,
         steps: Object.fromEntries(
           Object.entries(steps).map(([k, v]) => [
             k,
@@ -155,4 +195,5 @@ try {
 } finally {
   await desk.stop();
   rmSync(copy, { recursive: true, force: true });
+  rmSync(logDir, { recursive: true, force: true });
 }

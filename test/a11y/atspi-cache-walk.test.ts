@@ -277,14 +277,84 @@ describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () 
       expect(early).toContain("GetExtents /p1");
       expect(early.length).toBeGreaterThan(10);
       expect(early.length).toBeLessThan(firstCalls);
-      // Only the calls asked ahead (the cells the cache lacks are asked once known).
-      expect(early.every((c) => /^(GetChildren|GetExtents|GetActions) /.test(c))).toBe(true);
+      // The calls asked ahead, and the last walk's calls of the cells the cache lacks.
+      expect(
+        early.every((c) => /^(GetChildren|GetExtents|GetActions|GetAll|GetRoleName|GetState) /.test(c)),
+      ).toBe(true);
       const perNode = await walked(false);
       expect(again.map((r) => r.path)).toEqual(perNode.rows.map((r) => r.path));
       expect(again).toEqual(perNode.rows);
     } finally {
       TREE["/panel"]!.children = saved.panel;
       TREE["/c"]!.children = saved.c;
+    }
+  });
+
+  it("sends the last walk's calls of the cells the cache lacks early, each taken once", async () => {
+    const { bus, calls, early } = fakeBus();
+    const root: Node = { bus: APP, path: "/win", parent: null };
+    const s = new AtspiSession(bus, root, true);
+    await rowsOf(s, root);
+    calls.length = 0;
+    const again = await rowsOf(s, root);
+    const cellCalls = (list: string[]) => list.filter((c) => / \/cell/.test(c)).sort();
+    // Every call of the uncached cells left behind GetItems, before its answer (the first walk
+    // could ask them only once /table's and /cell2's GetChildren had answered) ...
+    const expected = [
+      ...["/cell1", "/cell2", "/cell2a"].flatMap((p) => [
+        `GetAll ${p}`,
+        `GetExtents ${p}`,
+        `GetRoleName ${p}`,
+        `GetState ${p}`,
+      ]),
+      "GetChildren /cell2",
+    ].sort();
+    expect(cellCalls(early)).toEqual(expected);
+    // ... and none of them was made a second time: the walk took the early answers.
+    expect(cellCalls(calls)).toEqual(expected);
+    expect(calls.filter((c, k) => calls.indexOf(c) !== k)).toEqual([]);
+    expect(again).toEqual((await walked(false)).rows);
+  });
+
+  it("takes a cell's early answers only for the calls the new walk makes of that cell", async () => {
+    const { bus, calls, early } = fakeBus();
+    const root: Node = { bus: APP, path: "/win", parent: null };
+    const s = new AtspiSession(bus, root, true);
+    await rowsOf(s, root);
+    const saved = { table: TREE["/table"]!.children, cell2: TREE["/cell2"]!.children };
+    TREE["/cell3"] = { children: [], role: 56, name: "new", cached: undefined };
+    try {
+      // /cell1 is gone, /cell3 is new, /cell2 has no cells left under it.
+      TREE["/table"]!.children = ["/cell3", "/cell2"];
+      TREE["/cell2"]!.children = [];
+      calls.length = 0;
+      const again = await rowsOf(s, root);
+      // The last walk's calls were sent early, /cell1's and /cell2's GetChildren among them ...
+      expect(early).toContain("GetAll /cell1");
+      expect(early).toContain("GetChildren /cell2");
+      // ... but the tree is the new one's: the new cell asked when known, nothing asked twice.
+      expect(early.some((c) => c.endsWith(" /cell3"))).toBe(false);
+      expect(calls).toContain("GetAll /cell3");
+      expect(calls.filter((c, k) => calls.indexOf(c) !== k)).toEqual([]);
+      expect(again.map((r) => r.path)).toEqual([
+        "/win",
+        "/h",
+        "/a",
+        "/panel",
+        "/b",
+        "/c",
+        "/p1",
+        "/p2",
+        "/p3",
+        "/table",
+        "/cell3",
+        "/cell2",
+      ]);
+      expect(again).toEqual((await walked(false)).rows);
+    } finally {
+      TREE["/table"]!.children = saved.table;
+      TREE["/cell2"]!.children = saved.cell2;
+      delete TREE["/cell3"];
     }
   });
 

@@ -190,6 +190,41 @@ describe("AT-SPI prefetch", () => {
     expect(r.calls.filter((c) => c.startsWith("extents"))).toHaveLength(202);
   });
 
+  it("answers the walk's own calls from the seed once, asks the rest, and keeps both for the next walk", async () => {
+    const early = recorder();
+    const seeded = new Map<string, Promise<unknown[]>>([
+      [keyOf("props", "/cell"), early.call("props", "/cell")],
+      [keyOf("state", "/cell"), early.call("state", "/cell")],
+    ]);
+    const r = recorder();
+    const ahead = new Prefetch(plan(100, 32), r.call, 100, seeded);
+    const asked: string[] = [];
+    const ask = (what: string) => () => {
+      asked.push(what);
+      return Promise.resolve([`asked ${what}`]);
+    };
+    const props = ahead.own("props", "/cell", ask("props /cell"));
+    const role = ahead.own("role", "/cell", ask("role /cell"));
+    // Taken once: the same call a second time is asked.
+    const again = ahead.own("props", "/cell", ask("props /cell"));
+    await early.settleAll();
+    await r.settleAll();
+    expect(await props).toEqual(["props /cell"]);
+    expect(await role).toEqual(["asked role /cell"]);
+    expect(await again).toEqual(["asked props /cell"]);
+    expect(asked).toEqual(["role /cell", "props /cell"]);
+    // The prefetch never sends a call of its own for them.
+    expect(r.calls.filter((c) => c.endsWith(" /cell"))).toEqual([]);
+    const sent = ahead.sent().map((c) => `${c.kind} ${c.path}`);
+    expect(sent.filter((c) => c.endsWith(" /cell"))).toEqual(["props /cell", "role /cell"]);
+    // The seeded call the walk never made (state) is not kept; after the stop nothing is.
+    expect(sent).not.toContain("state /cell");
+    ahead.stop();
+    const after = ahead.own("state", "/cell", ask("state /cell"));
+    expect(await after).toEqual(["asked state /cell"]);
+    expect(ahead.sent().map((c) => `${c.kind} ${c.path}`)).toEqual(sent);
+  });
+
   it("sends nothing more once stopped", async () => {
     const r = recorder();
     const ahead = new Prefetch(plan(100, 32), r.call, 2);

@@ -14,7 +14,10 @@
  * sent (`seeded`) right behind its GetItems, in the same write: the app answers them while this
  * side reads and parses the cache instead of idling. A seeded call is taken only where the new
  * prediction asks that same call (same kind, same path), so the tree is the new walk's; the
- * others are dropped unread.
+ * others are dropped unread. The calls the walk makes itself for nodes the cache lacks (GTK's
+ * tree view cells: `props`, `role`, `state`, their extents, actions and children) are kept and
+ * sent early the same way (`own`): each is taken only where the new walk makes that same call
+ * of that same path, once that node is known from the new walk's own answers.
  */
 
 /** One node as the cache describes it. */
@@ -24,7 +27,11 @@ export interface PredictedNode {
   childCount: number;
 }
 
-export type CallKind = "extents" | "actions" | "children";
+/**
+ * The calls asked ahead: a node's GetExtents, GetActions and GetChildren, and for a node the
+ * cache lacks also its Accessible properties (`props`, one GetAll), GetRoleName and GetState.
+ */
+export type CallKind = "extents" | "actions" | "children" | "props" | "role" | "state";
 
 export interface PrefetchPlan {
   root: string;
@@ -81,6 +88,8 @@ export class Prefetch {
   private readonly depthOf = new Map<string, number>();
   /** The calls sent (or adopted from `seeded`), in order. */
   private readonly sentCalls: SentCall[] = [];
+  /** The keys of the walk's own calls among them (each kept once). */
+  private readonly ownKeys = new Set<string>();
 
   constructor(
     private readonly plan: PrefetchPlan,
@@ -175,6 +184,24 @@ export class Prefetch {
     }
     this.queued.delete(key);
     return undefined;
+  }
+
+  /**
+   * A call the walk makes itself (a node the cache lacks, read node by node): the last walk's
+   * same call of the same path if it was sent early behind GetItems, taken once, else `ask()`.
+   * Either way it is kept among this walk's calls, for the next walk to send early.
+   */
+  own(kind: CallKind, path: string, ask: () => Promise<unknown[]>): Promise<unknown[]> {
+    if (this.stopped) return ask();
+    const key = keyOf(kind, path);
+    if (!this.ownKeys.has(key)) {
+      this.ownKeys.add(key);
+      this.sentCalls.push({ kind, path });
+    }
+    const early = this.seeded.get(key);
+    if (early === undefined) return ask();
+    this.seeded.delete(key);
+    return early;
   }
 
   /** No further calls leave (the walk ended: done, cut, out of time or cancelled). */

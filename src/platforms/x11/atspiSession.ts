@@ -72,6 +72,14 @@ export interface Node {
   parent: Node | null;
 }
 
+/**
+ * How a walk makes one of its own calls of a node (`call`): at once, or through the prefetch,
+ * which may hold the same call sent early behind GetItems (Prefetch.own).
+ */
+type Ask = (kind: CallKind, n: Node, call: () => Promise<unknown[]>) => Promise<unknown[]>;
+
+const direct: Ask = (_kind, _n, call) => call();
+
 export function isNode(h: A11yHandle): h is Node {
   return (
     typeof h === "object" &&
@@ -164,8 +172,8 @@ export class AtspiSession implements A11ySession {
     return this.bus.call(n.bus, n.path, ACTION, "GetActions");
   }
 
-  private async actionNames(n: Node): Promise<string[]> {
-    return actionNamesOf(await this.actionsCall(n));
+  private async actionNames(n: Node, ask: Ask = direct): Promise<string[]> {
+    return actionNamesOf(await ask("actions", n, () => this.actionsCall(n)));
   }
 
   private extentsCall(n: { bus: string; path: string }): Promise<unknown[]> {
@@ -181,23 +189,33 @@ export class AtspiSession implements A11ySession {
    * ChildCount, nothing else. Null when the app does not answer GetAll (the walk then asks Name
    * and GetChildren as before).
    */
-  private accessibleProps(n: Node): Promise<Map<string, unknown> | null> {
-    return this.bus
-      .call(n.bus, n.path, PROPERTIES, "GetAll", "s", [ACCESSIBLE])
-      .then(propertiesOf, () => null);
+  private accessibleProps(n: Node, ask: Ask = direct): Promise<Map<string, unknown> | null> {
+    return ask("props", n, () => this.propsCall(n)).then(propertiesOf, () => null);
   }
 
-  private async states(n: Node): Promise<number[]> {
-    return statesOf((await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState"))[0]);
+  private propsCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, PROPERTIES, "GetAll", "s", [ACCESSIBLE]);
   }
 
-  private async roleName(n: Node): Promise<string> {
-    const body = await this.bus.call(n.bus, n.path, ACCESSIBLE, "GetRoleName");
+  private stateCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, ACCESSIBLE, "GetState");
+  }
+
+  private roleNameCall(n: { bus: string; path: string }): Promise<unknown[]> {
+    return this.bus.call(n.bus, n.path, ACCESSIBLE, "GetRoleName");
+  }
+
+  private async states(n: Node, ask: Ask = direct): Promise<number[]> {
+    return statesOf((await ask("state", n, () => this.stateCall(n)))[0]);
+  }
+
+  private async roleName(n: Node, ask: Ask = direct): Promise<string> {
+    const body = await ask("role", n, () => this.roleNameCall(n));
     return typeof body[0] === "string" ? body[0].toLowerCase() : "";
   }
 
-  private async extents(n: Node): Promise<Rect | null> {
-    const body = await optional(this.extentsCall(n));
+  private async extents(n: Node, ask: Ask = direct): Promise<Rect | null> {
+    const body = await optional(ask("extents", n, () => this.extentsCall(n)));
     return body ? extentsRect(body) : null;
   }
 
@@ -222,6 +240,7 @@ export class AtspiSession implements A11ySession {
     withActions = true,
     props: Promise<Map<string, unknown> | null> | null = null,
     parentHidden = false,
+    ask: Ask = direct,
   ): Promise<AtspiFactsInput> {
     // The actions wait only for the interfaces (known from an earlier walk, usually), not for
     // the other answers: no second round trip after them.
@@ -233,18 +252,19 @@ export class AtspiSession implements A11ySession {
     // A node whose parent is known not SHOWING is not shown either (SHOWING means the object
     // and all its ancestors are shown): its extents are not asked.
     const [roleName, name, states, interfaces, rect, parentInterfaces, actions] = await Promise.all([
-      this.roleName(n),
+      this.roleName(n, ask),
       props === null
         ? this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name")
         : props.then((p) =>
             p?.has("Name") ? p.get("Name") : this.bus.getProperty(n.bus, n.path, ACCESSIBLE, "Name"),
           ),
-      this.states(n),
+      this.states(n, ask),
       ifaces,
-      parentHidden ? null : this.extents(n),
+      parentHidden ? null : this.extents(n, ask),
       n.parent ? optional(this.interfaces(n.parent)) : Promise.resolve(null),
       ifaces.then(
-        async (i) => (withActions && i.includes(ACTION) ? ((await optional(this.actionNames(n))) ?? []) : []),
+        async (i) =>
+          withActions && i.includes(ACTION) ? ((await optional(this.actionNames(n, ask))) ?? []) : [],
         () => [] as string[],
       ),
     ]);
@@ -304,11 +324,12 @@ export class AtspiSession implements A11ySession {
     actions: boolean,
     props: Promise<Map<string, unknown> | null> | null = null,
     parentHidden = false,
+    ask: Ask = direct,
   ): Promise<A11yNodeFacts> {
     this.check();
     const n = asNode(h);
     try {
-      return this.finish(await this.input(n, actions, props, parentHidden));
+      return this.finish(await this.input(n, actions, props, parentHidden, ask));
     } catch (e) {
       return staleToUi(e);
     }
@@ -319,9 +340,9 @@ export class AtspiSession implements A11ySession {
     return this.childrenFrom(asNode(h), null);
   }
 
-  private async childrenFrom(n: Node, ahead: Prefetch | null): Promise<A11yHandle[]> {
+  private async childrenFrom(n: Node, ahead: Prefetch | null, ask: Ask = direct): Promise<A11yHandle[]> {
     try {
-      const body = await (ahead?.take("children", n.path) ?? this.childrenCall(n));
+      const body = await (ahead?.take("children", n.path) ?? ask("children", n, () => this.childrenCall(n)));
       return refs(body).map((r) => this.node(r.bus, r.path, n));
     } catch (e) {
       return staleToUi(e);
@@ -347,9 +368,20 @@ export class AtspiSession implements A11ySession {
 
   private aheadCall(root: Node, kind: CallKind, path: string): Promise<unknown[]> {
     const n = { bus: root.bus, path };
-    if (kind === "extents") return this.extentsCall(n);
-    if (kind === "actions") return this.actionsCall(n);
-    return this.childrenCall(n);
+    switch (kind) {
+      case "extents":
+        return this.extentsCall(n);
+      case "actions":
+        return this.actionsCall(n);
+      case "props":
+        return this.propsCall(n);
+      case "role":
+        return this.roleNameCall(n);
+      case "state":
+        return this.stateCall(n);
+      default:
+        return this.childrenCall(n);
+    }
   }
 
   /**
@@ -417,16 +449,17 @@ export class AtspiSession implements A11ySession {
    * ancestors are shown: a node under a cached parent whose states lack SHOWING is not shown,
    * nor is one under such a node (a container cell's cells); their extents are not asked (no
    * rect by the rule). On gtk3-widget-factory and gtk3-demo no child of a node that is not
-   * SHOWING reports SHOWING (test/x11/walk-stream.test.ts).
+   * SHOWING reports SHOWING (test/x11/walk-stream.test.ts). Their calls go through `ask`: the
+   * walk's prefetch keeps them for the next walk, which sends them behind its GetItems.
    */
-  private uncachedReader(cached: (n: Node) => CachedItem | undefined, withActions: boolean) {
+  private uncachedReader(cached: (n: Node) => CachedItem | undefined, withActions: boolean, ask: Ask) {
     const props = new Map<string, Promise<Map<string, unknown> | null>>();
     const hidden = new Set<Node>();
     const propsOf = (n: Node): Promise<Map<string, unknown> | null> => {
       const key = `${n.bus}\u0000${n.path}`;
       let p = props.get(key);
       if (p === undefined) {
-        p = this.accessibleProps(n);
+        p = this.accessibleProps(n, ask);
         props.set(key, p);
       }
       return p;
@@ -438,7 +471,7 @@ export class AtspiSession implements A11ySession {
         const pit = p === null ? undefined : cached(p);
         const under = p !== null && (pit !== undefined ? !hasState(pit.states, ST_SHOWING) : hidden.has(p));
         if (under) hidden.add(n);
-        return this.factsOf(n, withActions, propsOf(n), under);
+        return this.factsOf(n, withActions, propsOf(n), under, ask);
       },
       clear: (): void => {
         props.clear();
@@ -471,8 +504,11 @@ export class AtspiSession implements A11ySession {
       const it = items.get(n.path);
       return it !== undefined && it.bus === n.bus ? it : undefined;
     };
-    const uncached = this.uncachedReader(cached, withActions);
     const ahead = this.prefetch(root, cache, limits, withActions, seeded);
+    // The calls of the nodes the cache lacks are kept and sent early too (same application only,
+    // where the seed sends them): each answer is taken only for the same call of the same path.
+    const ask: Ask = (kind, n, call) => (n.bus === root.bus ? ahead.own(kind, n.path, call) : call());
+    const uncached = this.uncachedReader(cached, withActions, ask);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
         let n: Node;
@@ -503,7 +539,7 @@ export class AtspiSession implements A11ySession {
         const kids = it !== undefined ? ordered.get(n.path) : undefined;
         if (kids !== undefined) return kids.map((k) => this.node(k.bus, k.path, n));
         if (it === undefined && (await uncached.propsOf(n))?.get("ChildCount") === 0) return [];
-        return this.childrenFrom(n, ahead);
+        return this.childrenFrom(n, ahead, it === undefined ? ask : direct);
       },
       release: () => {
         this.keepWalk(walkKey, ahead.sent());

@@ -17,6 +17,11 @@
 //          by level for one captured frame, ours against sharp, interleaved.
 //
 //   npm run build && node bench/x11-floor.mjs        (BENCH_ROUNDS, default 20)
+//   transport: the same SDK over stdio answering with the results our server sent in the warm-up
+//          (bench/lib/replay-server.mjs): what the MCP transport alone costs for those bytes.
+//          Every MCP call pays it and the in-process floors above do not, so each floor is
+//          also given with it added round by round (…_plus_transport).
+//
 //   BENCH_BASELINE=<another build>/dist/cli.js: that build's server too, granted on the same
 //   window, its inspect_tree and screenshot_window in every round beside ours (…_baseline keys),
 //   so before and after share one run and one floor.
@@ -26,11 +31,12 @@
 // interleaved run are what to compare). The two shots of a round swap places every round (the
 // first one follows the tree walks).
 import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
-import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
+import { call, LOOSE, percentiles, rawCall, startReplayServer } from "./lib/mcp.mjs";
 import { floorShot, openFloorWalk, REPO, sharpPngBytes, startDesk } from "./lib/x11desk.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
@@ -126,7 +132,10 @@ try {
     walk: [],
     pyatspi: [],
     floor_walk: [],
+    transport_tree: [],
+    transport_tree_outline: [],
     mcp_shot: [],
+    transport_shot: [],
     floor_shot: [],
     own_encoder_floor_shot: [],
   };
@@ -148,6 +157,26 @@ try {
     await call(base, "screenshot_window", { hwnd: win.hwnd, region_name: "r800x600" });
   }
   await shot();
+  // The transport floor answers with what our server answered (the frame's pixels stay in a
+  // scratch folder removed at the end).
+  const FULL = { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 };
+  const OUTLINE = { hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 };
+  const SHOT = { hwnd: win.hwnd, region_name: "r800x600" };
+  const recorded = {
+    "inspect_tree:full": await rawCall(client, "inspect_tree", FULL),
+    inspect_tree: await rawCall(client, "inspect_tree", OUTLINE),
+    screenshot_window: await rawCall(client, "screenshot_window", SHOT),
+  };
+  const transportBytes = Object.fromEntries(
+    Object.entries(recorded).map(([k, v]) => [k, Buffer.byteLength(JSON.stringify(v))]),
+  );
+  const replay = await startReplayServer(recorded);
+  for (const [name, args] of [
+    ["inspect_tree", FULL],
+    ["inspect_tree", OUTLINE],
+    ["screenshot_window", SHOT],
+  ])
+    await rawCall(replay.client, name, args);
   counting = true;
   const countedNodes = await walkOnce();
   counting = false;
@@ -178,6 +207,8 @@ try {
     counts.pyatspi = p.nodes;
     t.pyatspi[t.pyatspi.length - 1] = p.ms; // its own clock: no pipe hop counted against it
     counts.floor_walk_cached_items = await time("floor_walk", floorWalk);
+    await time("transport_tree", () => rawCall(replay.client, "inspect_tree", FULL));
+    await time("transport_tree_outline", () => rawCall(replay.client, "inspect_tree", OUTLINE));
     // The pair's order alternates: whichever shot comes first meets the aftermath of the walks
     // (the app and the bus still busy, collectors running), so neither side always gets it.
     const ours = () =>
@@ -185,6 +216,7 @@ try {
     const floor = async () => {
       counts.floor_png_bytes = await time("floor_shot", shot);
       counts.own_encoder_floor_png_bytes = await time("own_encoder_floor_shot", ownFloorShot);
+      await time("transport_shot", () => rawCall(replay.client, "screenshot_window", SHOT));
     };
     const theirs = () =>
       base
@@ -224,9 +256,16 @@ try {
     ]),
   );
 
+  // Each floor plus the transport of the same round.
+  const plus = (a, b) => t[a].map((v, i) => v + t[b][i]);
+  t.floor_walk_plus_transport = plus("floor_walk", "transport_tree");
+  t.floor_walk_plus_transport_outline = plus("floor_walk", "transport_tree_outline");
+  t.floor_shot_plus_transport = plus("floor_shot", "transport_shot");
   const p = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)]));
   const ratio = (a, b) => Math.round((p[a].p50_ms / p[b].p50_ms) * 100) / 100;
   floorLink.close();
+  await replay.close();
+  rmSync(replay.dir, { recursive: true, force: true });
   await session.dispose();
   acc.dispose();
   await cap.desktop.dispose();
@@ -237,6 +276,7 @@ try {
         loadavg_start: loadStart,
         loadavg_end: la(),
         nodes: counts,
+        transport_bytes: transportBytes,
         walk_calls: {
           total: calls,
           per_node: Math.round((calls / countedNodes) * 100) / 100,
@@ -251,10 +291,28 @@ try {
           screenshot_mcp_vs_own_encoder_floor: ratio("mcp_shot", "own_encoder_floor_shot"),
           inspect_tree_mcp_vs_getitems_floor: ratio("mcp_tree", "floor_walk"),
           inspect_tree_outline_mcp_vs_getitems_floor: ratio("mcp_tree_outline", "floor_walk"),
+          inspect_tree_mcp_vs_floor_plus_transport: ratio("mcp_tree", "floor_walk_plus_transport"),
+          inspect_tree_outline_mcp_vs_floor_plus_transport: ratio(
+            "mcp_tree_outline",
+            "floor_walk_plus_transport_outline",
+          ),
+          screenshot_mcp_vs_floor_plus_transport: ratio("mcp_shot", "floor_shot_plus_transport"),
           ...(base
             ? {
                 baseline_inspect_tree_mcp_vs_getitems_floor: ratio("mcp_tree_baseline", "floor_walk"),
                 baseline_screenshot_mcp_vs_floor: ratio("mcp_shot_baseline", "floor_shot"),
+                baseline_inspect_tree_mcp_vs_floor_plus_transport: ratio(
+                  "mcp_tree_baseline",
+                  "floor_walk_plus_transport",
+                ),
+                baseline_inspect_tree_outline_mcp_vs_floor_plus_transport: ratio(
+                  "mcp_tree_outline_baseline",
+                  "floor_walk_plus_transport_outline",
+                ),
+                baseline_screenshot_mcp_vs_floor_plus_transport: ratio(
+                  "mcp_shot_baseline",
+                  "floor_shot_plus_transport",
+                ),
                 inspect_tree_ours_vs_baseline: ratio("mcp_tree", "mcp_tree_baseline"),
                 baseline_inspect_tree_outline_mcp_vs_getitems_floor: ratio(
                   "mcp_tree_outline_baseline",

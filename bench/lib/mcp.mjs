@@ -57,6 +57,33 @@ export async function startServer(env, cli = CLI) {
   return { client, transport, pid: transport.pid };
 }
 
+/**
+ * bench/lib/replay-server.mjs with `results` ({ key: CallToolResult }, see there): the same SDK
+ * over stdio answering with recorded results, so a bench can time the transport of the very
+ * bytes our server sends.
+ */
+export async function startReplayServer(results) {
+  const dir = mkdtempSync(join(tmpdir(), "uiinspect-replay-"));
+  const file = join(dir, "results.json");
+  writeFileSync(file, JSON.stringify(results));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [resolve(import.meta.dirname, "replay-server.mjs"), file],
+    env: cleanEnv(),
+    stderr: "inherit",
+  });
+  const client = new Client({ name: "uiinspect-bench", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, close: () => client.close(), dir };
+}
+
+/** The whole result of one call (content, structuredContent, _meta), as the client got it. */
+export async function rawCall(client, name, args = {}) {
+  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
+  if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
+  return r;
+}
+
 export async function call(client, name, args = {}) {
   const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
   if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);

@@ -46,6 +46,8 @@ const loadStart = la();
 
 const desk = await startDesk();
 let py = null;
+/** The transport floor's server; its scratch folder holds a recorded frame until the end. */
+let replay = null;
 try {
   const { win } = await desk.app("gtk3-widget-factory", [], (w) => w.title === "gtk3-widget-factory");
   const server = await desk.grantedServer(win, { safe_regions: [{ name: "r800x600", rect: REGION }] }, LOOSE);
@@ -170,7 +172,7 @@ try {
   const transportBytes = Object.fromEntries(
     Object.entries(recorded).map(([k, v]) => [k, Buffer.byteLength(JSON.stringify(v))]),
   );
-  const replay = await startReplayServer(recorded);
+  replay = await startReplayServer(recorded);
   for (const [name, args] of [
     ["inspect_tree", FULL],
     ["inspect_tree", OUTLINE],
@@ -264,8 +266,6 @@ try {
   const p = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, percentiles(v)]));
   const ratio = (a, b) => Math.round((p[a].p50_ms / p[b].p50_ms) * 100) / 100;
   floorLink.close();
-  await replay.close();
-  rmSync(replay.dir, { recursive: true, force: true });
   await session.dispose();
   acc.dispose();
   await cap.desktop.dispose();
@@ -337,5 +337,9 @@ try {
   );
 } finally {
   py?.kill("SIGKILL");
+  if (replay) {
+    await replay.close();
+    rmSync(replay.dir, { recursive: true, force: true });
+  }
   await desk.stop();
 }

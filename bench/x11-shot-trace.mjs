@@ -14,18 +14,11 @@
 //
 // Prints one JSON object: for the shots whose marks came in the most common order, p50 and min
 // of each step between two marks, of the handler (W_run → W_done) and of the whole shot.
-import {
-  appendFileSync,
-  cpSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { patchDist, scratchDist } from "./lib/distCopy.mjs";
 import { call, LOOSE, percentiles } from "./lib/mcp.mjs";
 import { REPO, startDesk } from "./lib/x11desk.mjs";
 
@@ -92,10 +85,7 @@ const MARKS = [
 
 /** The traced copy of DIST in a scratch folder; returns its cli.js and the trace file. */
 function tracedCopy() {
-  const dir = mkdtempSync(join(tmpdir(), "uiinspect-shot-trace-"));
-  cpSync(DIST, join(dir, "dist"), { recursive: true });
-  cpSync(join(DIST, "..", "package.json"), join(dir, "package.json"));
-  symlinkSync(join(DIST, "..", "node_modules"), join(dir, "node_modules"));
+  const dir = scratchDist(join(DIST, ".."), "uiinspect-shot-trace-");
   const file = join(dir, "trace.log");
   // The injected code, as text: a per-thread buffer of marks shared by the thread's modules.
   const head = [
@@ -107,19 +97,15 @@ function tracedCopy() {
     "};",
     "",
   ].join("\n");
-  const files = new Map();
-  for (const [f, anchor, mark, where] of MARKS) {
-    const text = files.get(f) ?? readFileSync(join(dir, "dist", f), "utf8");
-    if (!text.includes(anchor))
-      throw new Error(`x11-shot-trace: anchor for ${mark || f} not found in dist/${f}`);
+  const edits = MARKS.map(([f, anchor, mark, where]) => [
+    f,
+    anchor,
     // The hop to the worker: the post is wrapped, so the mark is taken as the message goes.
-    const replaced =
-      mark === ""
-        ? text.replace(anchor, 'send: (msg) => { __T("S_post"); port1.postMessage(msg); },')
-        : text.replace(anchor, where === "after" ? `${anchor}\n${mark}` : `${mark}\n${anchor}`);
-    files.set(f, replaced);
-  }
-  for (const [f, text] of files) writeFileSync(join(dir, "dist", f), head + text);
+    mark === ""
+      ? () => 'send: (msg) => { __T("S_post"); port1.postMessage(msg); },'
+      : () => (where === "after" ? `${anchor}\n${mark}` : `${mark}\n${anchor}`),
+  ]);
+  patchDist(dir, "x11-shot-trace", head, edits);
   writeFileSync(file, "");
   return { dir, cli: join(dir, "dist", "cli.js"), file };
 }

@@ -21,18 +21,11 @@
 // kind: count and ms, from a PerformanceObserver in the copy's uia worker; a collection is CPU
 // on the walk's thread), and the load average at start and end. A marker that no longer matches the
 // built code stops the bench (the steps must be moved along with the code).
-import {
-  appendFileSync,
-  cpSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { patchDist, scratchDist } from "./lib/distCopy.mjs";
 import { call } from "./lib/mcp.mjs";
 import { REPO, startDesk } from "./lib/x11desk.mjs";
 
@@ -112,22 +105,12 @@ function gcPerCall(gcLog, rounds) {
 }
 
 function stampedDist(log, gcLog) {
-  const dir = mkdtempSync(join(tmpdir(), "uix-tree-timeline-"));
-  cpSync(join(FROM, "dist"), join(dir, "dist"), { recursive: true });
-  symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
-  symlinkSync(join(FROM, "package.json"), join(dir, "package.json"));
+  const dir = scratchDist(FROM, "uix-tree-timeline-", join(REPO, "node_modules"));
   const stamp = `import { appendFileSync as __tlAppend } from "node:fs";\nconst __tl = (step) => __tlAppend(${JSON.stringify(log)}, \`\${(performance.timeOrigin + performance.now()).toFixed(3)} \${step}\\n\`);\n`;
-  for (const [file, marks] of Object.entries(MARKS)) {
-    const path = join(dir, "dist", file);
-    let code = readFileSync(path, "utf8");
-    for (const [alternatives, put] of marks) {
-      const find = [alternatives].flat().find((f) => code.includes(f)) ?? [alternatives].flat()[0];
-      const at = code.indexOf(find);
-      if (at < 0) throw new Error(`x11-tree-timeline: no "${find.split("\n")[0]}" in dist/${file}`);
-      code = `${code.slice(0, at)}${put} ${code.slice(at)}`;
-    }
-    writeFileSync(path, stamp + code);
-  }
+  const edits = Object.entries(MARKS).flatMap(([file, marks]) =>
+    marks.map(([alternatives, put]) => [file, alternatives, (found) => `${put} ${found}`]),
+  );
+  patchDist(dir, "x11-tree-timeline", stamp, edits);
   gcObserved(dir, gcLog);
   return dir;
 }

@@ -85,9 +85,7 @@ export async function rawCall(client, name, args = {}) {
 }
 
 export async function call(client, name, args = {}) {
-  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
-  if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
-  return r.structuredContent;
+  return (await rawCall(client, name, args)).structuredContent;
 }
 
 export function percentiles(samples) {

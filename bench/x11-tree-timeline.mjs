@@ -7,11 +7,14 @@
 // so the steps of the supervisor and of the worker share one clock:
 //
 //   client_send → call_start (the SDK's parse) → parsed (the arguments) → resolve_start →
+//   listing_ask (the walk sent ahead, where the build does, then the listing asked) →
 //   resolved (the target from the capture worker's listing) → authorized (grant, budgets) →
-//   uia_send → w_start (the message to the uia worker) → w_checked (its target check; on an
-//   open session it runs beside the walk) → w_walked (session, root and walk; beside the check:
-//   what is left of the walk once the check passed) → w_built (nodes) → w_popups (popup trees, pack) →
-//   uia_back (the reply to the supervisor) → call_end (outline, result) → client_back
+//   uia_send (the handler's request, or its read of the walk sent ahead) → w_start (the
+//   message to the uia worker; sent ahead, it comes before resolved) → w_checked (its target
+//   check; on an open session it runs beside the walk) → w_walked (session, root and walk;
+//   beside the check: what is left of the walk once the check passed) → w_built (nodes) →
+//   w_popups (popup trees, pack) → uia_back (the reply to the supervisor) → call_end (outline,
+//   result) → client_back. Each step's time is from the mark logged just before it.
 //
 //   npm run build && node bench/x11-tree-timeline.mjs   (BENCH_ROUNDS, default 40;
 //   BENCH_DETAIL=full for detail "full", else the default outline; BENCH_DIST_REPO=<checkout>
@@ -44,11 +47,26 @@ const MARKS = {
   ],
   "supervisor/access/chain.js": [
     ["state.target = await resolveTarget(", "__tl('resolve_start');"],
+    // Where the walk goes ahead of the listing (a build with observeAhead), else the listing.
+    [
+      [
+        "state.ahead = def.observeAhead?.(",
+        "const { windows: all, id } = await liveListing(sup, signal);",
+      ],
+      "__tl('listing_ask');",
+    ],
     ["await authorize(sup, def, args, client.hash, state);", "__tl('resolved');"],
     ["const admitted = {", "__tl('authorized');"],
   ],
   "supervisor/tools/a11y.js": [
-    ['const r = await ctx.sessions.call(s, "a11y.inspect", {', "__tl('uia_send');"],
+    // The handler's request, or its read of the walk sent ahead (a build with observeAhead).
+    [
+      [
+        'const { answer: r, ahead } = await ctx.sessions.observe(s, "a11y.inspect",',
+        'const r = await ctx.sessions.call(s, "a11y.inspect", {',
+      ],
+      "__tl('uia_send');",
+    ],
     ["const root = ctx.sessions.externalize(s, r.root);", "__tl('uia_back');"],
   ],
   "workers/uia/handlers.js": [

@@ -63,6 +63,13 @@ export const TargetExpectationSchema = z.object({
 });
 export type TargetExpectation = z.infer<typeof TargetExpectationSchema>;
 
+/**
+ * An observation sent while the supervisor still resolves and authorizes the target
+ * (ToolDef.observeAhead): only a session already open is walked, and a refusal of the target
+ * check ends nothing (the authorized call asks again, and its refusal does). Absent: false.
+ */
+const AheadArg = { ahead: z.boolean().optional() };
+
 const PointSchema = z.object({ x: z.number().int(), y: z.number().int() });
 
 const KeyStepSchema = z.object({
@@ -442,6 +449,7 @@ export const OPS = {
        * no action names and every node carries patterns []. Absent: true.
        */
       patterns: z.boolean().optional(),
+      ...AheadArg,
     }),
     /**
      * On the wire the trees are columns (src/shared/packedTree.ts); checked, they are the root
@@ -470,6 +478,7 @@ export const OPS = {
       state: z.enum(STATES).nullable().default(null),
       max_results: z.number().int().min(1).max(500),
       deadline_ms: z.number().int().positive(),
+      ...AheadArg,
     }),
     result: z.object({
       elements: z.array(A11yNodeSchema),

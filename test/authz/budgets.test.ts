@@ -224,6 +224,26 @@ describe("RateBudgets", () => {
     });
   });
 
+  it("wouldAllow answers what take would do and takes nothing", () => {
+    const t = new ManualTime(0);
+    const b = new RateBudgets(cfg, t.clock);
+    for (let i = 0; i < 3; i++) b.take("inspection", "c1");
+    for (let i = 0; i < 10; i++) expect(b.wouldAllow("inspection", "c1")).toBe(true);
+    expect(b.state("c1").client.inspection).toEqual({ used: 3, limit: 4 });
+    b.take("inspection", "c1");
+    expect(b.wouldAllow("inspection", "c1")).toBe(false);
+    expect(thrown(() => b.take("inspection", "c1")).code).toBe("rate_limited");
+    // Per client and per kind, and an application's share counts as take's does.
+    expect(b.wouldAllow("inspection", "c2")).toBe(true);
+    expect(b.wouldAllow("action", "c1")).toBe(true);
+    const app = { key: "i1", limits: { ...LIMITS, max_actions_per_minute: 1 } };
+    b.take("action", "c2", app);
+    expect(b.wouldAllow("action", "c1", app)).toBe(false);
+    // Once the minute has passed, the budget is back.
+    t.now = 61_000;
+    expect(b.wouldAllow("inspection", "c1")).toBe(true);
+  });
+
   it("is all-or-nothing: when one limiter refuses, nothing is taken from the others", () => {
     const t = new ManualTime(0);
     const b = new RateBudgets({ ...cfg, clientActionsPerMinute: 100 }, t.clock);

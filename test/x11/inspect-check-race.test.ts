@@ -85,7 +85,11 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
   }
 
   /** One observation of the window under key k1: its node count, or the code it failed with. */
-  async function observe(op: Op, target: TargetExpectation): Promise<{ count: number } | { code: string }> {
+  async function observe(
+    op: Op,
+    target: TargetExpectation,
+    ahead = false,
+  ): Promise<{ count: number } | { code: string }> {
     const args =
       op === "a11y.inspect"
         ? OPS[op].args.parse({
@@ -95,6 +99,7 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
             max_nodes: 500,
             deadline_ms: 15_000,
             root_ref: null,
+            ahead,
           })
         : OPS[op].args.parse({
             session_key: "k1",
@@ -104,6 +109,7 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
             automation_id: null,
             max_results: 500,
             deadline_ms: 15_000,
+            ahead,
           });
     try {
       const r = await runtime.handlers[op]?.(args as never, ctx());
@@ -161,6 +167,27 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
       const r = await observe(op, target);
       expect(r).toEqual({ code: "minimized" });
       expect(walkedFirst()).toBe(true);
+      expect(runtime.store.size).toBe(0);
+      app.child.kill("SIGKILL");
+      await app.exited;
+    },
+  );
+
+  it.each(OPS_RACED)(
+    "%s sent ahead of its authorization, minimized meanwhile: minimized, no nodes, the session kept",
+    async (op) => {
+      const { app, w, target } = await opened(op, "uix race ahead");
+      log.length = 0;
+      atListing = async () => {
+        xdotool("windowminimize", w.hwnd);
+        await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
+      };
+      const r = await observe(op, target, true);
+      expect(r).toEqual({ code: "minimized" });
+      expect(walkedFirst()).toBe(true);
+      // Nothing ended: the authorized call asks again, and its refusal ends the session.
+      expect(runtime.store.size).toBe(1);
+      expect(await observe(op, target)).toEqual({ code: "minimized" });
       expect(runtime.store.size).toBe(0);
       app.child.kill("SIGKILL");
       await app.exited;

@@ -2,14 +2,16 @@ import type { UiError } from "../../shared/errors.js";
 import type { Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
-import type { OpArgs, OpResult } from "../../shared/protocol.js";
+import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { Reservation } from "../budgets.js";
 import type { Capability } from "../policy/schema.js";
 import type { AccessDecision } from "./accessDecision.js";
+import type { SessionRecord } from "./sessions.js";
 
 /**
  * The facts a call carries that both its call object (calls.ts) and the services bound to it
- * (services.ts) read: progress, the decision for a named class, a one-hop frame.
+ * (services.ts) read: progress, the decision for a named class, a one-hop frame, an observation
+ * sent ahead.
  */
 
 /** Sends notifications/progress when the client asked for it (a progressToken); else nothing. */
@@ -56,4 +58,42 @@ export interface ClassDecision {
   capability: Capability;
   decision: AccessDecision;
   hasValidToken: boolean;
+}
+
+/** The observations a tool may send ahead of its authorization (ToolDef.observeAhead). */
+export type AheadOp = "a11y.inspect" | "a11y.find";
+
+/**
+ * An observation sent to the caller's open automation session while the chain resolves the
+ * target, with the instance of the caller's grant as the worker's expectation (`ahead`: the
+ * worker walks only a session already open and changes nothing on a refusal). The handler reads
+ * it only when the call was authorized for exactly that session and expectation; the chain drops
+ * it when the call ends, however it ends.
+ */
+export interface HeldObservation {
+  readonly op: AheadOp;
+  readonly session: SessionRecord;
+  readonly target: TargetExpectation;
+  /** The worker's answer (a rejection is handled: never an unhandled one). */
+  readonly result: Promise<OpResult<AheadOp>>;
+  /** Stops the worker's walk if it is still running; nothing reads the answer after this. */
+  drop(): void;
+}
+
+/** The session and expectation an observation may be sent ahead to, from the caller's grant. */
+export interface AheadSession {
+  session: SessionRecord;
+  target: TargetExpectation;
+}
+
+/** What a row's observeAhead step may use while the chain resolves the target. */
+export interface AheadCall {
+  /**
+   * The caller's open session on `hwnd` under its one live grant there for the tool's capability,
+   * while the call's budget would let it through; else null (nothing is sent ahead).
+   */
+  sessionOn(hwnd: string): AheadSession | null;
+  /** Sends `op` to that session's worker with `ahead` set, under the call's cancellation. */
+  send<K extends AheadOp>(on: AheadSession, op: K, args: Omit<OpArgs<K>, "ahead">): HeldObservation;
+  readonly treeDeadlineMs: number;
 }

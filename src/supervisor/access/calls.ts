@@ -8,7 +8,17 @@ import type { Services } from "./services.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ResolvedTarget } from "./targets.js";
 
-export type { ClassDecision, HeldShot, OneHopCall, OneHopReply, ProgressReporter } from "./callFacts.js";
+export type {
+  AheadCall,
+  AheadOp,
+  AheadSession,
+  ClassDecision,
+  HeldObservation,
+  HeldShot,
+  OneHopCall,
+  OneHopReply,
+  ProgressReporter,
+} from "./callFacts.js";
 
 /**
  * What the authorization chain established about one call, as it goes: the audit event is made

@@ -1,6 +1,6 @@
 import { UiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
-import type { OpArgs } from "../../shared/protocol.js";
+import type { OpArgs, TargetExpectation } from "../../shared/protocol.js";
 import { SETTINGS } from "../../shared/settings.js";
 import { newCorrelationId } from "../audit.js";
 import type { ApplicationCharge } from "../budgets.js";
@@ -20,8 +20,11 @@ import {
 } from "./accessDecision.js";
 import type {
   Admitted,
+  AheadCall,
+  AheadOp,
   ChainRecord,
   ClassDecision,
+  HeldObservation,
   HeldShot,
   OneHopCall,
   ProgressReporter,
@@ -30,7 +33,8 @@ import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { endExitedInstances, liveListing, liveWindows } from "./liveWindows.js";
 import { buildServices } from "./services.js";
-import { underGrant } from "./shownBefore.js";
+import type { SessionRecord } from "./sessions.js";
+import { grantExpectation, underGrant } from "./shownBefore.js";
 import { pickTarget, type ResolvedTarget } from "./targets.js";
 
 /**
@@ -93,6 +97,8 @@ interface ChainState {
   decision: ClassDecision | null;
   /** What a one-hop message brought besides the listing; dropped when the call ends. */
   held: HeldShot | null;
+  /** An observation sent while the target was resolved; dropped when the call ends. */
+  ahead: HeldObservation | null;
 }
 
 /**
@@ -115,6 +121,7 @@ export async function runChain(
     charge: null,
     decision: null,
     held: null,
+    ahead: null,
   };
   const record = chainRecord(input, client, state);
   input.onRecord?.(record);
@@ -143,6 +150,7 @@ export async function runChain(
           target: state.target,
           decision: state.decision,
           held: state.held,
+          ahead: state.ahead,
         },
         def.uses,
       ),
@@ -151,6 +159,7 @@ export async function runChain(
   } finally {
     // Refused or failed: nothing of it was released. Answered: the result has its own copy.
     state.held?.drop();
+    state.ahead?.drop();
   }
 }
 
@@ -235,6 +244,9 @@ async function resolveTarget(
     return target;
   }
   if (def.target === "window") {
+    // Beside the listing, not instead of it: the target is resolved and authorized from the
+    // capture worker's listing as always, and the observation is read only if it fits.
+    state.ahead = def.observeAhead?.(aheadCall(sup, def, policy, signal, client), args) ?? null;
     const { windows: all, id } = await liveListing(sup, signal);
     // Handed on with the target: a capture's pre-check reuses it instead of enumerating again.
     const listing = { at: Date.now(), windows: all, ...(id !== null ? { id } : {}) };
@@ -420,5 +432,56 @@ function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHo
         { ...args, keep_for: args.tiles === "later" ? client : null },
         { deadlineMs: sup.config.workerDeadlineMs, signal },
       ),
+  });
+}
+
+/**
+ * What an observeAhead step may use: the caller's open session under its one live grant on the
+ * window for the tool's capability, only while the policy does not protect that capability
+ * (a token is checked only once the target is resolved) and the call's budget would let it
+ * through (nothing is taken; authorize() takes it as for any call).
+ */
+function aheadCall(
+  sup: Supervisor,
+  def: ToolDef,
+  policy: EffectivePolicy,
+  signal: AbortSignal,
+  client: string,
+): AheadCall {
+  return Object.freeze({
+    treeDeadlineMs: sup.config.treeDeadlineMs,
+    sessionOn: (hwnd: string) => {
+      if (def.mode !== "capability" || def.budget === "none") return null;
+      const capability = def.capability;
+      if (isProtected(policy, capability) || !sup.budgets.wouldAllow(def.budget, client)) return null;
+      const grants = sup.grants
+        .listForClient(client)
+        .filter((g) => g.hwnd === hwnd && g.capabilities.has(capability));
+      const grant = grants.length === 1 ? grants[0] : undefined;
+      if (grant === undefined) return null;
+      const session = sup.sessions.existing(client, grant.instanceKey, hwnd);
+      return session ? { session, target: grantExpectation(grant) } : null;
+    },
+    send: <K extends AheadOp>(
+      on: { session: SessionRecord; target: TargetExpectation },
+      op: K,
+      args: Omit<OpArgs<K>, "ahead">,
+    ): HeldObservation => {
+      const own = new AbortController();
+      const result = (async () =>
+        sup.sessions.call(on.session, op, { ...args, ahead: true } as OpArgs<K>, {
+          deadlineMs: args.deadline_ms + sup.config.workerDeadlineMs,
+          signal: AbortSignal.any([signal, own.signal]),
+        }))();
+      // Read by the handler, or by no one: a rejection nobody reads is not an unhandled one.
+      result.catch(() => {});
+      return Object.freeze({
+        op,
+        session: on.session,
+        target: on.target,
+        result,
+        drop: () => own.abort(),
+      });
+    },
   });
 }

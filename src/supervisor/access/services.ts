@@ -14,10 +14,11 @@ import { captureFrame, type FrameRequest, stillAuthorized } from "../screenshot/
 import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import { requirePolicy, type Supervisor } from "../supervisor.js";
 import { applyGrantDecision, authorizeCapability, leaseCapabilities } from "./accessDecision.js";
-import type { ClassDecision, HeldShot, ProgressReporter } from "./callFacts.js";
+import type { AheadOp, ClassDecision, HeldObservation, HeldShot, ProgressReporter } from "./callFacts.js";
 import type { ClientIdentity } from "./clientIdentity.js";
 import type { Grant } from "./grants.js";
 import { liveWindows, pollWindows } from "./liveWindows.js";
+import { takeAhead } from "./observedAhead.js";
 import type { SessionRecord } from "./sessions.js";
 import { shownNow } from "./shownBefore.js";
 import type { ResolvedTarget } from "./targets.js";
@@ -113,6 +114,17 @@ export interface SessionService {
     args: OpArgs<K>,
     deadlineMs?: number,
   ): Promise<OpResult<K>>;
+  /**
+   * call() for an observation, answered by the one the chain sent ahead while it resolved the
+   * target (ToolDef.observeAhead) when that went to this session with exactly `args.target`
+   * (`ahead` then says so, for the call's audit counters).
+   */
+  observe<K extends AheadOp>(
+    session: SessionRecord,
+    op: K,
+    args: OpArgs<K>,
+    deadlineMs?: number,
+  ): Promise<{ answer: OpResult<K>; ahead: boolean }>;
   readonly treeDeadlineMs: number;
   readonly deadlineMs: number;
 }
@@ -202,6 +214,7 @@ export interface ServiceScope {
   target: ResolvedTarget | null;
   decision: ClassDecision | null;
   held: HeldShot | null;
+  ahead: HeldObservation | null;
 }
 
 /** The chain resolved what the service needs; a missing part is a bug in the table. */
@@ -279,12 +292,21 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
     textMode: sup.config.textMode,
     deadlineMs: sup.config.workerDeadlineMs,
   }),
-  sessions: ({ sup, client, signal, target }) => ({
+  sessions: ({ sup, client, signal, target, ahead }) => ({
     forTarget: () => sup.sessions.sessionFor(client.hash, need(target, "target")),
     lookupRef: (ref) => sup.sessions.lookupRef(ref, client.hash),
     externalize: (session, node) => sup.sessions.externalize(session, node),
     call: (session, op, args, deadlineMs) =>
       sup.sessions.call(session, op, args, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),
+    observe: async (session, op, args, deadlineMs) => {
+      const early = await takeAhead(ahead, session, op, args.target);
+      if (early) return { answer: early.answer, ahead: true };
+      const answer = await sup.sessions.call(session, op, args, {
+        deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs,
+        signal,
+      });
+      return { answer, ahead: false };
+    },
     treeDeadlineMs: sup.config.treeDeadlineMs,
     deadlineMs: sup.config.workerDeadlineMs,
   }),

@@ -122,6 +122,16 @@ export class A11ySessions {
     return rec;
   }
 
+  /**
+   * The session this identity already has on the instance's window, or null; nothing is made or
+   * touched (an observation sent ahead of its authorization uses only what exists).
+   */
+  existing(client: string, instanceKey: string, hwnd: string): SessionRecord | null {
+    const rec = this.byWindow.get(`${client}:${instanceKey}:${hwnd}`);
+    const m = this.instances.get(instanceKey)?.members.get(client);
+    return rec && m && m.key === rec.key && this.byTag.has(rec.tag) ? rec : null;
+  }
+
   /** Calls the uia worker that holds this session. */
   call<K extends A11yOp>(
     rec: SessionRecord,

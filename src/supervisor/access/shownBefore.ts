@@ -1,4 +1,6 @@
+import type { TargetExpectation } from "../../shared/protocol.js";
 import type { Supervisor } from "../supervisor.js";
+import type { Grant } from "./grants.js";
 import type { ResolvedTarget } from "./targets.js";
 
 /** TargetExpectation's shown_before holds at most this many ids. */
@@ -32,4 +34,9 @@ export function underGrant(target: ResolvedTarget, shownBefore: readonly string[
     ...target,
     expectation: { ...target.expectation, shown_before: shownBefore.slice(0, MAX_SHOWN) },
   };
+}
+
+/** What the workers would be told of `grant`'s window: underGrant of a target resolved to it. */
+export function grantExpectation(grant: Grant): TargetExpectation {
+  return { hwnd: grant.hwnd, instance: grant.instance, shown_before: grant.shownBefore.slice(0, MAX_SHOWN) };
 }

@@ -116,6 +116,14 @@ export class RateBudgets {
   }
 
   /**
+   * Whether take() would let a call of `kind` through now; nothing is taken. For work begun
+   * before the call is authorized (ToolDef.observeAhead): a client out of budget starts none.
+   */
+  wouldAllow(kind: BudgetKind, client: string, app?: ApplicationBudgetRequest): boolean {
+    return this.plan(kind, client, app).every((s) => s.limiter.peek(s.key, s.amount, s.limit).ok);
+  }
+
+  /**
    * Takes only the application's volume budgets (typed characters, captured pixels) once a
    * handler knows its numbers, without counting another call against the client or the
    * application's actions (those were taken by take() at the start of the call).

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { uiError } from "../../shared/errors.js";
-import { A11yNodeSchema } from "../../shared/protocol.js";
+import { A11yNodeSchema, type OpArgs, type TargetExpectation } from "../../shared/protocol.js";
 import type { SessionService } from "../access/services.js";
 import { formatElements, formatTree } from "../tree/format.js";
 import { defineRefTool, defineWindowTool, type Effect, type RefCall } from "./define.js";
@@ -59,6 +59,51 @@ const lineFields = (fields: readonly ("bounds" | "patterns")[]) => ({
   bounds: fields.includes("bounds"),
   patterns: fields.includes("patterns"),
 });
+
+/** The uia worker's a11y.inspect for a session and expectation (the same whether sent ahead or not). */
+function inspectArgs(
+  sessionKey: string,
+  target: TargetExpectation,
+  args: { max_depth: number; max_nodes: number; detail: "outline" | "full"; fields: readonly string[] },
+  rootRef: string | null,
+  deadlineMs: number,
+): OpArgs<"a11y.inspect"> {
+  return {
+    session_key: sessionKey,
+    target,
+    max_depth: args.max_depth,
+    max_nodes: args.max_nodes,
+    deadline_ms: deadlineMs,
+    root_ref: rootRef,
+    // The outline shows patterns only when asked: then the walk reads no action names.
+    patterns: args.detail === "full" || args.fields.includes("patterns"),
+  };
+}
+
+/** The uia worker's a11y.find for a session and expectation (the same whether sent ahead or not). */
+function findArgs(
+  sessionKey: string,
+  target: TargetExpectation,
+  args: {
+    name_contains?: string | undefined;
+    role?: string | undefined;
+    automation_id?: string | undefined;
+    state?: OpArgs<"a11y.find">["state"] | undefined;
+    max_results: number;
+  },
+  deadlineMs: number,
+): OpArgs<"a11y.find"> {
+  return {
+    session_key: sessionKey,
+    target,
+    name_contains: args.name_contains ?? null,
+    role: args.role ?? null,
+    automation_id: args.automation_id ?? null,
+    state: args.state ?? null,
+    max_results: args.max_results,
+    deadline_ms: deadlineMs,
+  };
+}
 
 type Action =
   | "invoke"
@@ -141,6 +186,15 @@ export const a11yTools = [
     }),
     effect: "read_only",
     uses: ["sessions"],
+    // A whole window by hwnd: a subtree's ref and a title are resolved before anything is sent.
+    observeAhead: (call, args) => {
+      if (args.hwnd === undefined || args.root_ref !== undefined) return null;
+      const on = call.sessionOn(args.hwnd);
+      return (
+        on &&
+        call.send(on, "a11y.inspect", inspectArgs(on.session.key, on.target, args, null, call.treeDeadlineMs))
+      );
+    },
     handler: async (ctx, args) => {
       const s = session(ctx);
       let rootRef: string | null = null;
@@ -150,24 +204,16 @@ export const a11yTools = [
         rootRef = r.inner;
       }
       const deadline = ctx.sessions.treeDeadlineMs;
-      const r = await ctx.sessions.call(
+      const { answer: r, ahead } = await ctx.sessions.observe(
         s,
         "a11y.inspect",
-        {
-          session_key: s.key,
-          target: ctx.target.expectation,
-          max_depth: args.max_depth,
-          max_nodes: args.max_nodes,
-          deadline_ms: deadline,
-          root_ref: rootRef,
-          // The outline shows patterns only when asked: then the walk reads no action names.
-          patterns: args.detail === "full" || args.fields.includes("patterns"),
-        },
+        inspectArgs(s.key, ctx.target.expectation, args, rootRef, deadline),
         deadline + ctx.sessions.deadlineMs,
       );
       const root = ctx.sessions.externalize(s, r.root);
       const popups = r.popups.map((p) => ctx.sessions.externalize(s, p));
       ctx.counters.nodes = r.node_count;
+      ctx.counters.ahead = ahead;
       ctx.counters.popups = popups.length;
       ctx.counters.truncated = r.truncated;
       const summary = { truncated: r.truncated, node_count: r.node_count };
@@ -203,26 +249,23 @@ export const a11yTools = [
     }),
     effect: "read_only",
     uses: ["sessions"],
+    observeAhead: (call, args) => {
+      if (args.hwnd === undefined) return null;
+      const on = call.sessionOn(args.hwnd);
+      return on && call.send(on, "a11y.find", findArgs(on.session.key, on.target, args, call.treeDeadlineMs));
+    },
     handler: async (ctx, args) => {
       const s = session(ctx);
       const deadline = ctx.sessions.treeDeadlineMs;
-      const r = await ctx.sessions.call(
+      const { answer: r, ahead } = await ctx.sessions.observe(
         s,
         "a11y.find",
-        {
-          session_key: s.key,
-          target: ctx.target.expectation,
-          name_contains: args.name_contains ?? null,
-          role: args.role ?? null,
-          automation_id: args.automation_id ?? null,
-          state: args.state ?? null,
-          max_results: args.max_results,
-          deadline_ms: deadline,
-        },
+        findArgs(s.key, ctx.target.expectation, args, deadline),
         deadline + ctx.sessions.deadlineMs,
       );
       const elements = r.elements.map((e) => ctx.sessions.externalize(s, e));
       ctx.counters.results = elements.length;
+      ctx.counters.ahead = ahead;
       const counts = { count: elements.length, truncated: r.truncated };
       return {
         structured: args.detail === "full" ? { elements, ...counts } : counts,

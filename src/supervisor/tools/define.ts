@@ -3,10 +3,12 @@ import { z } from "zod";
 import {
   type ActingCall,
   type Admitted,
+  type AheadCall,
   type CallBase,
   callObject,
   type DecisionCall,
   decisionOf,
+  type HeldObservation,
   type OneHopCall,
   type OneHopReply,
   type PolicyCall,
@@ -111,6 +113,13 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
    * (its capture service's `held`); a refused call drops it unread.
    */
   oneHop?(call: OneHopCall, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
+  /**
+   * An observation sent to the caller's open session while the chain resolves the target from
+   * its own listing, when this call allows it (else null): the handler reads it only if the call
+   * was authorized for exactly the session and expectation it went with (its sessions service's
+   * `held`), else asks afresh; a refused call drops it unread.
+   */
+  observeAhead?(call: AheadCall, args: z.output<I>): HeldObservation | null;
   handler(call: Admitted, args: z.output<I>): Promise<ToolResult<z.output<O>>>;
 }
 
@@ -176,6 +185,7 @@ type KindFields<A> = { budget: BudgetKind | "none"; target: TargetMode } & ToolA
     refuse?(args: A): void;
     decides?: "issue" | "report";
     oneHop?(call: OneHopCall, args: A, policy: EffectivePolicy): Promise<OneHopReply> | null;
+    observeAhead?(call: AheadCall, args: A): HeldObservation | null;
   };
 
 /** Builds the row of a kind; with `correlated` its output and results carry the correlation_id. */
@@ -307,6 +317,7 @@ interface ActingSpec<I extends z.ZodType, O extends z.ZodRawShape, C, U extends 
   cost?: CostOf<z.output<I>>;
   refuse?(args: z.output<I>): void;
   oneHop?(call: OneHopCall, args: z.output<I>, policy: EffectivePolicy): Promise<OneHopReply> | null;
+  observeAhead?(call: AheadCall, args: z.output<I>): HeldObservation | null;
 }
 
 function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends ServiceName>(
@@ -316,7 +327,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends Se
   callOf: (a: Admitted, uses: readonly U[], args: z.output<I>) => WithServices<C, U>,
   built: readonly ServiceName[] = [],
 ): ToolDef {
-  const { cost, refuse, oneHop } = spec;
+  const { cost, refuse, oneHop, observeAhead } = spec;
   return kindRow(
     { ...spec, input, correlated: true },
     {
@@ -327,6 +338,7 @@ function actingRow<I extends z.ZodType, O extends z.ZodRawShape, C, U extends Se
       ...(cost ? { cost } : {}),
       ...(refuse ? { refuse } : {}),
       ...(oneHop ? { oneHop } : {}),
+      ...(observeAhead ? { observeAhead } : {}),
     },
     callOf,
     built,

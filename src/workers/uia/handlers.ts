@@ -379,6 +379,22 @@ interface Observation<W, R> {
   answer(live: LiveSession, window: WindowInfo, walked: W, budget: Budget): Promise<R>;
 }
 
+/** An observation's arguments: `ahead` while the supervisor has not yet authorized the call. */
+interface ObservedArgs {
+  session_key: string;
+  target: TargetExpectation;
+  ahead?: boolean | undefined;
+}
+
+/**
+ * An observation sent ahead of its authorization (`ahead`) walks only a session already open,
+ * and changes nothing when it cannot: the supervisor drops this answer and, once the call is
+ * authorized, asks again without `ahead`, and that call's refusal ends what it ends.
+ */
+function notAhead(): never {
+  throw uiError("element_stale", "No open session to observe ahead.");
+}
+
 /**
  * An observation on a session already open: the worker's own target check runs beside the walk
  * instead of before it. Its requests go out once the walk's first calls are written (or once the
@@ -389,7 +405,7 @@ interface Observation<W, R> {
 async function beside<W, R>(
   core: UiaCore,
   platform: Platform,
-  args: { session_key: string; target: TargetExpectation },
+  args: ObservedArgs,
   live: LiveSession,
   budget: Budget,
   o: Observation<W, R>,
@@ -416,6 +432,7 @@ async function beside<W, R>(
     } catch (e) {
       branch.stop();
       await walking.catch(() => {});
+      if (args.ahead === true) throw toUiError(e);
       return await refused(core, args.session_key, args.target, e);
     }
     if (live.closed) {
@@ -423,6 +440,7 @@ async function beside<W, R>(
       // window gets a session of its own and is walked on it.
       branch.stop();
       await walking.catch(() => {});
+      if (args.ahead === true) notAhead();
       const fresh = await obtained(core, platform, args, window, budget);
       return await o.answer(fresh, window, await o.walk(fresh, budget, () => {}), budget);
     }
@@ -439,7 +457,7 @@ async function beside<W, R>(
 async function observe<W, R>(
   core: UiaCore,
   platform: Platform,
-  args: { session_key: string; target: TargetExpectation },
+  args: ObservedArgs,
   budget: Budget,
   o: Observation<W, R>,
 ): Promise<R> {
@@ -447,6 +465,7 @@ async function observe<W, R>(
   if (kept !== null && sameInstance(kept.instance, args.target.instance)) {
     return beside(core, platform, args, kept, budget, o);
   }
+  if (args.ahead === true) notAhead();
   const window = await checked(core, platform, args.session_key, args.target, budget);
   const live = await obtained(core, platform, args, window, budget);
   return o.answer(live, window, await o.walk(live, budget, () => {}), budget);

@@ -1,0 +1,67 @@
+import { isUiError } from "../../shared/errors.js";
+import { sameInstance } from "../../shared/identity.js";
+import type { OpResult, TargetExpectation } from "../../shared/protocol.js";
+import type { AheadOp, HeldObservation } from "./callFacts.js";
+import type { SessionRecord } from "./sessions.js";
+
+/**
+ * The answer of an observation sent ahead of the call's authorization (ToolDef.observeAhead),
+ * for the authorized call: read at most once, and only for exactly the op, session and
+ * expectation it went with (a grant that began or changed meanwhile, another session, another
+ * instance: dropped, and the call asks afresh).
+ */
+
+const taken = new WeakSet<HeldObservation>();
+
+/** The same window, process instance and windows shown when the grant began. */
+export function sameExpectation(a: TargetExpectation, b: TargetExpectation): boolean {
+  const sa = a.shown_before ?? [];
+  const sb = b.shown_before ?? [];
+  return (
+    a.hwnd === b.hwnd &&
+    sameInstance(a.instance, b.instance) &&
+    sa.length === sb.length &&
+    sa.every((h, i) => h === sb[i])
+  );
+}
+
+export function aheadFits(
+  held: HeldObservation,
+  session: SessionRecord,
+  op: AheadOp,
+  target: TargetExpectation,
+): boolean {
+  return (
+    held.op === op &&
+    held.session.tag === session.tag &&
+    held.session.key === session.key &&
+    sameExpectation(held.target, target)
+  );
+}
+
+/**
+ * The held answer when it fits; null when there is none, it does not fit, or the worker could
+ * not answer it as sent ahead (no open session, a refused check: the authorized call's own
+ * request then gets the answer, and the refusal, that it gets). A crashed or hung worker is
+ * the call's answer: asking again would only wait for it again.
+ */
+export async function takeAhead<K extends AheadOp>(
+  held: HeldObservation | null,
+  session: SessionRecord,
+  op: K,
+  target: TargetExpectation,
+): Promise<{ answer: OpResult<K> } | null> {
+  if (held === null || taken.has(held)) return null;
+  taken.add(held);
+  if (!aheadFits(held, session, op, target)) {
+    held.drop();
+    return null;
+  }
+  try {
+    // The op is the one it was sent with (aheadFits), so is its answer.
+    return { answer: (await held.result) as OpResult<K> };
+  } catch (e) {
+    if (isUiError(e) && (e.code === "worker_crashed" || e.code === "worker_timeout")) throw e;
+    return null;
+  }
+}

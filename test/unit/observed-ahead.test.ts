@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { uiError } from "../../src/shared/errors.js";
+import type { OpResult, TargetExpectation } from "../../src/shared/protocol.js";
+import type { AheadOp, HeldObservation } from "../../src/supervisor/access/callFacts.js";
+import { sameExpectation, takeAhead } from "../../src/supervisor/access/observedAhead.js";
+import type { SessionRecord } from "../../src/supervisor/access/sessions.js";
+
+const instance = {
+  pid: 4001,
+  start_time: "2026-11-30T08:00:00.000Z",
+  exe_path: "/usr/bin/app",
+  session: "1",
+};
+const target: TargetExpectation = { hwnd: "1001", instance, shown_before: ["2002"] };
+const session: SessionRecord = {
+  tag: "s1",
+  key: "s1-aa",
+  client: "c1",
+  instanceKey: "i1",
+  instance,
+  hwnd: "1001",
+};
+const ANSWER = { elements: [], truncated: false } as unknown as OpResult<AheadOp>;
+
+function held(result: Promise<OpResult<AheadOp>>, over: Partial<HeldObservation> = {}) {
+  let dropped = 0;
+  result.catch(() => {});
+  const h: HeldObservation = {
+    op: "a11y.find",
+    session,
+    target,
+    result,
+    drop: () => {
+      dropped += 1;
+    },
+    ...over,
+  };
+  return { h, dropped: () => dropped };
+}
+
+describe("an observation held for its authorized call", () => {
+  it("answers once, for exactly its op, session and expectation", async () => {
+    const a = held(Promise.resolve(ANSWER));
+    expect(await takeAhead(a.h, session, "a11y.find", target)).toEqual({ answer: ANSWER });
+    // Read once: a second observation in the same call asks afresh.
+    expect(await takeAhead(a.h, session, "a11y.find", target)).toBeNull();
+    expect(await takeAhead(null, session, "a11y.find", target)).toBeNull();
+  });
+
+  it("anything else is dropped and asked afresh", async () => {
+    const other = { ...target, instance: { ...instance, start_time: "2026-11-30T09:00:00.000Z" } };
+    const cases: Array<[string, SessionRecord, AheadOp, TargetExpectation]> = [
+      ["op", session, "a11y.inspect", target],
+      ["session tag", { ...session, tag: "s2" }, "a11y.find", target],
+      ["session key", { ...session, key: "s1-bb" }, "a11y.find", target],
+      ["instance", session, "a11y.find", other],
+      ["window", session, "a11y.find", { ...target, hwnd: "1002" }],
+      ["shown before", session, "a11y.find", { ...target, shown_before: [] }],
+    ];
+    for (const [name, s, op, t] of cases) {
+      const a = held(Promise.resolve(ANSWER));
+      expect(await takeAhead(a.h, s, op, t), name).toBeNull();
+      expect(a.dropped(), name).toBe(1);
+    }
+  });
+
+  it("a crashed or hung worker is the call's answer; any other failure is asked again", async () => {
+    for (const code of ["worker_crashed", "worker_timeout"] as const) {
+      const a = held(Promise.reject(uiError(code)));
+      await expect(takeAhead(a.h, session, "a11y.find", target)).rejects.toMatchObject({ code });
+    }
+    for (const code of ["element_stale", "target_changed", "minimized", "cancelled"] as const) {
+      const a = held(Promise.reject(uiError(code)));
+      expect(await takeAhead(a.h, session, "a11y.find", target), code).toBeNull();
+    }
+  });
+
+  it("compares expectations by instance identity and the windows shown before", () => {
+    expect(sameExpectation(target, { ...target, shown_before: ["2002"] })).toBe(true);
+    expect(sameExpectation({ ...target, shown_before: undefined }, { ...target, shown_before: [] })).toBe(
+      true,
+    );
+    expect(sameExpectation(target, { ...target, shown_before: ["2003"] })).toBe(false);
+    expect(sameExpectation(target, { ...target, instance: { ...instance, pid: 4002 } })).toBe(false);
+  });
+});

@@ -49,10 +49,7 @@ const MARKS = {
     ["state.target = await resolveTarget(", "__tl('resolve_start');"],
     // Where the walk goes ahead of the listing (a build with observeAhead), else the listing.
     [
-      [
-        "state.ahead = def.observeAhead?.(",
-        "const { windows: all, id } = await liveListing(sup, signal);",
-      ],
+      ["state.ahead = def.observeAhead?.(", "const { windows: all, id } = await liveListing(sup, signal);"],
       "__tl('listing_ask');",
     ],
     ["await authorize(sup, def, args, client.hash, state);", "__tl('resolved');"],

@@ -73,7 +73,8 @@ export type AheadOp = "a11y.inspect" | "a11y.find";
 export interface HeldObservation {
   readonly op: AheadOp;
   readonly session: SessionRecord;
-  readonly target: TargetExpectation;
+  /** What it was sent with (but `ahead`): its expectation and the walk's limits. */
+  readonly args: Omit<OpArgs<AheadOp>, "ahead">;
   /** The worker's answer (a rejection is handled: never an unhandled one). */
   readonly result: Promise<OpResult<AheadOp>>;
   /** Stops the worker's walk if it is still running; nothing reads the answer after this. */

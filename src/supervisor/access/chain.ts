@@ -478,7 +478,7 @@ function aheadCall(
       return Object.freeze({
         op,
         session: on.session,
-        target: on.target,
+        args,
         result,
         drop: () => own.abort(),
       });

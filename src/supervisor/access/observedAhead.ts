@@ -1,14 +1,14 @@
 import { isUiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
-import type { OpResult, TargetExpectation } from "../../shared/protocol.js";
+import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { AheadOp, HeldObservation } from "./callFacts.js";
 import type { SessionRecord } from "./sessions.js";
 
 /**
  * The answer of an observation sent ahead of the call's authorization (ToolDef.observeAhead),
- * for the authorized call: read at most once, and only for exactly the op, session and
- * expectation it went with (a grant that began or changed meanwhile, another session, another
- * instance: dropped, and the call asks afresh).
+ * for the authorized call: read at most once, and only for exactly the op, session, expectation
+ * and walk it went with (a grant that began or changed meanwhile, another session, another
+ * instance, other limits: dropped, and the call asks afresh).
  */
 
 const taken = new WeakSet<HeldObservation>();
@@ -25,17 +25,25 @@ export function sameExpectation(a: TargetExpectation, b: TargetExpectation): boo
   );
 }
 
+/** The walk's own arguments (limits, filters, deadline) besides the expectation, compared as data. */
+function sameLimits(a: Omit<OpArgs<AheadOp>, "ahead">, b: OpArgs<AheadOp>): boolean {
+  const { target: _a, ...restA } = a;
+  const { target: _b, ahead: _ahead, ...restB } = b;
+  return JSON.stringify(restA) === JSON.stringify(restB);
+}
+
 export function aheadFits(
   held: HeldObservation,
   session: SessionRecord,
   op: AheadOp,
-  target: TargetExpectation,
+  args: OpArgs<AheadOp>,
 ): boolean {
   return (
     held.op === op &&
     held.session.tag === session.tag &&
     held.session.key === session.key &&
-    sameExpectation(held.target, target)
+    sameExpectation(held.args.target, args.target) &&
+    sameLimits(held.args, args)
   );
 }
 
@@ -49,11 +57,11 @@ export async function takeAhead<K extends AheadOp>(
   held: HeldObservation | null,
   session: SessionRecord,
   op: K,
-  target: TargetExpectation,
+  args: OpArgs<K>,
 ): Promise<{ answer: OpResult<K> } | null> {
   if (held === null || taken.has(held)) return null;
   taken.add(held);
-  if (!aheadFits(held, session, op, target)) {
+  if (!aheadFits(held, session, op, args)) {
     held.drop();
     return null;
   }

@@ -299,7 +299,7 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
     call: (session, op, args, deadlineMs) =>
       sup.sessions.call(session, op, args, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),
     observe: async (session, op, args, deadlineMs) => {
-      const early = await takeAhead(ahead, session, op, args.target);
+      const early = await takeAhead(ahead, session, op, args);
       if (early) return { answer: early.answer, ahead: true };
       const answer = await sup.sessions.call(session, op, args, {
         deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs,

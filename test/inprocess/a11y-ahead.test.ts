@@ -131,6 +131,25 @@ describe("an observation sent ahead of its authorization", () => {
     expect(inspects(log)).toEqual([]);
   });
 
+  it("a capture worker with other calls in flight: nothing is sent ahead (the walk waits its turn)", async () => {
+    const { h, log } = await setup();
+    await h.ok("request_access", { hwnd: 1001 });
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    const capture = h.sup.workers.capture;
+    const stats = capture.stats.bind(capture);
+    capture.stats = () => ({ ...stats(), inflight: 1 });
+    log.length = 0;
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    expect(log.map((s) => [s.what, s.ahead])).toEqual([
+      ["desktop.list", false],
+      ["a11y.inspect", false],
+    ]);
+    expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead: false });
+    capture.stats = stats;
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead: true });
+  });
+
   it("a protected inspect class: nothing is sent before the token is checked", async () => {
     const { h, log } = await setup({}, { protected_actions: ["inspect"] });
     await h.ok("request_access", { hwnd: 1001 });

@@ -438,8 +438,8 @@ function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHo
 /**
  * What an observeAhead step may use: the caller's open session under its one live grant on the
  * window for the tool's capability, only while the policy does not protect that capability
- * (a token is checked only once the target is resolved) and the call's budget would let it
- * through (nothing is taken; authorize() takes it as for any call).
+ * (a token is checked only once the target is resolved), the call's budget would let it
+ * through (nothing is taken; authorize() takes it as for any call) and the capture worker is idle.
  */
 function aheadCall(
   sup: Supervisor,
@@ -451,6 +451,10 @@ function aheadCall(
   return Object.freeze({
     treeDeadlineMs: sup.config.treeDeadlineMs,
     sessionOn: (hwnd: string) => {
+      // Only while the capture worker has nothing else in flight: then its listing starts at once
+      // and the walk beside it uses a core that would otherwise wait. Under load both would only
+      // queue for the same cores, and the walks of calls about to be refused would take theirs.
+      if (sup.workers.capture.stats().inflight > 0) return null;
       if (def.mode !== "capability" || def.budget === "none") return null;
       const capability = def.capability;
       if (isProtected(policy, capability) || !sup.budgets.wouldAllow(def.budget, client)) return null;
@@ -467,20 +471,33 @@ function aheadCall(
       op: K,
       args: Omit<OpArgs<K>, "ahead">,
     ): HeldObservation => {
+      // Its own signal, which the call's cancellation also aborts (a listener, not
+      // AbortSignal.any, whose composite signals cost more per call than the rest of this).
       const own = new AbortController();
+      const cancel = () => own.abort();
+      signal.addEventListener("abort", cancel, { once: true });
+      if (signal.aborted) own.abort();
       const result = (async () =>
         sup.sessions.call(on.session, op, { ...args, ahead: true } as OpArgs<K>, {
           deadlineMs: args.deadline_ms + sup.config.workerDeadlineMs,
-          signal: AbortSignal.any([signal, own.signal]),
+          signal: own.signal,
         }))();
+      let settled = false;
+      const done = () => {
+        settled = true;
+        signal.removeEventListener("abort", cancel);
+      };
       // Read by the handler, or by no one: a rejection nobody reads is not an unhandled one.
-      result.catch(() => {});
+      result.then(done, done);
       return Object.freeze({
         op,
         session: on.session,
         args,
         result,
-        drop: () => own.abort(),
+        // Only a walk still running is stopped (an abort makes an error object, with its stack).
+        drop: () => {
+          if (!settled) own.abort();
+        },
       });
     },
   });

@@ -25,11 +25,14 @@ export function sameExpectation(a: TargetExpectation, b: TargetExpectation): boo
   );
 }
 
-/** The walk's own arguments (limits, filters, deadline) besides the expectation, compared as data. */
+/** Besides the expectation and `ahead`, the walk's arguments (limits, filters, deadline): all plain values. */
 function sameLimits(a: Omit<OpArgs<AheadOp>, "ahead">, b: OpArgs<AheadOp>): boolean {
-  const { target: _a, ...restA } = a;
-  const { target: _b, ahead: _ahead, ...restB } = b;
-  return JSON.stringify(restA) === JSON.stringify(restB);
+  const skip = (k: string) => k === "target" || k === "ahead";
+  const ka = Object.keys(a).filter((k) => !skip(k));
+  const kb = Object.keys(b).filter((k) => !skip(k));
+  const va = a as Record<string, unknown>;
+  const vb = b as Record<string, unknown>;
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(vb, k) && Object.is(va[k], vb[k]));
 }
 
 export function aheadFits(

@@ -116,8 +116,8 @@ interface ToolBase<I extends z.ZodType, O extends z.ZodType> {
   /**
    * An observation sent to the caller's open session while the chain resolves the target from
    * its own listing, when this call allows it (else null): the handler reads it only if the call
-   * was authorized for exactly the session and expectation it went with (its sessions service's
-   * `held`), else asks afresh; a refused call drops it unread.
+   * was authorized for exactly the session, expectation and limits it went with (its sessions
+   * service's `observe`), else asks afresh; a refused call drops it unread.
    */
   observeAhead?(call: AheadCall, args: z.output<I>): HeldObservation | null;
   handler(call: Admitted, args: z.output<I>): Promise<ToolResult<z.output<O>>>;

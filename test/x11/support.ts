@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -490,6 +490,8 @@ export function grantedTarget(opts: GrantedTargetOptions): GrantedTarget {
     await state.h?.close();
     await state.p?.dispose();
     session?.stop();
+    // The policy, the attacker binary and what targets wrote: nothing of a run stays in /tmp.
+    if (state.dir) rmSync(state.dir, { recursive: true, force: true });
   });
   return f;
 }

@@ -48,6 +48,12 @@ async function setup(env: Record<string, string> = {}, policy: Record<string, un
   return { desk, h, log: spy(h) };
 }
 
+/** Access to window 1001 granted and its session opened by a first walk (nothing goes ahead of that one). */
+async function openSession(h: ServerHarness): Promise<void> {
+  await h.ok("request_access", { hwnd: 1001 });
+  await h.ok("inspect_tree", { hwnd: 1001 });
+}
+
 const inspects = (log: Sent[]) => log.filter((s) => s.what === "a11y.inspect");
 /** The counters of the tool's latest audit event (the ring answers newest first). */
 async function lastCounters(h: ServerHarness, tool: string) {
@@ -75,8 +81,7 @@ describe("an observation sent ahead of its authorization", () => {
 
   it("find_elements likewise", async () => {
     const { h, log } = await setup();
-    await h.ok("request_access", { hwnd: 1001 });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await openSession(h);
     log.length = 0;
     const r = await h.ok("find_elements", { hwnd: 1001, name_contains: "Play", detail: "full" });
     expect(r.count).toBe(1);
@@ -89,8 +94,7 @@ describe("an observation sent ahead of its authorization", () => {
 
   it("a window retitled out of the policy meanwhile: target_not_allowed, nothing of the walk released", async () => {
     const { desk, h, log } = await setup();
-    await h.ok("request_access", { hwnd: 1001 });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await openSession(h);
     desk.set({ windows: [win(1, { title: "canary-ahead-7f3e" }), win(2)] });
     log.length = 0;
     const r = await h.call("inspect_tree", { hwnd: 1001, detail: "full" });
@@ -108,8 +112,7 @@ describe("an observation sent ahead of its authorization", () => {
 
   it("the PID reused by another process meanwhile: target_changed, the grant ends, the early walk unused", async () => {
     const { desk, h, log } = await setup();
-    await h.ok("request_access", { hwnd: 1001 });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await openSession(h);
     desk.reusePid(1001);
     log.length = 0;
     const r = await h.call("inspect_tree", { hwnd: 1001, detail: "full" });
@@ -123,8 +126,7 @@ describe("an observation sent ahead of its authorization", () => {
 
   it("out of the inspection budget: nothing is sent ahead, the call is rate_limited", async () => {
     const { h, log } = await setup({ UIINSPECT_MAX_INSPECTIONS_PER_MINUTE: "2" });
-    await h.ok("request_access", { hwnd: 1001 });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await openSession(h);
     await h.ok("inspect_tree", { hwnd: 1001 });
     log.length = 0;
     expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("rate_limited");
@@ -133,8 +135,7 @@ describe("an observation sent ahead of its authorization", () => {
 
   it("a capture worker with other calls in flight: nothing is sent ahead (the walk waits its turn)", async () => {
     const { h, log } = await setup();
-    await h.ok("request_access", { hwnd: 1001 });
-    await h.ok("inspect_tree", { hwnd: 1001 });
+    await openSession(h);
     const capture = h.sup.workers.capture;
     const stats = capture.stats.bind(capture);
     capture.stats = () => ({ ...stats(), inflight: 1 });

@@ -137,6 +137,12 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
     return { app, w, target };
   }
 
+  /** What atListing runs to minimize `w` inside the check, once the X server says it is. */
+  const minimizing = (w: WindowInfo) => async () => {
+    xdotool("windowminimize", w.hwnd);
+    await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
+  };
+
   /** Whether the walk had sent its first provider call before the check's first request. */
   function walkedFirst(): boolean {
     const walked = log.findIndex((e) => e.startsWith("walk:"));
@@ -160,10 +166,7 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
     async (op) => {
       const { app, w, target } = await opened(op, "uix race minimize");
       log.length = 0;
-      atListing = async () => {
-        xdotool("windowminimize", w.hwnd);
-        await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
-      };
+      atListing = minimizing(w);
       const r = await observe(op, target);
       expect(r).toEqual({ code: "minimized" });
       expect(walkedFirst()).toBe(true);
@@ -178,10 +181,7 @@ describe.skipIf(!X11_AVAILABLE)("x11: a window changed while its inspection or f
     async (op) => {
       const { app, w, target } = await opened(op, "uix race ahead");
       log.length = 0;
-      atListing = async () => {
-        xdotool("windowminimize", w.hwnd);
-        await waitFor("window minimized", async () => (await p.desktop.getWindow(w.hwnd))?.iconic);
-      };
+      atListing = minimizing(w);
       const r = await observe(op, target, true);
       expect(r).toEqual({ code: "minimized" });
       expect(walkedFirst()).toBe(true);

@@ -418,11 +418,16 @@ function detectInstanceChange(sup: Supervisor, client: string, target: ResolvedT
   }
 }
 
+/** The caller's live grants on a window (the chain swept the expired ones on admission). */
+function grantsOn(sup: Supervisor, client: string, hwnd: string): Grant[] {
+  return sup.grants.listForClient(client).filter((g) => g.hwnd === hwnd);
+}
+
 /** What a one-hop step may use: the memory budget and the capture worker's one-hop message. */
 function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHopCall {
   return Object.freeze({
     signal,
-    grantsOn: (hwnd: string) => sup.grants.listForClient(client).filter((g) => g.hwnd === hwnd),
+    grantsOn: (hwnd: string) => grantsOn(sup, client, hwnd),
     reserve: (bytes: number) => sup.memory.reserve(bytes, signal),
     // The worker keeps a "later" frame's PNG for this caller and the instance it lists, and only
     // when `granted` holds that instance (the grants as read when this message goes).
@@ -458,9 +463,7 @@ function aheadCall(
       if (def.mode !== "capability" || def.budget === "none") return null;
       const capability = def.capability;
       if (isProtected(policy, capability) || !sup.budgets.wouldAllow(def.budget, client)) return null;
-      const grants = sup.grants
-        .listForClient(client)
-        .filter((g) => g.hwnd === hwnd && g.capabilities.has(capability));
+      const grants = grantsOn(sup, client, hwnd).filter((g) => g.capabilities.has(capability));
       const grant = grants.length === 1 ? grants[0] : undefined;
       if (grant === undefined) return null;
       const session = sup.sessions.existing(client, grant.instanceKey, hwnd);

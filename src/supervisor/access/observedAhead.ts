@@ -3,6 +3,7 @@ import { sameInstance } from "../../shared/identity.js";
 import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { AheadOp, HeldObservation } from "./callFacts.js";
 import type { SessionRecord } from "./sessions.js";
+import { sameShownBefore } from "./shownBefore.js";
 
 /**
  * The answer of an observation sent ahead of the call's authorization (ToolDef.observeAhead),
@@ -15,13 +16,10 @@ const taken = new WeakSet<HeldObservation>();
 
 /** The same window, process instance and windows shown when the grant began. */
 export function sameExpectation(a: TargetExpectation, b: TargetExpectation): boolean {
-  const sa = a.shown_before ?? [];
-  const sb = b.shown_before ?? [];
   return (
     a.hwnd === b.hwnd &&
     sameInstance(a.instance, b.instance) &&
-    sa.length === sb.length &&
-    sa.every((h, i) => h === sb[i])
+    sameShownBefore(a.shown_before ?? [], b.shown_before ?? [])
   );
 }
 

@@ -128,8 +128,14 @@ export class A11ySessions {
    */
   existing(client: string, instanceKey: string, hwnd: string): SessionRecord | null {
     const rec = this.byWindow.get(`${client}:${instanceKey}:${hwnd}`);
-    const m = this.instances.get(instanceKey)?.members.get(client);
-    return rec && m && m.key === rec.key && this.byTag.has(rec.tag) ? rec : null;
+    return rec && this.holderOf(rec) ? rec : null;
+  }
+
+  /** The worker and identity a record is still under, or null (its identity left, its tag forgotten). */
+  private holderOf(rec: SessionRecord): { w: InstanceWorker; m: Member } | null {
+    const w = this.instances.get(rec.instanceKey);
+    const m = w?.members.get(rec.client);
+    return w && m && m.key === rec.key && this.byTag.has(rec.tag) ? { w, m } : null;
   }
 
   /** Calls the uia worker that holds this session. */
@@ -139,10 +145,9 @@ export class A11ySessions {
     args: OpArgs<K>,
     opts: CallOptions,
   ): Promise<OpResult<K>> {
-    const w = this.instances.get(rec.instanceKey);
-    const m = w?.members.get(rec.client);
-    if (!w || !m || m.key !== rec.key || !this.byTag.has(rec.tag)) throw uiError("element_stale");
-    return m.idle.around(() => w.host.call(op, args, opts));
+    const held = this.holderOf(rec);
+    if (!held) throw uiError("element_stale");
+    return held.m.idle.around(() => held.w.host.call(op, args, opts));
   }
 
   /** Finds the session of an external ref; refs of another client are as stale as dead ones. */

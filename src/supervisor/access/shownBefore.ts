@@ -40,3 +40,8 @@ export function underGrant(target: ResolvedTarget, shownBefore: readonly string[
 export function grantExpectation(grant: Grant): TargetExpectation {
   return { hwnd: grant.hwnd, instance: grant.instance, shown_before: grant.shownBefore.slice(0, MAX_SHOWN) };
 }
+
+/** The same windows shown when a grant began, in the same order (the lists the workers are given). */
+export function sameShownBefore(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((h, i) => h === b[i]);
+}

@@ -3,6 +3,7 @@ import { intersect, type Rect, rectArea, sameRect } from "../../shared/geometry.
 import { sameInstance } from "../../shared/identity.js";
 import type { OpResult } from "../../shared/protocol.js";
 import type { HeldShot, OneHopCall, OneHopReply } from "../access/calls.js";
+import { sameShownBefore } from "../access/shownBefore.js";
 import type { EffectivePolicy } from "../policy/load.js";
 import { MAX_SCREENSHOT_PIXELS, type ScreenshotPlan } from "./plan.js";
 import { PNG_LEVEL } from "./sample.js";
@@ -107,7 +108,7 @@ export function holdShot(
  * grant that began in this call's authorization, under the lease, was not known to the worker).
  */
 export function heldFits(held: HeldShot, want: readonly string[]): boolean {
-  return held.shownBefore.length === want.length && held.shownBefore.every((h, i) => h === want[i]);
+  return sameShownBefore(held.shownBefore, want);
 }
 
 /**

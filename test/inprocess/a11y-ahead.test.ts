@@ -69,6 +69,7 @@ describe("an observation sent ahead of its authorization", () => {
     // No session yet: nothing could go ahead.
     expect(inspects(log)).toEqual([{ what: "a11y.inspect", ahead: false }]);
     expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead: false });
+    expect(await lastCounters(h, "inspect_tree")).not.toHaveProperty("ahead_sent");
 
     log.length = 0;
     const second = await h.ok("inspect_tree", { hwnd: 1001, detail: "full" });
@@ -76,7 +77,7 @@ describe("an observation sent ahead of its authorization", () => {
     // One walk, sent before the target's listing was asked, and it is the call's answer.
     expect(log.map((s) => s.what)).toEqual(["a11y.inspect", "desktop.list"]);
     expect(log[0].ahead).toBe(true);
-    expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead: true, nodes: 3 });
+    expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead: true, ahead_sent: true, nodes: 3 });
   });
 
   it("find_elements likewise", async () => {
@@ -107,7 +108,9 @@ describe("an observation sent ahead of its authorization", () => {
     expect(ev).not.toContain("canary-ahead-7f3e");
     expect(ev).not.toContain("Play");
     expect(h.stderr.join("\n")).not.toContain("canary-ahead-7f3e");
+    // The refused call's audit still says the app was read for it.
     expect(await lastCounters(h, "inspect_tree")).not.toHaveProperty("ahead");
+    expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead_sent: true });
   });
 
   it("the PID reused by another process meanwhile: target_changed, the grant ends, the early walk unused", async () => {
@@ -121,6 +124,7 @@ describe("an observation sent ahead of its authorization", () => {
     expect(log[0]).toEqual({ what: "a11y.inspect", ahead: true });
     // No walk of the new process's window: the chain refused before any handler ran.
     expect(inspects(log)).toHaveLength(1);
+    expect(await lastCounters(h, "inspect_tree")).toMatchObject({ ahead_sent: true });
     await expectRevoked(h);
   });
 
@@ -131,6 +135,7 @@ describe("an observation sent ahead of its authorization", () => {
     log.length = 0;
     expect((await h.call("inspect_tree", { hwnd: 1001 })).code).toBe("rate_limited");
     expect(inspects(log)).toEqual([]);
+    expect(await lastCounters(h, "inspect_tree")).not.toHaveProperty("ahead_sent");
   });
 
   it("a capture worker with other calls in flight: nothing is sent ahead (the walk waits its turn)", async () => {

@@ -190,5 +190,22 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     const key = await h.call("send_key", { hwnd: w.hwnd, key: "space" });
     expect(key.isError).toBe(true);
     expect(["not_foreground", "platform_unavailable"]).toContain(key.code);
+
+    // The find above ran on the session the tree had opened: its walk was sent beside the listing.
+    const events = (await h.ok("get_audit_events", { limit: 50 })).events as Array<Record<string, unknown>>;
+    expect(events.find((e) => e.tool === "find_elements")?.counters).toMatchObject({ ahead: true });
+    // The process killed: the walk sent ahead meets an app gone from the bus, the listing no
+    // window; the call is refused and nothing of the tree leaves.
+    // Waited for on the test's own connection: a list_windows of the server's would end the
+    // exited instance's session first, and then nothing would go ahead.
+    factory.kill("SIGKILL");
+    await waitFor("the factory gone from the a11y bus", async () =>
+      (await reader.apps()).some((a) => a.pid === factory.pid) ? null : true,
+    );
+    const gone = await h.call("inspect_tree", { detail: "full", hwnd: w.hwnd });
+    expect(["target_gone", "target_not_found"], JSON.stringify(gone)).toContain(gone.code);
+    expect(JSON.stringify(gone)).not.toContain("checkbutton");
+    const last = (await h.ok("get_audit_events", { limit: 50 })).events as Array<Record<string, unknown>>;
+    expect(last.find((e) => e.tool === "inspect_tree")?.counters).toMatchObject({ ahead_sent: true });
   });
 });

@@ -1,8 +1,10 @@
 import { spawnSync } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { ServerHarness } from "../support/mcp.js";
 import {
   type App,
+  approveConsentDialog,
   grantedTarget,
   startApp,
   waitFor,
@@ -21,6 +23,7 @@ import {
 
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 const TITLE = "uix ahead form";
+const SECOND_TITLE = "uix ahead second";
 const CANARY = "uix canary 51d0";
 const LABELS = ["Login", "Mail"];
 
@@ -71,6 +74,8 @@ describe.skipIf(!x11CliSuite("observations sent ahead", { what: "no C compiler (
             ...(tool === "find_elements" ? { role: "text" } : {}),
           });
           expect(r.code).toBe("target_not_allowed");
+          // The walk went to the app for it all the same (the audit says so) and nothing of it left.
+          expect(await latestCounters(f.h, tool)).toMatchObject({ ahead_sent: true });
           const out = JSON.stringify(r);
           for (const s of [...LABELS, CANARY]) expect(out).not.toContain(s);
         }
@@ -87,6 +92,44 @@ describe.skipIf(!x11CliSuite("observations sent ahead", { what: "no C compiler (
       expect(await latestCounters(f.h, "inspect_tree")).toMatchObject({ ahead: true });
     });
 
+    it("a second target stopped while the walk sent ahead waits on it, then killed: refused, no node of it; the first target is served on", async () => {
+      // A second zenity of the same policy, granted on its own: this case ends its process.
+      const second = startApp("zenity", [
+        "--forms",
+        `--title=${SECOND_TITLE}`,
+        "--add-entry=Login",
+        "--add-entry=Mail",
+      ]);
+      const w = await waitForWindow(f.p, SECOND_TITLE);
+      const consent = f.h.call("request_access", { hwnd: w.hwnd });
+      await approveConsentDialog();
+      expect((await consent).structured.decision).toBe("approved");
+      await f.h.ok("inspect_tree", { hwnd: w.hwnd });
+      const pid = second.child.pid ?? 0;
+      process.kill(pid, "SIGSTOP");
+      let pending: ReturnType<ServerHarness["call"]>;
+      try {
+        // Its window is still listed (the X server holds it), so the call is authorized while the
+        // walk sent ahead waits on an app that cannot answer; then the app dies under the walk.
+        pending = f.h.call("inspect_tree", { hwnd: w.hwnd, detail: "full" });
+        await sleep(500);
+      } finally {
+        second.child.kill("SIGKILL");
+      }
+      await second.exited;
+      const r = await pending;
+      expect(["target_gone", "target_not_found"], JSON.stringify(r)).toContain(r.code);
+      for (const l of LABELS) expect(JSON.stringify(r)).not.toContain(l);
+      expect(await latestCounters(f.h, "inspect_tree")).toMatchObject({ ahead_sent: true });
+      const { structured } = await f.h.call("health_check");
+      const workers = structured.workers as Array<{ kind: string; crashes: number; timeouts: number }>;
+      expect(workers.find((x) => x.kind === "uia")).toMatchObject({ crashes: 0, timeouts: 0 });
+      // The other instance's session is untouched: answered, and from a walk sent ahead again.
+      const first = await f.h.call("inspect_tree", { hwnd: f.target.hwnd });
+      expect(first.code ?? "ok").toBe("ok");
+      expect(await latestCounters(f.h, "inspect_tree")).toMatchObject({ ahead: true });
+    });
+
     it("the process killed between calls: refused, no node of it", async () => {
       const hwnd = f.target.hwnd;
       await f.h.ok("inspect_tree", { hwnd });
@@ -98,6 +141,8 @@ describe.skipIf(!x11CliSuite("observations sent ahead", { what: "no C compiler (
       const r = await f.h.call("inspect_tree", { hwnd, detail: "full" });
       expect(["target_gone", "target_not_found"]).toContain(r.code);
       for (const l of LABELS) expect(JSON.stringify(r)).not.toContain(l);
+      // Its session was still open: the walk went, to an app no longer on the bus.
+      expect(await latestCounters(f.h, "inspect_tree")).toMatchObject({ ahead_sent: true });
     });
   },
 );

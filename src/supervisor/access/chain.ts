@@ -159,6 +159,9 @@ export async function runChain(
   } finally {
     // Refused or failed: nothing of it was released. Answered: the result has its own copy.
     state.held?.drop();
+    // The audit says a walk went to the app even when the call was refused (the app answered
+    // its reads; no client saw them), and, beside the handler's `ahead`, when it did not fit.
+    if (state.ahead) record.counters.ahead_sent = true;
     state.ahead?.drop();
   }
 }

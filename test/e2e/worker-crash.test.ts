@@ -86,4 +86,61 @@ describe("worker crash isolation", () => {
       /^[0-9a-f]{12}$/,
     );
   });
+  it("a uia worker that dies under a walk sent ahead: worker_crashed, not asked again; the other instance's session walks on", async () => {
+    const second = ruffleWindow({
+      hwnd: 2001,
+      title: "Ruffle - second.swf",
+      pid: 9001,
+      z: 1,
+      rect: [1000, 100, 1400, 400],
+    });
+    const scene = (first: Record<string, unknown>) => ({
+      session: 1,
+      foreground: 1001,
+      windows: [first, second],
+      consent: { answer: "approve" },
+    });
+    const d = desktop([ruffleWindow(), second]);
+    const h = await start({
+      UIINSPECT_FAKE_DESKTOP: d.path,
+      DESKTOP_AUTOMATION_POLICY_FILE: d.writePolicy(filePolicy()),
+      UIINSPECT_WORKER_DEADLINE_MS: "1500",
+      ...LOOSE_BUDGETS,
+    });
+    const counters = async (tool: string) => {
+      const events = (await h.ok("get_audit_events", { limit: 20 })).events as Array<Record<string, unknown>>;
+      return events.find((e) => e.tool === tool)?.counters;
+    };
+    for (const hwnd of [1001, 2001]) {
+      await h.ok("request_access", { hwnd });
+      await h.ok("inspect_tree", { hwnd });
+    }
+    // The first instance's provider now kills the worker that walks it: the walk sent ahead on
+    // its open session is the one that meets it.
+    d.write(scene(ruffleWindow({ faults: { uia: "exit" } })));
+    const crashed = await h.call("inspect_tree", { hwnd: 1001, detail: "full" });
+    expect(crashed.code).toBe("worker_crashed");
+    expect(JSON.stringify(crashed)).not.toContain("Play");
+    // Answered by the crash, not by a second walk on a restarted worker (it would have met the
+    // fault again: a second crash).
+    expect(await counters("inspect_tree")).toEqual({ ahead_sent: true });
+    const { structured } = await h.call("health_check");
+    const uia = (structured.workers as Array<{ kind: string; crashes: number }>).filter(
+      (w) => w.kind === "uia",
+    );
+    expect(uia.reduce((n, w) => n + w.crashes, 0)).toBe(1);
+    // The fault gone (a fake listing touches every window, so any uia worker's check would meet
+    // it): the other instance has its own worker, and its session, untouched by the crash, still
+    // walks ahead. The first instance is served by a restarted worker: a fresh session first
+    // (nothing to send ahead to), then ahead again.
+    d.write(scene(ruffleWindow()));
+    const other = await h.call("inspect_tree", { hwnd: 2001 });
+    expect(other.code ?? "ok").toBe("ok");
+    expect(await counters("inspect_tree")).toMatchObject({ ahead: true, ahead_sent: true });
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    expect(await counters("inspect_tree")).toMatchObject({ ahead: false });
+    expect(await counters("inspect_tree")).not.toHaveProperty("ahead_sent");
+    await h.ok("inspect_tree", { hwnd: 1001 });
+    expect(await counters("inspect_tree")).toMatchObject({ ahead: true });
+  });
 });

@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { DoctorReport } from "../../src/cli/doctor.js";
 import { CLI, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 
 const examples = resolve(import.meta.dirname, "../../schema/examples");
 
@@ -30,7 +30,7 @@ describe("the CLI verbs", () => {
   it("validate-policy: 0 for the examples, 1 with each reason at its field", () => {
     expect(run(["validate-policy", join(examples, "policy.example.json")]).status).toBe(0);
     expect(run(["validate-policy", join(examples, "policy.example.yaml")]).status).toBe(0);
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
+    const dir = scratchDir("cli");
     const bad = join(dir, "bad.json");
     writeFileSync(
       bad,
@@ -51,7 +51,7 @@ describe("the CLI verbs", () => {
 
   it("validate-profile: 0 for the example, 1 for a broken one", () => {
     expect(run(["validate-profile", join(examples, "profile.example.json")]).status).toBe(0);
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
+    const dir = scratchDir("cli");
     const bad = join(dir, "p.json");
     writeFileSync(bad, JSON.stringify({ schema_version: 1, profile_id: "x" }));
     expect(run(["validate-profile", bad]).status).toBe(1);
@@ -78,7 +78,7 @@ describe("the CLI verbs", () => {
   });
 
   it("doctor --json: a broken policy, a missing policy file and no policy are each unusable, naming the path", () => {
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
+    const dir = scratchDir("cli");
     const fake = {
       UIINSPECT_PLATFORM: "fake",
       UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
@@ -103,7 +103,7 @@ describe("the CLI verbs", () => {
   });
 
   it("doctor warns when the policy matches no window, and fails a policy file writable by others", () => {
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-cli-"));
+    const dir = scratchDir("cli");
     const policy = join(dir, "p.json");
     writeFileSync(
       policy,
@@ -143,7 +143,7 @@ describe("the CLI verbs", () => {
       UIINSPECT_FAKE_DESKTOP: join(examples, "desktop.example.json"),
       DESKTOP_AUTOMATION_POLICY_FILE: join(examples, "policy.example.json"),
       UIINSPECT_LEASE: "broker",
-      XDG_RUNTIME_DIR: mkdtempSync(join(tmpdir(), "uiinspect-nobroker-")),
+      XDG_RUNTIME_DIR: scratchDir("nobroker"),
     });
     expect(r.status, r.stdout).toBe(1);
     const checks = doctorJson(r.stdout).checks;

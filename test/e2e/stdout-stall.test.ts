@@ -1,18 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import {
-  closeSync,
-  constants,
-  createReadStream,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, constants, createReadStream, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, filePolicy, RUFFLE } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { pollUntil } from "../support/serverProcess.js";
 import { stallDesktop } from "./fixtures/stall-desktop.mjs";
 
@@ -34,7 +26,7 @@ afterAll(() => {
 });
 
 function scenario() {
-  const dir = mkdtempSync(join(tmpdir(), "uiinspect-stall-"));
+  const dir = scratchDir("stall");
   const desktop = join(dir, "desktop.json");
   writeFileSync(desktop, JSON.stringify(stallDesktop(RUFFLE)));
   const policy = join(dir, "policy.json");

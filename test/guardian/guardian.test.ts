@@ -1,11 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeEntry, encodeEntry } from "../../src/guardian/entries.js";
 import { Guardian, type Releaser } from "../../src/guardian/guardian.js";
 import { FileRemapJournal } from "../../src/guardian/journal.js";
 import type { HeldEntry } from "../../src/shared/pressLedger.js";
+import { scratchDir } from "../support/scratch.js";
 
 class RecordingReleaser implements Releaser {
   readonly released: HeldEntry[][] = [];
@@ -77,7 +77,7 @@ describe("guardian record", () => {
 
 describe("remap journal", () => {
   it("keeps this guardian's remaps on disk and hands a dead guardian's to the next one", () => {
-    const dir = mkdtempSync(join(tmpdir(), "uix-journal-"));
+    const dir = scratchDir("journal");
     const j = new FileRemapJournal(dir, "x11-:7");
     j.write([{ kind: "remap", code: 250, keysym: 0x1000141 }]);
     expect(readdirSync(dir)).toEqual([`remaps-x11-_7-${process.pid}.json`]);
@@ -102,7 +102,7 @@ describe("remap journal", () => {
   });
 
   it("keeps the keys whose auto-repeat a hold turned off, and hands a dead guardian's to the next one", () => {
-    const dir = mkdtempSync(join(tmpdir(), "uix-journal-"));
+    const dir = scratchDir("journal");
     const j = new FileRemapJournal(dir, "x11-:9");
     j.write([{ kind: "repeat", code: 38 }]);
     const mine = JSON.parse(readFileSync(join(dir, `remaps-x11-_9-${process.pid}.json`), "utf8"));

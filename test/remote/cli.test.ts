@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCommandLine, verbUsage } from "../../src/cli/args.js";
 import { parseRemoteFlags } from "../../src/remote/options.js";
 import { remoteSettings, SETTINGS } from "../../src/shared/settings.js";
 import { AUDIENCE, ISSUER, runCli } from "../support/remote.js";
+import { scratchDir } from "../support/scratch.js";
 
 // Remote mode's flags are rows of the one settings table: each has its environment variable
 // (the fallback when the flag is absent), help names each flag's argument, -V prints the
@@ -123,7 +123,7 @@ describe("the command line", () => {
   });
 
   it("validate-revocations checks a file: 0 valid, 1 naming each bad line", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-validate-revocations-"));
+    const dir = scratchDir("revocations");
     const good = join(dir, "good.txt");
     const bad = join(dir, "bad.txt");
     writeFileSync(good, `${"ab".repeat(32)} # a\n`);

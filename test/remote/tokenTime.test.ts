@@ -1,9 +1,7 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BearerVerifier } from "../../src/remote/oauth.js";
 import { AUDIENCE, ISSUER, makeIssuer, type TokenClaims } from "../support/remote.js";
+import { scratchDir } from "../support/scratch.js";
 
 // A token's time claims are judged by the server's clock (injected here, far from the real
 // one, so nothing passes by the test machine's time): exp and iat required, iat not in the
@@ -19,7 +17,7 @@ let verifier: BearerVerifier;
 let verifierFor: (skew: number) => BearerVerifier;
 
 beforeAll(async () => {
-  const issuer = await makeIssuer(mkdtempSync(join(tmpdir(), "uiinspect-token-time-")));
+  const issuer = await makeIssuer(scratchDir("token-time"));
   sign = issuer.sign;
   verifierFor = (skew) =>
     new BearerVerifier(
@@ -92,7 +90,7 @@ describe("token time claims by the clock", () => {
 describe("a token verified a moment ago", () => {
   it("is judged by the clock again on every request (it expires in the cache too)", async () => {
     let nowS = NOW_S;
-    const issuer = await makeIssuer(mkdtempSync(join(tmpdir(), "uiinspect-token-cache-")));
+    const issuer = await makeIssuer(scratchDir("token-cache"));
     const v = new BearerVerifier(
       {
         issuer: ISSUER,

@@ -1,5 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BearerVerifier, readPublicJwks, wwwAuthenticate } from "../../src/remote/oauth.js";
@@ -10,8 +9,9 @@ import { narrowPolicy, supervisorFor } from "../../src/supervisor/mcp/multiSessi
 import type { PolicyState } from "../../src/supervisor/policy/load.js";
 import type { Supervisor } from "../../src/supervisor/supervisor.js";
 import { AUDIENCE, ISSUER, makeIssuer } from "../support/remote.js";
+import { scratchDir } from "../support/scratch.js";
 
-const tmp = () => mkdtempSync(join(tmpdir(), "uiinspect-remote-unit-"));
+const tmp = () => scratchDir("remote-unit");
 const OAUTH = ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE, "--oauth-jwks", "/x/jwks.json"];
 
 describe("remote flags", () => {

@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { scratchDir } from "./scratch.js";
 
 export const CLI = resolve(import.meta.dirname, "../../dist/cli.js");
 
@@ -121,7 +121,7 @@ export class FakeDesktop {
   readonly prompts: string;
 
   constructor(scenario: Record<string, unknown>) {
-    this.dir = mkdtempSync(join(tmpdir(), "uiinspect-e2e-"));
+    this.dir = scratchDir("fake");
     mkdirSync(this.dir, { recursive: true });
     this.path = join(this.dir, "desktop.json");
     this.effects = join(this.dir, "effects.jsonl");

@@ -1,12 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { announcedPids, announcePid, presenceDir } from "../../src/platforms/x11/dialog/presence.js";
+import { scratchDir } from "../support/scratch.js";
 
 describe("dialog presence folder", () => {
   it("names only live processes that pass the check; a gone process's file is removed; junk is ignored", () => {
-    const dir = mkdtempSync(join(tmpdir(), "uix-presence-"));
+    const dir = scratchDir("presence");
     writeFileSync(join(dir, String(process.pid)), "");
     // PIDs above the kernel's pid_max are never alive.
     writeFileSync(join(dir, "4194305"), "");
@@ -19,7 +19,7 @@ describe("dialog presence folder", () => {
   });
 
   it("announcePid writes the file under XDG_RUNTIME_DIR and takes it back", () => {
-    const base = mkdtempSync(join(tmpdir(), "uix-runtime-"));
+    const base = scratchDir("runtime");
     const env = { XDG_RUNTIME_DIR: base };
     const dir = presenceDir(env);
     expect(dir).not.toBeNull();

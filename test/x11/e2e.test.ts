@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import {
   type App,
   approveConsentDialog,
@@ -60,7 +60,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       await waitForWindow(p, "uix e2e term");
       entry = await waitForWindow(p, "uix e2e entry");
       forms = await waitForWindow(p, "uix e2e forms");
-      const dir = mkdtempSync(join(tmpdir(), "uix-e2e-"));
+      const dir = scratchDir("e2e");
       const policy = join(dir, "policy.json");
       writeFileSync(
         policy,

@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import {
   approveConsentDialog,
   startApp,
@@ -96,7 +96,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))("x11 frames that
       const w = await waitForWindow(p, "uix frames calm");
       return w.rect[0] >= 400 ? w : null;
     });
-    const dir = mkdtempSync(join(tmpdir(), "uix-frames-"));
+    const dir = scratchDir("frames");
     policyPath = join(dir, "policy.json");
     writeFileSync(policyPath, JSON.stringify(policy([body(), stillBody()])));
     h = await McpHarness.start({

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
 import {
   approveConsentDialog,
@@ -97,7 +97,7 @@ describe.skipIf(
 
   beforeAll(async () => {
     session = startSession();
-    const dir = mkdtempSync(join(tmpdir(), "uix-gi-"));
+    const dir = scratchDir("gi");
     attackerBin = buildAttacker(dir);
     const { createX11Platform } = await import("../../src/platforms/x11/index.js");
     p = await createX11Platform({ workerKind: "other" });

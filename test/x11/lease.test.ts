@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
 import { answerDialog } from "../lease/helpers.js";
 import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import {
   type App,
   runCli,
@@ -51,7 +51,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       p = await createX11Platform({ workerKind: "other" });
       term = startApp("xterm", ["-T", "uix lease term", "-geometry", "50x8+100+100"]);
       await waitForWindow(p, "uix lease term");
-      const root = mkdtempSync(join(tmpdir(), "uix-lease-"));
+      const root = scratchDir("lease");
       const run = join(root, "run");
       mkdirSync(run, { mode: 0o700 });
       env = {

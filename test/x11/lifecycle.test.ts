@@ -1,12 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import {
   type App,
   approveConsentDialog,
@@ -50,7 +50,7 @@ describe.skipIf(!x11CliSuite("lifecycle"))(
       const exe = w.instance!.exe_path;
       probe.child.kill("SIGKILL");
       await probe.exited;
-      const dir = mkdtempSync(join(tmpdir(), "uix-life-"));
+      const dir = scratchDir("life");
       policy = join(dir, "policy.json");
       writeFileSync(
         policy,

@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { X11Releaser } from "../../src/guardian/x11Releaser.js";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, LOOSE_BUDGETS } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { endServer, pollUntil, type ServerFault, ServerProcess } from "../support/serverProcess.js";
 import {
   approveConsentDialog,
@@ -101,7 +101,7 @@ describe.skipIf(!X11_AVAILABLE || (!HAVE_CLI && !X11_REQUIRED))(
       // The target reads what it is sent and never runs it.
       startApp("xterm", ["-T", TITLE, "-geometry", "80x24+100+100", "-e", "cat"]);
       term = await waitForWindow(p, TITLE);
-      dir = mkdtempSync(join(tmpdir(), "uix-release-"));
+      dir = scratchDir("release");
       policy = join(dir, "policy.json");
       const w = term.rect[2] - term.rect[0];
       const h = term.rect[3] - term.rect[1];

@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scratchDir } from "../support/scratch.js";
 import { REPO, startApp, startSession, waitFor, X11_AVAILABLE, type X11Session, xdotool } from "./support.js";
 
 /**
@@ -65,7 +65,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 platform in several worker threads of one p
   beforeAll(async () => {
     session = startSession();
     startApp("xterm", ["-T", "uix threads"]);
-    dir = mkdtempSync(join(tmpdir(), "uix-threads-"));
+    dir = scratchDir("threads");
     // One bundle (one set of koffi type names per isolate) exporting both entry points.
     const { build } = await import("esbuild");
     await build({

@@ -106,22 +106,30 @@ export interface RemoteServerProc {
   stop(): Promise<void>;
 }
 
-/** The built CLI as `serve --http 127.0.0.1:0 …` on the desk; resolves once it says where it listens. */
+/**
+ * The built CLI as `serve --http 127.0.0.1:0 …` on the desk (null: the session's own desktop,
+ * with the policy in `env`); resolves once it says where it listens.
+ */
 export async function startRemote(
-  desk: Desk,
+  desk: Desk | null,
   args: string[],
   env: Record<string, string> = {},
 ): Promise<RemoteServerProc> {
   const base: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env))
     if (v !== undefined && !k.startsWith("DESKTOP_AUTOMATION_") && !k.startsWith("UIINSPECT_")) base[k] = v;
+  const simulated: Record<string, string> = desk
+    ? {
+        UIINSPECT_PLATFORM: "fake",
+        UIINSPECT_FAKE_DESKTOP: desk.fake.path,
+        DESKTOP_AUTOMATION_POLICY_FILE: desk.policy(),
+      }
+    : {};
   const proc = spawn(process.execPath, [CLI, "serve", "--http", "127.0.0.1:0", ...args], {
     env: {
       ...base,
       UIINSPECT_LOG_LEVEL: "warn",
-      UIINSPECT_PLATFORM: "fake",
-      UIINSPECT_FAKE_DESKTOP: desk.fake.path,
-      DESKTOP_AUTOMATION_POLICY_FILE: desk.policy(),
+      ...simulated,
       ...LOOSE_BUDGETS,
       ...env,
     },

@@ -1,6 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { createServer, type Server, Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import dbus from "dbus-next";
@@ -9,6 +8,7 @@ import { type RawMessage, unmarshall, unmarshalMessages } from "dbus-next/lib/me
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PeerLink, PeerTimeout } from "../../src/platforms/x11/atspiPeer.js";
 import { encodeMethodCall, MessageReader, WireError } from "../../src/platforms/x11/atspiWire.js";
+import { scratchDir } from "../support/scratch.js";
 
 /**
  * The peer link writes method calls itself (atspiWire.ts) and reads replies with dbus-next's
@@ -193,7 +193,7 @@ function errorOf(replySerial: number, name: string): Buffer {
 /** A fake application server: the server half of the handshake, then dbus-next's reader. */
 class FakePeer {
   readonly server: Server;
-  readonly dir = mkdtempSync(join(tmpdir(), "uix-peer-"));
+  readonly dir = scratchDir("peer");
   readonly path = join(this.dir, "socket");
   readonly calls: RawMessage[] = [];
   socket: Socket | null = null;
@@ -444,7 +444,7 @@ describe("AT-SPI peer link", () => {
   });
 
   it("refuses a server that never completes the handshake", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "uix-peer-"));
+    const dir = scratchDir("peer");
     const silent = createServer(() => {});
     await new Promise<void>((r) => silent.listen(join(dir, "s"), r));
     try {

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { createFakePlatform, type ScenarioInput, writeScenarioFile } from "../../src/platforms/fake/index.js";
 import type { ProcessInstance } from "../../src/shared/identity.js";
@@ -7,6 +6,7 @@ import type { Platform } from "../../src/shared/platform.js";
 import { OPS, type OpName, type OpResult, type TargetExpectation } from "../../src/shared/protocol.js";
 import type { HandlerContext, HandlerTable } from "../../src/workers/handlers.js";
 import { createUiaRuntime, type UiaOptions, type UiaRuntime } from "../../src/workers/uia/handlers.js";
+import { scratchDir } from "../support/scratch.js";
 
 export const CANARY = "CANARY-7f3a9c-hunter2";
 export const RUFFLE = "C:\\Program Files\\ruffle\\bin\\ruffle.exe";
@@ -141,7 +141,7 @@ export class Harness {
   readonly runtime: UiaRuntime;
 
   constructor(windows: WindowInput[], opts: UiaOptions = {}) {
-    this.dir = mkdtempSync(join(tmpdir(), "uiinspect-a11y-"));
+    this.dir = scratchDir("a11y");
     this.scenarioPath = join(this.dir, "desktop.json");
     this.effectsPath = join(this.dir, "effects.jsonl");
     this.write(windows);

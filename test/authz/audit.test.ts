@@ -1,14 +1,4 @@
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ClientIdentity } from "../../src/supervisor/access/clientIdentity.js";
@@ -19,11 +9,12 @@ import {
   SERVER_EVENT_KEY,
 } from "../../src/supervisor/audit.js";
 import { ConsentBroker } from "../../src/supervisor/consent/broker.js";
+import { scratchDir } from "../support/scratch.js";
 import { instance, ManualTime, ScriptedPrompter } from "./helpers.js";
 
 let dir = "";
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-authz-audit-"));
+  dir = scratchDir("authz-audit");
 });
 afterEach(() => {
   rmSync(dir, { recursive: true, force: true });

@@ -1,18 +1,18 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConsentBroker } from "../../src/supervisor/consent/broker.js";
 import { buildDialogContent } from "../../src/supervisor/consent/content.js";
 import { FakePrompter } from "../../src/supervisor/consent/fakePrompter.js";
 import type { ConsentDialogContent } from "../../src/supervisor/consent/prompter.js";
+import { scratchDir } from "../support/scratch.js";
 import { instance, ManualTime, outcome, peekState } from "./helpers.js";
 
 const TITLE_CANARY = "TITLE-CANARY-91c2";
 
 let dir = "";
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-authz-consent-"));
+  dir = scratchDir("authz-consent");
 });
 afterEach(() => {
   rmSync(dir, { recursive: true, force: true });

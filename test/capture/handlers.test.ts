@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -13,6 +12,7 @@ import { OPS, type OpArgs, type OpResult } from "../../src/shared/protocol.js";
 import { captureHandlers } from "../../src/workers/capture/handlers.js";
 import { GRID_RGB, toRgb } from "../../src/workers/capture/pixels.js";
 import type { HandlerContext } from "../../src/workers/handlers.js";
+import { scratchDir } from "../support/scratch.js";
 
 const INSTANCE = {
   pid: 4242,
@@ -64,7 +64,7 @@ let path: string;
 let platform: Platform;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-capture-"));
+  dir = scratchDir("capture");
   path = join(dir, "desktop.json");
   writeScenarioFile(path, scenario());
   platform = createFakePlatform({ scenarioPath: path, workerKind: "capture" });

@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createFakePlatform, sampleScenario, writeScenarioFile } from "../../src/platforms/fake/index.js";
@@ -21,12 +20,13 @@ import {
 import { type CoordinateProfile, profileJsonSchema } from "../../src/supervisor/profiles/schema.js";
 import { planReferenceCapture, type ScreenshotPolicyView } from "../../src/supervisor/screenshot/plan.js";
 import { captureHandlers } from "../../src/workers/capture/handlers.js";
+import { scratchDir } from "../support/scratch.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const SCHEMA_FILE = join(ROOT, "schema", "coordinate_profile.schema.json");
 const EXAMPLE = join(ROOT, "schema", "examples", "profile.example.json");
 const POLICY_EXAMPLE = join(ROOT, "schema", "examples", "policy.example.json");
-const dir = mkdtempSync(join(tmpdir(), "uiinspect-profile-"));
+const dir = scratchDir("profile");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let n = 0;

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import type dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFakePlatform } from "../../src/platforms/fake/index.js";
@@ -9,6 +7,7 @@ import type { Rect } from "../../src/shared/geometry.js";
 import { type Platform, type WindowInfo, WindowInfoSchema } from "../../src/shared/platform.js";
 import { verifyTarget } from "../../src/workers/verify.js";
 import { FakeDesktop, ruffleWindow } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { type Attacker, buildAttacker, startAttacker } from "../x11/attacker.js";
 import {
   type App,
@@ -213,7 +212,7 @@ runContract("x11", X11_AVAILABLE, async () => {
   const { createX11Platform } = await import("../../src/platforms/x11/index.js");
   const p = await createX11Platform({ workerKind: "other" });
   x11 = p;
-  attackDir = mkdtempSync(join(tmpdir(), "uix-contract-"));
+  attackDir = scratchDir("contract");
   const bin = buildAttacker(attackDir);
   const attack = async (args: string[]): Promise<Undo> => {
     const a = await startAttacker(bin, args, attackers);

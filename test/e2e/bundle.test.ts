@@ -1,8 +1,8 @@
 import { execFile, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scratchDir } from "../support/scratch.js";
 
 /**
  * The package's descriptions for installers: manifest.json (the MCP Bundle, checked and packed by
@@ -25,7 +25,7 @@ function run(cmd: string, args: string[], cwd = REPO): Promise<{ status: number 
 }
 
 describe("manifest.json (MCP Bundle)", () => {
-  const work = mkdtempSync(join(tmpdir(), "uiinspect-mcpb-"));
+  const work = scratchDir("mcpb");
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it("passes the official validator and matches package.json", async () => {

@@ -1,14 +1,4 @@
-import {
-  cpSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import pino from "pino";
@@ -16,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerInit, WorkerKind } from "../../src/shared/protocol.js";
 import type { WorkerHost as WorkerHostType } from "../../src/supervisor/hosting/workerHost.js";
 import { approvingDesktop, ruffleWindow } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 
 /**
  * Worker threads of the built code that fail to start or die, many times over, in this process
@@ -71,7 +62,7 @@ describe.skipIf(process.platform !== "linux")("worker restarts leave nothing beh
   const listFaulty = (h: WorkerHostType) => h.call("desktop.list", {}, { deadlineMs: 20_000 });
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "uiinspect-restarts-"));
+    root = scratchDir("restarts");
     cpSync(resolve(import.meta.dirname, "../../dist"), join(root, "dist"), { recursive: true });
     writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module", version: "0.0.0" }));
     modules = join(root, "node_modules");

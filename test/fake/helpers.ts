@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { FaultHandler } from "../../src/platforms/fake/faults.js";
 import { createFakePlatform, sampleScenario, writeScenarioFile } from "../../src/platforms/fake/index.js";
 import type { ScenarioInput } from "../../src/platforms/fake/scenario.js";
+import { scratchDir } from "../support/scratch.js";
 
 export interface Fixture {
   dir: string;
@@ -15,7 +15,7 @@ export interface Fixture {
 }
 
 export function fixture(s?: (dir: string) => ScenarioInput): Fixture {
-  const dir = mkdtempSync(join(tmpdir(), "uiinspect-fake-"));
+  const dir = scratchDir("fake");
   const file = join(dir, "desktop.json");
   const scenario = (s ?? sampleScenario)(dir);
   writeScenarioFile(file, scenario);

@@ -1,10 +1,10 @@
-import { appendFileSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sampleScenario } from "../../src/platforms/fake/sample.js";
 import { parseScenario, ScenarioReader } from "../../src/platforms/fake/scenario.js";
 import { isUiError } from "../../src/shared/errors.js";
+import { scratchDir } from "../support/scratch.js";
 import { clone, type Fixture, fixture } from "./helpers.js";
 
 let f: Fixture | null = null;
@@ -96,7 +96,7 @@ describe("scenario parsing", () => {
 
 describe("ScenarioReader", () => {
   it("throws platform_unavailable when there never was a good file", () => {
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-fake-"));
+    const dir = scratchDir("fake");
     try {
       const r = new ScenarioReader(join(dir, "missing.json"));
       expect(() => r.current()).toThrow();

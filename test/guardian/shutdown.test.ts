@@ -1,14 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, expect, it } from "vitest";
 import { encodeEntry } from "../../src/guardian/entries.js";
 import { ENV } from "../../src/guardian/wire.js";
 import { approvingDesktop } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 
 // The built guardian as the server spawns it, its pipe closed while a worker is still connected
 // (the server SIGKILLed, its process-isolated input worker not yet gone).
@@ -28,7 +28,7 @@ function lines(stream: NodeJS.ReadableStream): () => Promise<string | null> {
 }
 
 async function startGuardian(): Promise<{ child: ChildProcess; socket: string; token: string }> {
-  const dir = mkdtempSync(join(tmpdir(), "uix-guardian-"));
+  const dir = scratchDir("guardian");
   const socket = join(dir, "g.sock");
   const token = randomBytes(16).toString("hex");
   const d = approvingDesktop();

@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { connect, createServer, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { readLines } from "../../src/guardian/wire.js";
+import { scratchDir } from "../support/scratch.js";
 
 /**
  * A worker that dies with the guardian's answers still unread resets the connection: the
@@ -11,7 +11,7 @@ import { readLines } from "../../src/guardian/wire.js";
  * must absorb it (the socket's own error and close listeners decide), never crash the guardian.
  */
 it("a peer that resets the connection with answers unread is a close, not a crash", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "uix-wire-"));
+  const dir = scratchDir("wire");
   const path = join(dir, "s.sock");
   const errors: string[] = [];
   try {

@@ -1,15 +1,15 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildDialogContent } from "../../src/supervisor/consent/content.js";
 import { interpreterOf } from "../../src/supervisor/policy/interpreters.js";
 import { validatePolicyFile } from "../../src/supervisor/policy/validateCli.js";
 import { basePolicy } from "../policy/helpers.js";
+import { scratchDir } from "../support/scratch.js";
 
 /** An interpreter as the allowed executable is said plainly, in the dialog and by validate-policy. */
 
-const dir = mkdtempSync(join(tmpdir(), "uiinspect-interp-"));
+const dir = scratchDir("interp");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const dialog = (exe_path: string) =>

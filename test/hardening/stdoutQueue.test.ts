@@ -1,12 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { closeSync, constants, createReadStream, mkdtempSync, openSync } from "node:fs";
+import { closeSync, constants, createReadStream, openSync } from "node:fs";
 import { Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { fdSink, type StdoutSink, writesSynchronously } from "../../src/supervisor/mcp/stdoutSinks.js";
 import { StdoutQueue } from "../../src/supervisor/mcp/stdoutWriter.js";
+import { scratchDir } from "../support/scratch.js";
 
 /** A sink the test completes by hand: what it was given, and the writes still outstanding. */
 function manualSink() {
@@ -109,7 +109,7 @@ describe("StdoutQueue", () => {
 
 describe("fdSink", () => {
   it("a blocking fd nobody reads holds a pool thread, not the event loop; all of it arrives", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "uiinspect-fdsink-"));
+    const dir = scratchDir("fdsink");
     const fifo = join(dir, "out.fifo");
     execFileSync("mkfifo", [fifo]);
     // Read-write: opening does not wait for a reader, and the fd stays blocking.

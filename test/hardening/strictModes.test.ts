@@ -1,6 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, chownSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadPolicy } from "../../src/supervisor/policy/load.js";
@@ -8,6 +7,7 @@ import { readPolicyFile } from "../../src/supervisor/policy/parse.js";
 import { checkPolicyPath } from "../../src/supervisor/policy/strictModes.js";
 import { validatePolicyFile } from "../../src/supervisor/policy/validateCli.js";
 import { basePolicy } from "../policy/helpers.js";
+import { scratchDir } from "../support/scratch.js";
 
 /**
  * A policy file another account can rewrite is not obeyed (sshd's StrictModes).
@@ -25,7 +25,7 @@ const hasSetpriv = (() => {
   }
 })();
 
-const root = mkdtempSync(join(tmpdir(), "uiinspect-strict-"));
+const root = scratchDir("strict");
 chmodSync(root, 0o755); // the other uid must reach the file to rewrite it
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;

@@ -1,8 +1,8 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scratchDir } from "../support/scratch.js";
 
 /**
  * .ci/wine-setup.sh must not leave its Xvfb running after CI ends. Run against a
@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const have = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
-const dir = mkdtempSync(join(tmpdir(), "uiinspect-winesetup-"));
+const dir = scratchDir("winesetup");
 const display = `:${180 + (process.pid % 60)}`;
 
 /** Xvfb processes on this test's own display (only this test starts one there). */

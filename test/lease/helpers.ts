@@ -1,19 +1,10 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
-import {
-  chmodSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { scratchDir } from "../support/scratch.js";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 
@@ -96,7 +87,7 @@ export interface Sandbox {
 
 /** A fresh runtime dir (0700) and state home for one scope. */
 export function sandbox(display: string): Sandbox {
-  const root = mkdtempSync(join(tmpdir(), "lease-"));
+  const root = scratchDir("lease");
   const run = join(root, "run");
   mkdirSync(run, { mode: 0o700 });
   const env: Record<string, string> = {
@@ -236,7 +227,7 @@ export function manager(args: string[], env: Record<string, string>): Promise<Ru
  * can enter (mktemp -d, a Debian home directory), where that uid could not read it.
  */
 export function copyForOtherUid(): { dir: string; fixtures: string; out: string } {
-  const dir = mkdtempSync(join(tmpdir(), "uiinspect-lease-other-"));
+  const dir = scratchDir("lease-other");
   chmodSync(dir, 0o755);
   const out = join(dir, "out");
   const fixtures = join(dir, "fixtures");

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readlinkSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, readlinkSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { linuxInstanceResolver } from "../../src/lease/instance.js";
 import { resolveInstance } from "../../src/os/linux/proc.js";
+import { scratchDir } from "../support/scratch.js";
 
 const LINUX = process.platform === "linux";
 const SESSION = "scope-session";
@@ -52,7 +52,7 @@ describe.skipIf(!LINUX)("the lease broker's Linux resolver is the backend's (os/
       expect(process.env.CI_REQUIRE_USERNS).toBeUndefined();
       return;
     }
-    const dir = mkdtempSync(join(tmpdir(), "uix-lease-ns-"));
+    const dir = scratchDir("lease-ns");
     dirs.push(dir);
     const allowed = join(dir, "allowed");
     const other = join(dir, "other");

@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkRuntimeDir, resolveLinuxScope, scopeHash, windowsScope } from "../../src/lease/endpoint.js";
@@ -11,6 +10,7 @@ import {
   LeaseRequestSchema,
   MAX_MESSAGE_BYTES,
 } from "../../src/lease/protocol.js";
+import { scratchDir } from "../support/scratch.js";
 
 const instance = { pid: 42, start_time: "2026-11-30T08:00:00.000Z", exe_path: "/usr/bin/x", session: ":1:0" };
 
@@ -59,7 +59,7 @@ describe("lease protocol framing", () => {
 
 describe("lease endpoint and instance helpers", () => {
   it("derives the endpoint from uid + session and refuses unsafe runtime dirs", () => {
-    const root = mkdtempSync(join(tmpdir(), "lease-ep-"));
+    const root = scratchDir("lease-ep");
     const run = join(root, "run");
     mkdirSync(run, { mode: 0o700 });
     const uid = process.getuid!();

@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll } from "vitest";
+import { scratchDir } from "../support/scratch.js";
 
 /** A fresh temp dir per test file, removed afterwards. */
 export function tempFiles(): (name: string, content: string | Uint8Array) => string {
-  const dir = mkdtempSync(join(tmpdir(), "uiinspect-policy-"));
+  const dir = scratchDir("policy");
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   return (name, content) => {
     const p = join(dir, name);

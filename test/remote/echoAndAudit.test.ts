@@ -1,11 +1,9 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuditLog, newCorrelationId } from "../../src/supervisor/audit.js";
 import { Desk, win } from "../support/consent.js";
 import { AUDIENCE, ISSUER, makeIssuer, RemoteClient } from "../support/remote.js";
 import { type InProcessRemote, remoteOptions, startRemoteInProcess } from "../support/remoteInProcess.js";
+import { scratchDir } from "../support/scratch.js";
 
 // What a remote client's errors may echo: the names it got wrong (unknown argument names,
 // unknown action names), cut short and with everything that does not print as itself escaped;
@@ -15,7 +13,7 @@ let remote: InProcessRemote;
 let client: RemoteClient;
 
 beforeAll(async () => {
-  const issuer = await makeIssuer(mkdtempSync(join(tmpdir(), "uiinspect-echo-")));
+  const issuer = await makeIssuer(scratchDir("echo"));
   remote = await startRemoteInProcess(
     new Desk([win(1)]),
     remoteOptions({

@@ -1,13 +1,11 @@
-import { mkdtempSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pollWindows } from "../../src/supervisor/access/liveWindows.js";
 import { Desk, until, win } from "../support/consent.js";
 import { AUDIENCE, ISSUER, makeIssuer, RemoteClient } from "../support/remote.js";
 import { type InProcessRemote, remoteOptions, startRemoteInProcess } from "../support/remoteInProcess.js";
+import { scratchDir } from "../support/scratch.js";
 
 // Fair admission: one identity holding 256 slow request bodies and as many long waits as it can
 // starts while 31 other identities work. Slow bodies count as nothing until they arrive (and
@@ -26,7 +24,7 @@ let port: number;
 const sockets: Socket[] = [];
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "uiinspect-fairness-"));
+  const dir = scratchDir("fairness");
   const issuer = await makeIssuer(dir);
   sign = issuer.sign;
   const desk = new Desk([win(1), win(2)]);

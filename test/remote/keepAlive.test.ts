@@ -1,11 +1,11 @@
-import { mkdtempSync, stat } from "node:fs";
+import { stat } from "node:fs";
 import { connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Desk, win } from "../support/consent.js";
 import { AUDIENCE, ISSUER, makeIssuer } from "../support/remote.js";
 import { type InProcessRemote, remoteOptions, startRemoteInProcess } from "../support/remoteInProcess.js";
+import { scratchDir } from "../support/scratch.js";
 
 // An idle keep-alive connection and a request that arrives while the server's loop is busy.
 // A client may reuse a connection until the idle time the server advertises (`Keep-Alive:
@@ -21,7 +21,7 @@ const sockets: Socket[] = [];
 
 beforeAll(async () => {
   const desk = new Desk([win(1)]);
-  const issuer = await makeIssuer(mkdtempSync(join(tmpdir(), "uiinspect-keepalive-")));
+  const issuer = await makeIssuer(scratchDir("keepalive"));
   const oauth = { issuer: ISSUER, audience: AUDIENCE, jwks: issuer.jwksFile };
   remote = await startRemoteInProcess(
     desk,

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,6 +20,7 @@ import {
   replacePolicy,
   startRemoteInProcess,
 } from "../support/remoteInProcess.js";
+import { scratchDir } from "../support/scratch.js";
 
 // One live policy for every session, whatever its credential: a reload of the operator's policy
 // (narrower, wider, invalid, deleted, expired) reaches every open session on its next call, and
@@ -35,7 +35,7 @@ let alice: CertFiles;
 let issuer: Awaited<ReturnType<typeof makeIssuer>>;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-live-policy-"));
+  dir = scratchDir("live-policy");
   ca = makeCa(dir, "live-ca");
   serverCert = makeLeaf(dir, ca, "server", 2, "subjectAltName=IP:127.0.0.1");
   alice = makeLeaf(dir, ca, "alice", 7);

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Desk, IN_STAGE, until, win } from "../support/consent.js";
@@ -14,6 +13,7 @@ import {
   startRemote,
   tlsFetch,
 } from "../support/remote.js";
+import { scratchDir } from "../support/scratch.js";
 
 // mTLS remote mode on 127.0.0.1 with an openssl-made PKI: who connects is the key of a
 // certificate chaining to the configured CA, short-lived, not revoked.
@@ -45,7 +45,7 @@ const auditLines = () =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-mtls-"));
+  dir = scratchDir("mtls");
   ca = makeCa(dir, "test-ca");
   const other = makeCa(dir, "other-ca");
   server = makeLeaf(dir, ca, "server", 2, "subjectAltName=IP:127.0.0.1");

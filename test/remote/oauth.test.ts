@@ -1,6 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Desk, until, win } from "../support/consent.js";
@@ -18,6 +17,7 @@ import {
   sessionRequest,
   startRemote,
 } from "../support/remote.js";
+import { scratchDir } from "../support/scratch.js";
 
 // OAuth 2.1 resource-server mode on plain loopback HTTP: Bearer JWTs signed at test time with
 // jose, verified against a JWKS file; scopes narrow the policy; refusals are 401 + challenge.
@@ -43,7 +43,7 @@ const now = () => Math.floor(Date.now() / 1000);
 const oauthArgs = () => ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE, "--oauth-jwks", jwksFile];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-oauth-"));
+  dir = scratchDir("oauth");
   const issuer = await makeIssuer(dir);
   jwksFile = issuer.jwksFile;
   sign = async (claims) => {

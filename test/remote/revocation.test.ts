@@ -1,7 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spkiFingerprint } from "../../src/remote/mtls.js";
@@ -31,6 +30,7 @@ import {
   replaceFile,
   startRemoteInProcess,
 } from "../support/remoteInProcess.js";
+import { scratchDir } from "../support/scratch.js";
 
 // A revocation list that cannot be misread: every form an operator has in hand revokes, a line
 // that does not parse is an error (refuse to start; on reload the last good list stays, the
@@ -48,7 +48,7 @@ const opensslCertFingerprintLine = (cert: string) =>
   execFileSync("openssl", ["x509", "-in", cert, "-noout", "-fingerprint", "-sha256"]).toString("utf8").trim();
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "uiinspect-revocation-"));
+  dir = scratchDir("revocation");
   ca = makeCa(dir, "rev-ca");
   serverCert = makeLeaf(dir, ca, "server", 2, "subjectAltName=IP:127.0.0.1");
   alice = makeLeaf(dir, ca, "alice", 7);

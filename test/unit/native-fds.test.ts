@@ -1,8 +1,8 @@
-import { closeSync, fstatSync, mkdtempSync, openSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, fstatSync, openSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { adoptNativeFds, closeNativeFds } from "../../src/supervisor/hosting/nativeFds.js";
+import { scratchDir } from "../support/scratch.js";
 
 const isOpen = (fd: number) => {
   try {
@@ -14,7 +14,7 @@ const isOpen = (fd: number) => {
 };
 
 describe("native descriptors of an ended worker thread", () => {
-  const dir = mkdtempSync(join(tmpdir(), "uix-fds-"));
+  const dir = scratchDir("fds");
   const opened: number[] = [];
   const open = (name: string) => {
     const fd = openSync(join(dir, name), "w");

@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import dbus from "dbus-next";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
+import { scratchDir } from "../support/scratch.js";
 import { type Attacker, buildAttacker, startAttacker } from "./attacker.js";
 import {
   atspiBus,
@@ -83,7 +83,7 @@ describe.skipIf(!X11_AVAILABLE)("x11 click then type: keys never overtake a pres
   it.skipIf(!HAVE_CC)(
     "a click while another device holds the same button down: the release wait ends, the call returns with the button still held there",
     async () => {
-      dir = mkdtempSync(join(tmpdir(), "uix-click-hold-"));
+      dir = scratchDir("click-hold");
       // "Xvfb mouse", another slave of the virtual core pointer, as a hand holding the mouse's left button.
       const hold = await startAttacker(buildAttacker(dir), ["holdbutton", "1"], attackers);
       const release = async () => {

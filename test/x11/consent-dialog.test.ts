@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import {
   type App,
   approveConsentDialog,
@@ -98,7 +98,7 @@ describe.skipIf(!X11_AVAILABLE)("our dialogs take only a person's input (x11, bu
     hwndA = (await waitForWindow(p, "uix cd A")).hwnd;
     hwndB = (await waitForWindow(p, "uix cd B")).hwnd;
     exe = realpathSync(`/proc/${a.child.pid}/exe`);
-    scratch = mkdtempSync(join(tmpdir(), "uix-cd-"));
+    scratch = scratchDir("cd");
     // A "zenity" that would approve with nothing on screen, for the PATH tests.
     mkdirSync(join(scratch, "bin"));
     writeFileSync(

@@ -1,10 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import {
   CONSENT_TITLE,
   REPO,
@@ -98,7 +98,7 @@ describe.skipIf(!X11_AVAILABLE)(
       session = startSession();
       const { createX11Platform } = await import("../../src/platforms/x11/index.js");
       p = await createX11Platform({ workerKind: "other" });
-      scratch = mkdtempSync(join(tmpdir(), "uix-di-"));
+      scratch = scratchDir("di");
       attackerBin = join(scratch, "dialog-attacker");
       execFileSync("cc", ["-o", attackerBin, join(REPO, "test/x11/fixtures/dialog-attacker.c"), "-lX11"]);
       const a = startApp("xterm", [

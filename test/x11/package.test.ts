@@ -1,8 +1,8 @@
 import { execFile, execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scratchDir } from "../support/scratch.js";
 import { REPO, startApp, startSession, waitFor, X11_AVAILABLE, type X11Session } from "./support.js";
 
 /**
@@ -105,7 +105,7 @@ describe.skipIf(!X11_AVAILABLE)("the npm package, installed from its tarball", (
 
   beforeAll(async () => {
     session = startSession();
-    work = mkdtempSync(join(tmpdir(), "uiinspect-pkg-"));
+    work = scratchDir("pkg");
     // dist/ was built by `npm test`; --ignore-scripts keeps prepack from rebuilding it under
     // the other test files that are running the CLI right now.
     const packed = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], REPO);

@@ -1,10 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform, WindowInfo } from "../../src/shared/platform.js";
 import { CLI, type McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { type Attacker, buildAttacker, settled, startAttacker } from "./attacker.js";
 import {
   atspiCall,
@@ -45,7 +44,7 @@ describe.skipIf(!X11_AVAILABLE || (!(HAVE_CLI && HAVE_CC) && !X11_REQUIRED))(
     const attack = (args: string[]) => startAttacker(attackerBin, args, attackers);
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), "uix-popup-"));
+      dir = scratchDir("popup");
       attackerBin = buildAttacker(dir);
       d = await startGtkDesk("inspect,interact,click,text");
       ({ p, h, factory } = d);

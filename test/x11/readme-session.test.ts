@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, copyFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, McpHarness } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { approveConsentDialog, MISSING_TOOLS, REPO, UNSAFE_XTEST, x11CliSuite } from "./support.js";
 
 /**
@@ -41,7 +41,7 @@ describe.skipIf(!run)("the README's typical session on the sandbox", () => {
   let hwnd: string;
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "uiinspect-readme-"));
+    work = scratchDir("readme");
     // The sandbox's folder is chosen here, before it starts: afterAll stops whatever is in it,
     // also after a start that failed, timed out or printed less than it should.
     state = join(work, "sandbox");

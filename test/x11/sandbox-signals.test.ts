@@ -1,9 +1,9 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI } from "../support/mcp.js";
+import { scratchDir } from "../support/scratch.js";
 import { processesOfState } from "../support/x11-leaks.js";
 import { REPO, waitFor, x11CliSuite } from "./support.js";
 
@@ -23,7 +23,7 @@ describe.skipIf(!run)("sandbox start ended by a signal", () => {
   const states: string[] = [];
 
   beforeAll(() => {
-    work = mkdtempSync(join(tmpdir(), "uiinspect-sandbox-sig-"));
+    work = scratchDir("sandbox-sig");
     // An app that runs and never maps a window: start waits for it until it is signalled.
     noWindow = join(work, "no-window");
     writeFileSync(noWindow, "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });

@@ -163,6 +163,9 @@ EOF
 
   # The shell logs this once its startup animation has ended (it then shows its overview).
   _uiw_wait_for "the shell's start-up" grep -q "GNOME Shell started" "$state/shell.log" || {
+    # What the shell said before the state folder goes: the only trace of why it never started.
+    echo "wayland-session: the shell $(_uis_alive "$(cat "$state/shell.pid")" && echo "still runs" || echo "is gone"); the end of its log:" >&2
+    tail -n 40 "$state/shell.log" >&2
     _uiw_stop "$state"
     return 1
   }

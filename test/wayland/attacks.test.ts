@@ -34,7 +34,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: what a same-user program can do on
   const apps: ChildProcess[] = [];
 
   beforeAll(async () => {
-    session = startSession();
+    session = await startSession();
     // The shell starts in its overview; Escape (twice: search, overview) leaves it for the tests.
     await runAttacker(["keysyms", "0xff1b", "0xff1b"]);
     reader = await A11yReader.open();

@@ -94,7 +94,7 @@ describe.skipIf(!runs)("wayland consent: our dialog, then the compositor's porta
     (await reader.apps()).find((a) => a.name === "xdg-desktop-portal-gnome")?.pid ?? null;
 
   beforeAll(async () => {
-    session = startSession();
+    session = await startSession();
     // The shell starts in its overview, which takes the keys: two Escapes leave it.
     await runAttacker(["keysyms", KEY.escape, KEY.escape]);
     factory = startApp("gtk3-widget-factory", [], apps);

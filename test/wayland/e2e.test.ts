@@ -69,7 +69,7 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
   }
 
   beforeAll(async () => {
-    session = startSession();
+    session = await startSession();
     factory = startApp("gtk3-widget-factory", [], apps);
     exe = realpathSync("/usr/bin/gtk3-widget-factory");
     reader = await A11yReader.open();

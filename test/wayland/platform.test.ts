@@ -48,7 +48,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland platform on headless GNOME", () => 
   let gtk4: ChildProcess;
 
   beforeAll(async () => {
-    session = startSession();
+    session = await startSession();
     gtk3 = startApp("gtk3-widget-factory", [], apps);
     gtk4 = startApp("gtk4-widget-factory", [], apps);
     p = await createWaylandPlatform({ workerKind: "uia" });

@@ -105,7 +105,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     (((await reader.states(node.bus, node.path)) >> ST_CHECKED) & 1) === 1;
 
   beforeAll(async () => {
-    session = startSession();
+    session = await startSession();
     // The shell starts in its overview (windows shown scaled): Escape twice leaves it.
     await runAttacker(["keysyms", "0xff1b", "0xff1b"]);
     factory = startApp(FACTORY, [], apps);

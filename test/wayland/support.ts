@@ -53,12 +53,24 @@ export interface WaylandSession {
   stop(): void;
 }
 
-/** Starts a private GNOME session and points this process (Wayland display, buses) at it. */
-export function startSession(): WaylandSession {
+/**
+ * Starts a private GNOME session and points this process (Wayland display, buses) at it. Not
+ * synchronous: the shell's start-up can take a minute on a loaded machine, and a test worker
+ * blocked that long misses vitest's own RPC deadline, which fails the run by itself.
+ */
+export async function startSession(): Promise<WaylandSession> {
   if (MISSING_TOOLS.length > 0) throw new Error(`Wayland test tools missing: ${MISSING_TOOLS.join(", ")}`);
-  const out = execFileSync("bash", [SESSION_SCRIPT, "start"], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn("bash", [SESSION_SCRIPT, "start"], { stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (d: string) => {
+      stdout += d;
+    });
+    child.once("error", reject);
+    child.once("close", (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`wayland-session.sh start exited with ${code}`)),
+    );
   });
   const env: Record<string, string> = {};
   for (const line of out.split("\n")) {

@@ -6,6 +6,7 @@ import {
   answerPicker,
   readOwnMonitorFrame,
   runAttacker,
+  SESSION_HOOK_MS,
   type Step,
   startApp,
   startSession,
@@ -38,7 +39,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: what a same-user program can do on
     // The shell starts in its overview; Escape (twice: search, overview) leaves it for the tests.
     await runAttacker(["keysyms", "0xff1b", "0xff1b"]);
     reader = await A11yReader.open();
-  });
+  }, SESSION_HOOK_MS);
 
   afterAll(() => {
     reader?.close();

@@ -9,6 +9,7 @@ import {
   PICKER_WAIT_MS,
   pickerShown,
   runAttacker,
+  SESSION_HOOK_MS,
   startApp,
   startSession,
   stopApps,
@@ -100,7 +101,7 @@ describe.skipIf(!runs)("wayland consent: our dialog, then the compositor's porta
     factory = startApp("gtk3-widget-factory", [], apps);
     exe = realpathSync("/usr/bin/gtk3-widget-factory");
     reader = await A11yReader.open();
-  });
+  }, SESSION_HOOK_MS);
 
   afterAll(async () => {
     for (const h of servers) await h.close().catch(() => {});

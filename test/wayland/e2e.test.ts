@@ -5,6 +5,7 @@ import { CLI, LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
 import {
   A11yReader,
   answerPicker,
+  SESSION_HOOK_MS,
   startApp,
   startSession,
   stopApps,
@@ -73,7 +74,7 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     factory = startApp("gtk3-widget-factory", [], apps);
     exe = realpathSync("/usr/bin/gtk3-widget-factory");
     reader = await A11yReader.open();
-  });
+  }, SESSION_HOOK_MS);
 
   afterAll(async () => {
     for (const h of servers) await h.close().catch(() => {});

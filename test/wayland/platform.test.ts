@@ -6,6 +6,7 @@ import type { A11yHandle, A11ySession, Platform, WindowInfo } from "../../src/sh
 import { platformFor } from "../../src/supervisor/config.js";
 import {
   A11yReader,
+  SESSION_HOOK_MS,
   startApp,
   startSession,
   stopApps,
@@ -53,7 +54,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland platform on headless GNOME", () => 
     gtk4 = startApp("gtk4-widget-factory", [], apps);
     p = await createWaylandPlatform({ workerKind: "uia" });
     reader = await A11yReader.open();
-  });
+  }, SESSION_HOOK_MS);
 
   afterAll(async () => {
     await p?.dispose();

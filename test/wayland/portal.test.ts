@@ -14,6 +14,7 @@ import {
   answerPicker,
   readOwnMonitorFrame,
   runAttacker,
+  SESSION_HOOK_MS,
   startApp,
   startSession,
   stopApps,
@@ -117,7 +118,7 @@ describe.skipIf(!WAYLAND_AVAILABLE)("wayland: a window shared through the portal
     );
     if (!w.instance) throw new Error("no instance");
     target = { hwnd: w.hwnd, instance: w.instance };
-  });
+  }, SESSION_HOOK_MS);
 
   afterAll(async () => {
     await portal?.close();

@@ -382,6 +382,12 @@ export interface WalkLimits {
    * only patterns need (AT-SPI's GetActions). Absent: true.
    */
   patterns?: boolean;
+  /**
+   * false: nobody is shown the walk's rects (they are null in its nodes), so a source may skip
+   * the calls that only rects need, as long as every other fact, `offscreen` included, stays
+   * what it would be. Absent: true.
+   */
+  bounds?: boolean;
 }
 
 export interface A11ySession extends A11yNodeSource {

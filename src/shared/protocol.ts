@@ -449,6 +449,11 @@ export const OPS = {
        * no action names and every node carries patterns []. Absent: true.
        */
       patterns: z.boolean().optional(),
+      /**
+       * false: the caller shows no rects (the outline without `bounds`), so the walk asks only
+       * the extents other facts need and every node carries rect null. Absent: true.
+       */
+      bounds: z.boolean().optional(),
       ...AheadArg,
     }),
     /**
@@ -478,6 +483,9 @@ export const OPS = {
       state: z.enum(STATES).nullable().default(null),
       max_results: z.number().int().min(1).max(500),
       deadline_ms: z.number().int().positive(),
+      /** As a11y.inspect's: what the caller shows of the matches (absent: everything). */
+      patterns: z.boolean().optional(),
+      bounds: z.boolean().optional(),
       ...AheadArg,
     }),
     result: z.object({

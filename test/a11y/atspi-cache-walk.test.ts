@@ -68,7 +68,12 @@ const ROLE_NAMES: Record<number, string> = {
   56: "table cell",
   62: "push button",
   75: "application",
+  32: "list item",
 };
+
+/** Items scrolled out of view: GTK keeps them SHOWING and answers G_MININT extents. */
+const SCROLLED = new Set<string>();
+const G_MININT = -(2 ** 31);
 
 // ENABLED | SENSITIVE only: the app does not show the node.
 const HIDDEN_STATES = [(1 << 8) | (1 << 24), 0];
@@ -116,7 +121,7 @@ function fakeBus(getAll = true): { bus: AtspiBus; calls: string[]; early: string
       case "GetChildren":
         return [n.children.map((c) => [APP, c])];
       case "GetExtents":
-        return [[10, 20, 30, 40]];
+        return SCROLLED.has(path) ? [[G_MININT, G_MININT, 30, 40]] : [[10, 20, 30, 40]];
       case "GetActions":
         return [[["click", "", ""]]];
       case "GetRoleName":
@@ -161,7 +166,7 @@ interface Row {
 }
 
 /** One walk of `s` from `root`, as rows (the same limits in every test here). */
-async function rowsOf(s: AtspiSession, root: Node, patterns = true): Promise<Row[]> {
+async function rowsOf(s: AtspiSession, root: Node, patterns = true, bounds = true): Promise<Row[]> {
   const budget = new Budget(Date.now() + 10_000, new AbortController().signal);
   try {
     const r = await walk(s, root as A11yHandle, budget, {
@@ -169,6 +174,7 @@ async function rowsOf(s: AtspiSession, root: Node, patterns = true): Promise<Row
       maxNodes: 1000,
       concurrency: 4,
       patterns,
+      bounds,
     });
     return r.visits.map((v) => ({
       path: (v.handle as Node).path,
@@ -185,11 +191,12 @@ async function walked(
   bulk: boolean,
   patterns = true,
   getAll = true,
+  bounds = true,
 ): Promise<{ rows: Row[]; calls: string[] }> {
   const { bus, calls } = fakeBus(getAll);
   const root: Node = { bus: APP, path: "/win", parent: null };
   const s = new AtspiSession(bus, root, bulk);
-  return { rows: await rowsOf(s, root, patterns), calls };
+  return { rows: await rowsOf(s, root, patterns, bounds), calls };
 }
 
 describe("AT-SPI bulk walk against a cache that disagrees with GetChildren", () => {
@@ -434,5 +441,58 @@ describe("AT-SPI walk of nodes the app does not show", () => {
     } finally {
       for (const p of ["/table", ...CELLS]) delete TREE[p]!.hidden;
     }
+  });
+});
+
+describe("AT-SPI walk whose rects nobody is shown (bounds: false, the outline)", () => {
+  const extentsOf = (calls: string[]) =>
+    calls.flatMap((c) => (c.startsWith("GetExtents ") ? [c.slice("GetExtents ".length)] : [])).sort();
+
+  it("asks GetExtents only of the scrolled items and the cells the cache lacks; every other fact is the full walk's", async () => {
+    // /p3 a cached list item scrolled away: its rect alone says it is offscreen.
+    TREE["/p3"]!.role = 32;
+    SCROLLED.add("/p3");
+    try {
+      const full = await walked(true);
+      const bare = await walked(true, true, true, false);
+      expect(extentsOf(full.calls)).toEqual(
+        [
+          "/a",
+          "/b",
+          "/c",
+          "/cell1",
+          "/cell2",
+          "/cell2a",
+          "/h",
+          "/p1",
+          "/p2",
+          "/p3",
+          "/panel",
+          "/table",
+          "/win",
+        ].sort(),
+      );
+      expect(extentsOf(bare.calls)).toEqual(["/cell1", "/cell2", "/cell2a", "/p3"]);
+      expect(bare.rows.find((r) => r.path === "/p3")?.facts.offscreen).toBe(true);
+      expect(full.rows.find((r) => r.path === "/p3")?.facts.offscreen).toBe(true);
+      const noRects = (rows: Row[]) => rows.map((r) => ({ ...r, facts: { ...r.facts, rect: null } }));
+      expect(noRects(bare.rows)).toEqual(noRects(full.rows));
+      // The other nodes have no rect rather than a guess.
+      expect(bare.rows.find((r) => r.path === "/p1")?.facts.rect).toBeNull();
+    } finally {
+      TREE["/p3"]!.role = 62;
+      SCROLLED.clear();
+    }
+  });
+
+  it("the next walk with bounds asks every extent again (the kept calls are per kind of walk)", async () => {
+    const { bus, calls } = fakeBus();
+    const root: Node = { bus: APP, path: "/win", parent: null };
+    const s = new AtspiSession(bus, root, true);
+    await rowsOf(s, root, true, false);
+    calls.length = 0;
+    const rows = await rowsOf(s, root, true, true);
+    expect(extentsOf(calls)).toHaveLength(13);
+    expect(rows.every((r) => r.facts.rect !== null)).toBe(true);
   });
 });

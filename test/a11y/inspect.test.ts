@@ -66,6 +66,26 @@ describe("a11y.inspect", () => {
     expect(bare.node_count).toBe(full.node_count);
   });
 
+  it("bounds: false gives every node rect null and leaves the rest of the tree alone, for inspect and find", async () => {
+    h = new Harness([ruffle(), notepad()]);
+    const full = await h.call("a11y.inspect", inspectArgs("k1", R));
+    const bare = await h.call("a11y.inspect", inspectArgs("k1", R, { bounds: false }));
+    expect(flatten(full.root).some((n) => n.rect !== null)).toBe(true);
+    expect(flatten(bare.root).every((n) => n.rect === null)).toBe(true);
+    const strip = (ns: ReturnType<typeof flatten>) => ns.map((n) => ({ ...n, rect: null, children: [] }));
+    expect(strip(flatten(bare.root))).toEqual(strip(flatten(full.root)));
+    const found = await h.call("a11y.find", findArgs("k1", R, { role: "button" }));
+    const foundBare = await h.call(
+      "a11y.find",
+      findArgs("k1", R, { role: "button", bounds: false, patterns: false }),
+    );
+    expect(found.elements.length).toBeGreaterThan(0);
+    expect(foundBare.elements.map((e) => ({ ...e, rect: null, patterns: [] }))).toEqual(
+      found.elements.map((e) => ({ ...e, rect: null, patterns: [] })),
+    );
+    expect(foundBare.elements.every((e) => e.rect === null && e.patterns.length === 0)).toBe(true);
+  });
+
   it("redacts password fields: the canary never appears in results, text form or errors", async () => {
     h = new Harness([ruffle()]);
     const r = await h.call("a11y.inspect", inspectArgs("k1", R));

@@ -30,6 +30,11 @@ export const TOGGLE_ACTIONS = ["toggle"];
 export const EXPAND_ACTIONS = ["expand or contract", "expand", "collapse", "expand or collapse"];
 /** Items of a scrolling container: these list the scroll_item pattern (Component.ScrollTo). */
 const SCROLL_ITEM_ROLES = new Set(["list item", "table cell", "tree item", "table row"]);
+/**
+ * The same roles as AtspiRole numbers (part of the D-Bus protocol: Cache.GetItems carries
+ * them): list item 32, table cell 56, table row 90, tree item 91.
+ */
+const SCROLL_ITEM_ROLE_NUMBERS: ReadonlySet<number> = new Set([32, 56, 90, 91]);
 export const CHECKABLE_ROLES = new Set([
   "check box",
   "toggle button",
@@ -63,9 +68,20 @@ export function shownByStates(states: readonly number[]): boolean {
  * shown Component node (the answer of any other is dropped by `atspiFacts`). The cached walk,
  * its prediction of the calls to ask ahead and the calls a walk keeps for the next one all ask
  * by this rule.
+ *
+ * `bounds: false` (a walk whose rects nobody is shown): a rect then serves only the
+ * `offscreen` of an item a container scrolls, which GTK keeps SHOWING with G_MININT extents
+ * once scrolled away (gtk3-demo: 92 of its 188 nodes); only those items (`role`, an AtspiRole
+ * number; null: unknown) are still asked, so the outline's states stay those of the full walk.
  */
-export function needsExtents(interfaces: readonly string[], states: readonly number[]): boolean {
-  return interfaces.includes(COMPONENT) && shownByStates(states);
+export function needsExtents(
+  interfaces: readonly string[],
+  states: readonly number[],
+  role: number | null = null,
+  bounds = true,
+): boolean {
+  if (!interfaces.includes(COMPONENT) || !shownByStates(states)) return false;
+  return bounds || role === null || SCROLL_ITEM_ROLE_NUMBERS.has(role);
 }
 
 /** What AT-SPI answered about a node (strings as the provider gave them). */

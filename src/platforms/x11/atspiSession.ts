@@ -23,7 +23,7 @@ import {
   statesOf,
   stringsOf,
 } from "./atspiBus.js";
-import { type CachedItem, type CacheSnapshot, callsOf, parseCache } from "./atspiCache.js";
+import { type CachedItem, type CacheSnapshot, callsOf, parseCache, type WalkNeeds } from "./atspiCache.js";
 import {
   ACTION,
   type AtspiFactsInput,
@@ -272,26 +272,27 @@ export class AtspiSession implements A11ySession {
   }
 
   /**
-   * A cached node: only its extents (shown Component nodes), actions (Action nodes) and role
-   * name (once per role) are asked, or taken from what `ahead` asked already.
+   * A cached node: only its extents (shown Component nodes; without bounds, scrolled items
+   * only), actions (Action nodes, with patterns) and role name (once per role) are asked, or
+   * taken from what `ahead` asked already.
    */
   private cachedInput(
     n: Node,
     it: CachedItem,
     items: Map<string, CachedItem>,
     ahead: Prefetch | null,
-    withActions: boolean,
+    needs: WalkNeeds,
   ): Promise<AtspiFactsInput> {
     const interfaces = it.interfaces;
     const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
     // One Promise.all and one callback per node (no async frame, no callback per part): the
     // parts are mostly known already, and a walk builds this for every cached node.
     // A node the cached states say is not shown has no rect: its extents are never asked.
-    const extents = needsExtents(interfaces, it.states)
+    const extents = needsExtents(interfaces, it.states, it.role, needs.bounds)
       ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n))
       : null;
     const actions =
-      withActions && interfaces.includes(ACTION)
+      needs.actions && interfaces.includes(ACTION)
         ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n))
         : null;
     const parentInterfaces = n.parent
@@ -415,7 +416,7 @@ export class AtspiSession implements A11ySession {
     root: Node,
     cache: CacheSnapshot,
     limits: WalkLimits,
-    withActions: boolean,
+    needs: WalkNeeds,
     seeded: Map<string, Promise<unknown[]>>,
   ): Prefetch {
     const { items, childrenOf, ordered } = cache;
@@ -427,10 +428,7 @@ export class AtspiSession implements A11ySession {
           return it !== undefined && it.bus === root.bus ? it : undefined;
         },
         childrenOf: (path) => childrenOf.get(path) ?? [],
-        needs: (node) =>
-          callsOf(node as CachedItem, ordered.has(node.path)).filter(
-            (kind) => withActions || kind !== "actions",
-          ),
+        needs: (node) => callsOf(node as CachedItem, ordered.has(node.path), needs),
         childPaths: (body) => refs(body).flatMap((r) => (r.bus === root.bus ? [r.path] : [])),
         maxNodes: limits.maxNodes,
         maxDepth: limits.maxDepth,
@@ -484,9 +482,12 @@ export class AtspiSession implements A11ySession {
     this.check();
     const root = asNode(h);
     if (!this.bulk) return this;
-    // Without patterns no GetActions: the names serve nothing else.
-    const withActions = limits.patterns !== false;
-    const walkKey = [root.bus, root.path, limits.maxNodes, limits.maxDepth, withActions].join("\u0000");
+    // Without patterns no GetActions: the names serve nothing else. Without bounds, GetExtents
+    // only for scrolled items (needsExtents).
+    const needs: WalkNeeds = { actions: limits.patterns !== false, bounds: limits.bounds !== false };
+    const walkKey = [root.bus, root.path, limits.maxNodes, limits.maxDepth, needs.actions, needs.bounds].join(
+      "\u0000",
+    );
     const itemsCall = this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems");
     // In the same write as GetItems, behind it: the app answers the cache first.
     const seeded = this.seed(root, walkKey);
@@ -504,11 +505,12 @@ export class AtspiSession implements A11ySession {
       const it = items.get(n.path);
       return it !== undefined && it.bus === n.bus ? it : undefined;
     };
-    const ahead = this.prefetch(root, cache, limits, withActions, seeded);
+    const ahead = this.prefetch(root, cache, limits, needs, seeded);
     // The calls of the nodes the cache lacks are kept and sent early too (same application only,
     // where the seed sends them): each answer is taken only for the same call of the same path.
     const ask: Ask = (kind, n, call) => (n.bus === root.bus ? ahead.own(kind, n.path, call) : call());
-    const uncached = this.uncachedReader(cached, withActions, ask);
+    // The cells the cache lacks are asked everything as before: their role is not known ahead.
+    const uncached = this.uncachedReader(cached, needs.actions, ask);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
         let n: Node;
@@ -521,7 +523,7 @@ export class AtspiSession implements A11ySession {
           return Promise.reject(e);
         }
         if (it === undefined) return uncached.facts(n);
-        return this.cachedInput(n, it, items, ahead, withActions).then((input) => {
+        return this.cachedInput(n, it, items, ahead, needs).then((input) => {
           try {
             return this.finish(input);
           } catch (e) {

@@ -60,6 +60,21 @@ const lineFields = (fields: readonly ("bounds" | "patterns")[]) => ({
   patterns: fields.includes("patterns"),
 });
 
+/**
+ * What a result shows of each node beside role, name and states: with detail "full" every
+ * field; the outline only the `fields` asked for. The walk skips the calls only the others need.
+ */
+function shownFields(args: { detail: "outline" | "full"; fields: readonly string[] }): {
+  patterns: boolean;
+  bounds: boolean;
+} {
+  const full = args.detail === "full";
+  return {
+    patterns: full || args.fields.includes("patterns"),
+    bounds: full || args.fields.includes("bounds"),
+  };
+}
+
 /** The uia worker's a11y.inspect for a session and expectation (the same whether sent ahead or not). */
 function inspectArgs(
   sessionKey: string,
@@ -75,8 +90,9 @@ function inspectArgs(
     max_nodes: args.max_nodes,
     deadline_ms: deadlineMs,
     root_ref: rootRef,
-    // The outline shows patterns only when asked: then the walk reads no action names.
-    patterns: args.detail === "full" || args.fields.includes("patterns"),
+    // The outline shows patterns and bounds only when asked: without them the walk reads no
+    // action names and asks extents only where a state needs them.
+    ...shownFields(args),
   };
 }
 
@@ -90,6 +106,8 @@ function findArgs(
     automation_id?: string | undefined;
     state?: OpArgs<"a11y.find">["state"] | undefined;
     max_results: number;
+    detail: "outline" | "full";
+    fields: readonly string[];
   },
   deadlineMs: number,
 ): OpArgs<"a11y.find"> {
@@ -102,6 +120,7 @@ function findArgs(
     state: args.state ?? null,
     max_results: args.max_results,
     deadline_ms: deadlineMs,
+    ...shownFields(args),
   };
 }
 

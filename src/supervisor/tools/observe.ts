@@ -173,6 +173,7 @@ export async function snapshotStates(call: ObserveCall, s: SessionRecord): Promi
       root_ref: null,
       // A changes diff reads role, name and states only.
       patterns: false,
+      bounds: false,
     },
     deadline + call.sessions.deadlineMs,
   );

@@ -75,11 +75,29 @@ export function isPassword(f: A11yNodeFacts): boolean {
   return f.is_password === true || /password/i.test(f.role);
 }
 
+/** What the caller shows of a walk's nodes: without them, a walk skips the calls they alone need. */
+export interface ShownFacts {
+  patterns: boolean;
+  bounds: boolean;
+}
+const ALL_SHOWN: ShownFacts = { patterns: true, bounds: true };
+
+/** The args' `patterns` and `bounds` (absent: shown). */
+function shownBy(args: { patterns?: boolean | undefined; bounds?: boolean | undefined }): ShownFacts {
+  return { patterns: args.patterns !== false, bounds: args.bounds !== false };
+}
+
 /**
  * Provider facts → the node of the protocol (redacted, window-relative, vocabulary only).
- * `patterns: false`: none rather than the few a walk without action names could tell.
+ * Not shown, patterns are [] and the rect null rather than the few a walk without action
+ * names or extents could tell.
  */
-export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect, patterns = true): A11yNodeOut {
+export function toNode(
+  ref: string,
+  f: A11yNodeFacts,
+  windowRect: Rect,
+  shown: ShownFacts = ALL_SHOWN,
+): A11yNodeOut {
   const password = isPassword(f);
   const node: A11yNodeOut = {
     ref,
@@ -87,12 +105,12 @@ export function toNode(ref: string, f: A11yNodeFacts, windowRect: Rect, patterns
     name: password ? null : cut(f.name),
     automation_id: cut(f.automation_id),
     class_name: cut(f.class_name),
-    rect: relativeRect(f.rect, windowRect),
+    rect: shown.bounds ? relativeRect(f.rect, windowRect) : null,
     enabled: f.enabled === true,
     offscreen: f.offscreen === true,
     focused: f.focused === true,
     states: statesOf(f),
-    patterns: patterns ? normalizePatterns(f.patterns) : [],
+    patterns: shown.patterns ? normalizePatterns(f.patterns) : [],
     children: [],
   };
   if (password) node.is_password = true;
@@ -104,11 +122,11 @@ function buildTree(
   live: LiveSession,
   visits: readonly { handle: A11yHandle; facts: A11yNodeFacts; parent: number }[],
   windowRect: Rect,
-  patterns = true,
+  shown: ShownFacts = ALL_SHOWN,
 ): A11yNodeOut[] {
   const out: A11yNodeOut[] = [];
   for (const v of visits) {
-    const node = toNode(live.refFor(v.handle), v.facts, windowRect, patterns);
+    const node = toNode(live.refFor(v.handle), v.facts, windowRect, shown);
     out.push(node);
     if (v.parent >= 0) out[v.parent]?.children.push(node);
   }
@@ -258,7 +276,7 @@ async function popupTrees(
   live: LiveSession,
   budget: Budget,
   window: WindowInfo,
-  limits: { maxDepth: number; room: number; patterns: boolean },
+  limits: { maxDepth: number; room: number; shown: ShownFacts },
   found: Promise<{ roots: A11yHandle[]; cut: boolean }>,
 ): Promise<{ popups: A11yNodeOut[]; nodes: number; cut: boolean }> {
   const extra = await found;
@@ -277,7 +295,7 @@ async function popupTrees(
         maxDepth: limits.maxDepth,
         maxNodes: room,
         concurrency: core.concurrency,
-        patterns: limits.patterns,
+        ...limits.shown,
       });
     } catch (e) {
       if (isUiError(e) && e.code === "cancelled") throw e;
@@ -285,7 +303,7 @@ async function popupTrees(
       continue;
     }
     throwIfClosed(live);
-    const tree = buildTree(live, sub.visits, window.rect, limits.patterns);
+    const tree = buildTree(live, sub.visits, window.rect, limits.shown);
     const top = tree[0];
     if (top === undefined) continue;
     top.popup = true;
@@ -328,7 +346,7 @@ async function walkWindow(
     maxDepth: args.max_depth,
     maxNodes: args.max_nodes,
     concurrency: core.concurrency,
-    patterns: args.patterns !== false,
+    ...shownBy(args),
   });
   started();
   const { visits, truncated } = await walking;
@@ -345,8 +363,8 @@ async function answer(
   budget: Budget,
 ): Promise<OpWireResult<"a11y.inspect">> {
   throwIfClosed(live);
-  const patterns = args.patterns !== false;
-  const out = buildTree(live, walked.visits, window.rect, patterns);
+  const shown = shownBy(args);
+  const out = buildTree(live, walked.visits, window.rect, shown);
   const rootNode = out[0];
   if (rootNode === undefined)
     throw uiError("worker_timeout", "The accessibility provider did not answer in time.");
@@ -358,7 +376,7 @@ async function answer(
     live,
     budget,
     window,
-    { maxDepth: args.max_depth, room: args.max_nodes - out.length, patterns },
+    { maxDepth: args.max_depth, room: args.max_nodes - out.length, shown },
     found,
   );
   return {
@@ -545,6 +563,7 @@ async function walkFind(
       maxDepth: FIND_MAX_DEPTH,
       maxNodes: FIND_MAX_NODES - walked,
       concurrency: core.concurrency,
+      ...shownBy(args),
       onVisit: (v) => {
         if (matches(v.facts)) found.push({ handle: v.handle, facts: v.facts, popup });
         return enough();
@@ -585,7 +604,7 @@ function findAnswer(
   throwIfClosed(live);
   return {
     elements: walked.found.slice(0, args.max_results).map((m) => {
-      const node = toNode(live.refFor(m.handle), m.facts, window.rect);
+      const node = toNode(live.refFor(m.handle), m.facts, window.rect, shownBy(args));
       if (m.popup) node.popup = true;
       return node;
     }),

@@ -141,6 +141,8 @@ export interface WalkOptions {
   concurrency: number;
   /** false: the facts' patterns are not needed (see WalkLimits.patterns). */
   patterns?: boolean;
+  /** false: the facts' rects are not needed (see WalkLimits.bounds). */
+  bounds?: boolean;
   /**
    * Called for each visit in breadth-first order; return true to stop the walk there (the
    * rest of the tree is then reported as not seen, i.e. truncated).
@@ -204,7 +206,12 @@ export async function walk(
   budget: Budget,
   opts: WalkOptions,
 ): Promise<WalkResult> {
-  const limits = { maxNodes: opts.maxNodes, maxDepth: opts.maxDepth, patterns: opts.patterns !== false };
+  const limits = {
+    maxNodes: opts.maxNodes,
+    maxDepth: opts.maxDepth,
+    patterns: opts.patterns !== false,
+    bounds: opts.bounds !== false,
+  };
   let source: A11yNodeSource = session;
   if (session.walkSource) {
     const pending = session.walkSource(root, limits);

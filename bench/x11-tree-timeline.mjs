@@ -81,7 +81,11 @@ const MARKS = {
       "__tl('w_checked');",
     ],
     [
-      ["throwIfClosed(live);\n    const patterns", "throwIfClosed(live);\n    const out = buildTree"],
+      [
+        "throwIfClosed(live);\n    const shown",
+        "throwIfClosed(live);\n    const patterns",
+        "throwIfClosed(live);\n    const out = buildTree",
+      ],
       "__tl('w_walked');",
     ],
     ["const extra = await popupTrees(", "__tl('w_built');"],

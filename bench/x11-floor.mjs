@@ -72,12 +72,14 @@ try {
   // D-Bus calls of one walk, by member (peer link and bus), counted on the warm-up's next walk.
   const { AtspiBus } = await import(join(REPO, "dist/platforms/x11/atspiBus.js"));
   const perMember = {};
-  let counting = false;
+  /** The same for the outline's walk (no patterns, no bounds: what inspect_tree asks by default). */
+  const perMemberOutline = {};
+  let counting = null;
   const busCallOrig = AtspiBus.prototype.call;
   AtspiBus.prototype.call = function (destination, path, iface, member, ...rest) {
     if (counting) {
       const k = `${iface.replace("org.a11y.atspi.", "")}.${member}`;
-      perMember[k] = (perMember[k] ?? 0) + 1;
+      counting[k] = (counting[k] ?? 0) + 1;
     }
     return busCallOrig.call(this, destination, path, iface, member, ...rest);
   };
@@ -85,13 +87,14 @@ try {
   // The walk alone, as the uia worker runs it.
   const acc = new X11Accessibility();
   const session = await acc.openSession(win);
-  const walkOnce = async () => {
+  const walkOnce = async (shown = {}) => {
     const budget = new Budget(Date.now() + 60_000, new AbortController().signal);
     try {
       const r = await walk(session, await session.root(), budget, {
         maxDepth: 32,
         maxNodes: 5000,
         concurrency: 32,
+        ...shown,
       });
       return r.visits.length;
     } finally {
@@ -179,10 +182,16 @@ try {
     ["screenshot_window", SHOT],
   ])
     await rawCall(replay.client, name, args);
-  counting = true;
+  counting = perMember;
   const countedNodes = await walkOnce();
-  counting = false;
+  counting = null;
+  await walkOnce({ patterns: false, bounds: false });
+  counting = perMemberOutline;
+  await walkOnce({ patterns: false, bounds: false });
+  counting = null;
+  await walkOnce();
   const calls = Object.values(perMember).reduce((a, b) => a + b, 0);
+  const callsOutline = Object.values(perMemberOutline).reduce((a, b) => a + b, 0);
   for (let i = 0; i < ROUNDS; i += 1) {
     const tree = await time("mcp_tree", () =>
       call(client, "inspect_tree", { detail: "full", hwnd: win.hwnd, max_depth: 32, max_nodes: 5000 }),
@@ -282,6 +291,7 @@ try {
           per_node: Math.round((calls / countedNodes) * 100) / 100,
           by_member: perMember,
         },
+        walk_calls_outline: { total: callsOutline, by_member: perMemberOutline },
         p50_ms: Object.fromEntries(Object.entries(p).map(([k, v]) => [k, v.p50_ms])),
         ratios: {
           inspect_tree_mcp_vs_pyatspi: ratio("mcp_tree", "pyatspi"),

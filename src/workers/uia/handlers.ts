@@ -76,7 +76,7 @@ export function isPassword(f: A11yNodeFacts): boolean {
 }
 
 /** What the caller shows of a walk's nodes: without them, a walk skips the calls they alone need. */
-export interface ShownFacts {
+interface ShownFacts {
   patterns: boolean;
   bounds: boolean;
 }

@@ -224,7 +224,9 @@ describe("the CLI verbs", () => {
   });
 
   it("demo walks list → consent (simulated) → inspect → screenshot → invoke → click → key", () => {
-    const r = run(["demo"]);
+    // Its scenario folder (kept on purpose: the demo prints the effects file's path) goes into
+    // this file's scratch folder, removed with it.
+    const r = run(["demo"], { TMPDIR: scratchDir("demo") });
     expect(r.status, r.stderr).toBe(0);
     for (const step of [
       "list_windows",

@@ -140,6 +140,11 @@ describe.skipIf(!runs)("wayland end to end (built CLI over stdio)", () => {
     const treeText = JSON.stringify(tree);
     expect(treeText.length, treeText.slice(0, 600)).toBeGreaterThan(0);
     expect(treeText).toContain("check_box");
+    // The outline walks without the rects nobody is shown, and says what the full tree says.
+    const limits = { hwnd: w.hwnd, max_depth: 12, max_nodes: 2000 };
+    const outline = await h.call("inspect_tree", limits);
+    const full = await h.call("inspect_tree", { ...limits, detail: "full" });
+    expect(outline.content[0]?.text).toBe(full.content[0]?.text);
     const found = (
       await h.ok("find_elements", {
         detail: "full",

@@ -390,6 +390,9 @@ export interface WalkLimits {
   bounds?: boolean;
 }
 
+/** WalkLimits' `patterns` and `bounds`, decided (absent there means true). */
+export type WalkShown = Required<Pick<WalkLimits, "patterns" | "bounds">>;
+
 export interface A11ySession extends A11yNodeSource {
   root(): Promise<A11yHandle>;
   /**

@@ -1,3 +1,4 @@
+import type { WalkShown } from "../../shared/platform.js";
 import { refs, statesOf, stringsOf } from "./atspiBus.js";
 import { ACTION, needsExtents } from "./atspiFacts.js";
 import type { CallKind } from "./atspiPrefetch.js";
@@ -125,22 +126,16 @@ function ordersChildren(
   return kids.every((k, i) => k.rank === i && k.bus === parent.bus);
 }
 
-/** What a walk's facts need besides the cache (WalkLimits.patterns and .bounds). */
-export interface WalkNeeds {
-  actions: boolean;
-  bounds: boolean;
-}
-
 /**
  * The calls a cached node needs during a walk (the rest comes from the cache); no GetChildren
  * where the cache holds the children in order (`ordered`), no GetExtents for a node the cached
  * states say the app does not show (`needsExtents`: its facts carry no rect) nor, without
  * bounds, for one that is no scrolled item, no GetActions without patterns.
  */
-export function callsOf(it: CachedItem, ordered: boolean, needs: WalkNeeds): CallKind[] {
+export function callsOf(it: CachedItem, ordered: boolean, needs: WalkShown): CallKind[] {
   const out: CallKind[] = [];
   if (it.childCount !== 0 && !ordered) out.push("children");
   if (needsExtents(it.interfaces, it.states, it.role, needs.bounds)) out.push("extents");
-  if (needs.actions && it.interfaces.includes(ACTION)) out.push("actions");
+  if (needs.patterns && it.interfaces.includes(ACTION)) out.push("actions");
   return out;
 }

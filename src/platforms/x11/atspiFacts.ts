@@ -72,16 +72,16 @@ export function shownByStates(states: readonly number[]): boolean {
  * `bounds: false` (a walk whose rects nobody is shown): a rect then serves only the
  * `offscreen` of an item a container scrolls, which GTK keeps SHOWING with G_MININT extents
  * once scrolled away (gtk3-demo: 92 of its 188 nodes); only those items (`role`, an AtspiRole
- * number; null: unknown) are still asked, so the outline's states stay those of the full walk.
+ * number) are still asked, so the outline's states stay those of the full walk.
  */
 export function needsExtents(
   interfaces: readonly string[],
   states: readonly number[],
-  role: number | null = null,
-  bounds = true,
+  role: number,
+  bounds: boolean,
 ): boolean {
   if (!interfaces.includes(COMPONENT) || !shownByStates(states)) return false;
-  return bounds || role === null || SCROLL_ITEM_ROLE_NUMBERS.has(role);
+  return bounds || SCROLL_ITEM_ROLE_NUMBERS.has(role);
 }
 
 /** What AT-SPI answered about a node (strings as the provider gave them). */

@@ -7,6 +7,7 @@ import type {
   A11ySession,
   SemanticAction,
   WalkLimits,
+  WalkShown,
   WindowInfo,
 } from "../../shared/platform.js";
 import {
@@ -23,7 +24,7 @@ import {
   statesOf,
   stringsOf,
 } from "./atspiBus.js";
-import { type CachedItem, type CacheSnapshot, callsOf, parseCache, type WalkNeeds } from "./atspiCache.js";
+import { type CachedItem, type CacheSnapshot, callsOf, parseCache } from "./atspiCache.js";
 import {
   ACTION,
   type AtspiFactsInput,
@@ -281,7 +282,7 @@ export class AtspiSession implements A11ySession {
     it: CachedItem,
     items: Map<string, CachedItem>,
     ahead: Prefetch | null,
-    needs: WalkNeeds,
+    needs: WalkShown,
   ): Promise<AtspiFactsInput> {
     const interfaces = it.interfaces;
     const parentItem = n.parent && n.parent.bus === it.bus ? items.get(n.parent.path) : undefined;
@@ -292,7 +293,7 @@ export class AtspiSession implements A11ySession {
       ? optional(ahead?.take("extents", n.path) ?? this.extentsCall(n))
       : null;
     const actions =
-      needs.actions && interfaces.includes(ACTION)
+      needs.patterns && interfaces.includes(ACTION)
         ? optional(ahead?.take("actions", n.path) ?? this.actionsCall(n))
         : null;
     const parentInterfaces = n.parent
@@ -416,7 +417,7 @@ export class AtspiSession implements A11ySession {
     root: Node,
     cache: CacheSnapshot,
     limits: WalkLimits,
-    needs: WalkNeeds,
+    needs: WalkShown,
     seeded: Map<string, Promise<unknown[]>>,
   ): Prefetch {
     const { items, childrenOf, ordered } = cache;
@@ -484,10 +485,15 @@ export class AtspiSession implements A11ySession {
     if (!this.bulk) return this;
     // Without patterns no GetActions: the names serve nothing else. Without bounds, GetExtents
     // only for scrolled items (needsExtents).
-    const needs: WalkNeeds = { actions: limits.patterns !== false, bounds: limits.bounds !== false };
-    const walkKey = [root.bus, root.path, limits.maxNodes, limits.maxDepth, needs.actions, needs.bounds].join(
-      "\u0000",
-    );
+    const needs: WalkShown = { patterns: limits.patterns !== false, bounds: limits.bounds !== false };
+    const walkKey = [
+      root.bus,
+      root.path,
+      limits.maxNodes,
+      limits.maxDepth,
+      needs.patterns,
+      needs.bounds,
+    ].join("\u0000");
     const itemsCall = this.bus.call(root.bus, CACHE_PATH, CACHE, "GetItems");
     // In the same write as GetItems, behind it: the app answers the cache first.
     const seeded = this.seed(root, walkKey);
@@ -510,7 +516,7 @@ export class AtspiSession implements A11ySession {
     // where the seed sends them): each answer is taken only for the same call of the same path.
     const ask: Ask = (kind, n, call) => (n.bus === root.bus ? ahead.own(kind, n.path, call) : call());
     // The cells the cache lacks are asked everything as before: their role is not known ahead.
-    const uncached = this.uncachedReader(cached, needs.actions, ask);
+    const uncached = this.uncachedReader(cached, needs.patterns, ask);
     return {
       facts: (node: A11yHandle): Promise<A11yNodeFacts> => {
         let n: Node;

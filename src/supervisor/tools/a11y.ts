@@ -64,22 +64,23 @@ const lineFields = (fields: readonly ("bounds" | "patterns")[]) => ({
  * What a result shows of each node beside role, name and states: with detail "full" every
  * field; the outline only the `fields` asked for. The walk skips the calls only the others need.
  */
-function shownFields(args: { detail: "outline" | "full"; fields: readonly string[] }): {
+function shownFields(args: { detail: "outline" | "full"; fields: readonly ("bounds" | "patterns")[] }): {
   patterns: boolean;
   bounds: boolean;
 } {
-  const full = args.detail === "full";
-  return {
-    patterns: full || args.fields.includes("patterns"),
-    bounds: full || args.fields.includes("bounds"),
-  };
+  return args.detail === "full" ? { patterns: true, bounds: true } : lineFields(args.fields);
 }
 
 /** The uia worker's a11y.inspect for a session and expectation (the same whether sent ahead or not). */
 function inspectArgs(
   sessionKey: string,
   target: TargetExpectation,
-  args: { max_depth: number; max_nodes: number; detail: "outline" | "full"; fields: readonly string[] },
+  args: {
+    max_depth: number;
+    max_nodes: number;
+    detail: "outline" | "full";
+    fields: readonly ("bounds" | "patterns")[];
+  },
   rootRef: string | null,
   deadlineMs: number,
 ): OpArgs<"a11y.inspect"> {
@@ -107,7 +108,7 @@ function findArgs(
     state?: OpArgs<"a11y.find">["state"] | undefined;
     max_results: number;
     detail: "outline" | "full";
-    fields: readonly string[];
+    fields: readonly ("bounds" | "patterns")[];
   },
   deadlineMs: number,
 ): OpArgs<"a11y.find"> {

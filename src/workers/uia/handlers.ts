@@ -2,7 +2,7 @@ import { isUiError, toUiError, uiError } from "../../shared/errors.js";
 import { isEmpty, type Rect } from "../../shared/geometry.js";
 import { sameInstance } from "../../shared/identity.js";
 import { packTrees } from "../../shared/packedTree.js";
-import type { A11yHandle, A11yNodeFacts, Platform, WindowInfo } from "../../shared/platform.js";
+import type { A11yHandle, A11yNodeFacts, Platform, WalkShown, WindowInfo } from "../../shared/platform.js";
 import type {
   A11yNodeOut,
   OpParsedArgs,
@@ -76,14 +76,10 @@ export function isPassword(f: A11yNodeFacts): boolean {
 }
 
 /** What the caller shows of a walk's nodes: without them, a walk skips the calls they alone need. */
-interface ShownFacts {
-  patterns: boolean;
-  bounds: boolean;
-}
-const ALL_SHOWN: ShownFacts = { patterns: true, bounds: true };
+const ALL_SHOWN: WalkShown = { patterns: true, bounds: true };
 
 /** The args' `patterns` and `bounds` (absent: shown). */
-function shownBy(args: { patterns?: boolean | undefined; bounds?: boolean | undefined }): ShownFacts {
+function shownBy(args: { patterns?: boolean | undefined; bounds?: boolean | undefined }): WalkShown {
   return { patterns: args.patterns !== false, bounds: args.bounds !== false };
 }
 
@@ -96,7 +92,7 @@ export function toNode(
   ref: string,
   f: A11yNodeFacts,
   windowRect: Rect,
-  shown: ShownFacts = ALL_SHOWN,
+  shown: WalkShown = ALL_SHOWN,
 ): A11yNodeOut {
   const password = isPassword(f);
   const node: A11yNodeOut = {
@@ -122,7 +118,7 @@ function buildTree(
   live: LiveSession,
   visits: readonly { handle: A11yHandle; facts: A11yNodeFacts; parent: number }[],
   windowRect: Rect,
-  shown: ShownFacts = ALL_SHOWN,
+  shown: WalkShown = ALL_SHOWN,
 ): A11yNodeOut[] {
   const out: A11yNodeOut[] = [];
   for (const v of visits) {
@@ -276,7 +272,7 @@ async function popupTrees(
   live: LiveSession,
   budget: Budget,
   window: WindowInfo,
-  limits: { maxDepth: number; room: number; shown: ShownFacts },
+  limits: { maxDepth: number; room: number; shown: WalkShown },
   found: Promise<{ roots: A11yHandle[]; cut: boolean }>,
 ): Promise<{ popups: A11yNodeOut[]; nodes: number; cut: boolean }> {
   const extra = await found;
@@ -602,9 +598,10 @@ function findAnswer(
   walked: FindWalk,
 ): OpResult<"a11y.find"> {
   throwIfClosed(live);
+  const shown = shownBy(args);
   return {
     elements: walked.found.slice(0, args.max_results).map((m) => {
-      const node = toNode(live.refFor(m.handle), m.facts, window.rect, shownBy(args));
+      const node = toNode(live.refFor(m.handle), m.facts, window.rect, shown);
       if (m.popup) node.popup = true;
       return node;
     }),

@@ -234,7 +234,12 @@ export async function openFloorWalk(win) {
   }
   const address = await busCall(appBus, ROOT, "org.a11y.atspi.Application", "GetApplicationBusAddress");
   a11y.disconnect();
-  const link = await PeerLink.open(verifiedPeerPath(address, win.instance.pid), 3000, () => {});
+  const link = await PeerLink.open(
+    verifiedPeerPath(address, win.instance.pid),
+    win.instance.pid,
+    3000,
+    () => {},
+  );
   return {
     async walk() {
       const items = (

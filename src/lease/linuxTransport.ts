@@ -1,7 +1,8 @@
 import { chmodSync, closeSync, lstatSync, openSync, unlinkSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
+import { peerCred, socketFd } from "../os/linux/peerCred.js";
 import { checkRuntimeDir, type LeaseScope } from "./endpoint.js";
-import { clockTicksPerSecond, peerCred, tryLockExclusive } from "./native/linux.js";
+import { clockTicksPerSecond, tryLockExclusive } from "./native/linux.js";
 import {
   type AcceptFn,
   AlreadyRunningError,
@@ -30,13 +31,6 @@ export function acquireLinuxMarker(scope: LeaseScope, uid: number): ScopeMarker 
       closeSync(fd);
     },
   };
-}
-
-function socketFd(socket: Socket): number {
-  const handle: unknown = (socket as unknown as { _handle?: unknown })._handle;
-  if (handle && typeof handle === "object" && "fd" in handle && typeof handle.fd === "number")
-    return handle.fd;
-  return -1;
 }
 
 /**

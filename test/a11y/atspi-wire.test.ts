@@ -295,7 +295,7 @@ describe("AT-SPI peer link", () => {
     });
     await peer.listen();
     let closed = 0;
-    const link = await PeerLink.open(peer.path, 3000, () => {
+    const link = await PeerLink.open(peer.path, process.pid, 3000, () => {
       closed += 1;
     });
     const writes = vi.spyOn(Socket.prototype, "write");
@@ -376,7 +376,7 @@ describe("AT-SPI peer link", () => {
   it("times out a call the peer never answers", async () => {
     peer = new FakePeer(() => {});
     await peer.listen();
-    const link = await PeerLink.open(peer.path, 3000, () => {});
+    const link = await PeerLink.open(peer.path, process.pid, 3000, () => {});
     await expect(
       link.call("/a", "org.a11y.atspi.Accessible", "GetState", undefined, undefined, 150),
     ).rejects.toBeInstanceOf(PeerTimeout);
@@ -388,7 +388,7 @@ describe("AT-SPI peer link", () => {
       if (m.member === "GetExtents") sock.write(reply(m, "(iiii)", [[1, 2, 3, 4]]));
     });
     await peer.listen();
-    const link = await PeerLink.open(peer.path, 3000, () => {});
+    const link = await PeerLink.open(peer.path, process.pid, 3000, () => {});
     const settled: string[] = [];
     const track = (name: string, p: Promise<unknown>) =>
       p.then(
@@ -428,7 +428,7 @@ describe("AT-SPI peer link", () => {
     });
     await peer.listen();
     let closed = 0;
-    const link = await PeerLink.open(peer.path, 3000, () => {
+    const link = await PeerLink.open(peer.path, process.pid, 3000, () => {
       closed += 1;
     });
     expect(await link.call("/a", "org.a11y.atspi.Component", "GetExtents", "u", [0], 3000)).toEqual({
@@ -448,9 +448,34 @@ describe("AT-SPI peer link", () => {
     const silent = createServer(() => {});
     await new Promise<void>((r) => silent.listen(join(dir, "s"), r));
     try {
-      await expect(PeerLink.open(join(dir, "s"), 200, () => {})).rejects.toThrow();
+      await expect(PeerLink.open(join(dir, "s"), process.pid, 200, () => {})).rejects.toThrow();
     } finally {
       silent.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a listener the kernel names as another process, before writing a byte to it", async () => {
+    const dir = scratchDir("peer");
+    let received = 0;
+    let accepted = 0;
+    const impostor = createServer((sock) => {
+      accepted += 1;
+      sock.on("data", (d: Buffer) => {
+        received += d.length;
+      });
+    });
+    await new Promise<void>((r) => impostor.listen(join(dir, "s"), r));
+    try {
+      // The listener is this process; the link is asked for its parent's.
+      await expect(PeerLink.open(join(dir, "s"), process.ppid, 3000, () => {})).rejects.toThrow(
+        "peer is another process",
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      expect(accepted).toBe(1);
+      expect(received).toBe(0);
+    } finally {
+      impostor.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

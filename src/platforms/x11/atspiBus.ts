@@ -114,7 +114,7 @@ export class AtspiBus {
       if (typeof address !== "string") return null;
       const path = verifiedPeerPath(address, pid);
       if (path === null) return null;
-      const link = await PeerLink.open(path, CALL_TIMEOUT_MS, () => {
+      const link = await PeerLink.open(path, pid, CALL_TIMEOUT_MS, () => {
         // A closed link is forgotten: later calls go through the bus.
         if (this.peers.get(busName) === current) this.peers.delete(busName);
         if (this.open.get(busName) === link) this.open.delete(busName);

@@ -4,6 +4,7 @@ import dbus from "dbus-next";
 import clientHandshake from "dbus-next/lib/handshake.js";
 import { messageToJsFmt } from "dbus-next/lib/marshall-compat.js";
 import type { RawMessage } from "dbus-next/lib/message.js";
+import { peerCred, socketFd } from "../../os/linux/peerCred.js";
 import { encodeMethodCall, MessageReader } from "./atspiWire.js";
 
 /**
@@ -16,8 +17,8 @@ import { encodeMethodCall, MessageReader } from "./atspiWire.js";
  * The address comes from the target application, so it is trusted only as far as the kernel
  * confirms it: a plain `unix:path=` (never tcp, abstract or unixexec — dbus-next's own
  * connection would spawn the program named by a unixexec address), a socket we own, whose listening inode is held open by
- * the application's own process (/proc/net/unix + /proc/PID/fd). Anything else: the caller uses
- * the bus.
+ * the application's own process (/proc/net/unix + /proc/PID/fd), and, once connected, a listener
+ * the kernel names as that process (SO_PEERCRED). Anything else: the caller uses the bus.
  */
 
 /** A reply body, or the error name a peer answered with. */
@@ -50,7 +51,12 @@ export function unixPathOf(address: string): string | null {
   return path;
 }
 
-/** The inode of the listening unix socket bound at `path`, from the kernel's table. */
+/**
+ * The inode of the one listening unix socket bound at `path`, from the kernel's table; null
+ * when there is none, or more than one. The table names a socket by the path it was bound to,
+ * and keeps that name when the file is renamed or removed: two listeners under one path mean
+ * the file was moved and another socket bound there, and a connect reaches only the newer.
+ */
 function listeningInode(path: string): string | null {
   let table: string;
   try {
@@ -58,14 +64,17 @@ function listeningInode(path: string): string | null {
   } catch {
     return null;
   }
+  let found: string | null = null;
   for (const line of table.split("\n")) {
     // Num RefCount Protocol Flags Type St Inode Path
     const f = line.trim().split(/\s+/);
     if (f.length < 8 || f[7] !== path) continue;
     const flags = Number.parseInt(f[3] ?? "", 16);
-    if (Number.isFinite(flags) && (flags & SO_ACCEPTCON) !== 0) return f[6] ?? null;
+    if (!Number.isFinite(flags) || (flags & SO_ACCEPTCON) === 0) continue;
+    if (found !== null) return null;
+    found = f[6] ?? null;
   }
-  return null;
+  return found;
 }
 
 /** Whether process `pid` holds the socket inode open (it is the one listening there). */
@@ -150,8 +159,12 @@ export class PeerLink {
     });
   }
 
-  /** Connects and authenticates; rejects when the peer does not complete the handshake in `ms`. */
-  static open(path: string, ms: number, onClose: () => void): Promise<PeerLink> {
+  /**
+   * Connects and authenticates; rejects when the peer does not complete the handshake in `ms`,
+   * or when the kernel says the socket's listener is not process `pid` (SO_PEERCRED, read before
+   * a byte is written: the path was checked before the connect, and could have been swapped since).
+   */
+  static open(path: string, pid: number, ms: number, onClose: () => void): Promise<PeerLink> {
     return new Promise((resolve, reject) => {
       let done = false;
       const stream = createConnection({ path });
@@ -165,7 +178,11 @@ export class PeerLink {
       };
       stream.once("error", (e: unknown) => fail(e instanceof Error ? e : new Error("peer failed")));
       stream.once("close", () => fail(new Error("peer closed")));
-      stream.once("connect", () =>
+      stream.once("connect", () => {
+        if (peerCred(socketFd(stream))?.pid !== pid) {
+          fail(new Error("peer is another process"));
+          return;
+        }
         clientHandshake(stream, {}, (error) => {
           if (done) return;
           if (error) {
@@ -177,8 +194,8 @@ export class PeerLink {
           stream.removeAllListeners("error");
           stream.removeAllListeners("close");
           resolve(new PeerLink(stream, onClose));
-        }),
-      );
+        });
+      });
     });
   }
 

@@ -96,19 +96,7 @@ export class ServerProcess {
 
   /** Child processes of the server whose command line names `entry` (e.g. "workers/input/main.js"). */
   childrenRunning(entry: string): number[] {
-    const out: number[] = [];
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, "latin1");
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        if (ppid !== this.pid) continue;
-        if (readFileSync(`/proc/${name}/cmdline`, "latin1").includes(entry)) out.push(Number(name));
-      } catch {
-        // gone meanwhile
-      }
-    }
-    return out;
+    return childProcesses(this.pid, entry);
   }
 
   /** Ends the server however it is still running (test clean-up). */
@@ -151,4 +139,21 @@ export async function pollUntil(fn: () => boolean | Promise<boolean>, ms: number
     if (Date.now() > until) return false;
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** Child processes of `parent` whose command line names `entry`, from /proc. */
+export function childProcesses(parent: number | undefined, entry: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "latin1");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== parent) continue;
+      if (readFileSync(`/proc/${name}/cmdline`, "latin1").includes(entry)) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }

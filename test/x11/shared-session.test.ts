@@ -1,26 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { XConnection } from "../../src/platforms/x11/xconn.js";
-import type { Platform } from "../../src/shared/platform.js";
-import {
-  AUDIENCE,
-  ISSUER,
-  makeIssuer,
-  RemoteClient,
-  type RemoteServerProc,
-  startRemote,
-} from "../support/remote.js";
-import { scratchDir } from "../support/scratch.js";
-import {
-  type App,
-  approveConsentDialog,
-  startApp,
-  startSession,
-  UNSAFE_XTEST,
-  waitFor,
-  waitForWindow,
-  type X11Session,
-  x11CliSuite,
-} from "./support.js";
+import type { RemoteClient } from "../support/remote.js";
+import { openX11Desk, type X11Desk } from "./desk.js";
+import { type App, approveConsentDialog, startApp, waitFor, waitForWindow, x11CliSuite } from "./support.js";
+import { type TwoIdentities, twoIdentitiesOn } from "./twoIdentities.js";
 
 /**
  * One automation session per process instance, on a real X server and a real GTK app (zenity's
@@ -33,7 +15,12 @@ import {
  */
 
 const TITLE = "uix shared form";
-const SCOPE = "uiinspect:observe uiinspect:inspect uiinspect:click";
+
+interface UiaStats {
+  kind: string;
+  inflight?: number;
+  queued?: number;
+}
 
 interface Element {
   ref: string;
@@ -44,63 +31,32 @@ interface Element {
 describe.skipIf(!x11CliSuite("shared-session"))(
   "x11: two identities on one instance share its one automation session (remote server, zenity)",
   () => {
-    let session: X11Session;
-    let p: Platform;
-    let x: XConnection;
+    let desk: X11Desk;
     let app: App;
     let hwnd: string;
-    let remote: RemoteServerProc;
+    let ids: TwoIdentities;
     let alice: RemoteClient;
     let bob: RemoteClient;
     /** The server's X clients before any uia worker ran. */
     let baseline: number;
 
     beforeAll(async () => {
-      session = startSession();
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      const { XConnection: Conn } = await import("../../src/platforms/x11/xconn.js");
-      p = await createX11Platform({ workerKind: "other" });
-      x = Conn.open();
+      desk = await openX11Desk();
       app = startApp("zenity", ["--forms", `--title=${TITLE}`, "--add-entry=Login", "--add-entry=Mail"]);
-      const w = await waitForWindow(p, TITLE);
+      const w = await waitForWindow(desk.p, TITLE);
       hwnd = w.hwnd;
-      const issuer = await makeIssuer(scratchDir("shared"));
-      remote = await startRemote(
-        null,
-        ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE, "--oauth-jwks", issuer.jwksFile],
-        {
-          ...UNSAFE_XTEST,
-          DESKTOP_AUTOMATION_ALLOWED_TITLES: TITLE,
-          DESKTOP_AUTOMATION_ALLOWED_PROCESS_PATHS: w.instance?.exe_path ?? "",
-          DESKTOP_AUTOMATION_ALLOWED_ACTIONS: "observe,inspect,click",
-          UIINSPECT_CONSENT_TIMEOUT_MS: "60000",
-        },
-      );
-      alice = await RemoteClient.connect(remote.url, {
-        token: await issuer.sign({ sub: "alice", scope: SCOPE }),
-      });
-      bob = await RemoteClient.connect(remote.url, {
-        token: await issuer.sign({ sub: "bob", scope: SCOPE }),
-      });
-      for (const c of [alice, bob]) {
-        const pending = c.call("request_access", { hwnd });
-        await approveConsentDialog();
-        expect((await pending).structured.decision).toBe("approved");
-      }
+      ids = await twoIdentitiesOn(w);
+      ({ alice, bob } = ids);
       // After consent (the capture worker and the prompter hold theirs by then), before any walk.
       baseline = clients();
     }, 180_000);
 
     afterAll(async () => {
-      await alice?.close();
-      await bob?.close();
-      await remote?.stop();
-      x?.close();
-      await p?.dispose();
-      session?.stop();
+      await ids?.close();
+      await desk?.close();
     });
 
-    const clients = () => x.clientCountsByPid().get(remote.proc.pid ?? 0) ?? 0;
+    const clients = () => desk.clientsOf(ids.remote.proc.pid);
     const okButton = async (c: RemoteClient): Promise<string> => {
       const found = (await c.ok("find_elements", { hwnd, name_contains: "OK", detail: "full" }))
         .elements as Element[];
@@ -108,7 +64,8 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       if (!button) throw new Error(`no OK button in ${JSON.stringify(found.map((e) => [e.role, e.name]))}`);
       return button.ref;
     };
-    const appAlive = async () => (await p.desktop.getWindow(hwnd)) !== null && app.child.exitCode === null;
+    const appAlive = async () =>
+      (await desk.p.desktop.getWindow(hwnd)) !== null && app.child.exitCode === null;
 
     let aliceOk: string;
     let bobOk: string;
@@ -141,6 +98,41 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       }
       await new Promise((r) => setTimeout(r, 500));
       expect(await appAlive()).toBe(true);
+    });
+
+    it("one identity's backlog of walks does not hold back the other's walk: it is served in turn", async () => {
+      const backlog = 24;
+      let answered = 0;
+      const atWorker = async () => {
+        const uia = ((await bob.ok("health_check")).workers as UiaStats[]).find((w) => w.kind === "uia");
+        return (uia?.inflight ?? 0) + (uia?.queued ?? 0);
+      };
+      // The app stopped while the walks come in, so that all of them are there before any ends.
+      const pid = app.child.pid ?? 0;
+      process.kill(pid, "SIGSTOP");
+      let walks: Array<ReturnType<RemoteClient["call"]>>;
+      let mine: Promise<Awaited<ReturnType<RemoteClient["call"]>> & { before: number }>;
+      try {
+        walks = Array.from({ length: backlog }, () =>
+          alice.call("inspect_tree", { hwnd, detail: "full" }).then((r) => {
+            answered += 1;
+            return r;
+          }),
+        );
+        await waitFor("Alice's walks at the worker", async () =>
+          (await atWorker()) >= backlog ? true : null,
+        );
+        mine = bob.call("inspect_tree", { hwnd, detail: "full" }).then((r) => ({ ...r, before: answered }));
+        await waitFor("Bob's walk at the worker", async () => ((await atWorker()) > backlog ? true : null));
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      const bobs = await mine;
+      for (const r of await Promise.all(walks)) expect(r.code ?? "ok").toBe("ok");
+      expect(bobs.code ?? "ok").toBe("ok");
+      // The app answers one call at a time: with every walk in flight at once, Bob's, the last
+      // to come, would end about last.
+      expect(bobs.before, "Alice's walks answered before Bob's").toBeLessThanOrEqual(backlog / 2);
     });
 
     it("releasing one identity drops only its refs, also once it is granted again; the worker ends with the last grant", async () => {

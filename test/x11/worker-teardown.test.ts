@@ -1,16 +1,13 @@
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { XConnection } from "../../src/platforms/x11/xconn.js";
-import type { Platform } from "../../src/shared/platform.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
+import { openX11Desk, type X11Desk } from "./desk.js";
 import {
   approveConsentDialog,
   startApp,
-  startSession,
   UNSAFE_XTEST,
   waitFor,
   waitForWindow,
-  type X11Session,
   x11CliSuite,
 } from "./support.js";
 
@@ -25,21 +22,15 @@ import {
 describe.skipIf(!x11CliSuite("worker-teardown"))(
   "x11 worker threads leave no X client behind (built CLI over stdio)",
   () => {
-    let session: X11Session;
-    let p: Platform;
-    let x: XConnection;
+    let desk: X11Desk;
     let h: McpHarness;
     let serverPid: number;
     let hwnd: string;
 
     beforeAll(async () => {
-      session = startSession();
-      const { createX11Platform } = await import("../../src/platforms/x11/index.js");
-      const { XConnection: Conn } = await import("../../src/platforms/x11/xconn.js");
-      p = await createX11Platform({ workerKind: "other" });
-      x = Conn.open();
+      desk = await openX11Desk();
       startApp("zenity", ["--entry", "--title=uix teardown entry", "--text=Type here"]);
-      const w = await waitForWindow(p, "uix teardown entry");
+      const w = await waitForWindow(desk.p, "uix teardown entry");
       hwnd = w.hwnd;
       h = await McpHarness.start({
         ...UNSAFE_XTEST,
@@ -61,12 +52,10 @@ describe.skipIf(!x11CliSuite("worker-teardown"))(
 
     afterAll(async () => {
       await h?.close();
-      x?.close();
-      await p?.dispose();
-      session?.stop();
+      await desk?.close();
     });
 
-    const clients = () => x.clientCountsByPid().get(serverPid) ?? 0;
+    const clients = () => desk.clientsOf(serverPid);
     const retirements = async () => {
       const health = await h.ok("health_check");
       const workers = (health.workers ?? []) as Array<{ idle_retirements?: number }>;

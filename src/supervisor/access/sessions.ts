@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { uiError } from "../../shared/errors.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../../shared/protocol.js";
+import { FairShare } from "../hosting/fairShare.js";
 import { IdleRetirement, type IdleTime, REAL_TIME } from "../hosting/idleRetirement.js";
 import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "../hosting/workerHost.js";
 import type { Logger } from "../log.js";
@@ -33,7 +34,16 @@ interface InstanceWorker {
   instanceKey: string;
   host: GrantHost;
   members: Map<string, Member>;
+  /** Admits its identities' calls in turn, so none waits behind another's backlog. */
+  share: FairShare;
 }
+
+/**
+ * Calls in flight on one instance's worker before the rest wait their identity's turn. The app
+ * answers its accessibility calls one at a time on its main loop, so more calls in flight only
+ * queue inside it; a few keep its pipe full (a walk sends hundreds of calls without waiting).
+ */
+const SHARED_WORKER_WINDOW = 4;
 
 /** What the sessions need of a worker host (a narrow face, so tests can stand one in). */
 export type GrantHost = Pick<WorkerHost, "call" | "close" | "warm" | "onTeardown" | "stats">;
@@ -147,7 +157,9 @@ export class A11ySessions {
   ): Promise<OpResult<K>> {
     const held = this.holderOf(rec);
     if (!held) throw uiError("element_stale");
-    return held.m.idle.around(() => held.w.host.call(op, args, opts));
+    return held.m.idle.around(() =>
+      held.w.share.run(rec.client, opts.signal, () => held.w.host.call(op, args, opts)),
+    );
   }
 
   /** Finds the session of an external ref; refs of another client are as stale as dead ones. */
@@ -193,7 +205,7 @@ export class A11ySessions {
   }
 
   /** All instance workers together, for health_check (`sessions`: identities on instances). */
-  stats(): WorkerStats & { sessions: number; workers: number; idle_retirements: number } {
+  stats(): WorkerStats & { sessions: number; workers: number; idle_retirements: number; queued: number } {
     const all = [...this.instances.values()];
     const live = all.map((w) => w.host.stats());
     const sum = (k: "restarts" | "crashes" | "timeouts" | "inflight") =>
@@ -209,6 +221,7 @@ export class A11ySessions {
       sessions: all.reduce((n, w) => n + w.members.size, 0),
       workers: all.length,
       idle_retirements: this.idleRetirements,
+      queued: all.reduce((n, w) => n + w.share.load().waiting, 0),
     };
   }
 
@@ -269,7 +282,12 @@ export class A11ySessions {
 
   private startWorker(instanceKey: string): InstanceWorker {
     const host = this.makeHost();
-    const w: InstanceWorker = { instanceKey, host, members: new Map() };
+    const w: InstanceWorker = {
+      instanceKey,
+      host,
+      members: new Map(),
+      share: new FairShare(SHARED_WORKER_WINDOW),
+    };
     // A crashed or hung worker has lost its sessions: every ref it handed out is stale. The
     // identities stay on the instance and the host stays, so the next call restarts the worker
     // with the host's backoff (a worker that keeps crashing is not restarted in a tight loop).

@@ -86,6 +86,8 @@ const HealthOutput = z.object({
       /** uia: the instance workers running (one per granted process instance). */
       workers: z.number().optional(),
       idle_retirements: z.number().optional(),
+      /** uia: calls waiting for their identity's turn on a shared instance worker (not yet sent). */
+      queued: z.number().optional(),
     }),
   ),
   lease: z.object({

@@ -37,6 +37,11 @@ const SCRIPTS = [
     "x11-floor",
     "X11: our walk vs pyatspi and the Cache.GetItems floor, our shot vs XShm+encode (needs python3-pyatspi)",
   ],
+  [
+    "x11-shared-turns",
+    "X11: one identity's walk alone and under another's backlog of 24 walks of the same app (remote)",
+  ],
+  ["x11-png-encodes", "X11: ways to deflate one 800×600 frame's PNG rows, timed in turn"],
   ["soak", "X11: 10-minute mixed soak, RSS per isolation mode (SOAK_MINUTES to shorten)"],
   [
     "ab-screenshot",

@@ -65,41 +65,7 @@ export async function startDesk() {
         cli,
       );
       servers.push(server);
-      const pending = call(server.client, "request_access", { hwnd: win.hwnd });
-      // Our own consent dialog (no accessibility tree, concealed from window listings): found
-      // by title with xdotool and clicked on Allow (bottom right) until it closes. Needs the
-      // unsafe XTest setting, which this bench's servers set (Xvfb has only XTEST devices).
-      const wid = execFileSync(
-        "xdotool",
-        ["search", "--sync", "--onlyvisible", "--name", "uiinspect-mcp: access request"],
-        { encoding: "utf8" },
-      )
-        .trim()
-        .split("\n")
-        .at(-1);
-      let answered = false;
-      pending.finally(() => {
-        answered = true;
-      });
-      for (let i = 0; i < 30 && !answered; i++) {
-        await new Promise((r) => setTimeout(r, i === 0 ? 1300 : 1000));
-        try {
-          const geo = execFileSync("xdotool", ["getwindowgeometry", "--shell", wid], { encoding: "utf8" });
-          const v = (k) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)?.[1]);
-          execFileSync("xdotool", [
-            "mousemove",
-            "--window",
-            wid,
-            String(v("WIDTH") - 55),
-            String(v("HEIGHT") - 24),
-            "click",
-            "1",
-          ]);
-        } catch {
-          // gone meanwhile: the answer decides
-        }
-      }
-      const grant = await pending;
+      const grant = await approvedAtDialog(call(server.client, "request_access", { hwnd: win.hwnd }));
       if (grant.decision !== "approved") throw new Error("not approved");
       return server;
     },
@@ -122,6 +88,55 @@ export async function startDesk() {
     },
   };
   return desk;
+}
+
+/**
+ * Answers our own consent dialog for `pending` (a request_access call): the dialog has no
+ * accessibility tree and is concealed from window listings, so it is found by title with
+ * xdotool and clicked on Allow (bottom right) until the call is answered. Needs the unsafe
+ * XTest setting on the server (Xvfb has only XTEST devices). Resolves with the call's answer.
+ */
+export async function approvedAtDialog(pending) {
+  let answered = false;
+  const settled = () => {
+    answered = true;
+  };
+  pending.then(settled, settled);
+  // Polled, not `xdotool search --sync`: a request answered without a dialog (refused) ends it.
+  let wid = "";
+  while (!answered && wid === "") {
+    try {
+      wid =
+        execFileSync("xdotool", ["search", "--onlyvisible", "--name", "uiinspect-mcp: access request"], {
+          encoding: "utf8",
+        })
+          .trim()
+          .split("\n")
+          .at(-1) ?? "";
+    } catch {
+      // none yet (xdotool exits 1)
+    }
+    if (wid === "") await new Promise((r) => setTimeout(r, 200));
+  }
+  for (let i = 0; i < 30 && !answered; i++) {
+    await new Promise((r) => setTimeout(r, i === 0 ? 1300 : 1000));
+    try {
+      const geo = execFileSync("xdotool", ["getwindowgeometry", "--shell", wid], { encoding: "utf8" });
+      const v = (k) => Number(new RegExp(`^${k}=(-?\\d+)$`, "m").exec(geo)?.[1]);
+      execFileSync("xdotool", [
+        "mousemove",
+        "--window",
+        wid,
+        String(v("WIDTH") - 55),
+        String(v("HEIGHT") - 24),
+        "click",
+        "1",
+      ]);
+    } catch {
+      // gone meanwhile: the answer decides
+    }
+  }
+  return pending;
 }
 
 /**

@@ -137,6 +137,34 @@ describe("A11ySessions: one worker per process instance", () => {
     expect(await elsewhere).toBe("worker_crashed");
   });
 
+  it("a call waiting for its turn that outlived its session never reaches the worker: element_stale", async () => {
+    const keyed = (r: { key: string }) => ({ session_key: r.key }) as never;
+    const { hosts, sessions } = setup();
+    const busy = sessions.sessionFor("busy", A);
+    const leaving = sessions.sessionFor("leaving", A);
+    const crashedUnder = sessions.sessionFor("crashed-under", A);
+    // Four calls of one identity fill the shared worker's window; the others wait their turn.
+    const held = Array.from({ length: 4 }, () =>
+      code(sessions.call(busy, "a11y.inspect", keyed(busy), { deadlineMs: 1000 })),
+    );
+    const left = code(sessions.call(leaving, "a11y.act", keyed(leaving), { deadlineMs: 1000 }));
+    const stale = code(
+      sessions.call(crashedUnder, "a11y.inspect", keyed(crashedUnder), { deadlineMs: 1000 }),
+    );
+    expect(sessions.stats()).toMatchObject({ inflight: 4, queued: 2 });
+    // One identity releases while its call waits: the call is refused at its turn.
+    sessions.disposeByInstance(A.instanceKey, "leaving");
+    // The worker crashes: the four in flight fail with it; the call still waiting is refused at
+    // its turn instead of going to the restarted worker with a key it never had.
+    hosts[0]?.crash();
+    expect(await Promise.all(held)).toEqual(Array(4).fill("worker_crashed"));
+    expect(await left).toBe("element_stale");
+    expect(await stale).toBe("element_stale");
+    const sent = (hosts[0]?.ops ?? []).filter((o) => o.op !== "a11y.dispose").map((o) => o.key);
+    expect(sent).toEqual(Array(4).fill(busy.key));
+    expect(sessions.stats()).toMatchObject({ queued: 0 });
+  });
+
   it("one identity leaving disposes only its key; the last one leaving stops the worker", async () => {
     const { hosts, sessions } = setup();
     const c1 = sessions.sessionFor("c1", A);

@@ -158,7 +158,13 @@ export class A11ySessions {
     const held = this.holderOf(rec);
     if (!held) throw uiError("element_stale");
     return held.m.idle.around(() =>
-      held.w.share.run(rec.client, opts.signal, () => held.w.host.call(op, args, opts)),
+      held.w.share.run(rec.client, opts.signal, () => {
+        // Asked again at its turn: a call that waited may have outlived its session (the
+        // identity released or retired, the worker crashed and its refs went stale); it must
+        // not reach the worker, least of all a restarted one.
+        if (this.holderOf(rec)?.w !== held.w) throw uiError("element_stale");
+        return held.w.host.call(op, args, opts);
+      }),
     );
   }
 

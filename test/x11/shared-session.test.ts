@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RemoteClient } from "../support/remote.js";
 import { openX11Desk, type X11Desk } from "./desk.js";
-import { type App, approveConsentDialog, startApp, waitFor, waitForWindow, x11CliSuite } from "./support.js";
-import { type TwoIdentities, twoIdentitiesOn } from "./twoIdentities.js";
+import { type App, approveConsentDialog, waitFor, x11CliSuite } from "./support.js";
+import { okButtonRef, startForm, type TwoIdentities, twoIdentitiesOn } from "./twoIdentities.js";
 
 /**
  * One automation session per process instance, on a real X server and a real GTK app (zenity's
@@ -22,12 +22,6 @@ interface UiaStats {
   queued?: number;
 }
 
-interface Element {
-  ref: string;
-  role: string;
-  name: string | null;
-}
-
 describe.skipIf(!x11CliSuite("shared-session"))(
   "x11: two identities on one instance share its one automation session (remote server, zenity)",
   () => {
@@ -42,8 +36,9 @@ describe.skipIf(!x11CliSuite("shared-session"))(
 
     beforeAll(async () => {
       desk = await openX11Desk();
-      app = startApp("zenity", ["--forms", `--title=${TITLE}`, "--add-entry=Login", "--add-entry=Mail"]);
-      const w = await waitForWindow(desk.p, TITLE);
+      const form = await startForm(desk, TITLE);
+      app = form.app;
+      const w = form.w;
       hwnd = w.hwnd;
       ids = await twoIdentitiesOn(w);
       ({ alice, bob } = ids);
@@ -57,13 +52,7 @@ describe.skipIf(!x11CliSuite("shared-session"))(
     });
 
     const clients = () => desk.clientsOf(ids.remote.proc.pid);
-    const okButton = async (c: RemoteClient): Promise<string> => {
-      const found = (await c.ok("find_elements", { hwnd, name_contains: "OK", detail: "full" }))
-        .elements as Element[];
-      const button = found.find((e) => e.role.includes("button") && e.name === "OK");
-      if (!button) throw new Error(`no OK button in ${JSON.stringify(found.map((e) => [e.role, e.name]))}`);
-      return button.ref;
-    };
+    const okButton = (c: RemoteClient) => okButtonRef(c, hwnd);
     const appAlive = async () =>
       (await desk.p.desktop.getWindow(hwnd)) !== null && app.child.exitCode === null;
 

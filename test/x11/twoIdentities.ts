@@ -9,7 +9,8 @@ import {
   startRemote,
 } from "../support/remote.js";
 import { scratchDir } from "../support/scratch.js";
-import { approveConsentDialog, UNSAFE_XTEST } from "./support.js";
+import type { X11Desk } from "./desk.js";
+import { type App, approveConsentDialog, startApp, UNSAFE_XTEST, waitForWindow } from "./support.js";
 
 const SCOPE = "uiinspect:observe uiinspect:inspect uiinspect:click";
 
@@ -61,4 +62,23 @@ export async function twoIdentitiesOn(
       await remote.stop();
     },
   };
+}
+
+/** zenity's form (entries Login and Mail, Cancel and OK; OK ends it) on the desk. */
+export async function startForm(desk: X11Desk, title: string): Promise<{ app: App; w: WindowInfo }> {
+  const app = startApp("zenity", ["--forms", `--title=${title}`, "--add-entry=Login", "--add-entry=Mail"]);
+  return { app, w: await waitForWindow(desk.p, title) };
+}
+
+/** The ref of the form's OK button, as identity `c` finds it. */
+export async function okButtonRef(c: RemoteClient, hwnd: string): Promise<string> {
+  const found = (await c.ok("find_elements", { hwnd, name_contains: "OK", detail: "full" }))
+    .elements as Array<{
+    ref: string;
+    role: string;
+    name: string | null;
+  }>;
+  const button = found.find((e) => e.role.includes("button") && e.name === "OK");
+  if (!button) throw new Error(`no OK button in ${JSON.stringify(found.map((e) => [e.role, e.name]))}`);
+  return button.ref;
 }

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RemoteClient } from "../support/remote.js";
 import { childProcesses } from "../support/serverProcess.js";
 import { openX11Desk, type X11Desk } from "./desk.js";
-import { type App, startApp, waitFor, waitForWindow, x11CliSuite } from "./support.js";
-import { type TwoIdentities, twoIdentitiesOn } from "./twoIdentities.js";
+import { type App, waitFor, x11CliSuite } from "./support.js";
+import { okButtonRef, startForm, type TwoIdentities, twoIdentitiesOn } from "./twoIdentities.js";
 
 /**
  * The instance's one uia worker killed under two identities' walks, on a real X server and a
@@ -21,12 +21,6 @@ const TITLE = "uix crash form";
 const LABELS = ["Login", "Mail"];
 const UIA_ENTRY = "workers/uia/main.js";
 
-interface Element {
-  ref: string;
-  role: string;
-  name: string | null;
-}
-
 describe.skipIf(!x11CliSuite("uia-crash"))(
   "x11: the instance's shared uia worker (a child process) killed under two identities' walks",
   () => {
@@ -37,8 +31,9 @@ describe.skipIf(!x11CliSuite("uia-crash"))(
 
     beforeAll(async () => {
       desk = await openX11Desk();
-      app = startApp("zenity", ["--forms", `--title=${TITLE}`, "--add-entry=Login", "--add-entry=Mail"]);
-      const w = await waitForWindow(desk.p, TITLE);
+      const form = await startForm(desk, TITLE);
+      app = form.app;
+      const w = form.w;
       hwnd = w.hwnd;
       ids = await twoIdentitiesOn(w, {
         UIINSPECT_WORKER_ISOLATION: "process",
@@ -55,13 +50,7 @@ describe.skipIf(!x11CliSuite("uia-crash"))(
     });
 
     const uiaWorkers = () => childProcesses(ids.remote.proc.pid, UIA_ENTRY);
-    const okButton = async (c: RemoteClient): Promise<string> => {
-      const found = (await c.ok("find_elements", { hwnd, name_contains: "OK", detail: "full" }))
-        .elements as Element[];
-      const button = found.find((e) => e.role.includes("button") && e.name === "OK");
-      if (!button) throw new Error(`no OK button in ${JSON.stringify(found.map((e) => [e.role, e.name]))}`);
-      return button.ref;
-    };
+    const okButton = (c: RemoteClient) => okButtonRef(c, hwnd);
     const uiaStats = async () => {
       const health = await ids.alice.ok("health_check");
       const w = (health.workers as Array<{ kind: string; inflight: number; crashes: number }>).find(

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { X11Accessibility } from "../../src/platforms/x11/atspi.js";
 import { AtspiBus } from "../../src/platforms/x11/atspiBus.js";
 import { parseCache } from "../../src/platforms/x11/atspiCache.js";
-import { verifiedPeerPath } from "../../src/platforms/x11/atspiPeer.js";
+import { PeerLink, verifiedPeerPath } from "../../src/platforms/x11/atspiPeer.js";
 import type { Node } from "../../src/platforms/x11/atspiSession.js";
 import type {
   A11yHandle,
@@ -368,6 +368,15 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
       // (a socket we own that the app does not listen on), are refused.
       expect(verifiedPeerPath(address!, process.pid)).toBeNull();
       expect(verifiedPeerPath(session.env.DBUS_SESSION_BUS_ADDRESS!, pid)).toBeNull();
+      // Connected, the kernel names the app as the listener (SO_PEERCRED): the link opens for
+      // its PID and for no other.
+      const path = verifiedPeerPath(address!, pid)!;
+      const link = await PeerLink.open(path, pid, 3000, () => {});
+      expect(link.closed).toBe(false);
+      link.close();
+      await expect(PeerLink.open(path, process.pid, 3000, () => {})).rejects.toThrow(
+        "peer is another process",
+      );
     } finally {
       bus.disconnect();
     }

@@ -33,7 +33,7 @@ const find = (over: Partial<OpArgs<"a11y.find">> = {}): OpArgs<"a11y.find"> => (
 });
 const ANSWER = { elements: [], truncated: false } as unknown as OpResult<AheadOp>;
 
-function held(result: Promise<OpResult<AheadOp>>) {
+function held(result: Promise<OpResult<AheadOp>>, lost: ReturnType<HeldObservation["lost"]> = null) {
   let dropped = 0;
   result.catch(() => {});
   const h: HeldObservation = {
@@ -44,6 +44,7 @@ function held(result: Promise<OpResult<AheadOp>>) {
     drop: () => {
       dropped += 1;
     },
+    lost: () => lost,
   };
   return { h, dropped: () => dropped };
 }
@@ -93,6 +94,26 @@ describe("an observation held for its authorized call", () => {
     for (const code of ["element_stale", "target_changed", "minimized", "cancelled"] as const) {
       const a = held(Promise.reject(uiError(code)));
       expect(await takeAhead(a.h, session, "a11y.find", find()), code).toBeNull();
+    }
+  });
+
+  it("a worker that died under it before the call took it is the answer for the window's new session too", async () => {
+    // The crash forgot the session's tags: the call's session is a new record on the same
+    // identity, instance and window. Asking again would walk a restarted worker on the provider.
+    const renewed = { ...session, tag: "s7", key: "s7-cc" };
+    for (const code of ["worker_crashed", "worker_timeout"] as const) {
+      const a = held(Promise.reject(uiError(code)), code);
+      await expect(takeAhead(a.h, renewed, "a11y.find", find())).rejects.toMatchObject({ code });
+    }
+    // Another window's, or another identity's, session is not that call's: asked afresh.
+    for (const other of [
+      { ...renewed, hwnd: "1002" },
+      { ...renewed, instanceKey: "i2" },
+      { ...renewed, client: "c2" },
+    ]) {
+      const a = held(Promise.reject(uiError("worker_crashed")), "worker_crashed");
+      expect(await takeAhead(a.h, other, "a11y.find", find())).toBeNull();
+      expect(a.dropped()).toBe(1);
     }
   });
 

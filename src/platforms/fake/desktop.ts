@@ -13,6 +13,7 @@ import {
   type RawImage,
   type WindowInfo,
 } from "../../shared/platform.js";
+import { sleep } from "../../shared/sleep.js";
 import { type FakeContext, findWindow, instanceOf, requireWindow, windowInfos } from "./context.js";
 import { renderDesktop, windowsMeeting } from "./render.js";
 
@@ -26,6 +27,8 @@ export class FakeDesktop implements DesktopPort {
     // Enumeration touches every window (a faulty one takes this worker down, as a hung or
     // crashing EnumWindows/GetWindowText would).
     await this.ctx.touchAll(s.windows);
+    // After the touch: a fault fires at once, the answer comes late (a slow enumeration).
+    if (s.listing_delay_ms) await sleep(s.listing_delay_ms);
     return windowInfos(s);
   }
 

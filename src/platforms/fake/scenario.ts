@@ -123,6 +123,8 @@ export const ScenarioSchema = z
     effects_log: z.string().min(1).optional(),
     /** A slow input path: each input event takes this long after it is logged. */
     input_delay_ms: z.number().int().nonnegative().max(10_000).optional(),
+    /** A slow window enumeration: each listWindows takes this long after touching the windows. */
+    listing_delay_ms: z.number().int().nonnegative().max(10_000).optional(),
     /** Devices another client holds grabbed (an X grab, a Win32 capture or menu mode). */
     grabs: z.strictObject({ keyboard: z.boolean().optional(), pointer: z.boolean().optional() }).optional(),
   })

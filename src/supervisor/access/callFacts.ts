@@ -79,6 +79,8 @@ export interface HeldObservation {
   readonly result: Promise<OpResult<AheadOp>>;
   /** Stops the worker's walk if it is still running; nothing reads the answer after this. */
   drop(): void;
+  /** How the worker failed under it, once it has: it crashed or hung; else null. */
+  lost(): "worker_crashed" | "worker_timeout" | null;
 }
 
 /** The session and expectation an observation may be sent ahead to, from the caller's grant. */

@@ -1,4 +1,4 @@
-import { UiError, uiError } from "../../shared/errors.js";
+import { isUiError, UiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { OpArgs, TargetExpectation } from "../../shared/protocol.js";
 import { SETTINGS } from "../../shared/settings.js";
@@ -489,12 +489,16 @@ function aheadCall(
           signal: own.signal,
         }))();
       let settled = false;
+      let lost: "worker_crashed" | "worker_timeout" | null = null;
       const done = () => {
         settled = true;
         signal.removeEventListener("abort", cancel);
       };
       // Read by the handler, or by no one: a rejection nobody reads is not an unhandled one.
-      result.then(done, done);
+      result.then(done, (e: unknown) => {
+        if (isUiError(e) && (e.code === "worker_crashed" || e.code === "worker_timeout")) lost = e.code;
+        done();
+      });
       return Object.freeze({
         op,
         session: on.session,
@@ -504,6 +508,7 @@ function aheadCall(
         drop: () => {
           if (!settled) own.abort();
         },
+        lost: () => lost,
       });
     },
   });

@@ -1,4 +1,4 @@
-import { isUiError } from "../../shared/errors.js";
+import { isUiError, uiError } from "../../shared/errors.js";
 import { sameInstance } from "../../shared/identity.js";
 import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
 import type { AheadOp, HeldObservation } from "./callFacts.js";
@@ -33,6 +33,11 @@ function sameLimits(a: Omit<OpArgs<AheadOp>, "ahead">, b: OpArgs<AheadOp>): bool
   return ka.length === kb.length && ka.every((k) => Object.hasOwn(vb, k) && Object.is(va[k], vb[k]));
 }
 
+/** The same identity's session on the same instance and window (its tag and key may be new). */
+function sameWindowOf(a: SessionRecord, b: SessionRecord): boolean {
+  return a.client === b.client && a.instanceKey === b.instanceKey && a.hwnd === b.hwnd;
+}
+
 export function aheadFits(
   held: HeldObservation,
   session: SessionRecord,
@@ -63,6 +68,11 @@ export async function takeAhead<K extends AheadOp>(
   if (held === null || taken.has(held)) return null;
   taken.add(held);
   if (!aheadFits(held, session, op, args)) {
+    // The worker died under the walk sent for this very call on this window: the crash forgot
+    // the session's tags, so the call's session is a new record, and asking again would start a
+    // restarted worker on the same provider. The crash is the answer, as it is for a fit.
+    const lost = held.lost();
+    if (lost !== null && sameWindowOf(held.session, session)) throw uiError(lost);
     held.drop();
     return null;
   }

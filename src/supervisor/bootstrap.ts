@@ -6,6 +6,7 @@ import { uiError } from "../shared/errors.js";
 import type { WorkerKind } from "../shared/protocol.js";
 import { SETTINGS } from "../shared/settings.js";
 import { readSetting } from "../shared/settingsReader.js";
+import { SHOTS_IN_FLIGHT } from "../shared/shots.js";
 import { auditIdOf, ClientIdentity, newConnectionSalt } from "./access/clientIdentity.js";
 import { GrantStore, type RevokeReason } from "./access/grants.js";
 import type { LeaseGate } from "./access/leaseGate.js";
@@ -23,6 +24,7 @@ import { PortalGate, type PortalPort } from "./consent/portalGate.js";
 import type { ConsentPrompter } from "./consent/prompter.js";
 import { createWorkerPortalPort } from "./consent/workerPortal.js";
 import { CONSENT_DIALOG_TITLE, X11Prompter } from "./consent/x11Prompter.js";
+import { FairShare } from "./hosting/fairShare.js";
 import { InputLane } from "./hosting/inputLane.js";
 import { type Isolation, WorkerHost } from "./hosting/workerHost.js";
 import { log as defaultLog, type Logger } from "./log.js";
@@ -381,6 +383,7 @@ export function buildSupervisor(opts: BuildOptions = {}): BuiltSupervisor {
     lease,
     dialogs,
     inputLane: new InputLane(),
+    shotTurns: new FairShare(SHOTS_IN_FLIGHT),
     consentDialog: describeConsentDialog(config.platform, env),
     portal,
     client: () => client,

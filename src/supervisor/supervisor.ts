@@ -11,6 +11,7 @@ import type { ServerConfig } from "./config.js";
 import type { ConsentBroker } from "./consent/broker.js";
 import type { ConsentDialogFacts } from "./consent/dialogInfo.js";
 import type { PortalGate } from "./consent/portalGate.js";
+import type { FairShare } from "./hosting/fairShare.js";
 import type { InputLane } from "./hosting/inputLane.js";
 import type { WorkerHost } from "./hosting/workerHost.js";
 import type { Logger } from "./log.js";
@@ -50,6 +51,12 @@ export interface Supervisor {
   dialogs: DialogGate;
   /** Serializes each client's input effects. */
   inputLane: InputLane;
+  /**
+   * Every identity's screenshots at the one capture worker, in turns: as many in flight as the
+   * worker works on at once (SHOTS_IN_FLIGHT), then round robin by identity, so one identity's
+   * backlog of shots does not hold back another's.
+   */
+  shotTurns: FairShare;
   /** The consent dialog's mechanism and unsafe settings, for health_check and doctor. */
   consentDialog: ConsentDialogFacts;
   client: () => ClientIdentity;

@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { libX11 } from "../../src/os/linux/xlib.js";
 import type { RemoteClient } from "../support/remote.js";
 import { openX11Desk, type X11Desk } from "./desk.js";
 import { type App, approveConsentDialog, waitFor, x11CliSuite } from "./support.js";
@@ -40,7 +42,7 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       app = form.app;
       const w = form.w;
       hwnd = w.hwnd;
-      ids = await twoIdentitiesOn(w);
+      ids = await twoIdentitiesOn(w, { DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS: "true" });
       ({ alice, bob } = ids);
       // After consent (the capture worker and the prompter hold theirs by then), before any walk.
       baseline = clients();
@@ -122,6 +124,49 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       // The app answers one call at a time: with every walk in flight at once, Bob's, the last
       // to come, would end about last.
       expect(bobs.before, "Alice's walks answered before Bob's").toBeLessThanOrEqual(backlog / 2);
+    });
+
+    it("one identity's backlog of screenshots does not hold back the other's: the capture worker serves them in turn", async () => {
+      const backlog = 24;
+      let answered = 0;
+      // The X server grabbed by another client of ours while the shots come in: every shot
+      // waits on it, so all of them are there before any ends. (Nothing that asks the X server
+      // can tell meanwhile, health_check included: the waits are fixed, and the grab ends on
+      // a timer whatever happens.)
+      const xl = libX11();
+      const dpy = xl.XOpenDisplay(null) as bigint;
+      xl.XGrabServer(dpy);
+      xl.XSync(dpy, 0);
+      let held = true;
+      const ungrab = () => {
+        if (!held) return;
+        held = false;
+        xl.XUngrabServer(dpy);
+        xl.XSync(dpy, 0);
+        xl.XCloseDisplay(dpy);
+      };
+      const safety = setTimeout(ungrab, 8000);
+      let shots: Array<ReturnType<RemoteClient["call"]>>;
+      let mine: Promise<Awaited<ReturnType<RemoteClient["call"]>> & { before: number }>;
+      try {
+        shots = Array.from({ length: backlog }, () =>
+          alice.call("screenshot_window", { hwnd }).then((r) => {
+            answered += 1;
+            return r;
+          }),
+        );
+        await sleep(1500);
+        mine = bob.call("screenshot_window", { hwnd }).then((r) => ({ ...r, before: answered }));
+        await sleep(1000);
+      } finally {
+        clearTimeout(safety);
+        ungrab();
+      }
+      const bobs = await mine;
+      for (const r of await Promise.all(shots))
+        expect(r.code ?? "ok", JSON.stringify(r.structured)).toBe("ok");
+      expect(bobs.code ?? "ok").toBe("ok");
+      expect(bobs.before, "Alice's shots answered before Bob's").toBeLessThanOrEqual(backlog / 2);
     });
 
     it("releasing one identity drops only its refs, also once it is granted again; the worker ends with the last grant", async () => {

@@ -435,10 +435,12 @@ function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHo
     // The worker keeps a "later" frame's PNG for this caller and the instance it lists, and only
     // when `granted` holds that instance (the grants as read when this message goes).
     captureWindow: (args: Omit<OpArgs<"capture.window">, "keep_for">) =>
-      sup.workers.capture.call(
-        "capture.window",
-        { ...args, keep_for: args.tiles === "later" ? client : null },
-        { deadlineMs: sup.config.workerDeadlineMs, signal },
+      sup.shotTurns.run(client, signal, () =>
+        sup.workers.capture.call(
+          "capture.window",
+          { ...args, keep_for: args.tiles === "later" ? client : null },
+          { deadlineMs: sup.config.workerDeadlineMs, signal },
+        ),
       ),
   });
 }

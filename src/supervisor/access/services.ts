@@ -234,7 +234,9 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
     const p = need(policy, "policy");
     const t = need(target, "target");
     const call = (op: "capture.region", args: OpArgs<"capture.region">) =>
-      sup.workers.capture.call(op, args, { deadlineMs: sup.config.workerDeadlineMs, signal });
+      sup.shotTurns.run(client.hash, signal, () =>
+        sup.workers.capture.call(op, args, { deadlineMs: sup.config.workerDeadlineMs, signal }),
+      );
     // Authorized by a grant (not a lease): the grant must stay live for every sample.
     const byGrant = sup.grants.get(client.hash, t.instanceKey) !== undefined;
     return {
@@ -358,7 +360,12 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
       sup.lease ? sup.lease.status() : Promise.resolve({ active: false, expires_at: null, reachable: false }),
     auditSink: () => sup.audit.sink,
     auditRingSize: () => sup.audit.recent(1000).length,
-    workers: () => [...Object.values(sup.workers).map((w) => w.stats()), sup.sessions.stats()],
+    workers: () => [
+      // The capture worker's shots waiting for their identity's turn (not yet sent) count with it.
+      { ...sup.workers.capture.stats(), queued: sup.shotTurns.load().waiting },
+      sup.workers.input.stats(),
+      sup.sessions.stats(),
+    ],
     consentDialog: () => ({ ...sup.consentDialog, open: sup.dialogs.open }),
     uptimeMs: () => sup.clock() - sup.startedAt,
     streams: () => streamMemoryUse(sup),

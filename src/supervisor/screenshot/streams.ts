@@ -390,10 +390,12 @@ export class FrameStreams {
       const r = await captureFrame(
         this.sup,
         (op, a) =>
-          this.sup.workers.capture.call(op, a, {
-            deadlineMs: this.sup.config.workerDeadlineMs,
-            signal: s.abort.signal,
-          }),
+          this.sup.shotTurns.run(this.client(), s.abort.signal, () =>
+            this.sup.workers.capture.call(op, a, {
+              deadlineMs: this.sup.config.workerDeadlineMs,
+              signal: s.abort.signal,
+            }),
+          ),
         s.abort.signal,
         s.policy.limits.max_png_bytes,
         { ...s.target, listing: undefined },

@@ -86,7 +86,7 @@ const HealthOutput = z.object({
       /** uia: the instance workers running (one per granted process instance). */
       workers: z.number().optional(),
       idle_retirements: z.number().optional(),
-      /** uia: calls waiting for their identity's turn on a shared instance worker (not yet sent). */
+      /** Calls waiting for their identity's turn (not yet sent): capture's shots, uia's calls on a shared instance worker. */
       queued: z.number().optional(),
     }),
   ),

@@ -1,15 +1,7 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
+import { SHOTS_IN_FLIGHT } from "../../shared/shots.js";
 
-/**
- * How many shots a capture worker works on at once; the rest wait their turn in order. Each
- * shot in flight holds a frame (1.4 MB at 800×600), a deflate stream and its output, and
- * shots overlap while they await the display server: with no bound, a burst of 64 screenshot
- * calls held 64 of each at once, and the allocator kept that high water for good (two 64 MiB
- * malloc arenas fully resident after one burst, docs/benchmarks.md). A few in flight keep the
- * display server's round trips overlapped; a waiting shot's deadline and cancel still apply.
- */
-export const SHOTS_IN_FLIGHT = 4;
-
+/** Bounds the shots in flight in this worker (SHOTS_IN_FLIGHT: why), in the order they came. */
 export class ShotGate {
   private running = 0;
   private readonly waiting: Array<() => void> = [];

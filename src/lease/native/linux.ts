@@ -2,7 +2,8 @@ import { libc } from "../../os/linux/libc.js";
 
 /**
  * The libc calls the Linux broker needs and Node does not offer, besides the peer credentials
- * (os/linux/peerCred.ts): an exclusive non-blocking flock and the clock-tick rate. Loaded only by the broker process, never by the MCP server.
+ * (os/linux/peerCred.ts): an exclusive non-blocking flock and the clock-tick rate. Loaded only
+ * by the broker process, never by the MCP server.
  */
 
 const LOCK_EX = 2;

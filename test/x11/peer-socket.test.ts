@@ -1,22 +1,35 @@
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, readlinkSync, renameSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import dbus from "dbus-next";
 import { describe, expect, it } from "vitest";
-import { type App, atspiBus, grantedTarget, startApp, waitForWindow, x11CliSuite } from "./support.js";
+import type { Platform } from "../../src/shared/platform.js";
+import {
+  type App,
+  atspiBus,
+  grantedTarget,
+  peerAddressOf,
+  startApp,
+  waitForWindow,
+  x11CliSuite,
+} from "./support.js";
 
 /**
  * Another local program of the same user between the walk and the target's own AT-SPI server.
  * A walk links to the application's peer socket (the unix path it answers to
- * GetApplicationBusAddress) once the kernel confirms the application listens there. The attacker
- * renames the app's socket file away and binds its own listening socket at that path: the
- * kernel's socket table (/proc/net/unix) then lists two listeners under the one path, the app's
- * (the name it was bound by) and the impostor's, while a connect to the path reaches only the
- * impostor. The walk must not connect to it: it goes by the bus daemon, and the tree is the app's.
+ * GetApplicationBusAddress) once the kernel confirms the application listens there. The
+ * attacker moves the app's socket file away and puts its own listening socket at that path:
+ * - bound at the path: the kernel's socket table (/proc/net/unix) then lists two listeners
+ *   under it (it keeps the name a socket was bound by), the app's and the impostor's, while a
+ *   connect reaches only the impostor. The walk must not connect to it at all;
+ * - bound under another name and renamed onto the path: the table lists one listener under the
+ *   path, the app's, and the look at the path passes; the connect reaches the impostor, whose
+ *   peer credentials (SO_PEERCRED) are not the app's, so not one byte is written to it.
+ * Either way the walk goes by the bus daemon, and the tree is the app's.
  */
 
 const HAVE_CC = spawnSync("sh", ["-c", "command -v cc"]).status === 0;
 const TITLE = "uix peer form";
+const ONTO_TITLE = "uix peer onto";
 const LABELS = ["Login", "Mail"];
 
 /** The listening sockets bound under `path`, in the kernel table's order: their inodes. */
@@ -46,52 +59,10 @@ function socketInodesOf(pid: number): Set<string> {
 async function peerPathOf(pid: number): Promise<string> {
   const bus = await atspiBus();
   try {
-    const ask = async (
-      destination: string,
-      path: string,
-      iface: string,
-      member: string,
-      body: unknown[] = [],
-    ) =>
-      (
-        await bus.call(
-          new dbus.Message({
-            destination,
-            path,
-            interface: iface,
-            member,
-            ...(body.length ? { signature: "s", body } : {}),
-          }),
-        )
-      )?.body[0];
-    const names = (await ask(
-      "org.freedesktop.DBus",
-      "/org/freedesktop/DBus",
-      "org.freedesktop.DBus",
-      "ListNames",
-    )) as string[];
-    for (const name of names.filter((n) => n.startsWith(":"))) {
-      const owner = await ask(
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "GetConnectionUnixProcessID",
-        [name],
-      ).catch(() => null);
-      if (owner !== pid) continue;
-      const address = String(
-        await ask(
-          name,
-          "/org/a11y/atspi/accessible/root",
-          "org.a11y.atspi.Application",
-          "GetApplicationBusAddress",
-        ),
-      );
-      const m = /^unix:path=([^,;]+)/.exec(address);
-      if (m?.[1]) return m[1];
-      throw new Error(`the app offers no unix path: ${address}`);
-    }
-    throw new Error(`no bus name of pid ${pid}`);
+    const address = await peerAddressOf(bus, pid);
+    const m = /^unix:path=([^,;]+)/.exec(address ?? "");
+    if (!m?.[1]) throw new Error(`the app offers no unix path: ${address}`);
+    return m[1];
   } finally {
     bus.disconnect();
   }
@@ -104,53 +75,118 @@ function listen(server: Server, path: string): Promise<void> {
   });
 }
 
+const close = (server: Server) => new Promise<void>((r) => server.close(() => r()));
+
+/** A listening socket that counts the connections it accepts and the bytes sent to it. */
+function impostor(): { server: Server; connections: () => number; bytes: () => number } {
+  let connections = 0;
+  let bytes = 0;
+  const server = createServer((sock) => {
+    connections += 1;
+    sock.on("data", (d: Buffer) => {
+      bytes += d.length;
+    });
+    sock.on("error", () => undefined);
+  });
+  return { server, connections: () => connections, bytes: () => bytes };
+}
+
+const zenityForm = (title: string) => (f: { p: Platform }) => {
+  const app = startApp("zenity", ["--forms", `--title=${title}`, "--add-entry=Login", "--add-entry=Mail"]);
+  return { app, window: waitForWindow(f.p, title) };
+};
+
 describe.skipIf(!x11CliSuite("peer socket", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11: the target's AT-SPI peer socket swapped by another local program (built CLI over stdio, zenity)",
   () => {
-    let app: App;
-    const f = grantedTarget({
-      name: "peer",
-      titlePatterns: ["uix peer *"],
-      actions: ["observe", "inspect"],
-      async start(f) {
-        app = startApp("zenity", ["--forms", `--title=${TITLE}`, "--add-entry=Login", "--add-entry=Mail"]);
-        return waitForWindow(f.p, TITLE);
-      },
+    describe("another socket bound at the path once the app's is moved away", () => {
+      let app: App;
+      const f = grantedTarget({
+        name: "peer",
+        titlePatterns: ["uix peer *"],
+        actions: ["observe", "inspect"],
+        async start(f) {
+          const started = zenityForm(TITLE)(f);
+          app = started.app;
+          return started.window;
+        },
+      });
+
+      it("two listeners under the path: no connection reaches the impostor, the tree is the app's", async () => {
+        const pid = app.child.pid ?? 0;
+        const path = await peerPathOf(pid);
+        const [own] = listenersAt(path);
+        expect(own, "the app listens at its path").toBeTruthy();
+        renameSync(path, `${path}.moved`);
+        const tries: Server[] = [];
+        let fake: ReturnType<typeof impostor> | null = null;
+        try {
+          // Bound until the kernel table lists the app's listener first under the path: the
+          // order a check that takes the first listener of the path would be fooled by. A try
+          // that came first is moved away and kept open, so that the next socket is a new inode
+          // (the table's order follows it) rather than the same memory again.
+          for (let i = 0; i < 64 && fake === null; i++) {
+            const next = impostor();
+            await listen(next.server, path);
+            if (socketInodesOf(pid).has(listenersAt(path)[0] ?? "")) fake = next;
+            else {
+              tries.push(next.server);
+              renameSync(path, `${path}.try${i}`);
+            }
+          }
+          expect(fake, "the app's listener listed first under the path").not.toBeNull();
+          const r = await f.h.call("inspect_tree", { hwnd: f.target.hwnd, detail: "full" });
+          expect(r.code ?? "ok", JSON.stringify(r.structured)).toBe("ok");
+          for (const l of LABELS) expect(r.content[0]?.text).toContain(l);
+          expect(fake?.connections(), "connections the impostor accepted").toBe(0);
+        } finally {
+          if (fake) await close(fake.server);
+          for (const t of tries) await close(t);
+          for (let i = 0; i < tries.length; i++) rmSync(`${path}.try${i}`, { force: true });
+          renameSync(`${path}.moved`, path);
+        }
+      });
     });
 
-    it("its socket renamed away and an impostor bound at the path: no connection reaches the impostor, the tree is the app's", async () => {
-      const pid = app.child.pid ?? 0;
-      const path = await peerPathOf(pid);
-      const [own] = listenersAt(path);
-      expect(own, "the app listens at its path").toBeTruthy();
-      renameSync(path, `${path}.moved`);
-      let connections = 0;
-      let impostor: Server | null = null;
-      try {
-        // Bound until the kernel table lists the app's listener first under the path: the order
-        // a check that takes the first listener of the path would be fooled by.
-        for (let i = 0; i < 64; i++) {
-          const s = createServer((sock) => {
-            connections += 1;
-            sock.destroy();
-          });
-          await listen(s, path);
+    describe("another socket renamed onto the path", () => {
+      let app: App;
+      const f = grantedTarget({
+        name: "peer-onto",
+        titlePatterns: ["uix peer *"],
+        actions: ["observe", "inspect"],
+        async start(f) {
+          const started = zenityForm(ONTO_TITLE)(f);
+          app = started.app;
+          return started.window;
+        },
+      });
+
+      it("one listener under the path, the app's, but the connect reaches the impostor: refused before a byte (SO_PEERCRED)", async () => {
+        const pid = app.child.pid ?? 0;
+        const path = await peerPathOf(pid);
+        renameSync(path, `${path}.moved`);
+        const fake = impostor();
+        try {
+          // Bound under another name and renamed onto the path: the kernel's table still names
+          // it by the name it was bound to, so the table shows one listener at the path, the
+          // app's (moved away), and the look at the path passes.
+          await listen(fake.server, `${path}.bind`);
+          renameSync(`${path}.bind`, path);
           const listed = listenersAt(path);
-          if (listed.length === 2 && socketInodesOf(pid).has(listed[0] ?? "")) {
-            impostor = s;
-            break;
-          }
-          await new Promise<void>((r) => s.close(() => r()));
+          expect(listed.length, "one listener named by the path").toBe(1);
+          expect(socketInodesOf(pid).has(listed[0] ?? ""), "and it is the app's").toBe(true);
+          const r = await f.h.call("inspect_tree", { hwnd: f.target.hwnd, detail: "full" });
+          expect(r.code ?? "ok", JSON.stringify(r.structured)).toBe("ok");
+          for (const l of LABELS) expect(r.content[0]?.text).toContain(l);
+          await new Promise((r) => setTimeout(r, 200));
+          // The link connected (the path leads to the impostor now) and went no further.
+          expect(fake.connections(), "connections the impostor accepted").toBe(1);
+          expect(fake.bytes(), "bytes written to the impostor").toBe(0);
+        } finally {
+          await close(fake.server);
+          renameSync(`${path}.moved`, path);
         }
-        expect(impostor, "the app's listener listed first under the path").not.toBeNull();
-        const r = await f.h.call("inspect_tree", { hwnd: f.target.hwnd, detail: "full" });
-        expect(r.code ?? "ok", JSON.stringify(r.structured)).toBe("ok");
-        for (const l of LABELS) expect(r.content[0]?.text).toContain(l);
-        expect(connections, "connections the impostor accepted").toBe(0);
-      } finally {
-        await new Promise<void>((r) => (impostor ? impostor.close(() => r()) : r()));
-        renameSync(`${path}.moved`, path);
-      }
+      });
     });
   },
 );

@@ -293,6 +293,45 @@ export async function atspiText(bus: dbus.MessageBus, node: { bus: string; path:
   return String(reply?.body[0]);
 }
 
+/**
+ * The AT-SPI peer address (GetApplicationBusAddress) of the registered application that process
+ * `pid` owns, asked as any program on the accessibility bus may ask it; null when none answers.
+ */
+export async function peerAddressOf(bus: dbus.MessageBus, pid: number): Promise<string | null> {
+  const apps = await bus.call(
+    new dbus.Message({
+      destination: "org.a11y.atspi.Registry",
+      path: "/org/a11y/atspi/accessible/root",
+      interface: "org.a11y.atspi.Accessible",
+      member: "GetChildren",
+    }),
+  );
+  let address: string | null = null;
+  for (const [name, path] of (apps?.body[0] ?? []) as Array<[string, string]>) {
+    const owner = await bus.call(
+      new dbus.Message({
+        destination: "org.freedesktop.DBus",
+        path: "/org/freedesktop/DBus",
+        interface: "org.freedesktop.DBus",
+        member: "GetConnectionUnixProcessID",
+        signature: "s",
+        body: [name],
+      }),
+    );
+    if (owner?.body[0] !== pid) continue;
+    const reply = await bus.call(
+      new dbus.Message({
+        destination: name,
+        path,
+        interface: "org.a11y.atspi.Application",
+        member: "GetApplicationBusAddress",
+      }),
+    );
+    address = String(reply?.body[0]);
+  }
+  return address;
+}
+
 export function exeOf(pid: number): string {
   return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0")[0] ?? "";
 }

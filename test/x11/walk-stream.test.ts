@@ -15,6 +15,7 @@ import type {
 import { Budget, walk } from "../../src/workers/uia/walk.js";
 import {
   atspiBus,
+  peerAddressOf,
   startApp,
   startSession,
   waitForExe,
@@ -331,37 +332,7 @@ describe.skipIf(!X11_AVAILABLE)("streaming AT-SPI walk = per-node walk on GTK de
     const pid = w.instance!.pid;
     const bus = await atspiBus();
     try {
-      const apps = await bus.call(
-        new dbus.Message({
-          destination: "org.a11y.atspi.Registry",
-          path: "/org/a11y/atspi/accessible/root",
-          interface: "org.a11y.atspi.Accessible",
-          member: "GetChildren",
-        }),
-      );
-      let address: string | null = null;
-      for (const [name, path] of (apps?.body[0] ?? []) as Array<[string, string]>) {
-        const owner = await bus.call(
-          new dbus.Message({
-            destination: "org.freedesktop.DBus",
-            path: "/org/freedesktop/DBus",
-            interface: "org.freedesktop.DBus",
-            member: "GetConnectionUnixProcessID",
-            signature: "s",
-            body: [name],
-          }),
-        );
-        if (owner?.body[0] !== pid) continue;
-        const reply = await bus.call(
-          new dbus.Message({
-            destination: name,
-            path,
-            interface: "org.a11y.atspi.Application",
-            member: "GetApplicationBusAddress",
-          }),
-        );
-        address = String(reply?.body[0]);
-      }
+      const address = await peerAddressOf(bus, pid);
       expect(address).toMatch(/^unix:path=/);
       expect(verifiedPeerPath(address!, pid)).not.toBeNull();
       // The same socket claimed for another process (here: this test), and the session bus

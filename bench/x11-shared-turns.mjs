@@ -16,7 +16,8 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { CLI, call, percentiles } from "./lib/mcp.mjs";
 import { connectIdentity, remoteSetup, startHttpServer } from "./lib/remote.mjs";
-import { approvedAtDialog, startDesk } from "./lib/x11desk.mjs";
+import { round2 } from "./lib/stats.mjs";
+import { approvedAtDialog, policyFor, startDesk } from "./lib/x11desk.mjs";
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 24);
 const WALKS = Number(process.env.BENCH_WALKS ?? 30);
@@ -34,13 +35,9 @@ try {
   const policy = join(setup.dir, "x11-policy.json");
   writeFileSync(
     policy,
-    JSON.stringify({
-      schema_version: 1,
-      policy_id: "bench-turns",
-      application: { executable_path: win.instance.exe_path, title_patterns: [win.title] },
-      allowed_actions: ["observe", "inspect"],
-      limits: { max_actions_per_minute: 10_000_000 },
-    }),
+    JSON.stringify(
+      policyFor(win, { policy_id: "bench-turns", limits: { max_actions_per_minute: 10_000_000 } }),
+    ),
   );
   for (let round = 0; round < ROUNDS; round++) {
     for (const cli of builds) out.runs.push({ build: cli, round, ...(await runOnce(cli, win, policy)) });
@@ -127,8 +124,4 @@ async function runOnce(cli, win, policy) {
     await bob.client.close().catch(() => undefined);
     await srv.stop();
   }
-}
-
-function round2(v) {
-  return Math.round(v * 100) / 100;
 }

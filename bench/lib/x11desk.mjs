@@ -43,17 +43,7 @@ export async function startDesk() {
      */
     async grantedServer(win, policy = {}, env = {}, cli = undefined) {
       const policyPath = join(dir, `policy-${servers.length}.json`);
-      writeFileSync(
-        policyPath,
-        JSON.stringify({
-          schema_version: 1,
-          policy_id: "bench-x11",
-          application: { executable_path: win.instance.exe_path, title_patterns: [win.title] },
-          allowed_actions: ["observe", "inspect"],
-          limits: { max_screenshot_pixels_per_minute: 1e12, max_png_bytes: 64 * 1024 * 1024 },
-          ...policy,
-        }),
-      );
+      writeFileSync(policyPath, JSON.stringify(policyFor(win, policy)));
       const server = await startServer(
         {
           DESKTOP_AUTOMATION_POLICY_FILE: policyPath,
@@ -88,6 +78,18 @@ export async function startDesk() {
     },
   };
   return desk;
+}
+
+/** An observe+inspect policy for `win`'s executable and title, `over` merged over it. */
+export function policyFor(win, over = {}) {
+  return {
+    schema_version: 1,
+    policy_id: "bench-x11",
+    application: { executable_path: win.instance.exe_path, title_patterns: [win.title] },
+    allowed_actions: ["observe", "inspect"],
+    limits: { max_screenshot_pixels_per_minute: 1e12, max_png_bytes: 64 * 1024 * 1024 },
+    ...over,
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { describe, expect, it } from "vitest";
 import type { Platform } from "../../src/shared/platform.js";
@@ -118,31 +118,36 @@ describe.skipIf(!x11CliSuite("peer socket", { what: "no C compiler (cc)", ok: HA
         const [own] = listenersAt(path);
         expect(own, "the app listens at its path").toBeTruthy();
         renameSync(path, `${path}.moved`);
-        const tries: Server[] = [];
+        let tries = 0;
         let fake: ReturnType<typeof impostor> | null = null;
         try {
           // Bound until the kernel table lists the app's listener first under the path: the
-          // order a check that takes the first listener of the path would be fooled by. A try
-          // that came first is moved away and kept open, so that the next socket is a new inode
-          // (the table's order follows it) rather than the same memory again.
-          for (let i = 0; i < 64 && fake === null; i++) {
+          // order a check that takes the first listener of the path would be fooled by. The
+          // table walks its buckets in order, a bound socket's bucket being its file's inode
+          // number modulo 256, newest first within one; so a try listed first is closed (it
+          // leaves the table) and its file kept under another name (its inode is not handed out
+          // again), and the next try is a new inode in another bucket. In the last bucket (1 run
+          // in 256) no socket is listed after the app's: a first-listener check would refuse
+          // every impostor there, and the walk must still not connect to it.
+          const lastBucket = statSync(`${path}.moved`).ino % 256 === 255;
+          for (; tries < 1024 && fake === null; tries++) {
             const next = impostor();
             await listen(next.server, path);
-            if (socketInodesOf(pid).has(listenersAt(path)[0] ?? "")) fake = next;
+            if (lastBucket || socketInodesOf(pid).has(listenersAt(path)[0] ?? "")) fake = next;
             else {
-              tries.push(next.server);
-              renameSync(path, `${path}.try${i}`);
+              renameSync(path, `${path}.try${tries}`);
+              await close(next.server);
             }
           }
           expect(fake, "the app's listener listed first under the path").not.toBeNull();
+          expect(listenersAt(path), "the app's listener and the impostor's").toHaveLength(2);
           const r = await f.h.call("inspect_tree", { hwnd: f.target.hwnd, detail: "full" });
           expect(r.code ?? "ok", JSON.stringify(r.structured)).toBe("ok");
           for (const l of LABELS) expect(r.content[0]?.text).toContain(l);
           expect(fake?.connections(), "connections the impostor accepted").toBe(0);
         } finally {
           if (fake) await close(fake.server);
-          for (const t of tries) await close(t);
-          for (let i = 0; i < tries.length; i++) rmSync(`${path}.try${i}`, { force: true });
+          for (let i = 0; i < tries; i++) rmSync(`${path}.try${i}`, { force: true });
           renameSync(`${path}.moved`, path);
         }
       });

@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { libX11 } from "../../src/os/linux/xlib.js";
+import { rectArea } from "../../src/shared/geometry.js";
+import { SHOTS_IN_FLIGHT } from "../../src/shared/shots.js";
 import type { RemoteClient } from "../support/remote.js";
 import { openX11Desk, type X11Desk } from "./desk.js";
 import { type App, approveConsentDialog, waitFor, x11CliSuite } from "./support.js";
@@ -17,6 +19,7 @@ import { okButtonRef, startForm, type TwoIdentities, twoIdentitiesOn } from "./t
  */
 
 const TITLE = "uix shared form";
+const SHOT_MEMORY = 1024 * 1024;
 
 interface UiaStats {
   kind: string;
@@ -42,7 +45,11 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       app = form.app;
       const w = form.w;
       hwnd = w.hwnd;
-      ids = await twoIdentitiesOn(w, { DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS: "true" });
+      ids = await twoIdentitiesOn(w, {
+        DESKTOP_AUTOMATION_ALLOW_UNRESTRICTED_SCREENSHOTS: "true",
+        // The least budget there is: about three of the form's shots (8 bytes a pixel) at once.
+        DESKTOP_AUTOMATION_SCREENSHOT_MEMORY_BUDGET_BYTES: String(SHOT_MEMORY),
+      });
       ({ alice, bob } = ids);
       // After consent (the capture worker and the prompter hold theirs by then), before any walk.
       baseline = clients();
@@ -126,9 +133,15 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       expect(bobs.before, "Alice's walks answered before Bob's").toBeLessThanOrEqual(backlog / 2);
     });
 
-    it("one identity's backlog of screenshots does not hold back the other's: the capture worker serves them in turn", async () => {
+    it("one identity's backlog of screenshots does not hold back the other's: turns first, then the memory budget", async () => {
       const backlog = 24;
       let answered = 0;
+      // Fewer shots fit the memory budget than are let in flight: were the bytes reserved before
+      // the turn, Alice's backlog would hold the budget's one first-come queue ahead of Bob.
+      const form = await desk.p.desktop.getWindow(hwnd);
+      const shotBytes = form ? rectArea(form.rect) * 8 : 0;
+      expect(shotBytes, "one shot fits the budget").toBeLessThanOrEqual(SHOT_MEMORY);
+      expect(shotBytes * SHOTS_IN_FLIGHT, "the shots in flight do not").toBeGreaterThan(SHOT_MEMORY);
       // The X server grabbed by another client of ours while the shots come in: every shot
       // waits on it, so all of them are there before any ends. (Nothing that asks the X server
       // can tell meanwhile, health_check included: the waits are fixed, and the grab ends on

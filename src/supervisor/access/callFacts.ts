@@ -3,7 +3,6 @@ import type { Rect } from "../../shared/geometry.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { WindowInfo } from "../../shared/platform.js";
 import type { OpArgs, OpResult, TargetExpectation } from "../../shared/protocol.js";
-import type { Reservation } from "../budgets.js";
 import type { Capability } from "../policy/schema.js";
 import type { AccessDecision } from "./accessDecision.js";
 import type { SessionRecord } from "./sessions.js";
@@ -42,12 +41,14 @@ export interface OneHopReply {
 
 /**
  * What a row's one-hop step may use while the chain resolves the target (before access is
- * decided): the call's cancellation, the memory budget, the capture worker's one-hop message.
+ * decided): the call's cancellation, the caller's shot turn with its memory (ShotLane.turn), the
+ * capture worker's one-hop message.
  */
 export interface OneHopCall {
   readonly signal: AbortSignal;
-  reserve(bytes: number): Promise<Reservation>;
-  /** capture.window, its frame kept (tiles "later") for the caller's identity only. */
+  /** `work` in the caller's shot turn with `bytes` of the memory budget held (ShotLane.turn). */
+  turn<T>(bytes: number, work: () => Promise<T>): Promise<T>;
+  /** capture.window, inside `turn`, its frame kept (tiles "later") for the caller's identity only. */
   captureWindow(args: Omit<OpArgs<"capture.window">, "keep_for">): Promise<OpResult<"capture.window">>;
   /** The caller's live grants on a window: their instances and the windows shown when each began. */
   grantsOn(hwnd: string): ReadonlyArray<{ instance: ProcessInstance; shownBefore: readonly string[] }>;

@@ -8,6 +8,7 @@ import type { EffectivePolicy } from "../policy/load.js";
 import { policyStatusAt } from "../policy/load.js";
 import { actionAllowed, actionNotAllowedMessage, isProtected } from "../policy/match.js";
 import { type Capability, isCapability } from "../policy/schema.js";
+import { shotLane } from "../screenshot/shotLane.js";
 import { requirePolicy, type Supervisor } from "../supervisor.js";
 import type { ToolDef } from "../tools/define.js";
 import {
@@ -426,22 +427,17 @@ function grantsOn(sup: Supervisor, client: string, hwnd: string): Grant[] {
   return sup.grants.listForClient(client).filter((g) => g.hwnd === hwnd);
 }
 
-/** What a one-hop step may use: the memory budget and the capture worker's one-hop message. */
+/** What a one-hop step may use: the caller's shot turn with its memory, the one-hop message. */
 function oneHopCall(sup: Supervisor, signal: AbortSignal, client: string): OneHopCall {
+  const lane = shotLane(sup, client, signal);
   return Object.freeze({
     signal,
     grantsOn: (hwnd: string) => grantsOn(sup, client, hwnd),
-    reserve: (bytes: number) => sup.memory.reserve(bytes, signal),
+    turn: lane.turn,
     // The worker keeps a "later" frame's PNG for this caller and the instance it lists, and only
     // when `granted` holds that instance (the grants as read when this message goes).
     captureWindow: (args: Omit<OpArgs<"capture.window">, "keep_for">) =>
-      sup.shotTurns.run(client, signal, () =>
-        sup.workers.capture.call(
-          "capture.window",
-          { ...args, keep_for: args.tiles === "later" ? client : null },
-          { deadlineMs: sup.config.workerDeadlineMs, signal },
-        ),
-      ),
+      lane.call("capture.window", { ...args, keep_for: args.tiles === "later" ? client : null }),
   });
 }
 

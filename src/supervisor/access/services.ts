@@ -11,6 +11,7 @@ import { type EffectivePolicy, type PolicyState, policyStatusAt } from "../polic
 import type { Capability } from "../policy/schema.js";
 import type { ScreenshotPlan } from "../screenshot/plan.js";
 import { captureFrame, type FrameRequest, stillAuthorized } from "../screenshot/sample.js";
+import { shotLane } from "../screenshot/shotLane.js";
 import { streamMemoryUse } from "../screenshot/streamMemory.js";
 import { requirePolicy, type Supervisor } from "../supervisor.js";
 import { applyGrantDecision, authorizeCapability, leaseCapabilities } from "./accessDecision.js";
@@ -233,20 +234,15 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
   capture: ({ sup, client, signal, policy, target, held }) => {
     const p = need(policy, "policy");
     const t = need(target, "target");
-    const call = (op: "capture.region", args: OpArgs<"capture.region">) =>
-      sup.shotTurns.run(client.hash, signal, () =>
-        sup.workers.capture.call(op, args, { deadlineMs: sup.config.workerDeadlineMs, signal }),
-      );
+    const lane = shotLane(sup, client.hash, signal);
     // Authorized by a grant (not a lease): the grant must stay live for every sample.
     const byGrant = sup.grants.get(client.hash, t.instanceKey) !== undefined;
     return {
-      frame: (plan, req) =>
-        captureFrame(sup, call, signal, p.limits.max_png_bytes, t, plan, req, client.hash),
-      hash: async (plan, points) => {
+      frame: (plan, req) => captureFrame(sup, lane, p.limits.max_png_bytes, t, plan, req, client.hash),
+      hash: (plan, points) =>
         // Only a hash leaves the worker; the raw frame it reads still counts (4 bytes a pixel).
-        const reservation = await sup.memory.reserve(rectArea(plan.region) * 4, signal);
-        try {
-          const r = await call("capture.region", {
+        lane.turn(rectArea(plan.region) * 4, async () => {
+          const r = await lane.call("capture.region", {
             target: t.expectation,
             region: plan.region,
             masks: plan.masks,
@@ -260,10 +256,7 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
           if (!r.sha256 || colors.length !== points.length)
             throw uiError("platform_unavailable", "No hash was produced.");
           return { hash: r.sha256, colors };
-        } finally {
-          reservation.release();
-        }
-      },
+        }),
       tilesOf: async (frameHash) =>
         (
           await sup.workers.capture.call(

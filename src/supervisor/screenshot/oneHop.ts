@@ -52,37 +52,33 @@ export function shotInOneHop(
   const plan = namedRegionPlan(policy, args.region_name);
   if (!plan) return null;
   const hwnd = args.hwnd;
-  return (async () => {
-    // As captureFrame: the frame in the worker plus the PNG and its base64 copy here.
-    const reservation = await call.reserve(rectArea(plan.region) * 8);
-    try {
-      // The worker judges popups against the windows shown when the caller's grant began, and
-      // keeps the frame for its tiles only under a grant: read as the message goes, so one that
-      // ended during the memory wait is neither (its frames were forgotten as it ended).
-      const grants = call.grantsOn(hwnd);
-      const r = await call.captureWindow({
-        hwnd,
-        region: plan.region,
-        masks: plan.masks,
-        grid_spacing: args.grid ? args.grid_spacing : null,
-        output: "png",
-        unless_hash: null,
-        // Only a later visual wait reads them (CaptureService.tilesOf): hashed after the answer.
-        tiles: "later",
-        max_png_bytes: policy.limits.max_png_bytes,
-        compression_level: PNG_LEVEL,
-        granted: grants.slice(0, 16).map((g) => ({
-          instance: g.instance,
-          shown_before: g.shownBefore.slice(0, 4096),
-        })),
-      });
-      const listed = r.windows.find((w) => w.hwnd === hwnd)?.instance ?? null;
-      const used = grants.find((g) => listed !== null && sameInstance(g.instance, listed))?.shownBefore ?? [];
-      return { windows: r.windows, held: holdShot(plan.region, r.shot, r.refused, used) };
-    } finally {
-      reservation.release();
-    }
-  })();
+  // As captureFrame: the frame in the worker plus the PNG and its base64 copy here.
+  return call.turn(rectArea(plan.region) * 8, async () => {
+    // The worker judges popups against the windows shown when the caller's grant began, and
+    // keeps the frame for its tiles only under a grant: read as the message goes, so one that
+    // ended during the wait for the turn and the memory is neither (its frames were forgotten
+    // as it ended).
+    const grants = call.grantsOn(hwnd);
+    const r = await call.captureWindow({
+      hwnd,
+      region: plan.region,
+      masks: plan.masks,
+      grid_spacing: args.grid ? args.grid_spacing : null,
+      output: "png",
+      unless_hash: null,
+      // Only a later visual wait reads them (CaptureService.tilesOf): hashed after the answer.
+      tiles: "later",
+      max_png_bytes: policy.limits.max_png_bytes,
+      compression_level: PNG_LEVEL,
+      granted: grants.slice(0, 16).map((g) => ({
+        instance: g.instance,
+        shown_before: g.shownBefore.slice(0, 4096),
+      })),
+    });
+    const listed = r.windows.find((w) => w.hwnd === hwnd)?.instance ?? null;
+    const used = grants.find((g) => listed !== null && sameInstance(g.instance, listed))?.shownBefore ?? [];
+    return { windows: r.windows, held: holdShot(plan.region, r.shot, r.refused, used) };
+  });
 }
 
 /** The frame as the chain keeps it: nothing reads it but the handler, and drop() zeroes it. */

@@ -1,11 +1,12 @@
 import { uiError } from "../../shared/errors.js";
 import { rectArea } from "../../shared/geometry.js";
-import type { OpArgs, OpResult } from "../../shared/protocol.js";
+import type { OpResult } from "../../shared/protocol.js";
 import type { ResolvedTarget } from "../access/targets.js";
 import { type EffectivePolicy, policyStatusAt } from "../policy/load.js";
 import { actionAllowed, windowAllowed } from "../policy/match.js";
 import type { Supervisor } from "../supervisor.js";
 import type { ScreenshotPlan } from "./plan.js";
+import type { ShotLane } from "./shotLane.js";
 
 /**
  * One frame of a planned region through the capture worker's capture.region (the same
@@ -20,11 +21,6 @@ import type { ScreenshotPlan } from "./plan.js";
  * few % more; from level 4 on time grows faster than size falls.
  */
 export const PNG_LEVEL = 2;
-
-export type CaptureCall = (
-  op: "capture.region",
-  args: OpArgs<"capture.region">,
-) => Promise<OpResult<"capture.region">>;
 
 export interface FrameRequest {
   grid_spacing: number | null;
@@ -41,10 +37,9 @@ export interface FrameRequest {
  * a grant that ends after that has its kept frames forgotten behind this message (capture.forget),
  * one that ended before keeps nothing.
  */
-export async function captureFrame(
+export function captureFrame(
   sup: Supervisor,
-  call: CaptureCall,
-  signal: AbortSignal,
+  lane: ShotLane,
   maxPngBytes: number,
   target: ResolvedTarget,
   plan: ScreenshotPlan,
@@ -56,11 +51,11 @@ export async function captureFrame(
   // and its base64 copy (UI-like frames compress far below that; noise-like ones can exceed it,
   // up to max_png_bytes), held until the caller is done with the result. A hash alone encodes the
   // PNG too (the frame hash is the PNG's, workers/capture/frameHash.ts), in the worker only.
-  const reservation = await sup.memory.reserve(pixels * 8, signal);
-  try {
+  return lane.turn(pixels * 8, () => {
+    // Read as the message goes: a grant that ended while the shot waited keeps nothing.
     const keep =
       req.tiles === "later" && keepFor !== null && sup.grants.get(keepFor, target.instanceKey) !== undefined;
-    return await call("capture.region", {
+    return lane.call("capture.region", {
       target: target.expectation,
       region: plan.region,
       masks: plan.masks,
@@ -75,9 +70,7 @@ export async function captureFrame(
       tiles: req.tiles,
       keep_for: keep ? keepFor : null,
     });
-  } finally {
-    reservation.release();
-  }
+  });
 }
 
 /**

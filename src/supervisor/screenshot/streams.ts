@@ -12,6 +12,7 @@ import type { Supervisor } from "../supervisor.js";
 import { TOOLS_BY_NAME } from "../tools/index.js";
 import { planScreenshot, type ScreenshotPlan } from "./plan.js";
 import { captureFrame, stillAuthorized } from "./sample.js";
+import { shotLane } from "./shotLane.js";
 import { streamMemory } from "./streamMemory.js";
 import { changedRects, shortHash } from "./visual.js";
 
@@ -389,14 +390,7 @@ export class FrameStreams {
       if (denied) throw denied;
       const r = await captureFrame(
         this.sup,
-        (op, a) =>
-          this.sup.shotTurns.run(this.client(), s.abort.signal, () =>
-            this.sup.workers.capture.call(op, a, {
-              deadlineMs: this.sup.config.workerDeadlineMs,
-              signal: s.abort.signal,
-            }),
-          ),
-        s.abort.signal,
+        shotLane(this.sup, this.client(), s.abort.signal),
         s.policy.limits.max_png_bytes,
         { ...s.target, listing: undefined },
         s.plan,

@@ -70,7 +70,13 @@ export interface DesktopService {
   windows(): Promise<WindowInfo[]>;
   /** windows() for a wait's poll: overlapping polls share one listing. */
   poll(): Promise<WindowInfo[]>;
-  read<K extends DesktopRead>(op: K, args: OpArgs<K>, deadlineMs?: number): Promise<OpResult<K>>;
+  /**
+   * `waitMs`: how long this call waits for the answer (then worker_timeout). The worker's own
+   * deadline (UIINSPECT_WORKER_DEADLINE_MS) still decides whether it is silent and torn down: a
+   * short wait must not kill a worker that is only slow, e.g. behind another program's grab of
+   * the X server, and with it every call in flight there.
+   */
+  read<K extends DesktopRead>(op: K, args: OpArgs<K>, waitMs?: number): Promise<OpResult<K>>;
 }
 
 export interface CaptureService {
@@ -228,8 +234,20 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
   desktop: ({ sup, signal }) => ({
     windows: () => liveWindows(sup, signal),
     poll: () => pollWindows(sup, signal),
-    read: (op, args, deadlineMs) =>
-      sup.workers.capture.call(op, args, { deadlineMs: deadlineMs ?? sup.config.workerDeadlineMs, signal }),
+    read: async (op, args, waitMs) => {
+      const waited = waitMs === undefined ? null : AbortSignal.timeout(waitMs);
+      try {
+        return await sup.workers.capture.call(op, args, {
+          deadlineMs: sup.config.workerDeadlineMs,
+          signal: waited ? AbortSignal.any([signal, waited]) : signal,
+        });
+      } catch (e) {
+        // Given up here, not in the worker: it answers the cancel once it can.
+        if (waited?.aborted && !signal.aborted)
+          throw uiError("worker_timeout", "The desktop did not answer in time.");
+        throw e;
+      }
+    },
   }),
   capture: ({ sup, client, signal, policy, target, held }) => {
     const p = need(policy, "policy");

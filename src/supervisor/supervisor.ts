@@ -1,5 +1,6 @@
 import type { DialogGate } from "../shared/dialogGate.js";
 import { uiError } from "../shared/errors.js";
+import type { FairShare } from "../shared/fairShare.js";
 import type { ClientIdentity } from "./access/clientIdentity.js";
 import type { GrantStore } from "./access/grants.js";
 import type { LeaseGate } from "./access/leaseGate.js";
@@ -11,7 +12,6 @@ import type { ServerConfig } from "./config.js";
 import type { ConsentBroker } from "./consent/broker.js";
 import type { ConsentDialogFacts } from "./consent/dialogInfo.js";
 import type { PortalGate } from "./consent/portalGate.js";
-import type { FairShare } from "./hosting/fairShare.js";
 import type { InputLane } from "./hosting/inputLane.js";
 import type { WorkerHost } from "./hosting/workerHost.js";
 import type { Logger } from "./log.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { FairShare } from "../../src/supervisor/hosting/fairShare.js";
+import { uiError } from "../../src/shared/errors.js";
+import { FairShare } from "../../src/shared/fairShare.js";
 
 /** A call that ends when the test says so; `log` records when each one reached the worker. */
 function gate(log: string[], name: string) {
@@ -82,6 +83,47 @@ describe("FairShare: a shared worker's calls in turn per identity", () => {
     const next = share.run("bob", undefined, async () => "b1");
     await expect(failing).rejects.toThrow("worker_crashed");
     expect(await next).toBe("b1");
+    expect(share.load()).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it("one identity (the capture worker's shots): the window at once, the rest in the order they came", async () => {
+    const share = new FairShare(2);
+    const log: string[] = [];
+    const gates = ["s1", "s2", "s3", "s4", "s5"].map((n) => gate(log, n));
+    const answers = gates.map((g) => share.run("", undefined, g.call));
+    await tick();
+    expect(log).toEqual(["s1", "s2"]);
+    expect(share.load()).toEqual({ running: 2, waiting: 3 });
+    for (const g of [gates[1], gates[0], gates[2], gates[3], gates[4]]) {
+      g?.open();
+      await tick();
+    }
+    expect(log).toEqual(["s1", "s2", "s3", "s4", "s5"]);
+    expect(await Promise.all(answers)).toEqual(["s1", "s2", "s3", "s4", "s5"]);
+  });
+
+  it("a wait that ends by a deadline leaves with the deadline's code (worker_timeout), any other abort with cancelled", async () => {
+    const share = new FairShare(1);
+    const log: string[] = [];
+    const first = gate(log, "s1");
+    const running = share.run("", undefined, first.call);
+    const deadline = new AbortController();
+    const timedOut = share.run("", deadline.signal, gate(log, "s2").call);
+    const plain = new AbortController();
+    const quit = share.run("", plain.signal, gate(log, "s3").call);
+    await tick();
+    deadline.abort(uiError("worker_timeout"));
+    plain.abort(new Error("not one of ours"));
+    await expect(timedOut).rejects.toMatchObject({ code: "worker_timeout" });
+    await expect(quit).rejects.toMatchObject({ code: "cancelled" });
+    const gone = new AbortController();
+    gone.abort(uiError("worker_timeout"));
+    await expect(share.run("", gone.signal, async () => "never")).rejects.toMatchObject({
+      code: "worker_timeout",
+    });
+    first.open();
+    expect(await running).toBe("s1");
+    expect(log).toEqual(["s1"]);
     expect(share.load()).toEqual({ running: 0, waiting: 0 });
   });
 });

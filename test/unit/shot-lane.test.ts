@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { FairShare } from "../../src/shared/fairShare.js";
 import type { OpArgs } from "../../src/shared/protocol.js";
 import { MemoryBudget } from "../../src/supervisor/budgets/memory.js";
-import { FairShare } from "../../src/supervisor/hosting/fairShare.js";
 import { shotLane } from "../../src/supervisor/screenshot/shotLane.js";
 import type { Supervisor } from "../../src/supervisor/supervisor.js";
 

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { uiError } from "../../shared/errors.js";
+import { FairShare } from "../../shared/fairShare.js";
 import type { ProcessInstance } from "../../shared/identity.js";
 import type { A11yNodeOut, OpArgs, OpName, OpResult } from "../../shared/protocol.js";
-import { FairShare } from "../hosting/fairShare.js";
 import { IdleRetirement, type IdleTime, REAL_TIME } from "../hosting/idleRetirement.js";
 import type { CallOptions, Isolation, WorkerHost, WorkerStats } from "../hosting/workerHost.js";
 import type { Logger } from "../log.js";

@@ -1,4 +1,5 @@
 import { isUiError, type UiError, uiError } from "../../shared/errors.js";
+import { FairShare } from "../../shared/fairShare.js";
 import { type Rect, rectHeight, rectWidth, sameRect, toScreen } from "../../shared/geometry.js";
 import { instanceKey, sameInstance } from "../../shared/identity.js";
 import type { PendingRead, RawImage, WindowInfo } from "../../shared/platform.js";
@@ -9,6 +10,7 @@ import type {
   OpWireResult,
   TargetExpectation,
 } from "../../shared/protocol.js";
+import { SHOTS_IN_FLIGHT } from "../../shared/shots.js";
 import type { HandlerContext, HandlerTable } from "../handlers.js";
 import { portalsOf } from "../input/handlers.js";
 import { verifyTarget, verifyUnchangedAfter } from "../verify.js";
@@ -18,7 +20,6 @@ import { type KeepSlot, LaterTiles } from "./laterTiles.js";
 import { ListingCache, readRecently } from "./listings.js";
 import { assertImage, drawGrid, hash, paintMasks, sampleColor, tileHashes } from "./pixels.js";
 import { encodePng, encodePngFrame } from "./png.js";
-import { ShotGate } from "./shotGate.js";
 
 function cancelledError(signal: AbortSignal): UiError {
   return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
@@ -55,8 +56,12 @@ function freshListing(listing: { at: number; windows: WindowInfo[] } | null): Wi
 
 /** This worker's frames (one per shot in flight, a few kept between shots). */
 const frames = new FramePool();
-/** This worker's shots in flight, a few at a time (each holds a frame and a deflate stream). */
-const shots = new ShotGate();
+/**
+ * This worker's shots in flight, a few at a time (each holds a frame and a deflate stream). The
+ * supervisor sends them in turns by identity; here they are one queue, in the order they came.
+ */
+const shots = new FairShare(SHOTS_IN_FLIGHT);
+const ALL_SHOTS = "";
 /** This worker's recent listings, which the supervisor names by id when it asks for pixels. */
 const listings = new ListingCache(LISTING_MAX_AGE_MS);
 /** The PNGs of frames answered with tiles "later", whose tiles capture.tiles hashes when asked. */
@@ -437,12 +442,7 @@ async function inTurn<T>(
 ): Promise<T> {
   const keep = laterTiles.slot(keepFor);
   try {
-    const leave = await shots.enter(ctx.signal);
-    try {
-      return await shot(keep);
-    } finally {
-      leave();
-    }
+    return await shots.run(ALL_SHOTS, ctx.signal, () => shot(keep));
   } finally {
     keep.close();
   }

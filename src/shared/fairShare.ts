@@ -1,4 +1,4 @@
-import { uiError } from "../../shared/errors.js";
+import { isUiError, type UiError, uiError } from "./errors.js";
 
 interface Waiting {
   start: () => void;
@@ -7,12 +7,15 @@ interface Waiting {
 }
 
 /**
- * Calls of several identities to one shared worker (an instance's uia worker), admitted so that
+ * Calls of several identities to one shared worker (an instance's uia worker; the capture
+ * worker, whose shots the supervisor lets through in turn and which then works on them in the
+ * order they came, as one identity), admitted so that
  * no identity waits behind another's backlog. At most `window` calls are in flight on the
  * worker; beyond that, each identity's calls wait in its own queue, in the order they came, and
  * a freed slot goes to the next identity in turn that has one waiting (round robin). An identity
  * with 32 walks in flight on an app then delays another's one walk by about `window` walks, not
- * by 32. A call that gives up while waiting (its signal aborts) leaves with `cancelled` and never
+ * by 32. A call that gives up while waiting (its signal aborts) leaves with the abort's reason when
+ * that is one of our errors (a worker's deadline: worker_timeout), else `cancelled`, and never
  * reaches the worker. No call in flight waits on a queued one (a worker call ends on its own),
  * so the window cannot deadlock.
  */
@@ -26,7 +29,7 @@ export class FairShare {
   }
 
   async run<T>(who: string, signal: AbortSignal | undefined, call: () => Promise<T>): Promise<T> {
-    if (signal?.aborted) throw uiError("cancelled");
+    if (signal?.aborted) throw abortReason(signal);
     if (this.running >= this.window || this.queues.size > 0) await this.turn(who, signal);
     else this.running += 1;
     try {
@@ -59,7 +62,7 @@ export class FairShare {
           if (q === undefined || i < 0) return;
           q.splice(i, 1);
           if (q.length === 0) this.queues.delete(who);
-          reject(uiError("cancelled"));
+          reject(signal ? abortReason(signal) : uiError("cancelled"));
         },
       };
       const q = this.queues.get(who);
@@ -81,4 +84,8 @@ export class FairShare {
       w?.start();
     }
   }
+}
+
+function abortReason(signal: AbortSignal): UiError {
+  return isUiError(signal.reason) ? signal.reason : uiError("cancelled");
 }

@@ -41,6 +41,11 @@ const SCRIPTS = [
     "x11-shared-turns",
     "X11: one identity's walk alone and under another's backlog of 24 walks of the same app (remote)",
   ],
+  [
+    "x11-shared-turns",
+    "X11: one identity's screenshot alone and under another's backlog of 24, memory for two at once",
+    { key: "x11-shared-shots", env: { BENCH_TOOL: "screenshot_window", BENCH_MEMORY_BYTES: "8388608" } },
+  ],
   ["x11-png-encodes", "X11: ways to deflate one 800×600 frame's PNG rows, timed in turn"],
   ["soak", "X11: 10-minute mixed soak, RSS per isolation mode (SOAK_MINUTES to shorten)"],
   [
@@ -50,21 +55,24 @@ const SCRIPTS = [
 ];
 
 const results = {};
-for (const [name, what] of SCRIPTS) {
-  if (only.length > 0 && !only.includes(name)) continue;
+for (const [name, what, variant] of SCRIPTS) {
+  // A variant runs the same script with more settings, its figures under their own key.
+  const key = variant?.key ?? name;
+  if (only.length > 0 && !only.includes(name) && !only.includes(key)) continue;
   // A comparison needs the other build; without it there is nothing to compare.
   if (name === "ab-screenshot" && !process.env.BENCH_BASELINE) continue;
   const file = join(here, `${name}.mjs`);
   if (!existsSync(file)) continue;
-  process.stderr.write(`bench ${name}: ${what}\n`);
+  process.stderr.write(`bench ${key}: ${what}\n`);
   const r = spawnSync(process.execPath, [file], {
+    env: { ...process.env, ...(variant?.env ?? {}) },
     encoding: "utf8",
     timeout: 15 * 60_000,
     maxBuffer: 64 << 20,
   });
   const out = r.stdout.trim();
   try {
-    results[name] = JSON.parse(out.slice(out.indexOf("{")));
+    results[key] = JSON.parse(out.slice(out.indexOf("{")));
   } catch {
     // Scripts that print several JSON lines or a human report: keep what they said.
     const lines = `${r.stdout}\n${r.stderr}`.split("\n").filter((l) => l.trim() !== "");
@@ -75,7 +83,7 @@ for (const [name, what] of SCRIPTS) {
         return [];
       }
     });
-    results[name] =
+    results[key] =
       r.status === 0
         ? { lines: json.length > 0 ? json : lines }
         : { error: `exit ${r.status ?? r.signal}`, tail: lines.slice(-8) };

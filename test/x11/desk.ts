@@ -1,3 +1,4 @@
+import { libX11 } from "../../src/os/linux/xlib.js";
 import type { XConnection } from "../../src/platforms/x11/xconn.js";
 import type { Platform } from "../../src/shared/platform.js";
 import { startSession, type X11Session } from "./support.js";
@@ -31,5 +32,41 @@ export async function openX11Desk(): Promise<X11Desk> {
       await p.dispose();
       session.stop();
     },
+  };
+}
+
+/** The whole X server grabbed by a connection of the test's own, as another local program would. */
+export interface ServerGrab {
+  /** Whether the grab is still held. */
+  readonly held: boolean;
+  /** Ends the grab and closes its connection (once; later calls do nothing). */
+  end(): void;
+}
+
+/**
+ * Grabs the X server now (XGrabServer, synced): until it ends, the server answers no other
+ * client, ours included. It ends after `safetyMs` whatever the test does.
+ */
+export function grabServer(safetyMs: number): ServerGrab {
+  const xl = libX11();
+  const dpy = xl.XOpenDisplay(null) as bigint;
+  if (!dpy) throw new Error("no X display to grab");
+  xl.XGrabServer(dpy);
+  xl.XSync(dpy, 0);
+  let held = true;
+  const end = () => {
+    if (!held) return;
+    held = false;
+    clearTimeout(safety);
+    xl.XUngrabServer(dpy);
+    xl.XSync(dpy, 0);
+    xl.XCloseDisplay(dpy);
+  };
+  const safety = setTimeout(end, safetyMs);
+  return {
+    get held() {
+      return held;
+    },
+    end,
   };
 }

@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { libX11 } from "../../src/os/linux/xlib.js";
 import { LOOSE_BUDGETS, McpHarness } from "../support/mcp.js";
-import { openX11Desk, type X11Desk } from "./desk.js";
+import { grabServer, openX11Desk, type X11Desk } from "./desk.js";
 import { approveConsentDialog, startApp, UNSAFE_XTEST, waitForWindow, x11CliSuite } from "./support.js";
 
 /**
@@ -64,36 +63,23 @@ describe.skipIf(!x11CliSuite("health-grab"))(
 
     it("health_check answers that the desktop did not, and the worker and the shot in flight live on", async () => {
       const before = await capture();
-      const xl = libX11();
-      const dpy = xl.XOpenDisplay(null) as bigint;
-      xl.XGrabServer(dpy);
-      xl.XSync(dpy, 0);
-      let held = true;
-      const ungrab = () => {
-        if (!held) return;
-        held = false;
-        xl.XUngrabServer(dpy);
-        xl.XSync(dpy, 0);
-        xl.XCloseDisplay(dpy);
-      };
       // Whatever happens below, the grab ends.
-      const safety = setTimeout(ungrab, GRAB_MS + 4000);
+      const grab = grabServer(GRAB_MS + 4000);
       try {
         const shot = h.call("screenshot_window", { hwnd });
         const health = h.call("health_check", {});
         const answered = await health;
-        expect(held, "health_check answered under the grab").toBe(true);
+        expect(grab.held, "health_check answered under the grab").toBe(true);
         expect(answered.structured.status).not.toBe("ok");
         expect((answered.structured.platform_facts as { error?: string }).error).toBe("worker_timeout");
         // Past the old teardown (the 5 s wait and 1 s of grace), still under the grab.
         await sleep(GRAB_MS - 5000);
-        expect(held).toBe(true);
-        ungrab();
+        expect(grab.held).toBe(true);
+        grab.end();
         const r = await shot;
         expect(r.code ?? "ok", JSON.stringify(r.structured)).toBe("ok");
       } finally {
-        clearTimeout(safety);
-        ungrab();
+        grab.end();
       }
       const after = await capture();
       expect(after.timeouts, "capture worker timeouts").toBe(before.timeouts);

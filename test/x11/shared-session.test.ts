@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { libX11 } from "../../src/os/linux/xlib.js";
 import { rectArea } from "../../src/shared/geometry.js";
 import { SHOTS_IN_FLIGHT } from "../../src/shared/shots.js";
 import type { RemoteClient } from "../support/remote.js";
-import { openX11Desk, type X11Desk } from "./desk.js";
+import { grabServer, openX11Desk, type X11Desk } from "./desk.js";
 import { type App, approveConsentDialog, waitFor, x11CliSuite } from "./support.js";
 import { okButtonRef, startForm, type TwoIdentities, twoIdentitiesOn } from "./twoIdentities.js";
 
@@ -146,19 +145,7 @@ describe.skipIf(!x11CliSuite("shared-session"))(
       // waits on it, so all of them are there before any ends. (Nothing that asks the X server
       // can tell meanwhile, health_check included: the waits are fixed, and the grab ends on
       // a timer whatever happens.)
-      const xl = libX11();
-      const dpy = xl.XOpenDisplay(null) as bigint;
-      xl.XGrabServer(dpy);
-      xl.XSync(dpy, 0);
-      let held = true;
-      const ungrab = () => {
-        if (!held) return;
-        held = false;
-        xl.XUngrabServer(dpy);
-        xl.XSync(dpy, 0);
-        xl.XCloseDisplay(dpy);
-      };
-      const safety = setTimeout(ungrab, 8000);
+      const grab = grabServer(8000);
       let shots: Array<ReturnType<RemoteClient["call"]>>;
       let mine: Promise<Awaited<ReturnType<RemoteClient["call"]>> & { before: number }>;
       try {
@@ -172,8 +159,7 @@ describe.skipIf(!x11CliSuite("shared-session"))(
         mine = bob.call("screenshot_window", { hwnd }).then((r) => ({ ...r, before: answered }));
         await sleep(1000);
       } finally {
-        clearTimeout(safety);
-        ungrab();
+        grab.end();
       }
       const bobs = await mine;
       for (const r of await Promise.all(shots))

@@ -7,17 +7,16 @@ interface Waiting {
 }
 
 /**
- * Calls of several identities to one shared worker (an instance's uia worker; the capture
- * worker, whose shots the supervisor lets through in turn and which then works on them in the
- * order they came, as one identity), admitted so that
- * no identity waits behind another's backlog. At most `window` calls are in flight on the
- * worker; beyond that, each identity's calls wait in its own queue, in the order they came, and
- * a freed slot goes to the next identity in turn that has one waiting (round robin). An identity
- * with 32 walks in flight on an app then delays another's one walk by about `window` walks, not
- * by 32. A call that gives up while waiting (its signal aborts) leaves with the abort's reason when
- * that is one of our errors (a worker's deadline: worker_timeout), else `cancelled`, and never
- * reaches the worker. No call in flight waits on a queued one (a worker call ends on its own),
- * so the window cannot deadlock.
+ * Calls of several identities to one shared worker, admitted so that no identity waits behind
+ * another's backlog: an instance's uia worker, and the capture worker's shots (the supervisor
+ * lets them through in turn by identity; the worker takes them as one identity, in the order
+ * they came). At most `window` calls are in flight on the worker; beyond that, each identity's
+ * calls wait in its own queue, in the order they came, and a freed slot goes to the next
+ * identity in turn that has one waiting (round robin). An identity with 32 walks in flight on an
+ * app then delays another's one walk by about `window` walks, not by 32. A call that gives up
+ * while waiting (its signal aborts) leaves with the abort's reason when that is one of our errors
+ * (a worker's deadline: worker_timeout), else `cancelled`, and never reaches the worker. No call
+ * in flight waits on a queued one (a worker call ends on its own), so the window cannot deadlock.
  */
 export class FairShare {
   private running = 0;

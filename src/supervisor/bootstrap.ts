@@ -187,7 +187,14 @@ function createConsent(
     grantTtlMs: config.grantTtlMs,
     isInstanceAlive: async (instance) => {
       try {
-        return (await workers.capture.call("desktop.alive", { instance }, { deadlineMs: 5000 })).alive;
+        return (
+          await workers.capture.call(
+            "desktop.alive",
+            { instance },
+            // Waited for 5 s; only the worker's own deadline may tear it down.
+            { deadlineMs: config.workerDeadlineMs, waitMs: 5000 },
+          )
+        ).alive;
       } catch {
         return true; // a slow worker is not proof of exit; the dialog's own timeout still applies
       }

@@ -92,8 +92,14 @@ export async function endExitedInstances(
     sup.grants.noteAliveCheck(key, now);
     let alive = true;
     try {
-      alive = (await sup.workers.capture.call("desktop.alive", { instance }, { deadlineMs: 5000, signal }))
-        .alive;
+      alive = (
+        await sup.workers.capture.call(
+          "desktop.alive",
+          { instance },
+          // Waited for 5 s; only the worker's own deadline may tear it down.
+          { deadlineMs: sup.config.workerDeadlineMs, waitMs: 5000, signal },
+        )
+      ).alive;
     } catch {
       // A slow or restarting worker is no proof of exit.
     }

@@ -234,20 +234,12 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
   desktop: ({ sup, signal }) => ({
     windows: () => liveWindows(sup, signal),
     poll: () => pollWindows(sup, signal),
-    read: async (op, args, waitMs) => {
-      const waited = waitMs === undefined ? null : AbortSignal.timeout(waitMs);
-      try {
-        return await sup.workers.capture.call(op, args, {
-          deadlineMs: sup.config.workerDeadlineMs,
-          signal: waited ? AbortSignal.any([signal, waited]) : signal,
-        });
-      } catch (e) {
-        // Given up here, not in the worker: it answers the cancel once it can.
-        if (waited?.aborted && !signal.aborted)
-          throw uiError("worker_timeout", "The desktop did not answer in time.");
-        throw e;
-      }
-    },
+    read: (op, args, waitMs) =>
+      sup.workers.capture.call(op, args, {
+        deadlineMs: sup.config.workerDeadlineMs,
+        ...(waitMs === undefined ? {} : { waitMs }),
+        signal,
+      }),
   }),
   capture: ({ sup, client, signal, policy, target, held }) => {
     const p = need(policy, "policy");

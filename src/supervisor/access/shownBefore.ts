@@ -23,7 +23,8 @@ export async function shownNow(
   const r = await sup.workers.capture.call(
     "desktop.shown",
     { instance: target.instance },
-    { deadlineMs: 5000, ...(signal ? { signal } : {}) },
+    // Waited for 5 s; only the worker's own deadline may tear it down.
+    { deadlineMs: sup.config.workerDeadlineMs, waitMs: 5000, ...(signal ? { signal } : {}) },
   );
   return r.hwnds.filter((h) => h !== target.window.hwnd);
 }

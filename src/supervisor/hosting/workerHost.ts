@@ -68,7 +68,15 @@ const CLOSE_CANCEL_GRACE_MS = 500;
 const liveThreadPorts = new Set<MessagePort>();
 
 export interface CallOptions {
+  /** Past it the worker is asked to cancel, and one still silent a grace second on is torn down. */
   deadlineMs: number;
+  /**
+   * How long this caller waits, when shorter than the deadline: then the call fails with
+   * worker_timeout and the worker is asked to cancel, but it is not torn down. A worker that is
+   * slow for all (every X request waits behind another program's grab of the X server) is not
+   * hung, and tearing it down would fail every call in flight there.
+   */
+  waitMs?: number;
   signal?: AbortSignal;
 }
 
@@ -77,6 +85,7 @@ interface Pending {
   resolve(v: unknown): void;
   reject(e: UiError): void;
   deadlineTimer: NodeJS.Timeout;
+  waitTimer?: NodeJS.Timeout;
   graceTimer?: NodeJS.Timeout;
   detach(): void;
 }
@@ -180,11 +189,20 @@ export class WorkerHost {
           if (this.pending.has(id)) this.teardown("worker_timeout");
         }, this.opts.graceMs ?? 1000);
       }, opts.deadlineMs);
+      const waitTimer =
+        opts.waitMs !== undefined && opts.waitMs < opts.deadlineMs
+          ? setTimeout(() => {
+              if (!this.finish(id)) return;
+              this.safeSend({ type: "cancel", id, reason: "deadline" });
+              reject(uiError("worker_timeout", "The worker did not answer in time."));
+            }, opts.waitMs)
+          : undefined;
       this.pending.set(id, {
         op,
         resolve: (v) => resolve(v as OpResult<K>),
         reject,
         deadlineTimer,
+        ...(waitTimer ? { waitTimer } : {}),
         detach: () => opts.signal?.removeEventListener("abort", onAbort),
       });
       opts.signal?.addEventListener("abort", onAbort, { once: true });
@@ -248,6 +266,7 @@ export class WorkerHost {
     const p = this.pending.get(id);
     if (!p) return undefined;
     clearTimeout(p.deadlineTimer);
+    if (p.waitTimer) clearTimeout(p.waitTimer);
     if (p.graceTimer) clearTimeout(p.graceTimer);
     p.detach();
     this.pending.delete(id);

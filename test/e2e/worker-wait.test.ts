@@ -18,6 +18,7 @@ const WORKER_HOST = pathToFileURL(
   resolve(import.meta.dirname, "../../dist/supervisor/hosting/workerHost.js"),
 ).href;
 const SLOW_MS = 1500;
+const RESTART_BACKOFF_MS = 3000;
 
 describe("a caller's shorter wait does not tear the worker down", () => {
   const desktop = new FakeDesktop({
@@ -34,6 +35,9 @@ describe("a caller's shorter wait does not tear the worker down", () => {
       init: { kind: "capture", platform: "fake", fake_desktop: desktop.path, log_level: "silent" },
       isolation: "thread",
       logger: pino({ level: "silent" }),
+      // A restart after a teardown waits 3 s: the last case waits less than that.
+      backoffBaseMs: RESTART_BACKOFF_MS,
+      backoffMaxMs: RESTART_BACKOFF_MS,
     });
     await host.call("ping", {}, { deadlineMs: 30_000 });
   }, 60_000);
@@ -58,5 +62,14 @@ describe("a caller's shorter wait does not tear the worker down", () => {
     await expect(short).rejects.toMatchObject({ code: "worker_timeout" });
     expect(await other).toMatchObject({ code: "worker_timeout" });
     expect(host.stats().timeouts).toBe(1);
+  }, 30_000);
+
+  it("the wait covers the worker's start too: worker_timeout within it, and the start goes on for the next call", async () => {
+    // Torn down by the case before: the next start waits out its backoff.
+    const impatient = host.call("ping", {}, { deadlineMs: 20_000, waitMs: 200 });
+    await expect(impatient).rejects.toMatchObject({ code: "worker_timeout" });
+    expect(host.stats().state).not.toBe("ready");
+    await host.call("ping", {}, { deadlineMs: 20_000 });
+    expect(host.stats()).toMatchObject({ state: "ready", timeouts: 1 });
   }, 30_000);
 });

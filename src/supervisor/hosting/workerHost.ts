@@ -168,7 +168,10 @@ export class WorkerHost {
   async call<K extends OpName>(op: K, args: OpArgs<K>, opts: CallOptions): Promise<OpResult<K>> {
     if (this.closed) throw uiError("platform_unavailable", "The server is shutting down.");
     if (opts.signal?.aborted) throw uiError("cancelled");
-    await this.ensureStarted(opts.signal);
+    // A caller's wait covers a worker's start-up too (XOpenDisplay waits out a grab as well).
+    const waitEnds =
+      opts.waitMs !== undefined && opts.waitMs < opts.deadlineMs ? Date.now() + opts.waitMs : null;
+    await this.startedWithin(opts.signal, waitEnds);
     const endpoint = this.endpoint;
     if (!endpoint) throw uiError("worker_crashed");
     const id = this.nextId++;
@@ -190,13 +193,16 @@ export class WorkerHost {
         }, this.opts.graceMs ?? 1000);
       }, opts.deadlineMs);
       const waitTimer =
-        opts.waitMs !== undefined && opts.waitMs < opts.deadlineMs
-          ? setTimeout(() => {
-              if (!this.finish(id)) return;
-              this.safeSend({ type: "cancel", id, reason: "deadline" });
-              reject(uiError("worker_timeout", "The worker did not answer in time."));
-            }, opts.waitMs)
-          : undefined;
+        waitEnds === null
+          ? undefined
+          : setTimeout(
+              () => {
+                if (!this.finish(id)) return;
+                this.safeSend({ type: "cancel", id, reason: "deadline" });
+                reject(notInTime());
+              },
+              Math.max(0, waitEnds - Date.now()),
+            );
       this.pending.set(id, {
         op,
         resolve: (v) => resolve(v as OpResult<K>),
@@ -210,7 +216,26 @@ export class WorkerHost {
     });
   }
 
-  /** Starts the worker ahead of the first request so the first call does not pay start-up. */
+  /**
+   * ensureStarted, given up (worker_timeout) at `waitEnds` when the caller waits that long only;
+   * the start goes on for the next caller.
+   */
+  private async startedWithin(signal: AbortSignal | undefined, waitEnds: number | null): Promise<void> {
+    if (waitEnds === null || this.state === "ready") return this.ensureStarted(signal);
+    const waited = new AbortController();
+    const give = () => waited.abort();
+    const timer = setTimeout(give, Math.max(0, waitEnds - Date.now()));
+    signal?.addEventListener("abort", give, { once: true });
+    try {
+      await this.ensureStarted(waited.signal);
+    } catch (e) {
+      throw waited.signal.aborted && !signal?.aborted ? notInTime() : e;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", give);
+    }
+  }
+
   /** Starts the worker now rather than at the first call; resolves once it is up (or failed). */
   warm(): Promise<void> {
     if (this.closed) return Promise.resolve();
@@ -574,4 +599,9 @@ export class WorkerHost {
     for (const l of this.exitListeners) l(reason);
     if (!this.closed) this.opts.logger.info({ kind: this.kind, reason }, "worker_exited");
   }
+}
+
+/** A caller's own wait ended (CallOptions.waitMs): the worker goes on. */
+function notInTime(): UiError {
+  return uiError("worker_timeout", "The worker did not answer in time.");
 }

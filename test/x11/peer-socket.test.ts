@@ -2,10 +2,10 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { describe, expect, it } from "vitest";
-import type { Platform } from "../../src/shared/platform.js";
 import {
   type App,
   atspiBus,
+  type GrantedTarget,
   grantedTarget,
   peerAddressOf,
   startApp,
@@ -91,29 +91,29 @@ function impostor(): { server: Server; connections: () => number; bytes: () => n
   return { server, connections: () => connections, bytes: () => bytes };
 }
 
-const zenityForm = (title: string) => (f: { p: Platform }) => {
-  const app = startApp("zenity", ["--forms", `--title=${title}`, "--add-entry=Login", "--add-entry=Mail"]);
-  return { app, window: waitForWindow(f.p, title) };
-};
+/** zenity's form titled `title`, granted observe and inspect to a built server; `pid()` is the app's. */
+function grantedForm(name: string, title: string): { f: GrantedTarget; pid: () => number } {
+  let app: App | undefined;
+  const f = grantedTarget({
+    name,
+    titlePatterns: ["uix peer *"],
+    actions: ["observe", "inspect"],
+    async start(f) {
+      app = startApp("zenity", ["--forms", `--title=${title}`, "--add-entry=Login", "--add-entry=Mail"]);
+      return waitForWindow(f.p, title);
+    },
+  });
+  return { f, pid: () => app?.child.pid ?? 0 };
+}
 
 describe.skipIf(!x11CliSuite("peer socket", { what: "no C compiler (cc)", ok: HAVE_CC }))(
   "x11: the target's AT-SPI peer socket swapped by another local program (built CLI over stdio, zenity)",
   () => {
     describe("another socket bound at the path once the app's is moved away", () => {
-      let app: App;
-      const f = grantedTarget({
-        name: "peer",
-        titlePatterns: ["uix peer *"],
-        actions: ["observe", "inspect"],
-        async start(f) {
-          const started = zenityForm(TITLE)(f);
-          app = started.app;
-          return started.window;
-        },
-      });
+      const { f, pid: appPid } = grantedForm("peer", TITLE);
 
       it("two listeners under the path: no connection reaches the impostor, the tree is the app's", async () => {
-        const pid = app.child.pid ?? 0;
+        const pid = appPid();
         const path = await peerPathOf(pid);
         const [own] = listenersAt(path);
         expect(own, "the app listens at its path").toBeTruthy();
@@ -154,20 +154,10 @@ describe.skipIf(!x11CliSuite("peer socket", { what: "no C compiler (cc)", ok: HA
     });
 
     describe("another socket renamed onto the path", () => {
-      let app: App;
-      const f = grantedTarget({
-        name: "peer-onto",
-        titlePatterns: ["uix peer *"],
-        actions: ["observe", "inspect"],
-        async start(f) {
-          const started = zenityForm(ONTO_TITLE)(f);
-          app = started.app;
-          return started.window;
-        },
-      });
+      const { f, pid: appPid } = grantedForm("peer-onto", ONTO_TITLE);
 
       it("one listener under the path, the app's, but the connect reaches the impostor: refused before a byte (SO_PEERCRED)", async () => {
-        const pid = app.child.pid ?? 0;
+        const pid = appPid();
         const path = await peerPathOf(pid);
         renameSync(path, `${path}.moved`);
         const fake = impostor();

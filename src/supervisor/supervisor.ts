@@ -54,7 +54,8 @@ export interface Supervisor {
   /**
    * Every identity's screenshots at the one capture worker, in turns: as many in flight as the
    * worker works on at once (SHOTS_IN_FLIGHT), then round robin by identity, so one identity's
-   * backlog of shots does not hold back another's.
+   * backlog of shots does not hold back another's. Taken through ShotLane
+   * (screenshot/shotLane.ts), which reserves a shot's memory only inside its turn.
    */
   shotTurns: FairShare;
   /** The consent dialog's mechanism and unsafe settings, for health_check and doctor. */

@@ -364,9 +364,10 @@ const FACTORIES: { [K in ServiceName]: (s: ServiceScope) => Services[K] } = {
     auditSink: () => sup.audit.sink,
     auditRingSize: () => sup.audit.recent(1000).length,
     workers: () => [
-      // The capture worker's shots waiting for their identity's turn (not yet sent) count with it.
-      { ...sup.workers.capture.stats(), queued: sup.shotTurns.load().waiting },
-      sup.workers.input.stats(),
+      ...Object.values(sup.workers).map((w) =>
+        // The capture worker's shots waiting for their identity's turn (not yet sent) count with it.
+        w === sup.workers.capture ? { ...w.stats(), queued: sup.shotTurns.load().waiting } : w.stats(),
+      ),
       sup.sessions.stats(),
     ],
     consentDialog: () => ({ ...sup.consentDialog, open: sup.dialogs.open }),
